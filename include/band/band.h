@@ -1,0 +1,17 @@
+/*
+ * band/band.h - umbrella header: includes every public band header.
+ *
+ * band bounds in-flight work: weighted FIFO semaphores, byte budgets and (in later
+ * headers) channels and admission control, with backpressure explicit at every edge.
+ * See README.md and docs/ for the contracts.
+ */
+#ifndef BAND_BAND_H
+#define BAND_BAND_H
+
+#include "band/version.h"
+#include "band/core.h"
+#include "band/error.h"
+#include "band/sem.h"
+#include "band/budget.h"
+
+#endif /* BAND_BAND_H */

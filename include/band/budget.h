@@ -1,0 +1,150 @@
+/*
+ * band/budget.h - byte budgets: a semaphore that knows its capacity.
+ *
+ * A budget bounds a resource whose units are consumed unequally (bytes of memory, bytes
+ * in flight). It keeps every semaphore rule (FIFO hand-off, deficit, close) and adds:
+ *
+ *  - A request larger than the capacity fails at once with BAND_E2BIG: returning every
+ *    outstanding unit could never satisfy it, so it never waits.
+ *  - A reservation is one acquisition, never piecemeal: several callers each holding part
+ *    of what they need while waiting for the rest is how budgets deadlock.
+ *  - band_budget_alloc() reserves before it allocates and returns a buffer that carries
+ *    its reservation; band_budget_free() returns both. Growing reserves the difference
+ *    first. The budget counts payload bytes only, not allocator overhead.
+ *  - Capacity can change at run time: growing releases units, shrinking works like
+ *    band_sem_reduce() (a debt repaid by returns, nothing revoked), and queued requests
+ *    that no longer fit fail with BAND_E2BIG.
+ *
+ * Every function is MT-safe. Releases, closes and capacity changes may run wakes of
+ * completed waiters on the calling thread, after every band lock is released.
+ */
+#ifndef BAND_BUDGET_H
+#define BAND_BUDGET_H
+
+#include "band/sem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct band_budget band_budget;
+
+/**
+ * band_budget_create() - allocate a budget of @capacity units, all available.
+ *
+ * Returns 0 and stores it in *@out, BAND_EINVAL when @out is NULL or @capacity is 0 or
+ * above BAND_SEM_MAX_PERMITS, or BAND_ENOMEM. Free with band_budget_destroy().
+ */
+BAND_API int band_budget_create(band_budget **out, uint64_t capacity);
+
+/** band_budget_destroy() - as band_sem_destroy(): 0, or BAND_EBUSY while waiters are
+ *  queued (nothing freed). NULL returns 0. Buffers still allocated from @b dangle. */
+BAND_API int band_budget_destroy(band_budget *b);
+
+/** band_budget_sem() - the budget as a semaphore, for band_permit_* and every band_sem_*
+ *  call; its acquisitions keep the capacity check. NULL for NULL. */
+BAND_API band_sem *band_budget_sem(band_budget *b);
+
+/** band_budget_set_name() - as band_sem_set_name(). */
+BAND_API int band_budget_set_name(band_budget *b, const char *name);
+
+/** band_budget_try_acquire() - reserve @n units now or refuse: 0, BAND_EAGAIN,
+ *  BAND_E2BIG (@n > capacity), BAND_ECLOSED, BAND_EINVAL. Never waits. */
+BAND_API int band_budget_try_acquire(band_budget *b, uint64_t n);
+
+/** band_budget_acquire() - reserve @n units in one acquisition, blocking until @deadline:
+ *  0, BAND_ETIMEDOUT, BAND_E2BIG (at once, never waits), BAND_ECLOSED, BAND_EINVAL. */
+BAND_API int band_budget_acquire(band_budget *b, uint64_t n, band_time deadline);
+
+/** band_budget_acquire_async() - as band_sem_acquire_async(), with BAND_E2BIG at once for
+ *  @n > capacity. A queued request that a later shrink makes too big ends with status
+ *  BAND_E2BIG through its wake. */
+BAND_API int band_budget_acquire_async(band_budget *b, uint64_t n, band_waiter *w);
+
+/** band_budget_release() - return @n units: 0, BAND_EOVERFLOW when the available units
+ *  would exceed the capacity (a release of units never acquired; nothing changes), or
+ *  BAND_EINVAL. */
+BAND_API int band_budget_release(band_budget *b, uint64_t n);
+
+/** band_budget_close() - as band_sem_close(). */
+BAND_API int band_budget_close(band_budget *b);
+
+/** band_budget_capacity() - the current capacity (0 for NULL). MT-safe snapshot. */
+BAND_API uint64_t band_budget_capacity(const band_budget *b);
+
+/** band_budget_available() - units available now (0 for NULL). MT-safe snapshot. */
+BAND_API uint64_t band_budget_available(const band_budget *b);
+
+/**
+ * band_budget_grow() - add @n units of capacity; they go to the debt, then to waiters,
+ * then become available.
+ *
+ * Returns 0, BAND_EOVERFLOW when the capacity would exceed BAND_SEM_MAX_PERMITS (nothing
+ * changes), or BAND_EINVAL. MT-safe; serialize capacity changes in one controller.
+ */
+BAND_API int band_budget_grow(band_budget *b, uint64_t n);
+
+/**
+ * band_budget_shrink() - remove @n units of capacity, like band_sem_reduce().
+ *
+ * Available units go first; the rest becomes a debt that returns repay before any waiter.
+ * Nothing held is revoked. Queued requests larger than the new capacity end with
+ * BAND_E2BIG (their wakes run on this thread). Returns 0, or BAND_EINVAL when @b is NULL or
+ * @n is not below the capacity (a budget keeps at least one unit). MT-safe.
+ */
+BAND_API int band_budget_shrink(band_budget *b, uint64_t n);
+
+/** band_budget_get_stats() - as band_sem_get_stats(); is_budget, capacity and in_use are
+ *  set. */
+BAND_API int band_budget_get_stats(const band_budget *b, band_sem_stats *out);
+
+/*
+ * Budgeted buffers. A buffer from band_budget_alloc() is ordinary memory aligned for any
+ * type, preceded by a hidden header that records its budget and reservation. Pass it only
+ * to band_budget_realloc()/band_budget_free(), never to free(). A buffer has one owner and
+ * may move between threads with it; the budget calls are MT-safe.
+ */
+
+/**
+ * band_budget_alloc() - reserve @len units of @b (blocking until @deadline), then allocate
+ * @len bytes.
+ *
+ * Returns 0 and stores the buffer in *@out, or: BAND_E2BIG (@len > capacity, at once),
+ * BAND_ETIMEDOUT, BAND_ECLOSED, BAND_ENOMEM (the reservation is returned), BAND_EINVAL
+ * (NULL argument). *@out is untouched on failure. A past @deadline means "only if the
+ * units are available now". @len 0 reserves nothing and returns a valid buffer.
+ */
+BAND_API int band_budget_alloc(band_budget *b, size_t len, band_time deadline, void **out);
+
+/**
+ * band_budget_alloc_reserved() - allocate @len bytes against @len units the caller already
+ * reserved on @b (for example by band_budget_acquire_async()). The buffer takes over the
+ * reservation. Returns 0, BAND_ENOMEM (the caller keeps its reservation), or BAND_EINVAL.
+ */
+BAND_API int band_budget_alloc_reserved(band_budget *b, size_t len, void **out);
+
+/**
+ * band_budget_realloc() - resize *@buf to @len bytes.
+ *
+ * Growing reserves the difference first (blocking until @deadline), then reallocates;
+ * shrinking reallocates, then returns the difference. Returns 0 (the new buffer is in
+ * *@buf), or BAND_E2BIG, BAND_ETIMEDOUT, BAND_ECLOSED, BAND_ENOMEM, BAND_EINVAL (NULL
+ * argument); on failure *@buf is unchanged, still valid, and keeps its reservation.
+ * Growing while holding a reservation is incremental acquisition: size buffers up front
+ * where possible.
+ */
+BAND_API int band_budget_realloc(void **buf, size_t len, band_time deadline);
+
+/** band_budget_free() - free @buf and return its reservation. NULL does nothing. */
+BAND_API void band_budget_free(void *buf);
+
+/** band_budget_buf_size() - the bytes @buf holds and has reserved (0 for NULL). */
+BAND_API size_t band_budget_buf_size(const void *buf);
+
+/** band_budget_buf_owner() - the budget @buf is charged to (NULL for NULL). */
+BAND_API band_budget *band_budget_buf_owner(const void *buf);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_BUDGET_H */

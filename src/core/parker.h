@@ -1,0 +1,47 @@
+/*
+ * parker.h - lets one thread sleep until another notifies it, or until a deadline.
+ *
+ * One parker serves one wait: the sleeping thread owns it (usually on its stack) and one
+ * other thread notifies it once. On Linux it is a futex word; elsewhere a mutex and a
+ * condition variable on CLOCK_MONOTONIC.
+ */
+#ifndef BAND_CORE_PARKER_H
+#define BAND_CORE_PARKER_H
+
+#include <stdint.h>
+
+#include "core/internal.h"
+
+#if defined(__linux__)
+#define BAND__PARKER_FUTEX 1
+struct band__parker {
+    uint32_t state; /* EMPTY, PARKED or NOTIFIED; accessed atomically */
+};
+#else
+#include <pthread.h>
+struct band__parker {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int notified;
+};
+#endif
+
+void band__parker_init(struct band__parker *p);
+void band__parker_destroy(struct band__parker *p);
+
+/*
+ * Sleep until notified (returns 0) or until @deadline passes (returns BAND_ETIMEDOUT).
+ * A notification that arrives before the call is not lost. Spins briefly before sleeping:
+ * on a hand-off between two running threads that saves both system calls.
+ */
+int band__parker_park(struct band__parker *p, band_time deadline);
+
+/*
+ * Wake the parked thread (or let its next park return at once). May be called once per
+ * wait, from any thread. After the notification is published the sleeper may return and
+ * free the parker; the futex wake that may follow only names the address to the kernel,
+ * which touches no memory there.
+ */
+void band__parker_unpark(struct band__parker *p);
+
+#endif /* BAND_CORE_PARKER_H */

@@ -1,0 +1,114 @@
+/*
+ * waitq.h - the FIFO of pending waiters, the wake list, and waiter state.
+ *
+ * A primitive owns one lock and one or more wait queues under it. It moves waiters it
+ * completes onto a local wake list while it holds the lock, and calls their wakes after it
+ * has unlocked (band__wakelist_run). band_waiter_cancel() finds the queue through the
+ * waiter and asks the primitive, through the queue's ops, to withdraw the waiter.
+ */
+#ifndef BAND_CORE_WAITQ_H
+#define BAND_CORE_WAITQ_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/internal.h"
+#include "core/list.h"
+
+/* Waiter states, kept in the low two bits of band_waiter._qstate. */
+enum band__wstate {
+    BAND__W_IDLE = 0,   /* never submitted, completed at once, or cancelled */
+    BAND__W_QUEUED = 1, /* on a queue; the queue pointer is in the high bits */
+    BAND__W_DONE = 2,   /* completed by the primitive; its wake has run or is running */
+};
+#define BAND__W_STATE_MASK ((uintptr_t)3)
+
+struct band__waitq;
+struct band__wakelist;
+
+struct band__waitq_ops {
+    /*
+     * Withdraw queued waiter @w from @q with the queue's lock held: unlink it, give back
+     * what it was partially granted, and move any waiters that this completes onto @wl.
+     * @reason is the status @w ends with (its state and status are set by the caller).
+     */
+    void (*cancel_locked)(struct band__waitq *q, band_waiter *w, int reason,
+                          struct band__wakelist *wl);
+};
+
+struct band__waitq {
+    struct band__node head;            /* sentinel; waiters in arrival order */
+    uint64_t len;                      /* waiters on the list */
+    pthread_mutex_t *lock;             /* the owning primitive's lock; guards all fields */
+    const struct band__waitq_ops *ops; /* how the owner withdraws a waiter */
+};
+
+/* Waiters completed under a lock, woken after it is released. */
+struct band__wakelist {
+    struct band__node *first;
+    struct band__node **tail;
+};
+
+void band__waitq_init(struct band__waitq *q, pthread_mutex_t *lock,
+                      const struct band__waitq_ops *ops);
+
+static inline void band__wakelist_init(struct band__wakelist *wl)
+{
+    wl->first = NULL;
+    wl->tail = &wl->first;
+}
+
+static inline band_waiter *band__waiter_of(struct band__node *n)
+{
+    return band__container_of(n, band_waiter, _link);
+}
+
+/* The state bits of @w, read atomically (cancel may race with completion). */
+static inline enum band__wstate band__waiter_state(const band_waiter *w)
+{
+    return (enum band__wstate)(__atomic_load_n(&w->_qstate, __ATOMIC_ACQUIRE) &
+                               BAND__W_STATE_MASK);
+}
+
+static inline void band__waiter_set(band_waiter *w, struct band__waitq *q, enum band__wstate st)
+{
+    __atomic_store_n(&w->_qstate, (uintptr_t)q | (uintptr_t)st, __ATOMIC_RELEASE);
+}
+
+/* The head of @q, or NULL. Lock held. */
+static inline band_waiter *band__waitq_first(const struct band__waitq *q)
+{
+    struct band__node *n = band__list_first(&q->head);
+    return n == NULL ? NULL : band__waiter_of(n);
+}
+
+/* Queue @w at the tail of @q, wanting @want units, queued since @now. Lock held. */
+void band__waitq_push_locked(struct band__waitq *q, band_waiter *w, uint64_t want, band_time now);
+
+/* Unlink @w from @q without changing its state. Lock held. */
+void band__waitq_unlink_locked(struct band__waitq *q, band_waiter *w);
+
+/*
+ * Mark @w (already unlinked) completed with @status and put it on @wl; its wake runs when
+ * the owner of the lock calls band__wakelist_run() after unlocking. Lock held.
+ */
+void band__waiter_complete_locked(band_waiter *w, int status, struct band__wakelist *wl);
+
+/* Call every wake on @wl, in order. No band lock may be held. */
+void band__wakelist_run(struct band__wakelist *wl);
+
+/*
+ * Check that @w may be submitted: non-NULL, has a wake function, not pending.
+ * Returns 0 or BAND_EINVAL. Called by every _async entry point.
+ */
+int band__waiter_check_submit(const band_waiter *w);
+
+/* Mark @w as completed at once with @status (no wake follows). */
+static inline void band__waiter_finish_now(band_waiter *w, int status)
+{
+    w->_u.status = status;
+    band__waiter_set(w, NULL, BAND__W_IDLE);
+}
+
+#endif /* BAND_CORE_WAITQ_H */

@@ -1,0 +1,633 @@
+/*
+ * sem.c - the weighted FIFO semaphore.
+ *
+ * Design notes
+ * ------------
+ * State. One atomic word holds the available permits (high 62 bits) and two flags:
+ * CLOSED, and SLOW, which is set exactly while a waiter is queued or a debt is owed.
+ * Everything else (the queue, the debt, the head's partial grant, the counters) is
+ * guarded by the lock.
+ *
+ * Invariant: SLOW set => nothing is available. A release with waiters queued hands
+ * everything to the head waiter (a partial grant accumulates in head_got until the head has
+ * all it asked for), and a debt is repaid before anything becomes available. This is what
+ * makes the fast paths safe without the lock:
+ *   - try_acquire is a CAS that needs avail >= n; with SLOW set avail is 0, so it can
+ *     never barge past a waiter or take what a debt is owed;
+ *   - release loads the word once: without SLOW it adds with one CAS (overflow checked in
+ *     the same loop), with SLOW it takes the lock and runs the grant loop.
+ * Slow-path writers change the word with CAS loops too, so a fast path that races with
+ * them simply retries or falls into the slow path.
+ *
+ * Hand-off. The grant loop pops completed waiters from the head, O(1) each, whatever the
+ * queue length. Completed waiters go on a local wake list and are woken after unlocking.
+ *
+ * Only the head can hold a partial grant, so it lives in the semaphore (head_got), not in
+ * every waiter: that keeps band_waiter at 64 bytes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/block.h"
+#include "sem_internal.h"
+#include "sem_priv.h"
+
+#define SLOW   BAND__SEM_SLOW
+#define CLOSED BAND__SEM_CLOSED
+#define SHIFT  BAND__SEM_SHIFT
+#define AVAIL  BAND__SEM_AVAIL
+
+static void sem_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                              struct band__wakelist *wl);
+
+static const struct band__waitq_ops sem_waitq_ops = {sem_cancel_locked};
+
+/* ---------------------------------------------------------------- lifecycle */
+
+int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
+{
+    if (pthread_mutex_init(&s->lock, NULL) != 0)
+        return BAND_ENOMEM;
+    atomic_init(&s->state, permits << SHIFT);
+    atomic_init(&s->try_refusals, 0);
+    atomic_init(&s->too_big, 0);
+    atomic_init(&s->limit, is_budget ? permits : BAND_SEM_MAX_PERMITS);
+    band__waitq_init(&s->q, &s->lock, &sem_waitq_ops);
+    s->debt = 0;
+    s->head_got = 0;
+    s->q_units = 0;
+    s->is_budget = is_budget;
+    s->queued = s->grants = s->timeouts = s->cancels = s->closed_fails = 0;
+    s->wait_ns_total = s->wait_ns_max = 0;
+    s->name[0] = '\0';
+    return 0;
+}
+
+void band__sem_fini(band_sem *s)
+{
+    pthread_mutex_destroy(&s->lock);
+}
+
+int band_sem_create(band_sem **out, uint64_t permits)
+{
+    if (out == NULL || permits > BAND_SEM_MAX_PERMITS)
+        return BAND_EINVAL;
+    band_sem *s = aligned_alloc(BAND__CACHELINE, sizeof(*s));
+    if (s == NULL)
+        return BAND_ENOMEM;
+    int rc = band__sem_init(s, permits, 0);
+    if (rc != 0) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+/* 0, or BAND_EBUSY while waiters are queued. */
+static int sem_fini_if_idle(band_sem *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t waiting = s->q.len;
+    pthread_mutex_unlock(&s->lock);
+    if (waiting > 0)
+        return BAND_EBUSY;
+    band__sem_fini(s);
+    return 0;
+}
+
+int band_sem_destroy(band_sem *s)
+{
+    if (s == NULL)
+        return 0;
+    if (s->is_budget)
+        return BAND_EINVAL; /* a budget is destroyed with band_budget_destroy() */
+    int rc = sem_fini_if_idle(s);
+    if (rc == 0)
+        free(s);
+    return rc;
+}
+
+int band_sem_set_name(band_sem *s, const char *name)
+{
+    if (s == NULL)
+        return BAND_EINVAL;
+    size_t len = name == NULL ? 0 : strlen(name);
+    if (len >= BAND_NAME_MAX)
+        return BAND_EINVAL;
+    pthread_mutex_lock(&s->lock);
+    if (len > 0)
+        memcpy(s->name, name, len);
+    s->name[len] = '\0';
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- helpers (lock held) */
+
+/* Record how long @w waited; *@now caches one clock read per critical section. */
+static void sem_account_wait_locked(band_sem *s, const band_waiter *w, band_time *now)
+{
+    if (*now == 0)
+        *now = band_now();
+    band_time waited = *now - w->_since;
+    uint64_t ns = waited > 0 ? (uint64_t)waited : 0;
+    s->wait_ns_total += ns;
+    if (ns > s->wait_ns_max)
+        s->wait_ns_max = ns;
+}
+
+/* Take @w off the queue and out of the unit total; its wait is recorded. */
+static void sem_dequeue_locked(band_sem *s, band_waiter *w, band_time *now)
+{
+    sem_account_wait_locked(s, w, now);
+    s->q_units -= w->_u.want;
+    band__waitq_unlink_locked(&s->q, w);
+}
+
+/*
+ * Hand out @pool released permits: the debt first, then the queued waiters in arrival
+ * order, the head accumulating a partial grant when the pool runs short. Completed waiters
+ * move to @wl. Returns what is left for the available count (0 while waiters remain).
+ */
+static uint64_t sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakelist *wl)
+{
+    uint64_t pay = band__min_u64(pool, s->debt);
+    s->debt -= pay;
+    pool -= pay;
+
+    band_time now = 0;
+    band_waiter *w;
+    while (pool > 0 && (w = band__waitq_first(&s->q)) != NULL) {
+        uint64_t need = w->_u.want - s->head_got;
+        if (pool < need) {
+            s->head_got += pool;
+            return 0;
+        }
+        pool -= need;
+        s->head_got = 0;
+        sem_dequeue_locked(s, w, &now);
+        s->grants++;
+        band__waiter_complete_locked(w, 0, wl);
+    }
+    return pool;
+}
+
+/* Add @add to the available count and set SLOW from the queue and the debt. */
+static void sem_publish_locked(band_sem *s, uint64_t add)
+{
+    uint64_t slow = (s->q.len > 0 || s->debt > 0) ? SLOW : 0;
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    uint64_t nst;
+    do {
+        nst = ((AVAIL(st) + add) << SHIFT) | (st & CLOSED) | slow;
+    } while (!atomic_compare_exchange_weak_explicit(&s->state, &st, nst, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+}
+
+/* Add @n to the available count unless that would pass @limit. Used when nobody waits
+ * and nothing is owed; fast paths may race, hence the CAS loop. */
+static int sem_add_available(band_sem *s, uint64_t n, uint64_t limit)
+{
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    for (;;) {
+        uint64_t avail = AVAIL(st);
+        if (avail > limit || n > limit - avail)
+            return BAND_EOVERFLOW;
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, st + (n << SHIFT),
+                                                  memory_order_release, memory_order_relaxed))
+            return 0;
+    }
+}
+
+/* Release @n permits with the lock held. 0 or BAND_EOVERFLOW (nothing changed). */
+static int sem_release_locked(band_sem *s, uint64_t n, struct band__wakelist *wl)
+{
+    uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+    if (s->q.len == 0 && s->debt == 0)
+        return sem_add_available(s, n, limit);
+    /* SLOW is set, so nothing is available and no fast path can add any: the permits
+     * left over after the debt and the waiters are exactly what becomes available. */
+    uint64_t rest = n - band__min_u64(n, s->debt);
+    uint64_t need = s->q_units - s->head_got;
+    uint64_t left = rest - band__min_u64(rest, need);
+    if (left > limit)
+        return BAND_EOVERFLOW;
+    sem_publish_locked(s, sem_grant_locked(s, n, wl));
+    return 0;
+}
+
+/* Remove @n from the logical balance: available first, the rest as debt. */
+static int sem_reduce_locked(band_sem *s, uint64_t n)
+{
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    for (;;) {
+        uint64_t avail = AVAIL(st);
+        uint64_t take = band__min_u64(avail, n);
+        uint64_t rest = n - take;
+        if (rest > BAND_SEM_MAX_PERMITS - s->debt)
+            return BAND_EOVERFLOW;
+        uint64_t slow = (rest > 0 || s->q.len > 0 || s->debt > 0) ? SLOW : 0;
+        uint64_t nst = ((avail - take) << SHIFT) | (st & CLOSED) | slow;
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, nst, memory_order_acq_rel,
+                                                  memory_order_relaxed)) {
+            s->debt += rest;
+            return 0;
+        }
+    }
+}
+
+/* Withdraw @w (queue op, called by band_waiter_cancel() with the lock held). */
+static void sem_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                              struct band__wakelist *wl)
+{
+    band_sem *s = band__container_of(q, band_sem, q);
+    band_time now = 0;
+    uint64_t pool = 0;
+    if (band__waitq_first(q) == w) {
+        pool = s->head_got; /* goes to the debt, then to the waiters behind */
+        s->head_got = 0;
+    }
+    sem_dequeue_locked(s, w, &now);
+    if (reason == BAND_ETIMEDOUT)
+        s->timeouts++;
+    else
+        s->cancels++;
+    sem_publish_locked(s, sem_grant_locked(s, pool, wl));
+}
+
+/* ---------------------------------------------------------------- acquire */
+
+/* The checks every acquisition shares: BAND_EINVAL, BAND_E2BIG or 0. */
+static int sem_check_request(band_sem *s, uint64_t n)
+{
+    if (n > BAND_SEM_MAX_PERMITS)
+        return BAND_EINVAL;
+    if (n > atomic_load_explicit(&s->limit, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+        return BAND_E2BIG;
+    }
+    return 0;
+}
+
+/* The lock-free attempt: 0, BAND_EAGAIN or BAND_ECLOSED. */
+static int sem_try_take(band_sem *s, uint64_t n)
+{
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    for (;;) {
+        if (band__unlikely(st & CLOSED))
+            return BAND_ECLOSED;
+        if (AVAIL(st) < n)
+            return BAND_EAGAIN;
+        if (n == 0)
+            return 0;
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 0;
+    }
+}
+
+int band_sem_try_acquire(band_sem *s, uint64_t n)
+{
+    if (band__unlikely(s == NULL))
+        return BAND_EINVAL;
+    int rc = sem_check_request(s, n);
+    if (rc != 0)
+        return rc;
+    rc = sem_try_take(s, n);
+    if (rc == BAND_EAGAIN)
+        atomic_fetch_add_explicit(&s->try_refusals, 1, memory_order_relaxed);
+    return rc;
+}
+
+/*
+ * Take @n now or queue @w for it, under the lock. Returns 0 (granted, no wake),
+ * BAND_PENDING, BAND_ECLOSED, BAND_E2BIG (a shrink got there first) or BAND_EOVERFLOW
+ * (the queued requests would total more than 2^64 - 1 units).
+ */
+static int sem_enqueue(band_sem *s, uint64_t n, band_waiter *w)
+{
+    int rc = BAND_PENDING;
+    pthread_mutex_lock(&s->lock);
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    for (;;) {
+        if (st & CLOSED) {
+            rc = BAND_ECLOSED;
+            break;
+        }
+        if (n > atomic_load_explicit(&s->limit, memory_order_relaxed)) {
+            atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+            rc = BAND_E2BIG;
+            break;
+        }
+        if (n > UINT64_MAX - s->q_units) {
+            rc = BAND_EOVERFLOW;
+            break;
+        }
+        if (s->q.len > 0 || s->debt > 0)
+            break; /* nothing is available: join the tail */
+        uint64_t avail = AVAIL(st);
+        if (avail >= n) {
+            if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
+                                                      memory_order_acquire, memory_order_relaxed)) {
+                rc = 0;
+                break;
+            }
+            continue;
+        }
+        /* Become the head, holding what is available as a partial grant. */
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, (st & CLOSED) | SLOW,
+                                                  memory_order_acq_rel, memory_order_relaxed)) {
+            s->head_got = avail;
+            break;
+        }
+    }
+    if (rc == BAND_PENDING) {
+        band__waitq_push_locked(&s->q, w, n, band_now());
+        s->q_units += n;
+        s->queued++;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (rc != BAND_PENDING)
+        band__waiter_finish_now(w, rc);
+    return rc;
+}
+
+int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w)
+{
+    if (s == NULL)
+        return BAND_EINVAL;
+    int rc = band__waiter_check_submit(w);
+    if (rc == 0)
+        rc = sem_check_request(s, n);
+    if (rc != 0)
+        return rc;
+    rc = sem_try_take(s, n);
+    if (rc != BAND_EAGAIN) {
+        band__waiter_finish_now(w, rc);
+        return rc;
+    }
+    return sem_enqueue(s, n, w);
+}
+
+int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline)
+{
+    if (s == NULL)
+        return BAND_EINVAL;
+    int rc = sem_check_request(s, n);
+    if (rc != 0)
+        return rc;
+    rc = sem_try_take(s, n);
+    if (rc != BAND_EAGAIN)
+        return rc;
+    if (deadline != BAND_FOREVER && deadline <= band_now())
+        return BAND_ETIMEDOUT;
+
+    struct band__blocker b;
+    band__blocker_init(&b);
+    rc = sem_enqueue(s, n, &b.w);
+    if (rc != BAND_PENDING) {
+        band__blocker_done(&b);
+        return rc;
+    }
+    return band__blocker_wait(&b, deadline);
+}
+
+/* ---------------------------------------------------------------- release, reduce, drain */
+
+static int sem_release_slow(band_sem *s, uint64_t n)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&s->lock);
+    int rc = sem_release_locked(s, n, &wl);
+    pthread_mutex_unlock(&s->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+int band_sem_release(band_sem *s, uint64_t n)
+{
+    if (band__unlikely(s == NULL))
+        return BAND_EINVAL;
+    if (n == 0)
+        return 0;
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    while (!(st & SLOW)) {
+        uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+        uint64_t avail = AVAIL(st);
+        if (avail > limit || n > limit - avail)
+            return BAND_EOVERFLOW;
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, st + (n << SHIFT),
+                                                  memory_order_release, memory_order_relaxed))
+            return 0;
+    }
+    return sem_release_slow(s, n);
+}
+
+int band_sem_reduce(band_sem *s, uint64_t n)
+{
+    if (s == NULL)
+        return BAND_EINVAL;
+    if (n == 0)
+        return 0;
+    if (n > BAND_SEM_MAX_PERMITS)
+        return BAND_EOVERFLOW;
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    while (!(st & SLOW) && AVAIL(st) >= n) {
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 0;
+    }
+    pthread_mutex_lock(&s->lock);
+    int rc = sem_reduce_locked(s, n);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+uint64_t band_sem_drain(band_sem *s, uint64_t up_to)
+{
+    if (s == NULL)
+        return 0;
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    for (;;) {
+        uint64_t take = band__min_u64(AVAIL(st), up_to);
+        if (take == 0)
+            return 0;
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (take << SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return take;
+    }
+}
+
+uint64_t band_sem_available(const band_sem *s)
+{
+    if (s == NULL)
+        return 0;
+    return AVAIL(atomic_load_explicit(&((band_sem *)s)->state, memory_order_acquire));
+}
+
+/* ---------------------------------------------------------------- close */
+
+int band_sem_close(band_sem *s)
+{
+    if (s == NULL)
+        return BAND_EINVAL;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&s->lock);
+    if (!(atomic_fetch_or_explicit(&s->state, CLOSED, memory_order_acq_rel) & CLOSED)) {
+        uint64_t pool = s->head_got;
+        s->head_got = 0;
+        band_time now = 0;
+        band_waiter *w;
+        while ((w = band__waitq_first(&s->q)) != NULL) {
+            sem_dequeue_locked(s, w, &now);
+            s->closed_fails++;
+            band__waiter_complete_locked(w, BAND_ECLOSED, &wl);
+        }
+        sem_publish_locked(s, sem_grant_locked(s, pool, &wl));
+    }
+    pthread_mutex_unlock(&s->lock);
+    band__wakelist_run(&wl);
+    return 0;
+}
+
+int band_sem_is_closed(const band_sem *s)
+{
+    if (s == NULL)
+        return 0;
+    return (atomic_load_explicit(&((band_sem *)s)->state, memory_order_acquire) & CLOSED) != 0;
+}
+
+/* ---------------------------------------------------------------- capacity (budgets) */
+
+int band__sem_grow(band_sem *s, uint64_t n)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&s->lock);
+    uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
+    int rc = BAND_EOVERFLOW;
+    if (n <= BAND_SEM_MAX_PERMITS - cap) {
+        atomic_store_explicit(&s->limit, cap + n, memory_order_relaxed);
+        rc = sem_release_locked(s, n, &wl);
+        if (rc != 0)
+            atomic_store_explicit(&s->limit, cap, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&s->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+int band__sem_shrink(band_sem *s, uint64_t n)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&s->lock);
+    uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
+    int rc = n >= cap ? BAND_EINVAL : sem_reduce_locked(s, n);
+    if (rc == 0 && n > 0) {
+        uint64_t newcap = cap - n;
+        atomic_store_explicit(&s->limit, newcap, memory_order_relaxed);
+        /* Requests that can no longer fit would wait forever: refuse them now. */
+        uint64_t pool = 0;
+        band_time now = 0;
+        struct band__node *node = s->q.head.next;
+        while (node != &s->q.head) {
+            struct band__node *next = node->next;
+            band_waiter *w = band__waiter_of(node);
+            if (w->_u.want > newcap) {
+                if (band__waitq_first(&s->q) == w) {
+                    pool += s->head_got;
+                    s->head_got = 0;
+                }
+                sem_dequeue_locked(s, w, &now);
+                atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+                band__waiter_complete_locked(w, BAND_E2BIG, &wl);
+            }
+            node = next;
+        }
+        sem_publish_locked(s, sem_grant_locked(s, pool, &wl));
+    }
+    pthread_mutex_unlock(&s->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- observability */
+
+int band_sem_get_stats(const band_sem *cs, band_sem_stats *out)
+{
+    if (cs == NULL || out == NULL)
+        return BAND_EINVAL;
+    band_sem *s = (band_sem *)cs; /* the lock is logically const */
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&s->lock);
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+    memcpy(out->name, s->name, sizeof(out->name));
+    out->closed = (st & CLOSED) != 0;
+    out->is_budget = s->is_budget;
+    out->available = AVAIL(st);
+    out->debt = s->debt;
+    out->waiters = s->q.len;
+    out->waiting_units = s->q_units;
+    out->head_granted = s->head_got;
+    out->queued = s->queued;
+    out->grants = s->grants;
+    out->timeouts = s->timeouts;
+    out->cancels = s->cancels;
+    out->closed_fails = s->closed_fails;
+    out->wait_ns_total = s->wait_ns_total;
+    out->wait_ns_max = s->wait_ns_max;
+    if (s->is_budget) {
+        out->capacity = atomic_load_explicit(&s->limit, memory_order_relaxed);
+        /* capacity = available + held + head's partial - debt */
+        uint64_t free_units = out->available + s->head_got;
+        uint64_t total = out->capacity + s->debt;
+        out->in_use = total > free_units ? total - free_units : 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+    out->try_refusals = atomic_load_explicit(&s->try_refusals, memory_order_relaxed);
+    out->too_big = atomic_load_explicit(&s->too_big, memory_order_relaxed);
+    return 0;
+}
+
+int band__sem_check(const band_sem *cs)
+{
+    band_sem *s = (band_sem *)cs;
+    int bad = 0;
+    pthread_mutex_lock(&s->lock);
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+    uint64_t avail = AVAIL(st);
+    uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+    uint64_t n = 0, units = 0;
+    struct band__node *node;
+    band__list_foreach(node, &s->q.head)
+    {
+        band_waiter *w = band__waiter_of(node);
+        n++;
+        units += w->_u.want;
+        if (band__waiter_state(w) != BAND__W_QUEUED && bad == 0)
+            bad = -__LINE__;
+    }
+    band_waiter *head = band__waitq_first(&s->q);
+    if (n != s->q.len)
+        bad = -__LINE__;
+    else if (units != s->q_units)
+        bad = -__LINE__;
+    else if ((s->q.len > 0 || s->debt > 0) != ((st & SLOW) != 0))
+        bad = -__LINE__;
+    else if ((st & SLOW) && avail != 0)
+        bad = -__LINE__;
+    else if (head == NULL && s->head_got != 0)
+        bad = -__LINE__;
+    else if (head != NULL && s->head_got >= head->_u.want)
+        bad = -__LINE__;
+    else if (avail > limit)
+        bad = -__LINE__;
+    else if (s->debt > BAND_SEM_MAX_PERMITS)
+        bad = -__LINE__;
+    pthread_mutex_unlock(&s->lock);
+    return bad;
+}

@@ -1,0 +1,19 @@
+/*
+ * sem_internal.h - hooks into the semaphore for tests and fuzz targets (never installed).
+ */
+#ifndef BAND_SEM_INTERNAL_H
+#define BAND_SEM_INTERNAL_H
+
+#include "band/sem.h"
+
+/**
+ * band__sem_check() - verify @s's invariants under its lock.
+ *
+ * Returns 0 when they hold, otherwise the negated source line of the first failed check.
+ * Checked: waiters queued or debt owed => nothing available; the queue's length and unit
+ * total match its nodes; the head's partial grant is below what it asked for; available
+ * does not exceed the limit (a budget's capacity).
+ */
+BAND_API int band__sem_check(const band_sem *s);
+
+#endif
