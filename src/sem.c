@@ -385,6 +385,7 @@ int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline)
 
     struct band__blocker b;
     band__blocker_init(&b);
+    b.w.deadline = deadline;
     rc = sem_enqueue(s, n, &b.w);
     if (rc != BAND_PENDING) {
         band__blocker_done(&b);

@@ -50,7 +50,8 @@ BAND_API int band_sem_create(band_sem **out, uint64_t permits);
  * band_sem_destroy() - free @s.
  *
  * Returns 0, or BAND_EBUSY (nothing is freed) while waiters are queued: close it first,
- * or let them finish. Destroying NULL returns 0. Permits still held by callers become
+ * or let them finish, or BAND_EINVAL for the semaphore of a budget (use
+ * band_budget_destroy()). Destroying NULL returns 0. Permits still held by callers become
  * dangling: nobody may use @s after this call.
  */
 BAND_API int band_sem_destroy(band_sem *s);
@@ -90,8 +91,9 @@ BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline);
  *
  * Returns 0 when granted at once (no wake follows), BAND_PENDING when queued (from then on
  * exactly one of {wake called once, band_waiter_cancel() returns 0} ends the operation),
- * BAND_ECLOSED, BAND_E2BIG, or BAND_EINVAL (NULL @s or @w, @w already pending or with no
- * wake function, @n above BAND_SEM_MAX_PERMITS). Never calls wake itself.
+ * BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL (NULL @s or @w, @w already pending or with no
+ * wake function, @n above BAND_SEM_MAX_PERMITS), or BAND_EOVERFLOW when the units asked
+ * for by all queued waiters would exceed 2^64 - 1. Never calls wake itself.
  * When the wake reports status 0 the owner holds @n permits. @w must stay valid and
  * untouched while pending. The deadline in @w is not read: front ends cancel at it.
  * MT-safe.
@@ -123,7 +125,8 @@ BAND_API int band_sem_reduce(band_sem *s, uint64_t n);
  * band_sem_drain() - take up to @up_to of the permits available now.
  *
  * Returns how many were taken (0 when none were available, or for a NULL @s); creates no
- * debt. The caller holds what it took and may release it later. MT-safe.
+ * debt. Works after close (it retires capacity; it is not an acquisition). The caller
+ * holds what it took and may release it later. MT-safe.
  */
 BAND_API uint64_t band_sem_drain(band_sem *s, uint64_t up_to);
 

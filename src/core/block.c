@@ -22,7 +22,6 @@ void band__blocker_done(struct band__blocker *b)
 
 int band__blocker_wait(struct band__blocker *b, band_time deadline)
 {
-    b->w.deadline = deadline;
     if (band__parker_park(&b->parker, deadline) != 0 &&
         band_waiter_cancel(&b->w, BAND_ETIMEDOUT) != 0) {
         /* The operation completed while we were timing out: its wake is imminent. */
