@@ -93,8 +93,8 @@ int band_budget_close(band_budget *b)
 
 uint64_t band_budget_capacity(const band_budget *b)
 {
-    return b == NULL ? 0 : atomic_load_explicit(&((band_budget *)b)->sem.limit,
-                                                memory_order_relaxed);
+    return b == NULL ? 0
+                     : atomic_load_explicit(&((band_budget *)b)->sem.limit, memory_order_relaxed);
 }
 
 uint64_t band_budget_available(const band_budget *b)

@@ -2,7 +2,7 @@
  * permit.c - permits as values: {semaphore, count} with one owner.
  */
 #include "core/internal.h"
-#include "band/sem.h"
+#include "sem_priv.h"
 
 static int permit_is_empty(const band_permit *p)
 {
@@ -70,6 +70,8 @@ int band_permit_split(band_permit *p, uint64_t n, band_permit *out)
     out->sem = p->sem;
     out->count = n;
     p->count -= n;
+    if (p->count == 0)
+        p->sem = NULL;
     return 0;
 }
 
@@ -100,6 +102,8 @@ uint64_t band_permit_forget(band_permit *p)
     if (p == NULL)
         return 0;
     uint64_t n = p->count;
+    if (n > 0)
+        band__sem_forget(p->sem, n);
     permit_clear(p);
     return n;
 }

@@ -8,16 +8,26 @@
  * Everything else (the queue, the debt, the head's partial grant, the counters) is
  * guarded by the lock.
  *
- * Invariant: SLOW set => nothing is available. A release with waiters queued hands
- * everything to the head waiter (a partial grant accumulates in head_got until the head has
- * all it asked for), and a debt is repaid before anything becomes available. This is what
- * makes the fast paths safe without the lock:
- *   - try_acquire is a CAS that needs avail >= n; with SLOW set avail is 0, so it can
- *     never barge past a waiter or take what a debt is owed;
- *   - release loads the word once: without SLOW it adds with one CAS (overflow checked in
- *     the same loop), with SLOW it takes the lock and runs the grant loop.
- * Slow-path writers change the word with CAS loops too, so a fast path that races with
- * them simply retries or falls into the slow path.
+ * Invariant: SLOW set => nothing is available, except what fast releases in flight have
+ * just added. A release with waiters queued hands everything to the head waiter (a partial
+ * grant accumulates in head_got until the head has all it asked for), and a debt is repaid
+ * before anything becomes available. The fast paths rely on it:
+ *   - try_acquire is a CAS that needs !SLOW and avail >= n, so it never barges past a
+ *     waiter or takes what a debt is owed; drain also refuses while SLOW is set;
+ *   - release on a plain semaphore is one atomic add, with no load before it (on x86 a
+ *     load in front of a locked instruction costs about as much as the instruction).
+ *     The old value it returns is checked after the fact: without SLOW and below the
+ *     maximum, done. Otherwise the releaser takes the lock and fixes up: it sweeps
+ *     whatever is available into the grant loop while waiters or debt remain (its own
+ *     permits, and those of any other release that landed meanwhile - the sweep is
+ *     idempotent), or takes its permits back on overflow. Until then SLOW keeps every
+ *     fast taker away from the permits it added.
+ *   - release on a budget keeps a CAS loop, so that it can refuse a release past the
+ *     capacity before changing anything.
+ * Slow-path writers change the word with CAS loops that preserve what fast releases
+ * added, so a fast path that races with them retries or falls into the slow path.
+ * BAND_SEM_MAX_PERMITS is 2^61 - 1 while the field holds 62 bits: releases past the
+ * maximum that are in flight at once cannot wrap the word.
  *
  * Hand-off. The grant loop pops completed waiters from the head, O(1) each, whatever the
  * queue length. Completed waiters go on a local wake list and are woken after unlocking.
@@ -42,6 +52,10 @@ static void sem_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
 
 static const struct band__waitq_ops sem_waitq_ops = {sem_cancel_locked};
 
+/* Releases up to this size take the add-first path. 2^29 of them in flight at once past
+ * the maximum would be needed to reach the top of the 62-bit field. */
+#define ADD_RELEASE_MAX ((uint64_t)1 << 32)
+
 /* ---------------------------------------------------------------- lifecycle */
 
 int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
@@ -52,6 +66,7 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     atomic_init(&s->try_refusals, 0);
     atomic_init(&s->too_big, 0);
     atomic_init(&s->limit, is_budget ? permits : BAND_SEM_MAX_PERMITS);
+    s->add_release = !is_budget;
     band__waitq_init(&s->q, &s->lock, &sem_waitq_ops);
     s->debt = 0;
     s->head_got = 0;
@@ -244,7 +259,7 @@ static void sem_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
     band_sem *s = band__container_of(q, band_sem, q);
     band_time now = 0;
     uint64_t pool = 0;
-    if (band__waitq_first(q) == w) {
+    if (q->head.next == &w->_link) {
         pool = s->head_got; /* goes to the debt, then to the waiters behind */
         s->head_got = 0;
     }
@@ -277,10 +292,10 @@ static int sem_try_take(band_sem *s, uint64_t n)
     for (;;) {
         if (band__unlikely(st & CLOSED))
             return BAND_ECLOSED;
-        if (AVAIL(st) < n)
-            return BAND_EAGAIN;
         if (n == 0)
             return 0;
+        if ((st & SLOW) || AVAIL(st) < n)
+            return BAND_EAGAIN;
         if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
                                                   memory_order_acquire, memory_order_relaxed))
             return 0;
@@ -407,12 +422,61 @@ static int sem_release_slow(band_sem *s, uint64_t n)
     return rc;
 }
 
+/* Take every available permit (lock held, so only fast paths race). */
+static uint64_t sem_take_available_locked(band_sem *s)
+{
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&s->state, &st, st & (SLOW | CLOSED),
+                                                  memory_order_acq_rel, memory_order_relaxed))
+        ;
+    return AVAIL(st);
+}
+
+/*
+ * The add-first release of @n found SLOW or an overflow in @old, the word as it was just
+ * before its add. Returns 0, or BAND_EOVERFLOW after taking the permits back.
+ */
+static int sem_release_fixup(band_sem *s, uint64_t n, uint64_t old)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    int rc = 0;
+    pthread_mutex_lock(&s->lock);
+    if (AVAIL(old) > BAND_SEM_MAX_PERMITS - n) {
+        /* Past the maximum at the moment of the add: undo it. A taker that raced in and
+         * used the excess is charged as debt, so the balance is as before the call. */
+        uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+        uint64_t back;
+        do {
+            back = band__min_u64(AVAIL(st), n);
+        } while (!atomic_compare_exchange_weak_explicit(
+            &s->state, &st, st - (back << SHIFT), memory_order_acq_rel, memory_order_relaxed));
+        if (back < n)
+            (void)sem_reduce_locked(s, n - back);
+        rc = BAND_EOVERFLOW;
+    } else if (s->q.len > 0 || s->debt > 0) {
+        /* Waiters or debt: what was added belongs to them. If SLOW was cleared meanwhile,
+         * the permits were already published as available and there is nothing to do. */
+        uint64_t pool = sem_take_available_locked(s);
+        sem_publish_locked(s, sem_grant_locked(s, pool, &wl));
+    }
+    pthread_mutex_unlock(&s->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
 int band_sem_release(band_sem *s, uint64_t n)
 {
     if (band__unlikely(s == NULL))
         return BAND_EINVAL;
     if (n == 0)
         return 0;
+    if (band__likely(s->add_release && n <= ADD_RELEASE_MAX)) {
+        uint64_t old = atomic_fetch_add_explicit(&s->state, n << SHIFT, memory_order_release);
+        if (band__likely(!(old & SLOW) && AVAIL(old) <= BAND_SEM_MAX_PERMITS - n))
+            return 0;
+        return sem_release_fixup(s, n, old);
+    }
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
     while (!(st & SLOW)) {
         uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
@@ -432,6 +496,8 @@ int band_sem_reduce(band_sem *s, uint64_t n)
         return BAND_EINVAL;
     if (n == 0)
         return 0;
+    if (s->is_budget)
+        return band__sem_shrink(s, n); /* a budget's balance is its capacity */
     if (n > BAND_SEM_MAX_PERMITS)
         return BAND_EOVERFLOW;
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
@@ -453,7 +519,7 @@ uint64_t band_sem_drain(band_sem *s, uint64_t up_to)
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
     for (;;) {
         uint64_t take = band__min_u64(AVAIL(st), up_to);
-        if (take == 0)
+        if (take == 0 || (st & SLOW))
             return 0;
         if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (take << SHIFT),
                                                   memory_order_acquire, memory_order_relaxed))
@@ -521,6 +587,31 @@ int band__sem_grow(band_sem *s, uint64_t n)
     return rc;
 }
 
+/* Set a budget's capacity to @newcap and refuse queued requests that can no longer fit:
+ * they would wait forever. */
+static void sem_set_capacity_locked(band_sem *s, uint64_t newcap, struct band__wakelist *wl)
+{
+    atomic_store_explicit(&s->limit, newcap, memory_order_relaxed);
+    uint64_t pool = 0;
+    band_time now = 0;
+    struct band__node *node = s->q.head.next;
+    while (node != &s->q.head) {
+        struct band__node *next = node->next;
+        band_waiter *w = band__waiter_of(node);
+        if (w->_u.want > newcap) {
+            if (band__waitq_first(&s->q) == w) {
+                pool += s->head_got;
+                s->head_got = 0;
+            }
+            sem_dequeue_locked(s, w, &now);
+            atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+            band__waiter_complete_locked(w, BAND_E2BIG, wl);
+        }
+        node = next;
+    }
+    sem_publish_locked(s, sem_grant_locked(s, pool, wl));
+}
+
 int band__sem_shrink(band_sem *s, uint64_t n)
 {
     struct band__wakelist wl;
@@ -528,32 +619,25 @@ int band__sem_shrink(band_sem *s, uint64_t n)
     pthread_mutex_lock(&s->lock);
     uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
     int rc = n >= cap ? BAND_EINVAL : sem_reduce_locked(s, n);
-    if (rc == 0 && n > 0) {
-        uint64_t newcap = cap - n;
-        atomic_store_explicit(&s->limit, newcap, memory_order_relaxed);
-        /* Requests that can no longer fit would wait forever: refuse them now. */
-        uint64_t pool = 0;
-        band_time now = 0;
-        struct band__node *node = s->q.head.next;
-        while (node != &s->q.head) {
-            struct band__node *next = node->next;
-            band_waiter *w = band__waiter_of(node);
-            if (w->_u.want > newcap) {
-                if (band__waitq_first(&s->q) == w) {
-                    pool += s->head_got;
-                    s->head_got = 0;
-                }
-                sem_dequeue_locked(s, w, &now);
-                atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
-                band__waiter_complete_locked(w, BAND_E2BIG, &wl);
-            }
-            node = next;
-        }
-        sem_publish_locked(s, sem_grant_locked(s, pool, &wl));
-    }
+    if (rc == 0 && n > 0)
+        sem_set_capacity_locked(s, cap - n, &wl);
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
     return rc;
+}
+
+void band__sem_forget(band_sem *s, uint64_t n)
+{
+    if (!s->is_budget || n == 0)
+        return;
+    /* Held units that will never come back: the capacity they stood for is gone. */
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&s->lock);
+    uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
+    sem_set_capacity_locked(s, cap - band__min_u64(cap, n), &wl);
+    pthread_mutex_unlock(&s->lock);
+    band__wakelist_run(&wl);
 }
 
 /* ---------------------------------------------------------------- observability */
@@ -604,8 +688,7 @@ int band__sem_check(const band_sem *cs)
     uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
     uint64_t n = 0, units = 0;
     struct band__node *node;
-    band__list_foreach(node, &s->q.head)
-    {
+    band__list_foreach (node, &s->q.head) {
         band_waiter *w = band__waiter_of(node);
         n++;
         units += w->_u.want;

@@ -12,12 +12,13 @@
 
 /*
  * The state word: available permits in the high 62 bits, two flags in the low bits.
- * SLOW is set exactly while a waiter is queued or a debt is owed; then nothing is
- * available, so try_acquire fails without looking at it and release takes the lock.
+ * SLOW is set exactly while a waiter is queued or a debt is owed. Then nothing is
+ * available but what fast releases in flight have just added, and each of those takes
+ * the lock and hands it on (sem.c explains).
  */
-#define BAND__SEM_SLOW   ((uint64_t)1)
-#define BAND__SEM_CLOSED ((uint64_t)2)
-#define BAND__SEM_SHIFT  2
+#define BAND__SEM_SLOW      ((uint64_t)1)
+#define BAND__SEM_CLOSED    ((uint64_t)2)
+#define BAND__SEM_SHIFT     2
 #define BAND__SEM_AVAIL(st) ((st) >> BAND__SEM_SHIFT)
 
 struct band_sem {
@@ -30,6 +31,7 @@ struct band_sem {
     /* A budget's capacity (the release limit); BAND_SEM_MAX_PERMITS for a semaphore.
      * Written under the lock, read anywhere. */
     _Atomic uint64_t limit;
+    int add_release; /* constant: release may add first and check after (not budgets) */
 
     /* Slow path: everything below is guarded by lock. */
     _Alignas(BAND__CACHELINE) pthread_mutex_t lock;
@@ -49,5 +51,8 @@ void band__sem_fini(band_sem *s);
 /* Change a budget's capacity (lock taken inside). */
 int band__sem_grow(band_sem *s, uint64_t n);
 int band__sem_shrink(band_sem *s, uint64_t n);
+
+/* @n held permits of @s leave for good; a budget's capacity drops by as much. */
+void band__sem_forget(band_sem *s, uint64_t n);
 
 #endif /* BAND_SEM_PRIV_H */

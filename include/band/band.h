@@ -8,10 +8,10 @@
 #ifndef BAND_BAND_H
 #define BAND_BAND_H
 
-#include "band/version.h"
+#include "band/budget.h"
 #include "band/core.h"
 #include "band/error.h"
 #include "band/sem.h"
-#include "band/budget.h"
+#include "band/version.h"
 
 #endif /* BAND_BAND_H */

@@ -108,12 +108,12 @@ struct band_waiter {
     band_time deadline; /* public: for front ends and adapters that arm a timer; the
                            primitives never read the clock to decide waiting */
     /* private */
-    band_time _since;         /* when it was queued (wait-time counters) */
-    struct band__node _link;  /* queue node; next also threads the wake list */
-    uintptr_t _qstate;        /* the queue it sits on | state in the low 2 bits */
+    band_time _since;        /* when it was queued (wait-time counters) */
+    struct band__node _link; /* queue node; next also threads the wake list */
+    uintptr_t _qstate;       /* the queue it sits on | state in the low 2 bits */
     union {
-        uint64_t want;        /* while queued: the units it asked for */
-        int64_t status;       /* once ended: 0 or a negative BAND_E* code */
+        uint64_t want;  /* while queued: the units it asked for */
+        int64_t status; /* once ended: 0 or a negative BAND_E* code */
     } _u;
 };
 

@@ -17,17 +17,17 @@ extern "C" {
 #endif
 
 /* X(name, value, message) */
-#define BAND_ERRNO_MAP(X)                                                                     \
-    X(EAGAIN, -11, "operation would wait")                                                   \
-    X(ETIMEDOUT, -110, "deadline passed")                                                    \
-    X(ECANCELED, -125, "operation was cancelled")                                            \
-    X(E2BIG, -7, "request is larger than the capacity")                                      \
-    X(EOVERFLOW, -75, "count would overflow")                                                \
-    X(EINVAL, -22, "invalid argument")                                                       \
-    X(ENOMEM, -12, "out of memory")                                                          \
-    X(EALREADY, -114, "operation already completed")                                         \
-    X(EBUSY, -16, "primitive still has pending operations")                                  \
-    X(ECLOSED, -4001, "primitive was closed")                                                \
+#define BAND_ERRNO_MAP(X)                                                                          \
+    X(EAGAIN, -11, "operation would wait")                                                         \
+    X(ETIMEDOUT, -110, "deadline passed")                                                          \
+    X(ECANCELED, -125, "operation was cancelled")                                                  \
+    X(E2BIG, -7, "request is larger than the capacity")                                            \
+    X(EOVERFLOW, -75, "count would overflow")                                                      \
+    X(EINVAL, -22, "invalid argument")                                                             \
+    X(ENOMEM, -12, "out of memory")                                                                \
+    X(EALREADY, -114, "operation already completed")                                               \
+    X(EBUSY, -16, "primitive still has pending operations")                                        \
+    X(ECLOSED, -4001, "primitive was closed")                                                      \
     X(ELAGGED, -4002, "receiver fell behind")
 
 enum band_result {

@@ -12,8 +12,10 @@
  *    any queued waiter. band_sem_drain() takes only what is available now.
  *  - Close. After band_sem_close() every pending and future acquisition fails with
  *    BAND_ECLOSED; permits held at that moment can still be released.
- *  - Fast paths. Uncontended try_acquire and release are one compare-and-swap each on one
- *    word and make no system call; release checks for waiters with that one load.
+ *  - Fast paths. Uncontended try_acquire is one compare-and-swap and release one atomic
+ *    add on one word (a budget's release is a compare-and-swap, to check its capacity
+ *    exactly); neither takes a lock or makes a system call. The value the add returns is
+ *    the one load that tells release whether anybody waits.
  *  - Counters are readable at any time with band_sem_get_stats().
  *
  * Every band_sem_* function is MT-safe. Releases, closes and cancels may run wake
@@ -29,8 +31,9 @@
 extern "C" {
 #endif
 
-/** The largest permit count a semaphore can hold, request or owe. */
-#define BAND_SEM_MAX_PERMITS ((UINT64_C(1) << 62) - 1)
+/** The largest permit count a semaphore can hold, request or owe (2^61 - 1; the state
+ *  word keeps the bit above it as headroom for releases in flight). */
+#define BAND_SEM_MAX_PERMITS ((UINT64_C(1) << 61) - 1)
 
 /** The longest name a primitive can carry, including the terminating NUL. */
 #define BAND_NAME_MAX 48
@@ -115,8 +118,10 @@ BAND_API int band_sem_release(band_sem *s, uint64_t n);
  * band_sem_reduce() - remove exactly @n permits from the logical balance.
  *
  * Takes available permits first and records the rest as a debt that later releases repay
- * before any queued waiter. Held permits are never revoked. Returns 0, BAND_EOVERFLOW when
- * the debt would exceed BAND_SEM_MAX_PERMITS (nothing changes), or BAND_EINVAL.
+ * before any queued waiter. Held permits are never revoked. On a budget's semaphore this
+ * is band_budget_shrink(): the capacity drops by @n too. Returns 0, BAND_EOVERFLOW when
+ * the debt would exceed BAND_SEM_MAX_PERMITS (nothing changes), or BAND_EINVAL (NULL @s;
+ * for a budget, @n not below its capacity).
  * Serialize reductions in one controller so that each adjustment is applied once. MT-safe.
  */
 BAND_API int band_sem_reduce(band_sem *s, uint64_t n);
@@ -196,7 +201,10 @@ typedef struct band_permit {
     uint64_t count; /* permits held */
 } band_permit;
 
-#define BAND_PERMIT_INIT {NULL, 0}
+#define BAND_PERMIT_INIT                                                                           \
+    {                                                                                              \
+        NULL, 0                                                                                    \
+    }
 
 /**
  * band_permit_try_acquire() - band_sem_try_acquire() into an empty permit.
@@ -248,7 +256,8 @@ BAND_API int band_permit_merge(band_permit *p, band_permit *other);
  * band_permit_forget() - empty @p without returning its permits; returns how many it held.
  *
  * The permits leave the semaphore for good (the form of reducing capacity by consuming
- * held permits). 0 for NULL.
+ * held permits); for a budget's permit the capacity drops by as much, and queued requests
+ * that no longer fit end with BAND_E2BIG. 0 for NULL.
  */
 BAND_API uint64_t band_permit_forget(band_permit *p);
 

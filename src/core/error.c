@@ -10,8 +10,8 @@ const char *band_strerror(int code)
         return "success";
     case BAND_PENDING:
         return "operation is pending";
-#define BAND__ERR_MSG(name, val, msg)                                                         \
-    case BAND_##name:                                                                         \
+#define BAND__ERR_MSG(name, val, msg)                                                              \
+    case BAND_##name:                                                                              \
         return msg;
         BAND_ERRNO_MAP(BAND__ERR_MSG)
 #undef BAND__ERR_MSG
@@ -27,8 +27,8 @@ const char *band_err_name(int code)
         return "BAND_OK";
     case BAND_PENDING:
         return "BAND_PENDING";
-#define BAND__ERR_NAME(name, val, msg)                                                        \
-    case BAND_##name:                                                                         \
+#define BAND__ERR_NAME(name, val, msg)                                                             \
+    case BAND_##name:                                                                              \
         return "BAND_" #name;
         BAND_ERRNO_MAP(BAND__ERR_NAME)
 #undef BAND__ERR_NAME

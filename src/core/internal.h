@@ -11,7 +11,8 @@
 #include "band/error.h"
 
 /* The struct that embeds @ptr as its member @member. */
-#define band__container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#define band__container_of(ptr, type, member)                                                      \
+    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 #if defined(__GNUC__) || defined(__clang__)
 #define band__likely(x)   __builtin_expect(!!(x), 1)

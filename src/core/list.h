@@ -45,6 +45,7 @@ static inline struct band__node *band__list_first(const struct band__node *head)
     return band__list_empty(head) ? NULL : head->next;
 }
 
-#define band__list_foreach(pos, head) for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
+#define band__list_foreach(pos, head)                                                              \
+    for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
 
 #endif /* BAND_CORE_LIST_H */

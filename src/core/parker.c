@@ -58,9 +58,8 @@ int band__parker_park(struct band__parker *p, band_time deadline)
         uint32_t st = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
         if (st == PARKER_NOTIFIED)
             return 0;
-        if (st == PARKER_EMPTY &&
-            !__atomic_compare_exchange_n(&p->state, &st, PARKER_PARKED, false, __ATOMIC_ACQUIRE,
-                                         __ATOMIC_ACQUIRE))
+        if (st == PARKER_EMPTY && !__atomic_compare_exchange_n(&p->state, &st, PARKER_PARKED, false,
+                                                               __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
             continue; /* notified meanwhile */
         if (deadline != BAND_FOREVER && band_now() >= deadline) {
             uint32_t parked = PARKER_PARKED;

@@ -67,8 +67,7 @@ static inline band_waiter *band__waiter_of(struct band__node *n)
 /* The state bits of @w, read atomically (cancel may race with completion). */
 static inline enum band__wstate band__waiter_state(const band_waiter *w)
 {
-    return (enum band__wstate)(__atomic_load_n(&w->_qstate, __ATOMIC_ACQUIRE) &
-                               BAND__W_STATE_MASK);
+    return (enum band__wstate)(__atomic_load_n(&w->_qstate, __ATOMIC_ACQUIRE) & BAND__W_STATE_MASK);
 }
 
 static inline void band__waiter_set(band_waiter *w, struct band__waitq *q, enum band__wstate st)

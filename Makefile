@@ -1,0 +1,86 @@
+# band - developer entry points (GNU make). Every target does its own set-up on a fresh
+# Debian 12 machine: `deps` installs what is missing, then CMake does the rest.
+#
+#   make deps      install missing Debian packages (scripts/deps.sh)
+#   make           release build in build/release
+#   make demo      release build, then run build/release/examples/band_demo
+#   make check     lint + gcc + clang + ASan/UBSan + fuzz + TSan, each with ctest (CI runs this)
+#   make check-SUITE   one suite: check-lint check-plain check-clang check-asan check-fuzz check-tsan
+#   make bench     release build, then run build/release/bench/band_bench [BENCH_ARGS=...]
+#   make install   release build, then cmake --install into PREFIX (default /usr/local;
+#                  DESTDIR is honoured)
+#   make format    clang-format -i every C file
+#   make lint      clang-format check and clang-tidy
+#   make clean     remove build/
+#
+# Knobs: JOBS=2 (compile jobs), CTEST_JOBS=2, BAND_GENERATOR (default: Ninja if installed,
+# else Unix Makefiles), KEEP_GOING=1 (check: run every suite even after a failure),
+# BAND_FUZZ_SECONDS=30, BAND_SKIP_DEPS=1 (do not check packages).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := all
+
+JOBS ?= 2
+CTEST_JOBS ?= 2
+PREFIX ?= /usr/local
+BENCH_ARGS ?=
+BUILD_ROOT ?= build
+export JOBS CTEST_JOBS BUILD_ROOT
+
+RELEASE_DIR := $(BUILD_ROOT)/release
+RELEASE_ARGS := -DCMAKE_BUILD_TYPE=Release -DBAND_BUILD_TESTS=OFF -DBAND_BUILD_BENCH=ON \
+	-DBAND_BUILD_EXAMPLES=ON -DBAND_BUILD_FUZZ=OFF -DBAND_SANITIZE= -DBAND_WERROR=OFF \
+	-DCMAKE_INSTALL_PREFIX=$(PREFIX)
+
+# Runs a function of scripts/lib.sh with its defaults (generator detection etc.).
+LIB := source scripts/lib.sh &&
+
+CHECK_SUITES := lint plain clang asan fuzz tsan
+
+.PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench install \
+	format lint clean help
+
+all: release
+
+help:
+	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
+
+deps:
+	@bash scripts/deps.sh
+
+release: deps
+	@$(LIB) band_configure $(RELEASE_DIR) $(RELEASE_ARGS)
+	@$(LIB) band_build $(RELEASE_DIR)
+
+demo: release
+	@if [ ! -x $(RELEASE_DIR)/examples/band_demo ]; then \
+	    echo "demo: $(RELEASE_DIR)/examples/band_demo was not built (examples/CMakeLists.txt" \
+	         "must define target band_demo)" >&2; exit 1; fi
+	$(RELEASE_DIR)/examples/band_demo
+
+check: deps
+	@bash scripts/check.sh
+
+$(addprefix check-,$(CHECK_SUITES)): check-%: deps
+	@bash scripts/check.sh $*
+
+bench: release
+	@if [ -x $(RELEASE_DIR)/bench/band_bench ]; then \
+	    echo "$(RELEASE_DIR)/bench/band_bench $(BENCH_ARGS)"; \
+	    $(RELEASE_DIR)/bench/band_bench $(BENCH_ARGS); \
+	else \
+	    echo "bench: $(RELEASE_DIR)/bench/band_bench does not exist (bench/CMakeLists.txt" \
+	         "must define target band_bench)" >&2; exit 1; fi
+
+install: release
+	cmake --install $(RELEASE_DIR) --prefix "$(PREFIX)"
+
+format: deps
+	@bash scripts/lint.sh format
+
+lint: deps
+	@bash scripts/lint.sh all
+
+clean:
+	rm -rf $(BUILD_ROOT)

@@ -1,0 +1,504 @@
+/*
+ * demo.c - band bounding in-flight work, shown with real threads.
+ *
+ * Part 1, permits travel with the work. Forty producer threads share one eight-slot
+ * band_sem. A producer takes a permit, "sends a request", moves the permit into a transfer
+ * object and hands that object to one of four consumer threads, which reads the "body" and
+ * only then releases the permit. The producer has long moved on, yet no more than eight
+ * transfers are ever in flight. The contrast run releases the permit at hand-off, when the
+ * producer's function returns: the bodies still streaming are then outside the limit.
+ *
+ * Part 2, charge for the size of the work. Jobs carry payloads from 1 KiB to 8 MiB, mostly
+ * small. A count semaphore with eight slots, sized as if every job took 1 MiB, lets the
+ * payload memory run far past 8 MiB when large jobs meet. A band_budget of 8 MiB, charged
+ * per byte with band_budget_alloc()/band_budget_free(), keeps it at or under 8 MiB.
+ *
+ * Usage: band_demo [--quick]
+ * Prints one table. Exits 1 if a bound that band governs was exceeded or a band call
+ * failed unexpectedly, 2 on a usage error.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <band/band.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SLOTS       8u  /* the in-flight limit of both parts */
+#define PRODUCERS   40u /* threads that start transfers */
+#define CONSUMERS   4u  /* threads that finish them */
+#define JOB_THREADS 16u /* threads that run jobs in part 2 */
+#define KIB         ((uint64_t)1024)
+#define MIB         (1024 * KIB)
+#define BUDGET      (SLOTS * MIB)        /* 8 slots x 1 MiB assumed per job = 8 MiB */
+#define SEED        UINT64_C(0x62616e64) /* "band" */
+
+struct config {
+    unsigned transfers_per_producer;
+    size_t jobs;
+};
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static void sleep_us(uint64_t us)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)(us / 1000000u);
+    ts.tv_nsec = (long)(us % 1000000u) * 1000L;
+    while (nanosleep(&ts, &ts) != 0) {
+        /* interrupted: sleep the rest */
+    }
+}
+
+/* Raises *peak to v if v is larger. Relaxed: only the final maximum matters. */
+static void atomic_max(_Atomic uint64_t *peak, uint64_t v)
+{
+    uint64_t cur = atomic_load_explicit(peak, memory_order_relaxed);
+    while (cur < v && !atomic_compare_exchange_weak_explicit(peak, &cur, v, memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+        /* cur was reloaded; try again while v is still larger */
+    }
+}
+
+/* xorshift64*: a fixed seed gives the same job mix on every run. */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+static double mib(uint64_t bytes)
+{
+    return (double)bytes / (double)MIB;
+}
+
+/* ---- part 1: a transfer queue of our own (mutex + condvar), producers -> consumers ------ */
+
+struct transfer {
+    struct transfer *next;
+    band_permit permit; /* the slot this transfer occupies; empty in the contrast run */
+    pthread_t producer; /* the thread that acquired the permit */
+    uint64_t body_us;   /* how long the consumer spends on the body */
+};
+
+struct transfer_queue {
+    pthread_mutex_t mu; /* protects head, tail, closed */
+    pthread_cond_t cv;  /* signalled when a transfer is queued or the queue closes */
+    struct transfer *head;
+    struct transfer *tail;
+    int closed;
+};
+
+struct transfer_run {
+    band_sem *slots;
+    int move_permit; /* 1: the permit moves into the transfer; 0: released at hand-off */
+    unsigned per_producer;
+    struct transfer_queue q;
+    _Atomic uint64_t in_flight;    /* transfers started and not yet finished */
+    _Atomic uint64_t peak;         /* the most in_flight ever seen */
+    _Atomic uint64_t finished;     /* transfers the consumers completed */
+    _Atomic uint64_t cross_thread; /* permits released on a thread other than the acquirer */
+    _Atomic uint64_t errors;       /* band calls that failed unexpectedly */
+};
+
+static void queue_push(struct transfer_queue *q, struct transfer *t)
+{
+    t->next = NULL;
+    pthread_mutex_lock(&q->mu);
+    if (q->tail != NULL)
+        q->tail->next = t;
+    else
+        q->head = t;
+    q->tail = t;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Returns the oldest transfer, or NULL once the queue is closed and empty. */
+static struct transfer *queue_pop(struct transfer_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    while (q->head == NULL && !q->closed)
+        pthread_cond_wait(&q->cv, &q->mu);
+    struct transfer *t = q->head;
+    if (t != NULL) {
+        q->head = t->next;
+        if (q->head == NULL)
+            q->tail = NULL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return t;
+}
+
+static void queue_close(struct transfer_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->closed = 1;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void *producer_main(void *arg)
+{
+    struct transfer_run *run = arg;
+    uint64_t rnd = SEED ^ (uint64_t)(uintptr_t)&rnd;
+
+    for (unsigned i = 0; i < run->per_producer; i++) {
+        band_permit p = BAND_PERMIT_INIT;
+        int rc = band_permit_acquire(&p, run->slots, 1, BAND_FOREVER);
+        if (rc != 0) {
+            fprintf(stderr, "band_permit_acquire: %s\n", band_strerror(rc));
+            atomic_fetch_add(&run->errors, 1);
+            return NULL;
+        }
+        uint64_t now = atomic_fetch_add(&run->in_flight, 1) + 1;
+        atomic_max(&run->peak, now);
+
+        sleep_us(50 + next_random(&rnd) % 100); /* send the request */
+
+        struct transfer *t = malloc(sizeof(*t));
+        if (t == NULL) {
+            atomic_fetch_sub(&run->in_flight, 1);
+            band_permit_release(&p); /* the request failed: the local permit goes back */
+            atomic_fetch_add(&run->errors, 1);
+            return NULL;
+        }
+        t->producer = pthread_self();
+        t->body_us = 200 + next_random(&rnd) % 200;
+        if (run->move_permit) {
+            t->permit = p;                     /* the permit now belongs to the transfer ... */
+            p = (band_permit)BAND_PERMIT_INIT; /* ... and no longer to this frame */
+        } else {
+            t->permit = (band_permit)BAND_PERMIT_INIT;
+        }
+        queue_push(&run->q, t);
+        band_permit_release(&p); /* contrast run: the slot returns while the body streams */
+        /* Releasing an empty permit is a no-op, so this line is harmless when it moved. */
+
+        sleep_us(next_random(&rnd) % 200); /* the producer goes on with other work */
+    }
+    return NULL;
+}
+
+static void *consumer_main(void *arg)
+{
+    struct transfer_run *run = arg;
+    struct transfer *t;
+
+    while ((t = queue_pop(&run->q)) != NULL) {
+        sleep_us(t->body_us); /* read the body */
+        atomic_fetch_sub(&run->in_flight, 1);
+        if (t->permit.sem != NULL) {
+            if (!pthread_equal(t->producer, pthread_self()))
+                atomic_fetch_add(&run->cross_thread, 1);
+            int rc = band_permit_release(&t->permit);
+            if (rc != 0) {
+                fprintf(stderr, "band_permit_release: %s\n", band_strerror(rc));
+                atomic_fetch_add(&run->errors, 1);
+            }
+        }
+        atomic_fetch_add(&run->finished, 1);
+        free(t);
+    }
+    return NULL;
+}
+
+/* Runs part 1 once. Returns 0, or -1 when threads or the semaphore could not be made. */
+static int run_transfers(struct transfer_run *run, int move_permit, unsigned per_producer)
+{
+    pthread_t producers[PRODUCERS], consumers[CONSUMERS];
+    int rc = band_sem_create(&run->slots, SLOTS);
+    if (rc != 0) {
+        fprintf(stderr, "band_sem_create: %s\n", band_strerror(rc));
+        return -1;
+    }
+    run->move_permit = move_permit;
+    run->per_producer = per_producer;
+    pthread_mutex_init(&run->q.mu, NULL);
+    pthread_cond_init(&run->q.cv, NULL);
+    run->q.head = run->q.tail = NULL;
+    run->q.closed = 0;
+    atomic_init(&run->in_flight, 0);
+    atomic_init(&run->peak, 0);
+    atomic_init(&run->finished, 0);
+    atomic_init(&run->cross_thread, 0);
+    atomic_init(&run->errors, 0);
+
+    for (unsigned i = 0; i < CONSUMERS; i++)
+        if (pthread_create(&consumers[i], NULL, consumer_main, run) != 0)
+            abort();
+    for (unsigned i = 0; i < PRODUCERS; i++)
+        if (pthread_create(&producers[i], NULL, producer_main, run) != 0)
+            abort();
+    for (unsigned i = 0; i < PRODUCERS; i++)
+        pthread_join(producers[i], NULL);
+    queue_close(&run->q);
+    for (unsigned i = 0; i < CONSUMERS; i++)
+        pthread_join(consumers[i], NULL);
+
+    /* Every permit must be back: the semaphore ends where it started. */
+    if (band_sem_available(run->slots) != SLOTS) {
+        fprintf(stderr, "slots available after the run: %" PRIu64 ", want %u\n",
+                band_sem_available(run->slots), SLOTS);
+        atomic_fetch_add(&run->errors, 1);
+    }
+    rc = band_sem_destroy(run->slots);
+    if (rc != 0) {
+        fprintf(stderr, "band_sem_destroy: %s\n", band_strerror(rc));
+        atomic_fetch_add(&run->errors, 1);
+    }
+    pthread_cond_destroy(&run->q.cv);
+    pthread_mutex_destroy(&run->q.mu);
+    return 0;
+}
+
+/* ---- part 2: payload memory under a count limit and under a byte budget ----------------- */
+
+struct job_run {
+    const uint64_t *sizes;
+    size_t njobs;
+    band_sem *slots;       /* count mode: one permit per job */
+    band_budget *budget;   /* byte mode: one unit per payload byte */
+    _Atomic size_t next;   /* the next job to take */
+    _Atomic uint64_t live; /* payload bytes allocated right now */
+    _Atomic uint64_t peak; /* the most live ever seen */
+    _Atomic uint64_t errors;
+};
+
+/* Touches and holds one payload; the hold grows with its size. */
+static void work_on(struct job_run *run, void *buf, uint64_t size)
+{
+    uint64_t now = atomic_fetch_add(&run->live, size) + size;
+    atomic_max(&run->peak, now);
+    for (uint64_t off = 0; off < size; off += 4096) /* make every page resident */
+        ((unsigned char *)buf)[off] = 0x5a;
+    sleep_us(20 + size / KIB); /* about 1 ms per MiB */
+    atomic_fetch_sub(&run->live, size);
+}
+
+static void *job_main(void *arg)
+{
+    struct job_run *run = arg;
+    size_t i;
+
+    while ((i = atomic_fetch_add(&run->next, 1)) < run->njobs) {
+        uint64_t size = run->sizes[i];
+        void *buf = NULL;
+        int rc;
+        if (run->budget == NULL) {
+            /* One slot per job, whatever its size: the allocation is outside any bound. */
+            rc = band_sem_acquire(run->slots, 1, BAND_FOREVER);
+            if (rc == 0) {
+                buf = malloc((size_t)size);
+                if (buf != NULL)
+                    work_on(run, buf, size);
+                else
+                    rc = BAND_ENOMEM;
+                free(buf);
+                int rrc = band_sem_release(run->slots, 1);
+                if (rc == 0)
+                    rc = rrc;
+            }
+        } else {
+            /* Reserve the bytes first, in one acquisition, then allocate. */
+            rc = band_budget_alloc(run->budget, (size_t)size, BAND_FOREVER, &buf);
+            if (rc == 0) {
+                work_on(run, buf, size);
+                band_budget_free(buf); /* frees the payload and returns its bytes */
+            }
+        }
+        if (rc != 0) {
+            fprintf(stderr, "job %zu (%" PRIu64 " bytes): %s\n", i, size, band_strerror(rc));
+            atomic_fetch_add(&run->errors, 1);
+        }
+    }
+    return NULL;
+}
+
+static void run_jobs(struct job_run *run)
+{
+    pthread_t threads[JOB_THREADS];
+    atomic_init(&run->next, 0);
+    atomic_init(&run->live, 0);
+    atomic_init(&run->peak, 0);
+    atomic_init(&run->errors, 0);
+    for (unsigned i = 0; i < JOB_THREADS; i++)
+        if (pthread_create(&threads[i], NULL, job_main, run) != 0)
+            abort();
+    for (unsigned i = 0; i < JOB_THREADS; i++)
+        pthread_join(threads[i], NULL);
+}
+
+/* Most jobs are small, some medium, a few large: 80% 1-64 KiB, 15% 64 KiB-1 MiB, 5% 1-8 MiB,
+ * in whole KiB. */
+static void make_jobs(uint64_t *sizes, size_t n)
+{
+    uint64_t rnd = SEED;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = next_random(&rnd) % 100;
+        uint64_t lo = r < 80 ? 1 : r < 95 ? 64 : 1024;
+        uint64_t hi = r < 80 ? 64 : r < 95 ? 1024 : 8192;
+        sizes[i] = (lo + next_random(&rnd) % (hi - lo + 1)) * KIB;
+    }
+    sizes[n / 2] = 8 * MIB; /* the range ends at 8 MiB in every run */
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- the table -------------------------------------------------------------------------- */
+
+/* Prints one row; returns 1 when peak exceeds limit. */
+static int row(const char *scenario, const char *limit, const char *peak, double lim, double pk)
+{
+    char verdict[32];
+    int over = pk > lim;
+    if (over)
+        snprintf(verdict, sizeof(verdict), "OVERSHOOT %.1f", pk / lim);
+    else
+        snprintf(verdict, sizeof(verdict), "OK");
+    printf("%-44s %-12s %-12s %s\n", scenario, limit, peak, verdict);
+    return over;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: band_demo [--quick]\n"
+               "  --quick  fewer transfers and jobs (a smoke test of about a second)\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct config cfg = {25, 600};
+    int failed = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            cfg.transfers_per_producer = 8;
+            cfg.jobs = 240;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    band_time t0 = band_now();
+
+    /* Part 1. */
+    static struct transfer_run moved, early;
+    if (run_transfers(&moved, 1, cfg.transfers_per_producer) != 0 ||
+        run_transfers(&early, 0, cfg.transfers_per_producer) != 0)
+        return 1;
+    uint64_t total = (uint64_t)PRODUCERS * cfg.transfers_per_producer;
+
+    /* Part 2. */
+    uint64_t *sizes = malloc(cfg.jobs * sizeof(*sizes));
+    uint64_t *sorted = malloc(cfg.jobs * sizeof(*sorted));
+    if (sizes == NULL || sorted == NULL)
+        return 1;
+    make_jobs(sizes, cfg.jobs);
+    memcpy(sorted, sizes, cfg.jobs * sizeof(*sorted));
+    qsort(sorted, cfg.jobs, sizeof(*sorted), cmp_u64);
+
+    static struct job_run counted, budgeted;
+    counted.sizes = budgeted.sizes = sizes;
+    counted.njobs = budgeted.njobs = cfg.jobs;
+    int rc = band_sem_create(&counted.slots, SLOTS);
+    if (rc == 0)
+        rc = band_budget_create(&budgeted.budget, BUDGET);
+    if (rc != 0) {
+        fprintf(stderr, "create: %s\n", band_strerror(rc));
+        return 1;
+    }
+    band_sem_set_name(counted.slots, "job-slots");
+    band_budget_set_name(budgeted.budget, "payload-bytes");
+    run_jobs(&counted);
+    run_jobs(&budgeted);
+
+    /* A request that could never fit is refused at once instead of waiting forever. */
+    void *huge = NULL;
+    band_time t_big = band_now();
+    int rc_big = band_budget_alloc(budgeted.budget, (size_t)(BUDGET + 1), BAND_FOREVER, &huge);
+    double big_ms = (double)(band_now() - t_big) / (double)BAND_MSEC;
+    if (rc_big != BAND_E2BIG || huge != NULL || big_ms > 1000.0) {
+        fprintf(stderr, "oversized request: %s after %.1f ms, want BAND_E2BIG at once\n",
+                band_err_name(rc_big), big_ms);
+        failed = 1;
+    }
+
+    band_sem_stats st;
+    memset(&st, 0, sizeof(st));
+    if (band_budget_get_stats(budgeted.budget, &st) != 0 || st.in_use != 0 ||
+        band_budget_available(budgeted.budget) != BUDGET) {
+        fprintf(stderr, "the budget did not get every byte back\n");
+        failed = 1;
+    }
+    if (band_sem_available(counted.slots) != SLOTS) {
+        fprintf(stderr, "the job slots did not all come back\n");
+        failed = 1;
+    }
+    band_sem_destroy(counted.slots);
+    band_budget_destroy(budgeted.budget);
+
+    /* The table. */
+    char lim[32], pk[32];
+    printf("band %s: in-flight work under a count limit and a byte budget\n\n", band_version());
+    printf("%-44s %-12s %-12s %s\n", "scenario", "limit", "peak", "verdict");
+    snprintf(lim, sizeof(lim), "%u", SLOTS);
+    snprintf(pk, sizeof(pk), "%" PRIu64, atomic_load(&moved.peak));
+    failed |= row("transfers, permit moves with the transfer", lim, pk, SLOTS,
+                  (double)atomic_load(&moved.peak));
+    snprintf(pk, sizeof(pk), "%" PRIu64, atomic_load(&early.peak));
+    row("transfers, permit released at hand-off", lim, pk, SLOTS, (double)atomic_load(&early.peak));
+    snprintf(lim, sizeof(lim), "%.1f MiB", mib(BUDGET));
+    snprintf(pk, sizeof(pk), "%.1f MiB", mib(atomic_load(&counted.peak)));
+    row("jobs, count semaphore, 8 slots x 1 MiB", lim, pk, mib(BUDGET),
+        mib(atomic_load(&counted.peak)));
+    snprintf(pk, sizeof(pk), "%.1f MiB", mib(atomic_load(&budgeted.peak)));
+    failed |=
+        row("jobs, band_budget of 8 MiB", lim, pk, mib(BUDGET), mib(atomic_load(&budgeted.peak)));
+
+    uint64_t cross = atomic_load(&moved.cross_thread);
+    printf("\ntransfers: %" PRIu64 " (%u producers -> %u consumers); "
+           "%" PRIu64 " permits released on another thread\n",
+           total, PRODUCERS, CONSUMERS, cross);
+    printf("jobs: %zu on %u threads, %.0f KiB..%.1f MiB, median %.0f KiB; "
+           "%" PRIu64 " queued for budget bytes\n",
+           cfg.jobs, JOB_THREADS, (double)sorted[0] / (double)KIB, mib(sorted[cfg.jobs - 1]),
+           (double)sorted[cfg.jobs / 2] / (double)KIB, st.queued);
+    printf("oversized request (8 MiB + 1 byte): %s after %.3f ms\n", band_err_name(rc_big), big_ms);
+    printf("elapsed %.2f s\n", (double)(band_now() - t0) / (double)BAND_SEC);
+
+    if (cross != total || atomic_load(&moved.finished) != total ||
+        atomic_load(&early.finished) != total) {
+        fprintf(stderr, "transfers lost or permits released on the wrong thread\n");
+        failed = 1;
+    }
+    if (atomic_load(&moved.errors) + atomic_load(&early.errors) + atomic_load(&counted.errors) +
+            atomic_load(&budgeted.errors) !=
+        0)
+        failed = 1;
+    free(sizes);
+    free(sorted);
+    fflush(stdout); /* the table first, then any failure message */
+    if (failed)
+        fprintf(stderr, "band_demo: FAILED: a band-governed bound was exceeded or a call failed\n");
+    return failed ? 1 : 0;
+}

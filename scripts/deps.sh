@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# deps.sh - install the Debian 12 packages band's build, tests and checks need.
+#
+# Installs only what is missing (checked with dpkg-query): `apt-get update` runs once, and
+# only when something has to be installed. Never prompts. As non-root it uses sudo when
+# available (sudo -n: no password prompt), and otherwise fails naming the packages.
+# Set BAND_SKIP_DEPS=1 to skip everything (a machine prepared some other way).
+set -euo pipefail
+
+if [[ "${BAND_SKIP_DEPS:-0}" == 1 ]]; then
+    echo "deps: BAND_SKIP_DEPS=1, not checking packages"
+    exit 0
+fi
+
+packages=(
+    build-essential    # gcc 12, make, libc headers
+    cmake
+    pkg-config
+    libcmocka-dev      # unit tests
+    clang-14
+    clang              # the `clang` command
+    libclang-rt-14-dev # clang's sanitizer and libFuzzer runtimes
+    clang-format-14
+    clang-format       # the `clang-format` command
+    clang-tidy-14
+    clang-tidy         # the `clang-tidy` command
+)
+pkgs=("${packages[@]}")
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+    echo "deps: not a Debian system (no dpkg-query/apt-get); install by hand:" >&2
+    echo "      ${pkgs[*]}" >&2
+    exit 1
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    if [[ "$status" != "installed" ]]; then
+        missing+=("$p")
+    fi
+done
+
+if ((${#missing[@]} == 0)); then
+    echo "deps: all ${#pkgs[@]} packages present"
+else
+    echo "deps: installing ${missing[*]}"
+    sudo=()
+    if [[ "$(id -u)" != 0 ]]; then
+        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+            sudo=(sudo -n)
+        else
+            echo "deps: missing packages and not root (no password-less sudo either)." >&2
+            echo "      As root run: apt-get update && apt-get install -y ${missing[*]}" >&2
+            exit 1
+        fi
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt_opts=(-q -o DPkg::Lock::Timeout=600)
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y \
+        --no-install-recommends "${missing[@]}"
+fi
+
+# The commands the checks call by their plain names.
+for cmd in cc cmake pkg-config clang clang-format clang-tidy; do
+    if ! command -v "$cmd" >/dev/null 2>&1; then
+        echo "deps: '$cmd' is still not on PATH after installing packages" >&2
+        exit 1
+    fi
+done
