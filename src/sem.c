@@ -193,6 +193,8 @@ static void sem_publish_locked(band_sem *s, uint64_t add)
 {
     uint64_t slow = (s->q.len > 0 || s->debt > 0) ? SLOW : 0;
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    if (add == 0 && (st & SLOW) == slow)
+        return; /* the common hand-off: waiters remain, nothing to publish */
     uint64_t nst;
     do {
         nst = ((AVAIL(st) + add) << SHIFT) | (st & CLOSED) | slow;
@@ -304,12 +306,16 @@ static int sem_try_take(band_sem *s, uint64_t n)
 
 int band_sem_try_acquire(band_sem *s, uint64_t n)
 {
-    if (band__unlikely(s == NULL))
+    if (band__unlikely(s == NULL || n > BAND_SEM_MAX_PERMITS))
         return BAND_EINVAL;
-    int rc = sem_check_request(s, n);
-    if (rc != 0)
-        return rc;
-    rc = sem_try_take(s, n);
+    /* Success needs n <= available <= capacity, so the capacity is only read to classify
+     * a refusal; E2BIG still takes precedence over the other answers. */
+    int rc = sem_try_take(s, n);
+    if (band__likely(rc == 0))
+        return 0;
+    int check = sem_check_request(s, n);
+    if (check != 0)
+        return check;
     if (rc == BAND_EAGAIN)
         atomic_fetch_add_explicit(&s->try_refusals, 1, memory_order_relaxed);
     return rc;
@@ -385,6 +391,27 @@ int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w)
     return sem_enqueue(s, n, w);
 }
 
+/*
+ * Before a blocking acquisition queues, retry the lock-free take for about a microsecond
+ * while nobody is queued: a holder on another core usually releases within that time, and
+ * queueing would turn every later acquisition into a hand-off to a sleeping thread (a
+ * convoy). Once SLOW is set a waiter is queued or a debt owed, so spinning stops: the
+ * spin never takes permits past a waiter.
+ */
+#define ACQUIRE_SPINS 64
+
+static int sem_try_spin(band_sem *s, uint64_t n)
+{
+    int rc = sem_try_take(s, n);
+    for (int i = 0; rc == BAND_EAGAIN && i < ACQUIRE_SPINS; i++) {
+        band__cpu_relax();
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) & SLOW)
+            break;
+        rc = sem_try_take(s, n);
+    }
+    return rc;
+}
+
 int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline)
 {
     if (s == NULL)
@@ -392,7 +419,7 @@ int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline)
     int rc = sem_check_request(s, n);
     if (rc != 0)
         return rc;
-    rc = sem_try_take(s, n);
+    rc = sem_try_spin(s, n);
     if (rc != BAND_EAGAIN)
         return rc;
     if (deadline != BAND_FOREVER && deadline <= band_now())
@@ -479,10 +506,12 @@ int band_sem_release(band_sem *s, uint64_t n)
     }
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
     while (!(st & SLOW)) {
+        /* The capacity may change between the two loads; only the lock, under which it
+         * changes, can tell a real overflow from a stale snapshot. */
         uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
         uint64_t avail = AVAIL(st);
         if (avail > limit || n > limit - avail)
-            return BAND_EOVERFLOW;
+            break;
         if (atomic_compare_exchange_weak_explicit(&s->state, &st, st + (n << SHIFT),
                                                   memory_order_release, memory_order_relaxed))
             return 0;

@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <time.h>
 
-/* Rounds of spinning before sleeping: about a microsecond, the order of a hand-off
- * between two running threads, and far less than a futex sleep and wake. */
-#define BAND__PARK_SPINS 1000
+/* How long to spin before sleeping: the order of a hand-off between two running threads,
+ * and far less than a futex sleep and wake (tens of microseconds on a virtual machine).
+ * Bounded by time, since a pause instruction costs anything from 1 to 40 ns by CPU. */
+#define BAND__PARK_SPIN_NS    (4 * BAND_USEC)
+#define BAND__PARK_SPIN_CHECK 16 /* pauses between clock reads */
 
 #if defined(BAND__PARKER_FUTEX)
 #include <linux/futex.h>
@@ -47,13 +49,28 @@ static long futex_wait_until(uint32_t *addr, uint32_t val, band_time deadline)
                    FUTEX_BITSET_MATCH_ANY);
 }
 
+/* Spin until notified (1) or until the spin budget is spent (0). */
+static int parker_spin(const struct band__parker *p)
+{
+    band_time until = 0;
+    for (;;) {
+        for (int i = 0; i < BAND__PARK_SPIN_CHECK; i++) {
+            if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PARKER_NOTIFIED)
+                return 1;
+            band__cpu_relax();
+        }
+        band_time now = band_now();
+        if (until == 0)
+            until = now + BAND__PARK_SPIN_NS;
+        else if (now >= until)
+            return 0;
+    }
+}
+
 int band__parker_park(struct band__parker *p, band_time deadline)
 {
-    for (int i = 0; i < BAND__PARK_SPINS; i++) {
-        if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PARKER_NOTIFIED)
-            return 0;
-        band__cpu_relax();
-    }
+    if (parker_spin(p))
+        return 0;
     for (;;) {
         uint32_t st = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
         if (st == PARKER_NOTIFIED)

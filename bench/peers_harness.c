@@ -1,0 +1,328 @@
+/*
+ * bench/peers_harness.c - band in the peer benchmarks' protocol (band_peer_harness).
+ *
+ * usage: band_peer_harness w1|w2|w4|w5     (1 warm-up + REPS measured repetitions)
+ *        band_peer_harness w3 N            (one repetition)
+ *
+ * Speaks the protocol of the peer benchmark suite ("Adding a harness" in its RESULTS.md):
+ * parameters come from the environment (REPS W1_ITERS W2_ITERS W4_ITERS W4_CAP W4_MAXW
+ * SPIN SEED W5_MSGS W5_CAP) and every repetition prints one tab-separated line
+ *
+ *     RESULT <workload> <peer name> <metric> <value>
+ *
+ * so that run_all.sh (EXTRA_HARNESS=.../band_peer_harness) puts band into the same rounds
+ * as the C, Go, Rust, Java and Python peers.
+ *
+ *   w1  try_acquire(1) + release(1) on one thread, ns per pair.
+ *   w2  two threads, one permit, blocking band_sem_acquire(1, BAND_FOREVER) + release(1).
+ *   w3  N async waiters (a caller-owned band_waiter array, the C form of N tokio tasks)
+ *       queue on a semaphore at 0, then N x release(1). Two rows:
+ *         "band sem async waiters": the wake is the task (it counts the completion);
+ *         "band sem async waiters -> executor thread": the wake pushes the waiter onto a
+ *         lock-free ready stack that an executor thread on the other core drains, the way
+ *         a runtime would resume the task; timing stops when the executor has run all N.
+ *       "spawn ms" is allocating, initialising and queueing the N waiters, and
+ *       "RSS bytes/waiter" includes the waiter array itself (64 bytes a waiter).
+ *   w4  weights 1..W4_MAXW on capacity W4_CAP, two threads (acquire, SPIN, release).
+ *   w5  not applicable yet: band has no channel. Prints a NOTE line only.
+ */
+#include "bench_util.h"
+
+#include <band/sem.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+static long REPS, W1_ITERS, W2_ITERS, W4_ITERS, W4_CAP, W4_MAXW, SPIN;
+static uint64_t SEED;
+
+/* One result line; run_all.sh keeps the lines that start with RESULT. */
+static void emit(const char *workload, const char *peer, const char *metric, double value)
+{
+    printf("RESULT\t%s\t%s\t%s\t%.6g\n", workload, peer, metric, value);
+    fflush(stdout);
+}
+
+static void die(const char *what, long count)
+{
+    fprintf(stderr, "band_peer_harness: %s (%ld)\n", what, count);
+    exit(1);
+}
+
+/* ---------------------------------------------------------------- W1 */
+
+static double w1_once(long iters)
+{
+    band_sem *s = NULL;
+    long bad = 0;
+    if (band_sem_create(&s, 1) != 0)
+        die("band_sem_create", 1);
+    uint64_t t0 = bench_now();
+    for (long i = 0; i < iters; i++) {
+        if (band_sem_try_acquire(s, 1) != 0)
+            bad++;
+        if (band_sem_release(s, 1) != 0)
+            bad++;
+    }
+    double r = (double)(bench_now() - t0) / (double)iters;
+    band_sem_destroy(s);
+    if (bad != 0)
+        die("w1: try_acquire/release failed", bad);
+    return r;
+}
+
+static void run_w1(void)
+{
+    (void)w1_once(W1_ITERS / 4 > 0 ? W1_ITERS / 4 : 1);
+    for (long r = 0; r < REPS; r++)
+        emit("W1", "band sem try_acquire/release", "ns/op", w1_once(W1_ITERS));
+}
+
+/* ---------------------------------------------------------------- W2 / W4 */
+
+static uint64_t duo_fn(void *obj, int id, long iters, const uint32_t *weights, int spin,
+                       long *failures)
+{
+    band_sem *s = obj;
+    uint64_t acc = 0;
+    long bad = 0;
+    (void)id;
+    if (weights == NULL) {
+        for (long i = 0; i < iters; i++) {
+            if (band_sem_acquire(s, 1, BAND_FOREVER) != 0)
+                bad++;
+            if (band_sem_release(s, 1) != 0)
+                bad++;
+        }
+    } else {
+        for (long i = 0; i < iters; i++) {
+            uint64_t w = weights[i & (BENCH_WEIGHTS - 1)];
+            if (band_sem_acquire(s, w, BAND_FOREVER) != 0)
+                bad++;
+            acc += bench_tiny_spin(spin, w);
+            if (band_sem_release(s, w) != 0)
+                bad++;
+        }
+    }
+    *failures += bad;
+    return acc;
+}
+
+/* ops/s of both workers together on a semaphore with @permits. */
+static double duo_once(long iters, uint64_t permits, const uint32_t *w0, const uint32_t *w1)
+{
+    band_sem *s = NULL;
+    long bad = 0;
+    if (band_sem_create(&s, permits) != 0)
+        die("band_sem_create", 1);
+    double ops = bench_duo_run(duo_fn, s, iters, w0, w1, (int)SPIN, &bad);
+    if (band_sem_available(s) != permits)
+        die("permits leaked", (long)band_sem_available(s));
+    band_sem_destroy(s);
+    if (bad != 0)
+        die("acquire/release failed", bad);
+    return ops;
+}
+
+static void run_w2(void)
+{
+    (void)duo_once(W2_ITERS / 4 > 0 ? W2_ITERS / 4 : 1, 1, NULL, NULL);
+    for (long r = 0; r < REPS; r++)
+        emit("W2", "band sem (2 threads, blocking, FIFO)", "ops/s",
+             duo_once(W2_ITERS, 1, NULL, NULL));
+}
+
+static void run_w4(void)
+{
+    static uint32_t weights[2][BENCH_WEIGHTS];
+    for (int i = 0; i < 2; i++)
+        bench_make_weights(weights[i], SEED + (uint64_t)i, (uint32_t)W4_MAXW);
+    (void)duo_once(W4_ITERS / 4 > 0 ? W4_ITERS / 4 : 1, (uint64_t)W4_CAP, weights[0], weights[1]);
+    for (long r = 0; r < REPS; r++)
+        emit("W4", "band sem weighted (2 threads)", "ops/s",
+             duo_once(W4_ITERS, (uint64_t)W4_CAP, weights[0], weights[1]));
+}
+
+/* ---------------------------------------------------------------- W3 */
+
+static struct {
+    band_waiter *arr;
+    size_t n;
+    size_t next; /* FIFO check: index the next completion must carry */
+    long misorder, failed;
+    /* executor variant */
+    _Alignas(BENCH_CACHELINE) _Atomic(band_waiter *) ready; /* LIFO of woken waiters */
+    _Alignas(BENCH_CACHELINE) _Atomic size_t done;          /* completions the executor ran */
+} g3;
+
+/* The task itself: a completion that checks its order and status. */
+static void w3_wake_inline(band_waiter *w)
+{
+    if (w != g3.arr + g3.next)
+        g3.misorder++;
+    if (band_waiter_status(w) != 0)
+        g3.failed++;
+    g3.next++;
+}
+
+/* Schedule the task: push it onto the ready stack (the owner's data pointer is free for the
+ * link; band never touches it). */
+static void w3_wake_push(band_waiter *w)
+{
+    band_waiter *head = atomic_load_explicit(&g3.ready, memory_order_relaxed);
+    do {
+        w->data = head;
+    } while (!atomic_compare_exchange_weak_explicit(&g3.ready, &head, w, memory_order_release,
+                                                    memory_order_relaxed));
+}
+
+/* The executor: take the whole ready stack, reverse it into wake order, run each task. */
+static void *w3_executor(void *p)
+{
+    size_t n = g3.n, done = 0;
+    unsigned spins = 0;
+    (void)p;
+    while (done < n) {
+        band_waiter *list = atomic_exchange_explicit(&g3.ready, NULL, memory_order_acquire);
+        band_waiter *fifo = NULL;
+        if (list == NULL) {
+            if (++spins > 4096) {
+                spins = 0;
+                sched_yield();
+            } else {
+                bench_pause();
+            }
+            continue;
+        }
+        while (list != NULL) {
+            band_waiter *nx = list->data;
+            list->data = fifo;
+            fifo = list;
+            list = nx;
+        }
+        for (; fifo != NULL; fifo = fifo->data) {
+            w3_wake_inline(fifo);
+            done++;
+        }
+        atomic_store_explicit(&g3.done, done, memory_order_release);
+    }
+    return NULL;
+}
+
+static void run_w3(long nl, int executor)
+{
+    size_t n = (size_t)nl;
+    band_sem *s = NULL;
+    pthread_t ex;
+    char wl[48];
+    const char *peer =
+        executor ? "band sem async waiters -> executor thread" : "band sem async waiters";
+    long bad = 0;
+
+    if (band_sem_create(&s, 0) != 0)
+        die("band_sem_create", 1);
+    memset(&g3, 0, sizeof g3);
+    g3.n = n;
+    (void)bench_rss();
+    long rss0 = bench_rss();
+    uint64_t c0 = bench_now();
+    g3.arr = malloc(n * sizeof(band_waiter));
+    if (g3.arr == NULL)
+        die("out of memory", nl);
+    for (size_t i = 0; i < n; i++) {
+        band_waiter_init(&g3.arr[i], executor ? w3_wake_push : w3_wake_inline, NULL);
+        if (band_sem_acquire_async(s, 1, &g3.arr[i]) != BAND_PENDING)
+            bad++;
+    }
+    uint64_t c1 = bench_now();
+    long rss1 = bench_rss();
+    if (bad != 0)
+        die("w3: acquire_async did not queue", bad);
+    if (executor && pthread_create(&ex, NULL, w3_executor, NULL) != 0)
+        die("pthread_create", 1);
+    if (executor)
+        bench_sleep_ms(20); /* let the executor reach its loop */
+
+    uint64_t t0 = bench_now();
+    for (size_t i = 0; i < n; i++)
+        if (band_sem_release(s, 1) != 0)
+            bad++;
+    uint64_t t_rel = bench_now();
+    if (executor)
+        while (atomic_load_explicit(&g3.done, memory_order_acquire) < n)
+            bench_pause();
+    uint64_t t1 = bench_now();
+    if (executor)
+        pthread_join(ex, NULL);
+
+    if (bad != 0 || g3.next != n || g3.misorder != 0 || g3.failed != 0) {
+        fprintf(stderr, "w3: bad=%ld completed=%zu/%zu misorder=%ld failed=%ld\n", bad, g3.next, n,
+                g3.misorder, g3.failed);
+        exit(1);
+    }
+    snprintf(wl, sizeof wl, "W3 N=%ld", nl);
+    emit(wl, peer, "ns/handoff", (double)(t1 - t0) / (double)n);
+    emit(wl, peer, "total ms", (double)(t1 - t0) / 1e6);
+    emit(wl, peer, "release-loop ns/op", (double)(t_rel - t0) / (double)n);
+    emit(wl, peer, "spawn ms", (double)(c1 - c0) / 1e6);
+    emit(wl, peer, "RSS bytes/waiter", (double)(rss1 - rss0) / (double)n);
+    emit(wl, peer, "peak RSS/N bytes", (double)bench_peak_rss() / (double)n);
+    band_sem_destroy(s);
+    free(g3.arr);
+    g3.arr = NULL;
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+    bench_go_multithreaded();
+    REPS = bench_env_long("REPS", 5);
+    W1_ITERS = bench_env_long("W1_ITERS", 20000000);
+    W2_ITERS = bench_env_long("W2_ITERS", 1000000);
+    W4_ITERS = bench_env_long("W4_ITERS", 1000000);
+    W4_CAP = bench_env_long("W4_CAP", 1024);
+    W4_MAXW = bench_env_long("W4_MAXW", 64);
+    SPIN = bench_env_long("SPIN", 32);
+    SEED = (uint64_t)bench_env_long("SEED", 12345);
+    if (W4_MAXW < 1 || W4_CAP < W4_MAXW) {
+        fprintf(stderr, "W4_MAXW must be in 1..W4_CAP\n");
+        return 2;
+    }
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s w1|w2|w3 N|w4|w5\n", argv[0]);
+        return 2;
+    }
+    if (strcmp(argv[1], "w1") == 0) {
+        run_w1();
+    } else if (strcmp(argv[1], "w2") == 0) {
+        run_w2();
+    } else if (strcmp(argv[1], "w3") == 0 && argc > 2) {
+        long n = strtol(argv[2], NULL, 10);
+        if (n < 1)
+            return 2;
+        /* Each variant in its own process, so that RSS figures start from scratch. */
+        pid_t pid;
+        int st = 0;
+        fflush(stdout);
+        pid = fork();
+        if (pid < 0)
+            die("fork", 1);
+        if (pid == 0) {
+            run_w3(n, 0);
+            fflush(stdout);
+            _exit(0);
+        }
+        if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            die("w3 (inline wake) failed", 1);
+        run_w3(n, 1);
+    } else if (strcmp(argv[1], "w4") == 0) {
+        run_w4();
+    } else if (strcmp(argv[1], "w5") == 0) {
+        printf("NOTE\tband has no channel yet: W5 not measured\n");
+    } else {
+        fprintf(stderr, "unknown workload %s\n", argv[1]);
+        return 2;
+    }
+    return 0;
+}
