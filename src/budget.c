@@ -160,7 +160,9 @@ int band_budget_alloc(band_budget *b, size_t len, band_time deadline, void **out
         atomic_fetch_add_explicit(&b->sem.too_big, 1, memory_order_relaxed);
         return BAND_E2BIG;
     }
-    int rc = len == 0 ? 0 : band_sem_acquire(&b->sem, (uint64_t)len, deadline);
+    int rc = len > 0                       ? band_sem_acquire(&b->sem, (uint64_t)len, deadline)
+             : band_sem_is_closed(&b->sem) ? BAND_ECLOSED
+                                           : 0;
     if (rc != 0)
         return rc;
     rc = band_budget_alloc_reserved(b, len, out);

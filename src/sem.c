@@ -379,10 +379,14 @@ int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w)
     if (s == NULL)
         return BAND_EINVAL;
     int rc = band__waiter_check_submit(w);
-    if (rc == 0)
-        rc = sem_check_request(s, n);
     if (rc != 0)
+        return rc; /* @w may be someone's pending operation: leave it alone */
+    rc = sem_check_request(s, n);
+    if (rc != 0) {
+        if (rc != BAND_EINVAL)
+            band__waiter_finish_now(w, rc);
         return rc;
+    }
     rc = sem_try_take(s, n);
     if (rc != BAND_EAGAIN) {
         band__waiter_finish_now(w, rc);
@@ -663,8 +667,12 @@ void band__sem_forget(band_sem *s, uint64_t n)
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&s->lock);
+    /* Units owed by a shrink were to be repaid by exactly these returns: they settle the
+     * debt first, and only the rest takes capacity with it. */
+    uint64_t pay = band__min_u64(s->debt, n);
+    s->debt -= pay;
     uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
-    sem_set_capacity_locked(s, cap - band__min_u64(cap, n), &wl);
+    sem_set_capacity_locked(s, cap - band__min_u64(cap, n - pay), &wl);
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
 }

@@ -13,6 +13,10 @@
  * Checked: waiters queued or debt owed => nothing available; the queue's length and unit
  * total match its nodes; the head's partial grant is below what it asked for; available
  * does not exceed the limit (a budget's capacity).
+ *
+ * Exact only while no other thread operates on @s (tests call it single-threaded or at
+ * quiescence): an add-first release in flight briefly leaves permits available beside
+ * queued waiters until it takes the lock and hands them on.
  */
 BAND_API int band__sem_check(const band_sem *s);
 

@@ -53,7 +53,8 @@ BAND_API int band_budget_set_name(band_budget *b, const char *name);
 BAND_API int band_budget_try_acquire(band_budget *b, uint64_t n);
 
 /** band_budget_acquire() - reserve @n units in one acquisition, blocking until @deadline:
- *  0, BAND_ETIMEDOUT, BAND_E2BIG (at once, never waits), BAND_ECLOSED, BAND_EINVAL. */
+ *  0, BAND_ETIMEDOUT, BAND_E2BIG (at once, never waits), BAND_ECLOSED, BAND_EINVAL, or
+ *  BAND_EOVERFLOW as band_sem_acquire(). */
 BAND_API int band_budget_acquire(band_budget *b, uint64_t n, band_time deadline);
 
 /** band_budget_acquire_async() - as band_sem_acquire_async(), with BAND_E2BIG at once for
@@ -112,7 +113,8 @@ BAND_API int band_budget_get_stats(const band_budget *b, band_sem_stats *out);
  * Returns 0 and stores the buffer in *@out, or: BAND_E2BIG (@len > capacity, at once),
  * BAND_ETIMEDOUT, BAND_ECLOSED, BAND_ENOMEM (the reservation is returned), BAND_EINVAL
  * (NULL argument). *@out is untouched on failure. A past @deadline means "only if the
- * units are available now". @len 0 reserves nothing and returns a valid buffer.
+ * units are available now". @len 0 reserves nothing and returns a valid buffer (or
+ * BAND_ECLOSED once the budget is closed, as every acquisition does).
  */
 BAND_API int band_budget_alloc(band_budget *b, size_t len, band_time deadline, void **out);
 

@@ -84,8 +84,11 @@ BAND_API int band_sem_try_acquire(band_sem *s, uint64_t n);
  * Joins the FIFO queue when the permits are not available at once. Returns 0 (granted;
  * a grant that races with the deadline wins and is returned as 0), BAND_ETIMEDOUT when
  * @deadline passed first (whatever had been partially granted went back to the next
- * waiters; a deadline already in the past means "do not wait"), BAND_ECLOSED, BAND_E2BIG,
- * or BAND_EINVAL as for band_sem_try_acquire(). MT-safe.
+ * waiters; a deadline already in the past means "do not wait", and such a call never
+ * queues, so it counts in no counter), BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL as for
+ * band_sem_try_acquire(), or BAND_EOVERFLOW as for band_sem_acquire_async(). Before it
+ * queues it retries the lock-free path for about a microsecond while nobody is queued
+ * (never past a waiter). MT-safe.
  */
 BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline);
 
@@ -93,7 +96,9 @@ BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline);
  * band_sem_acquire_async() - take @n permits now, or queue @w for them.
  *
  * Returns 0 when granted at once (no wake follows), BAND_PENDING when queued (from then on
- * exactly one of {wake called once, band_waiter_cancel() returns 0} ends the operation),
+ * exactly one of {wake called once, band_waiter_cancel() returns 0} ends the operation);
+ * any other answer also ends it at once, and except for BAND_EINVAL (which leaves @w
+ * untouched) band_waiter_status(@w) then reports it. Other answers:
  * BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL (NULL @s or @w, @w already pending or with no
  * wake function, @n above BAND_SEM_MAX_PERMITS), or BAND_EOVERFLOW when the units asked
  * for by all queued waiters would exceed 2^64 - 1. Never calls wake itself.
@@ -111,6 +116,9 @@ BAND_API int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w);
  * it returns. Returns 0, BAND_EOVERFLOW when the permits left available afterwards would
  * exceed BAND_SEM_MAX_PERMITS (or a budget's capacity) - nothing changes then - or
  * BAND_EINVAL for a NULL @s. Works after close. MT-safe; lock-free when nobody waits.
+ * One corner near the maximum: a plain semaphore's release adds first and checks after,
+ * so an acquisition that races with an overflowing release can take the excess before the
+ * release undoes it; those permits are then charged as debt, leaving the balance as it was.
  */
 BAND_API int band_sem_release(band_sem *s, uint64_t n);
 
@@ -120,8 +128,8 @@ BAND_API int band_sem_release(band_sem *s, uint64_t n);
  * Takes available permits first and records the rest as a debt that later releases repay
  * before any queued waiter. Held permits are never revoked. On a budget's semaphore this
  * is band_budget_shrink(): the capacity drops by @n too. Returns 0, BAND_EOVERFLOW when
- * the debt would exceed BAND_SEM_MAX_PERMITS (nothing changes), or BAND_EINVAL (NULL @s;
- * for a budget, @n not below its capacity).
+ * @n or the debt would exceed BAND_SEM_MAX_PERMITS (nothing changes), or BAND_EINVAL (NULL
+ * @s; for a budget, @n not below its capacity).
  * Serialize reductions in one controller so that each adjustment is applied once. MT-safe.
  */
 BAND_API int band_sem_reduce(band_sem *s, uint64_t n);
@@ -222,7 +230,8 @@ BAND_API int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_t
  * band_permit_adopt() - wrap @n permits of @s that the caller already holds (for example
  * after an async acquisition's wake reported 0) in the empty permit @p.
  *
- * Returns 0, or BAND_EINVAL when @p or @s is NULL or @p is not empty.
+ * Returns 0, or BAND_EINVAL when @p or @s is NULL, @p is not empty, or @n exceeds
+ * BAND_SEM_MAX_PERMITS.
  */
 BAND_API int band_permit_adopt(band_permit *p, band_sem *s, uint64_t n);
 
@@ -256,8 +265,10 @@ BAND_API int band_permit_merge(band_permit *p, band_permit *other);
  * band_permit_forget() - empty @p without returning its permits; returns how many it held.
  *
  * The permits leave the semaphore for good (the form of reducing capacity by consuming
- * held permits); for a budget's permit the capacity drops by as much, and queued requests
- * that no longer fit end with BAND_E2BIG. 0 for NULL.
+ * held permits). For a budget's permit the forgotten units first settle any debt a shrink
+ * left (they were owed anyway), and the capacity drops by the rest - possibly to 0, after
+ * which every non-empty request is refused with BAND_E2BIG until band_budget_grow(). Queued
+ * requests that no longer fit end with BAND_E2BIG. 0 for NULL.
  */
 BAND_API uint64_t band_permit_forget(band_permit *p);
 
