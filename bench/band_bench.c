@@ -39,7 +39,7 @@
 
 #define MAX_REPS 64
 
-/* Reference figures from /work/shared/peers-bench RESULTS.md (run B, 2-core VM): per-op
+/* Reference figures from the peer suite's RESULTS.md (run B, 2-core VM): per-op
  * time of each peer divided by the C atomic pair of the same round. Used only to place
  * band's same-run ratios next to peers that this program cannot run. */
 #define REF_TOKIO_W1_X    2.30
