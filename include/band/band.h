@@ -9,6 +9,7 @@
 #define BAND_BAND_H
 
 #include "band/budget.h"
+#include "band/chan.h"
 #include "band/core.h"
 #include "band/error.h"
 #include "band/sem.h"

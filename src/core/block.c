@@ -20,13 +20,18 @@ void band__blocker_done(struct band__blocker *b)
     band__parker_destroy(&b->parker);
 }
 
+int band__park_until(band_waiter *w, struct band__parker *p, band_time deadline)
+{
+    if (band__parker_park(p, deadline) != 0 && band_waiter_cancel(w, BAND_ETIMEDOUT) != 0) {
+        /* The operation completed while we were timing out: its wake is imminent. */
+        (void)band__parker_park(p, BAND_FOREVER);
+    }
+    return band_waiter_status(w);
+}
+
 int band__blocker_wait(struct band__blocker *b, band_time deadline)
 {
-    if (band__parker_park(&b->parker, deadline) != 0 &&
-        band_waiter_cancel(&b->w, BAND_ETIMEDOUT) != 0) {
-        /* The operation completed while we were timing out: its wake is imminent. */
-        (void)band__parker_park(&b->parker, BAND_FOREVER);
-    }
+    int rc = band__park_until(&b->w, &b->parker, deadline);
     band__blocker_done(b);
-    return band_waiter_status(&b->w);
+    return rc;
 }

@@ -31,4 +31,12 @@ int band__blocker_wait(struct band__blocker *b, band_time deadline);
 /* Release @b's resources when its waiter was never queued. */
 void band__blocker_done(struct band__blocker *b);
 
+/*
+ * The wait behind band__blocker_wait(), for primitives whose blocking calls need a larger
+ * op struct: @w (queued, BAND_PENDING) has a wake that unparks @p. Waits for the wake, or
+ * cancels @w at @deadline; if the cancel loses, waits for the imminent wake. Returns @w's
+ * status. Does not destroy @p.
+ */
+int band__park_until(band_waiter *w, struct band__parker *p, band_time deadline);
+
 #endif /* BAND_CORE_BLOCK_H */

@@ -1,0 +1,272 @@
+/*
+ * band/chan.h - bounded channels with explicit backpressure.
+ *
+ * A band_chan carries fixed-size elements, copied in and out (a pointer is one such
+ * element), between any number of senders and receivers. It is bounded twice: by a number
+ * of elements, and optionally by bytes, where each send declares the bytes its element
+ * stands for (a buffer it points to, say). Both bounds hold at once.
+ *
+ *  - Full and closed are different answers, and a refused element stays with its sender.
+ *  - Freed capacity goes to the oldest waiting sender: a newcomer's try_send cannot take
+ *    it. Waiting receivers are served in arrival order too. A send that finds a receiver
+ *    waiting hands its element straight to it.
+ *  - reserve takes a slot (and its bytes) now; a later band_chan_slot_send() fills it and
+ *    cannot fail, even after close. An unused reservation is returned with
+ *    band_chan_slot_release().
+ *  - close (from either side): pending and later sends fail with BAND_ECLOSED and keep
+ *    their elements; queued elements (and reservations still to be filled) can still be
+ *    received; then receivers see BAND_ECLOSED. With sender counting the channel closes
+ *    when the last sender leaves.
+ *  - Overflow policies for streams where waiting is wrong: drop-oldest and drop-newest,
+ *    through band_chan_offer(), which hands the dropped element back and counts it.
+ *  - Destroying a channel with elements inside calls a drop function once per element.
+ *
+ * This version serializes every operation on one mutex per channel (no allocation per
+ * operation; wakes run after unlocking). A lock-free fast path for sends into a channel
+ * with room is future work; the contracts here will not change with it.
+ *
+ * Every function is MT-safe. Operations that complete other waiters run their wakes on
+ * the calling thread after every band lock is released.
+ */
+#ifndef BAND_CHAN_H
+#define BAND_CHAN_H
+
+#include "band/core.h"
+#include "band/error.h"
+#include "band/sem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct band_chan band_chan;
+
+/** What a full channel does with a new element. */
+enum band_chan_overflow {
+    BAND_CHAN_WAIT = 0,        /* senders wait (send) or are refused (try_send): default */
+    BAND_CHAN_DROP_OLDEST = 1, /* band_chan_offer() evicts the oldest element */
+    BAND_CHAN_DROP_NEWEST = 2, /* band_chan_offer() refuses the new element */
+};
+
+/** Called once per element still queued when the channel is destroyed. */
+typedef void band_chan_drop_fn(void *elem, void *ctx);
+
+/** Creation options; zero-initialise, then set what you need. */
+typedef struct band_chan_opts {
+    size_t elem_size;        /* bytes per element, > 0 */
+    uint64_t capacity;       /* elements, 1..BAND_SEM_MAX_PERMITS */
+    uint64_t byte_capacity;  /* 0: no byte bound */
+    int overflow;            /* enum band_chan_overflow */
+    band_chan_drop_fn *drop; /* optional */
+    void *drop_ctx;
+    uint64_t senders; /* > 0: count senders, starting at this many; the channel closes
+                         when band_chan_sender_leave() brings the count to 0 */
+} band_chan_opts;
+
+/**
+ * band_chan_create() - a channel of @capacity elements of @elem_size bytes, bounded also
+ * by @byte_capacity declared bytes (0 for none), waiting when full.
+ *
+ * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, @elem_size 0, @capacity 0 or
+ * above BAND_SEM_MAX_PERMITS, @byte_capacity above BAND_SEM_MAX_PERMITS), or BAND_ENOMEM.
+ */
+BAND_API int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity,
+                              uint64_t byte_capacity);
+
+/** band_chan_create_opts() - as band_chan_create() with every option; BAND_EINVAL also for
+ *  an unknown overflow policy. */
+BAND_API int band_chan_create_opts(band_chan **out, const band_chan_opts *opts);
+
+/**
+ * band_chan_destroy() - free @c, calling the drop function once per queued element.
+ *
+ * Returns 0, or BAND_EBUSY (nothing freed) while operations are pending or reservations
+ * are outstanding. NULL returns 0.
+ */
+BAND_API int band_chan_destroy(band_chan *c);
+
+/** band_chan_set_name() - as band_sem_set_name(). */
+BAND_API int band_chan_set_name(band_chan *c, const char *name);
+
+/*
+ * Sending. @bytes is what the element stands for against the byte bound (ignored when the
+ * channel has none, but still counted). A send that finds a receiver waiting hands the
+ * element to it directly.
+ */
+
+/**
+ * band_chan_try_send() - queue a copy of *@elem now, or refuse.
+ *
+ * Returns 0, BAND_EAGAIN (full, or older senders are waiting), BAND_ECLOSED, BAND_E2BIG
+ * (@bytes above the byte capacity), or BAND_EINVAL (NULL argument, or a channel with a drop
+ * policy: use band_chan_offer()). On any refusal the element stays with the caller.
+ */
+BAND_API int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes);
+
+/** band_chan_send() - as try_send, but waits in FIFO order until @deadline: 0,
+ *  BAND_ETIMEDOUT, BAND_ECLOSED, BAND_E2BIG or BAND_EINVAL. */
+BAND_API int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline);
+
+/**
+ * struct band_chan_send_op - an asynchronous send or reservation. Set @elem (sends only)
+ * and @bytes, band_waiter_init(&op->w, ...), then submit. @elem must stay valid while the
+ * operation is pending: it is copied when the send is granted, before the wake.
+ */
+struct band_chan_send_op {
+    band_waiter w; /* first: band_waiter_cancel(&op->w, ...) withdraws it */
+    const void *elem;
+    uint64_t bytes;
+};
+
+/**
+ * band_chan_send_async() - queue *@op->elem now, or queue @op until there is room.
+ *
+ * Returns 0 (sent, no wake), BAND_PENDING (exactly one of {wake, successful cancel} ends
+ * it; status 0 means the element was queued, BAND_ECLOSED that it stays with the caller),
+ * or a refusal as for band_chan_try_send() (full is never a refusal here).
+ */
+BAND_API int band_chan_send_async(band_chan *c, struct band_chan_send_op *op);
+
+/**
+ * band_chan_offer() - send on a channel with a drop policy; never waits.
+ *
+ * Returns 0 and sets *@dropped_out to 0 when the element was queued with nothing dropped.
+ * When the channel is full, drop-oldest evicts the oldest element into @dropped (and its
+ * declared bytes into *@dropped_bytes, if not NULL), queues the new one and sets
+ * *@dropped_out to 1; drop-newest copies the new element into @dropped instead, queues
+ * nothing, and sets *@dropped_out to 1. Either way the dropped element is the caller's and
+ * is counted in stats.dropped. If evicting one element would not make room for @bytes,
+ * nothing is evicted and BAND_EAGAIN is returned. Also BAND_ECLOSED, BAND_E2BIG, and
+ * BAND_EINVAL (NULL argument, or a waiting channel: use send/try_send there).
+ */
+BAND_API int band_chan_offer(band_chan *c, const void *elem, uint64_t bytes, void *dropped,
+                             uint64_t *dropped_bytes, int *dropped_out);
+
+/*
+ * Reservations: a slot (and its bytes) taken now, filled later by a send that cannot fail.
+ * A slot is a value with one owner, like a permit. Initialise with BAND_CHAN_SLOT_INIT.
+ */
+typedef struct band_chan_slot {
+    band_chan *chan; /* NULL when empty */
+    uint64_t bytes;
+} band_chan_slot;
+
+#define BAND_CHAN_SLOT_INIT                                                                        \
+    {                                                                                              \
+        NULL, 0                                                                                    \
+    }
+
+/** band_chan_try_reserve() - reserve one slot and @bytes now into the empty @slot: 0,
+ *  BAND_EAGAIN, BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL (NULL, @slot not empty, drop policy). */
+BAND_API int band_chan_try_reserve(band_chan *c, uint64_t bytes, band_chan_slot *slot);
+
+/** band_chan_reserve() - as try_reserve, waiting in FIFO order (with senders) until
+ *  @deadline: adds BAND_ETIMEDOUT. */
+BAND_API int band_chan_reserve(band_chan *c, uint64_t bytes, band_time deadline,
+                               band_chan_slot *slot);
+
+/**
+ * band_chan_reserve_async() - reserve @op->bytes now or when there is room (@op->elem is
+ * ignored). Returns 0 / BAND_PENDING / a refusal. When it succeeds (at once, or a wake with
+ * status 0) the caller owns a reservation of @op->bytes: wrap it with
+ * band_chan_slot_adopt() to fill or release it.
+ */
+BAND_API int band_chan_reserve_async(band_chan *c, struct band_chan_send_op *op);
+
+/** band_chan_slot_adopt() - put a reservation the caller owns (from reserve_async) into the
+ *  empty @slot: 0, or BAND_EINVAL. */
+BAND_API int band_chan_slot_adopt(band_chan_slot *slot, band_chan *c, uint64_t bytes);
+
+/**
+ * band_chan_slot_send() - fill the reserved @slot with a copy of *@elem and empty it.
+ *
+ * Cannot fail on a held reservation, even after close: returns 0, or BAND_EINVAL for a
+ * NULL argument or an empty slot.
+ */
+BAND_API int band_chan_slot_send(band_chan_slot *slot, const void *elem);
+
+/** band_chan_slot_release() - return an unused reservation and empty @slot; an empty slot
+ *  returns 0 and does nothing. BAND_EINVAL for NULL. */
+BAND_API int band_chan_slot_release(band_chan_slot *slot);
+
+/*
+ * Receiving. @bytes (may be NULL) receives the element's declared bytes.
+ */
+
+/**
+ * band_chan_try_recv() - take the oldest element into *@out now, or refuse.
+ *
+ * Returns 0, BAND_EAGAIN (empty, or older receivers are waiting), BAND_ECLOSED (closed,
+ * empty and no reservation left to fill), or BAND_EINVAL.
+ */
+BAND_API int band_chan_try_recv(band_chan *c, void *out, uint64_t *bytes);
+
+/** band_chan_recv() - as try_recv, waiting in FIFO order until @deadline: 0,
+ *  BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL. */
+BAND_API int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline);
+
+/** struct band_chan_recv_op - an asynchronous receive; the element is copied into @out
+ *  (and its bytes into @bytes) before the wake. @out must stay valid while pending. */
+struct band_chan_recv_op {
+    band_waiter w; /* first */
+    void *out;
+    uint64_t bytes;
+};
+
+/** band_chan_recv_async() - 0 (received now, no wake), BAND_PENDING, BAND_ECLOSED, or
+ *  BAND_EINVAL. A wake with status 0 means @op->out holds the element. */
+BAND_API int band_chan_recv_async(band_chan *c, struct band_chan_recv_op *op);
+
+/**
+ * band_chan_recv_many() - receive a batch: wait until @deadline for at least one element,
+ * then take up to @max in order into the array @out (@max * elem_size bytes), and their
+ * bytes into @bytes (NULL, or an array of @max). *@n receives the count.
+ *
+ * Returns 0 with *@n >= 1, BAND_ETIMEDOUT, BAND_ECLOSED or BAND_EINVAL (*@n is 0 then).
+ */
+BAND_API int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, size_t *n,
+                                 band_time deadline);
+
+/**
+ * band_chan_close() - close for both sides.
+ *
+ * Waiting senders and reservations fail with BAND_ECLOSED (their elements stay with them);
+ * queued elements and held reservations can still be received; then receivers see
+ * BAND_ECLOSED. Idempotent. Returns 0 or BAND_EINVAL.
+ */
+BAND_API int band_chan_close(band_chan *c);
+
+/** band_chan_sender_join() - one more sender (sender counting only): 0, BAND_ECLOSED once
+ *  closed, BAND_EOVERFLOW, or BAND_EINVAL (NULL, or a channel without sender counting). */
+BAND_API int band_chan_sender_join(band_chan *c);
+
+/** band_chan_sender_leave() - one sender fewer; the last one closes the channel: 0, or
+ *  BAND_EINVAL (NULL, no sender counting, or no sender left). */
+BAND_API int band_chan_sender_leave(band_chan *c);
+
+/** Counters; see band_chan_get_stats(). */
+typedef struct band_chan_stats {
+    char name[BAND_NAME_MAX];
+    int closed;
+    uint64_t capacity, byte_capacity;
+    uint64_t len;            /* queued elements */
+    uint64_t bytes;          /* declared bytes of queued elements */
+    uint64_t reserved;       /* reservations held, not yet filled */
+    uint64_t reserved_bytes; /* their bytes */
+    uint64_t senders;        /* counted senders (sender counting only) */
+    uint64_t waiting_senders, waiting_receivers;
+    uint64_t sent;     /* elements accepted (queued or handed to a receiver) */
+    uint64_t received; /* elements taken by receivers */
+    uint64_t refused_full, refused_closed, refused_too_big;
+    uint64_t dropped;          /* elements handed back by an overflow policy */
+    uint64_t send_wait_ns;     /* time senders spent queued, summed */
+    uint64_t send_wait_ns_max; /* the longest any sender waited */
+} band_chan_stats;
+
+/** band_chan_get_stats() - snapshot of @c's counters: 0 or BAND_EINVAL. MT-safe. */
+BAND_API int band_chan_get_stats(const band_chan *c, band_chan_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_CHAN_H */
