@@ -10,6 +10,7 @@
 
 #include "band/budget.h"
 #include "band/chan.h"
+#include "band/group.h"
 #include "band/core.h"
 #include "band/error.h"
 #include "band/sem.h"
