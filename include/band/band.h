@@ -8,11 +8,12 @@
 #ifndef BAND_BAND_H
 #define BAND_BAND_H
 
+#include "band/broadcast.h"
 #include "band/budget.h"
 #include "band/chan.h"
-#include "band/group.h"
 #include "band/core.h"
 #include "band/error.h"
+#include "band/group.h"
 #include "band/sem.h"
 #include "band/version.h"
 

@@ -1,0 +1,308 @@
+/*
+ * band/broadcast.h - every receiver sees every message.
+ *
+ * A band_broadcast is a ring of @capacity fixed-size elements, copied in by senders and
+ * copied out by each subscribed receiver independently. Every message gets a sequence
+ * number (0, 1, 2, ... in send order). A receiver is a caller-owned cursor
+ * (band_broadcast_rx) holding the sequence of the next message it will read. Two modes,
+ * chosen at creation (docs/broadcast.md has the long form):
+ *
+ *  - BAND_BROADCAST_LOSSLESS. A message stays in the ring until every receiver that was
+ *    subscribed when it was sent has read it (or unsubscribed). The slowest receiver holds
+ *    back senders: a send waits while the ring is full. Waiting senders are served in
+ *    arrival order, and try_send never barges past them. Nothing is ever skipped: every
+ *    subscribed receiver receives every message sent after it subscribed exactly once,
+ *    in send order.
+ *  - BAND_BROADCAST_LOSSY. Senders never wait: a send into a full ring overwrites the
+ *    oldest message. A receiver whose next message was overwritten gets BAND_ELAGGED once,
+ *    with the exact number it missed, and its cursor moves to the oldest message still
+ *    retained; it then continues from there. It receives every other message exactly
+ *    once, in order.
+ *
+ * Decisions (each one tested in tests/unit/test_broadcast.c):
+ *  - Subscribing starts a receiver at the next message sent; history is never replayed.
+ *    So a message sent while nobody is subscribed reaches nobody: in lossless mode such a
+ *    send completes at once and the message is dropped (counted in sent_unheard); it never
+ *    waits and never holds back later senders.
+ *  - Receivers are caller-owned structs (no allocation on subscribe); the ring, allocated
+ *    at create, is the only allocation. Send, receive, subscribe, unsubscribe and cancel
+ *    never allocate.
+ *  - A lag is reported by the receive call that discovers it, never by a wake: a queued
+ *    receive is always caught up (a send hands its message straight to every queued
+ *    receive), so it cannot fall behind while it waits.
+ *  - Unsubscribing a receiver ends its queued receives with BAND_ECLOSED and, in lossless
+ *    mode, releases every message only it was still holding (which may let senders in).
+ *  - One mutex per broadcast guards everything; messages are copied under it. DESIGN.md
+ *    contract 9 wants lock-free fast paths; the lock here is never held while user code
+ *    runs, and a lock-free ring (per-slot sequence words, as in Vyukov's MPMC queue) can
+ *    replace it later without changing this API.
+ *
+ * Every band_broadcast_* function is MT-safe. Several threads may even share one receiver:
+ * its cursor is guarded by the broadcast's lock, so each of its messages goes to exactly
+ * one of the competing calls. Sends, receives, unsubscribes, closes and cancels may run
+ * wakes of operations they completed on the calling thread, after every band lock is
+ * released; a wake may call back into the broadcast.
+ */
+#ifndef BAND_BROADCAST_H
+#define BAND_BROADCAST_H
+
+#include "band/core.h"
+#include "band/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Modes for band_broadcast_create(). */
+#define BAND_BROADCAST_LOSSY    1
+#define BAND_BROADCAST_LOSSLESS 2
+
+/** The largest ring a broadcast can have (2^32 messages). */
+#define BAND_BROADCAST_MAX_CAPACITY (UINT64_C(1) << 32)
+
+typedef struct band_broadcast band_broadcast;
+
+/**
+ * struct band_broadcast_rx - a receiver: one cursor into a broadcast, owned by the caller.
+ *
+ * Zero-initialise it (`band_broadcast_rx rx = {0};`) or call band_broadcast_rx_init()
+ * before its first band_broadcast_subscribe(). Every field is private and guarded by the
+ * broadcast's lock while subscribed. The memory must stay valid until
+ * band_broadcast_unsubscribe() returned; after that it may be freed or subscribed again.
+ */
+typedef struct band_broadcast_rx {
+    band_broadcast *_b;      /* the broadcast it is subscribed to, NULL when not */
+    struct band__node _link; /* the broadcast's list of receivers */
+    uint64_t _next;          /* sequence of the next message it reads */
+    uint64_t _lagged_last;   /* messages missed, as reported by the last BAND_ELAGGED */
+    uint64_t _lagged_total;  /* messages missed since it subscribed */
+    uint64_t _received;      /* messages copied out since it subscribed */
+} band_broadcast_rx;
+
+/**
+ * struct band_broadcast_send_op - a pending send, embedded by its owner.
+ *
+ * Initialise @w with band_waiter_init() (STYLE.md example 9: the waiter is the first
+ * member, so adapters can pass &op->w). The other fields are private.
+ */
+typedef struct band_broadcast_send_op {
+    band_waiter w;     /* first member */
+    const void *_elem; /* the caller's element, copied in when the send completes */
+} band_broadcast_send_op;
+
+/**
+ * struct band_broadcast_recv_op - a pending receive, embedded by its owner.
+ *
+ * Initialise @w with band_waiter_init(). @lagged is the one public result field besides
+ * the status: the number of messages missed when the status is BAND_ELAGGED, 0 otherwise.
+ */
+typedef struct band_broadcast_recv_op {
+    band_waiter w;          /* first member */
+    uint64_t lagged;        /* result: messages missed when the status is BAND_ELAGGED */
+    band_broadcast_rx *_rx; /* private */
+    void *_out;             /* private: where the message is copied */
+} band_broadcast_recv_op;
+
+/**
+ * band_broadcast_create() - allocate a broadcast of @capacity elements of @elem_size bytes.
+ *
+ * @mode is BAND_BROADCAST_LOSSY or BAND_BROADCAST_LOSSLESS. Returns 0 and stores the
+ * broadcast in *@out, BAND_EINVAL (NULL @out, @elem_size 0, @capacity 0 or above
+ * BAND_BROADCAST_MAX_CAPACITY, @capacity * @elem_size overflowing size_t, unknown @mode),
+ * or BAND_ENOMEM. *@out is unchanged on failure. The caller frees it with
+ * band_broadcast_destroy(). The ring is the only memory band allocates for it.
+ */
+BAND_API int band_broadcast_create(band_broadcast **out, size_t elem_size, uint64_t capacity,
+                                   int mode);
+
+/**
+ * band_broadcast_destroy() - free @b.
+ *
+ * Returns 0, or BAND_EBUSY (nothing is freed) while a receiver is subscribed or an
+ * operation is queued: unsubscribe every receiver first (close it to end queued sends).
+ * Destroying NULL returns 0. Nobody may use @b after a successful call.
+ */
+BAND_API int band_broadcast_destroy(band_broadcast *b);
+
+/** band_broadcast_rx_init() - make @rx an unsubscribed receiver (same as zeroing it). */
+BAND_API void band_broadcast_rx_init(band_broadcast_rx *rx);
+
+/**
+ * band_broadcast_subscribe() - attach @rx to @b, starting at the next message sent.
+ *
+ * Returns 0, BAND_ECLOSED after close (nothing more will ever be sent; @rx stays
+ * unsubscribed), or BAND_EINVAL (NULL argument, @rx already subscribed). From now on, in
+ * lossless mode, every message sent holds a place in the ring until @rx has read it.
+ * Never allocates. MT-safe.
+ */
+BAND_API int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx);
+
+/**
+ * band_broadcast_unsubscribe() - detach @rx from its broadcast.
+ *
+ * In lossless mode the messages @rx had not read yet stop holding back senders; queued
+ * sends that now fit complete, and their wakes (and those of receives they complete) run
+ * on this thread before it returns. Queued receives on @rx end with BAND_ECLOSED (their
+ * wakes run on this thread too). Afterwards @rx may be freed or subscribed again.
+ * Returns 0, or BAND_EINVAL (NULL @rx, @rx not subscribed). MT-safe; the broadcast must
+ * still exist.
+ */
+BAND_API int band_broadcast_unsubscribe(band_broadcast_rx *rx);
+
+/**
+ * band_broadcast_try_send() - send a copy of *@elem now, or refuse without waiting.
+ *
+ * Returns 0 (copied into the ring and handed to every queued receive, whose wakes run on
+ * this thread before it returns), BAND_EAGAIN in lossless mode when the ring is full or
+ * other sends are queued (try never barges past a waiting sender), BAND_ECLOSED after
+ * close, BAND_EOVERFLOW after 2^64 - 1 messages, or BAND_EINVAL (NULL argument). On any
+ * failure the element stays with the caller: nothing was copied. In lossy mode it never
+ * answers BAND_EAGAIN: a full ring loses its oldest message. MT-safe.
+ */
+BAND_API int band_broadcast_try_send(band_broadcast *b, const void *elem);
+
+/**
+ * band_broadcast_send() - send a copy of *@elem, blocking this thread until @deadline.
+ *
+ * Lossless mode waits, in FIFO order with other senders, until the slowest receiver has
+ * made room; lossy mode never waits. Returns 0 (sent; a grant that races with the
+ * deadline wins), BAND_ETIMEDOUT when @deadline passed first (not sent; a deadline at or
+ * before band_now() means "do not wait" and such a call never queues), or the other codes
+ * of band_broadcast_try_send() except BAND_EAGAIN. Refused elements stay with the caller.
+ * *@elem is only read while this call runs. MT-safe.
+ */
+BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline);
+
+/**
+ * band_broadcast_send_async() - send a copy of *@elem now, or queue @op until there is room.
+ *
+ * Returns 0 when sent at once (no wake follows), BAND_PENDING when queued (lossless mode
+ * only: from then on exactly one of {wake called once, band_waiter_cancel() returns 0}
+ * ends the operation), BAND_ECLOSED or BAND_EOVERFLOW (ended at once, status set, no
+ * wake), or BAND_EINVAL (NULL argument, @op->w pending already or without a wake
+ * function; @op is left untouched). While queued, *@elem must stay valid and unchanged:
+ * it is copied when the send completes, by the thread that made room (a receive, an
+ * unsubscribe), which then runs the wake after releasing the lock. A queued send that
+ * ends with BAND_ECLOSED (close) or is cancelled was not sent; the element stays with the
+ * caller. MT-safe.
+ */
+BAND_API int band_broadcast_send_async(band_broadcast *b, band_broadcast_send_op *op,
+                                       const void *elem);
+
+/**
+ * band_broadcast_try_recv() - copy @rx's next message into *@out, or refuse without waiting.
+ *
+ * Returns 0 (copied; the cursor moved on), BAND_ELAGGED in lossy mode when messages @rx
+ * had not read were overwritten (nothing is copied; the cursor moves to the oldest
+ * retained message; band_broadcast_rx_lagged() tells how many were missed, and the next
+ * call returns that oldest message), BAND_EAGAIN when @rx has read everything sent so far,
+ * BAND_ECLOSED once the broadcast is closed and @rx has read (or lagged past) everything
+ * that remains, or BAND_EINVAL (NULL argument, @rx not subscribed). In lossless mode a
+ * receive may make room for queued senders, whose wakes then run on this thread before it
+ * returns. MT-safe.
+ */
+BAND_API int band_broadcast_try_recv(band_broadcast_rx *rx, void *out);
+
+/**
+ * band_broadcast_recv() - copy @rx's next message into *@out, blocking until @deadline.
+ *
+ * Returns 0, BAND_ELAGGED, BAND_ECLOSED or BAND_EINVAL as band_broadcast_try_recv()
+ * (none of them waits), or BAND_ETIMEDOUT when nothing was sent before @deadline (a
+ * deadline at or before band_now() means "do not wait"). A message that races with the
+ * deadline wins: it is returned as 0 and never lost. MT-safe.
+ */
+BAND_API int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline);
+
+/**
+ * band_broadcast_recv_async() - copy @rx's next message into *@out now, or queue @op.
+ *
+ * Returns 0 (copied at once, no wake), BAND_ELAGGED (at once, no wake; @op->lagged holds
+ * the count), BAND_ECLOSED (at once, no wake), BAND_PENDING when @rx has read everything
+ * (the next send copies its message into *@out and completes @op with status 0 on the
+ * sending thread; a close or an unsubscribe completes it with BAND_ECLOSED; or
+ * band_waiter_cancel() returns 0 and @rx's cursor has not moved), or BAND_EINVAL (NULL
+ * argument, @rx not subscribed, @op->w pending or without a wake function; @op is left
+ * untouched). While queued, @op and *@out must stay valid and *@out untouched. A queued
+ * receive is never completed with BAND_ELAGGED (see the header comment). MT-safe.
+ */
+BAND_API int band_broadcast_recv_async(band_broadcast_rx *rx, band_broadcast_recv_op *op,
+                                       void *out);
+
+/**
+ * band_broadcast_rx_lagged() - messages @rx missed, as reported by its last BAND_ELAGGED.
+ *
+ * 0 before any lag and for NULL or unsubscribed receivers. MT-safe (if several threads
+ * share @rx, the value is that of whichever lag was reported last).
+ */
+BAND_API uint64_t band_broadcast_rx_lagged(const band_broadcast_rx *rx);
+
+/**
+ * band_broadcast_rx_backlog() - messages sent that @rx has not read yet.
+ *
+ * Includes messages it will be told it lagged past. 0 for NULL or unsubscribed receivers.
+ * A snapshot. MT-safe.
+ */
+BAND_API uint64_t band_broadcast_rx_backlog(const band_broadcast_rx *rx);
+
+/**
+ * band_broadcast_close() - stop accepting messages.
+ *
+ * Every queued send ends with BAND_ECLOSED (not sent: the element stays with its owner),
+ * and so does every queued receive (it had read everything). Future sends and subscribes
+ * fail with BAND_ECLOSED. Messages already sent can still be received: each receiver
+ * drains what remains (lagging as usual in lossy mode) and then sees BAND_ECLOSED. Wakes
+ * run on this thread before it returns. Closing twice is harmless. Returns 0, or
+ * BAND_EINVAL for NULL. MT-safe.
+ */
+BAND_API int band_broadcast_close(band_broadcast *b);
+
+/** band_broadcast_is_closed() - 1 after band_broadcast_close(), 0 before and for NULL. */
+BAND_API int band_broadcast_is_closed(const band_broadcast *b);
+
+/**
+ * struct band_broadcast_stats - a snapshot of a broadcast's counters.
+ *
+ * Gauges describe the moment of the snapshot; counters count since creation. Sequence
+ * numbers: messages [oldest_seq, next_seq) are in the ring; next_seq is also the number of
+ * messages sent so far.
+ */
+typedef struct band_broadcast_stats {
+    int mode;                    /* BAND_BROADCAST_LOSSY or BAND_BROADCAST_LOSSLESS */
+    int closed;                  /* 1 after close */
+    size_t elem_size;            /* bytes per element */
+    uint64_t capacity;           /* ring slots */
+    uint64_t oldest_seq;         /* sequence of the oldest retained message */
+    uint64_t next_seq;           /* sequence the next message gets == messages sent */
+    uint64_t retained;           /* next_seq - oldest_seq */
+    uint64_t receivers;          /* subscribed now */
+    uint64_t waiting_senders;    /* queued sends (lossless only) */
+    uint64_t waiting_receivers;  /* queued receives */
+    uint64_t sent_unheard;       /* messages sent while nobody was subscribed */
+    uint64_t overwritten;        /* lossy: messages overwritten in a full ring */
+    uint64_t received;           /* messages copied out to receivers, in total */
+    uint64_t lag_events;         /* BAND_ELAGGED answers */
+    uint64_t lagged;             /* messages receivers missed, in total */
+    uint64_t try_send_refusals;  /* try_send answered BAND_EAGAIN */
+    uint64_t send_queued;        /* sends that had to queue */
+    uint64_t send_timeouts;      /* queued sends that ended with BAND_ETIMEDOUT */
+    uint64_t send_cancels;       /* queued sends cancelled for any other reason */
+    uint64_t send_closed_fails;  /* queued sends failed by close */
+    uint64_t send_wait_ns_total; /* time queued sends that completed spent waiting */
+    uint64_t send_wait_ns_max;   /* the longest any of them waited */
+    uint64_t recv_queued;        /* receives that had to queue */
+    uint64_t recv_timeouts;      /* queued receives that ended with BAND_ETIMEDOUT */
+    uint64_t recv_cancels;       /* queued receives cancelled for any other reason */
+    uint64_t recv_closed_fails;  /* queued receives ended by close or unsubscribe */
+} band_broadcast_stats;
+
+/**
+ * band_broadcast_get_stats() - copy @b's counters into *@out.
+ *
+ * Takes the broadcast's lock briefly. Returns 0 or BAND_EINVAL (NULL argument). MT-safe.
+ */
+BAND_API int band_broadcast_get_stats(const band_broadcast *b, band_broadcast_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_BROADCAST_H */

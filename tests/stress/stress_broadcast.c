@@ -1,0 +1,474 @@
+/*
+ * stress_broadcast.c - several senders and receivers on one broadcast, in both modes.
+ *
+ * Each message carries {sender, per-sender sequence, checksum}. Senders mix blocking sends
+ * with short random deadlines, try_send and async sends that they cancel at random (a
+ * cancelled or timed-out send was not sent, so the sender retries the same sequence).
+ * Receivers mix blocking receives with short deadlines, try_recv and async receives that
+ * they cancel at random, and run until BAND_ECLOSED. Workers never assert: they record the
+ * first inconsistency and counts; the main thread checks after join.
+ *
+ *  - lossless: every fixed receiver gets every message exactly once, in per-sender order
+ *    (the sequence of each sender arrives as 0, 1, 2, ... with no gap), with the checksum
+ *    sums equal to what the senders sent. A churning receiver subscribes and unsubscribes
+ *    over and over: within each subscription its per-sender sequences are contiguous.
+ *  - lossy: receivers are slower than senders, so they lag; for each receiver
+ *    received + lagged == sent exactly, per-sender sequences strictly increase, and the
+ *    gaps it saw add up to exactly the lag counts it was told.
+ *  - at quiescence the counters agree with the workers' counts and band__broadcast_check()
+ *    holds.
+ *
+ * Bounded by iterations AND by a few seconds of wall time per scenario (CI: 2 cores, TSan
+ * and ASan).
+ */
+#include "test.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "band/broadcast.h"
+
+#include "broadcast_internal.h"
+
+#define NSEND     3
+#define NRECV     3 /* fixed receivers; one more subscribes and unsubscribes over and over */
+#define MAX_MSGS  20000
+#define SAN_MSGS  8000
+#define WALL_SECS 3
+
+struct msg {
+    uint64_t sender;
+    uint64_t seq;
+    uint64_t check;
+};
+
+static uint64_t checksum(uint64_t sender, uint64_t seq)
+{
+    uint64_t z = sender * UINT64_C(0x9E3779B97F4A7C15) ^ (seq + 0x1234);
+    return test_rng_next(&z);
+}
+
+struct scenario {
+    const char *name;
+    int mode;
+    uint64_t cap;
+    band_broadcast *b;
+    uint64_t max_msgs;
+    band_time stop_at;
+    atomic_int errors;
+    pthread_mutex_t err_mu;
+    char err[256];
+};
+
+struct sender {
+    struct scenario *sc;
+    int id;
+    uint64_t rng;
+    uint64_t sent; /* messages sent: sequences 0 .. sent-1 */
+    uint64_t sum;  /* checksum sum of what was sent */
+    uint64_t timeouts, eagain, async_pending, cancel_ok, cancel_late;
+};
+
+struct receiver {
+    struct scenario *sc;
+    int id;
+    int churn; /* 1: subscribe/unsubscribe repeatedly */
+    uint64_t rng;
+    band_broadcast_rx rx;
+    uint64_t next[NSEND]; /* next sequence expected from each sender */
+    int seen[NSEND];      /* churn: a message from this sender arrived in this period */
+    uint64_t received, lagged, lag_events, gaps, sum[NSEND], count[NSEND];
+    uint64_t timeouts, cancel_ok, cancel_late, periods;
+};
+
+struct async_op {
+    union {
+        band_broadcast_send_op s;
+        band_broadcast_recv_op r;
+    } u;
+    atomic_int woken;
+};
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void
+record_error(struct scenario *sc, const char *fmt, ...)
+{
+    if (atomic_fetch_add(&sc->errors, 1) == 0) {
+        pthread_mutex_lock(&sc->err_mu);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(sc->err, sizeof(sc->err), fmt, ap);
+        va_end(ap);
+        pthread_mutex_unlock(&sc->err_mu);
+    }
+}
+
+static void async_wake(band_waiter *w)
+{
+    struct async_op *op = w->data;
+    atomic_fetch_add_explicit(&op->woken, 1, memory_order_release);
+}
+
+static void wait_woken(struct async_op *op)
+{
+    while (atomic_load_explicit(&op->woken, memory_order_acquire) == 0)
+        sched_yield();
+}
+
+/* ------------------------------------------------------------------------ senders */
+
+/* Try to send @m once; 1 if it was sent. */
+static int send_once(struct sender *s, const struct msg *m)
+{
+    struct scenario *sc = s->sc;
+    uint64_t how = test_rng_range(&s->rng, 0, 9);
+    int rc;
+    if (how < 4) {
+        band_time d = band_deadline_after((band_time)test_rng_range(&s->rng, 0, 500) * BAND_USEC);
+        rc = band_broadcast_send(sc->b, m, d);
+        if (rc == BAND_ETIMEDOUT) {
+            s->timeouts++;
+            return 0;
+        }
+    } else if (how < 7) {
+        rc = band_broadcast_try_send(sc->b, m);
+        if (rc == BAND_EAGAIN) {
+            s->eagain++;
+            sched_yield();
+            return 0;
+        }
+    } else {
+        struct async_op op;
+        atomic_init(&op.woken, 0);
+        band_waiter_init(&op.u.s.w, async_wake, &op);
+        rc = band_broadcast_send_async(sc->b, &op.u.s, m);
+        if (rc == BAND_PENDING) {
+            s->async_pending++;
+            for (uint64_t k = test_rng_range(&s->rng, 0, 3); k > 0; k--)
+                sched_yield();
+            int c = band_waiter_cancel(&op.u.s.w, BAND_ECANCELED);
+            if (c == 0) {
+                s->cancel_ok++;
+                if (atomic_load(&op.woken) != 0)
+                    record_error(sc, "send cancelled after its wake");
+                return 0;
+            }
+            if (c != BAND_EALREADY)
+                record_error(sc, "send cancel returned %d", c);
+            s->cancel_late++;
+            wait_woken(&op);
+            if (atomic_load(&op.woken) != 1)
+                record_error(sc, "send woken %d times", atomic_load(&op.woken));
+            rc = band_waiter_status(&op.u.s.w);
+        }
+    }
+    if (rc != 0) {
+        record_error(sc, "sender %d: send returned %d", s->id, rc);
+        return -1;
+    }
+    return 1;
+}
+
+static int sender_main(void *arg)
+{
+    struct sender *s = arg;
+    struct scenario *sc = s->sc;
+    while (s->sent < sc->max_msgs && band_now() < sc->stop_at && atomic_load(&sc->errors) == 0) {
+        struct msg m = {(uint64_t)s->id, s->sent, checksum((uint64_t)s->id, s->sent)};
+        int r = send_once(s, &m);
+        if (r < 0)
+            break;
+        if (r == 1) {
+            s->sent++;
+            s->sum += m.check;
+        }
+        if (sc->mode == BAND_BROADCAST_LOSSY)
+            sched_yield(); /* let the receivers run between laps */
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ receivers */
+
+/* Check and count one message. */
+static void got_msg(struct receiver *r, const struct msg *m)
+{
+    struct scenario *sc = r->sc;
+    if (m->sender >= NSEND || m->check != checksum(m->sender, m->seq)) {
+        record_error(sc, "rx %d: corrupt message", r->id);
+        return;
+    }
+    uint64_t s = m->sender;
+    if (sc->mode == BAND_BROADCAST_LOSSLESS) {
+        if (r->churn && !r->seen[s]) {
+            if (m->seq < r->next[s])
+                record_error(sc, "churn rx: sender %llu went back", (unsigned long long)s);
+            r->seen[s] = 1;
+        } else if (m->seq != r->next[s]) {
+            record_error(sc, "rx %d: sender %llu: got %llu, expected %llu", r->id,
+                         (unsigned long long)s, (unsigned long long)m->seq,
+                         (unsigned long long)r->next[s]);
+        }
+    } else {
+        if (m->seq < r->next[s])
+            record_error(sc, "rx %d: sender %llu: %llu after %llu", r->id, (unsigned long long)s,
+                         (unsigned long long)m->seq, (unsigned long long)r->next[s]);
+        else
+            r->gaps += m->seq - r->next[s];
+    }
+    r->next[s] = m->seq + 1;
+    r->received++;
+    r->count[s]++;
+    r->sum[s] += m->check;
+}
+
+/* Receive once. Returns 0 (handled something or nothing yet), 1 on BAND_ECLOSED. */
+static int recv_once(struct receiver *r)
+{
+    struct scenario *sc = r->sc;
+    struct msg m;
+    uint64_t how = test_rng_range(&r->rng, 0, 9);
+    uint64_t missed = 0;
+    int rc;
+    if (how < 4) {
+        band_time d = band_deadline_after((band_time)test_rng_range(&r->rng, 0, 500) * BAND_USEC);
+        rc = band_broadcast_recv(&r->rx, &m, d);
+        if (rc == BAND_ETIMEDOUT) {
+            r->timeouts++;
+            return 0;
+        }
+        if (rc == BAND_ELAGGED)
+            missed = band_broadcast_rx_lagged(&r->rx);
+    } else if (how < 7) {
+        rc = band_broadcast_try_recv(&r->rx, &m);
+        if (rc == BAND_EAGAIN) {
+            sched_yield();
+            return 0;
+        }
+        if (rc == BAND_ELAGGED)
+            missed = band_broadcast_rx_lagged(&r->rx);
+    } else {
+        struct async_op op;
+        atomic_init(&op.woken, 0);
+        band_waiter_init(&op.u.r.w, async_wake, &op);
+        rc = band_broadcast_recv_async(&r->rx, &op.u.r, &m);
+        if (rc == BAND_ELAGGED)
+            missed = op.u.r.lagged;
+        if (rc == BAND_PENDING) {
+            for (uint64_t k = test_rng_range(&r->rng, 0, 3); k > 0; k--)
+                sched_yield();
+            int c = band_waiter_cancel(&op.u.r.w, BAND_ECANCELED);
+            if (c == 0) {
+                r->cancel_ok++;
+                return 0;
+            }
+            if (c != BAND_EALREADY)
+                record_error(sc, "recv cancel returned %d", c);
+            r->cancel_late++;
+            wait_woken(&op);
+            if (atomic_load(&op.woken) != 1)
+                record_error(sc, "recv woken %d times", atomic_load(&op.woken));
+            rc = band_waiter_status(&op.u.r.w);
+            if (rc == BAND_ELAGGED)
+                record_error(sc, "a queued receive lagged");
+        }
+    }
+    switch (rc) {
+    case 0:
+        got_msg(r, &m);
+        return 0;
+    case BAND_ELAGGED:
+        if (sc->mode != BAND_BROADCAST_LOSSY || missed == 0)
+            record_error(sc, "rx %d: lag of %llu", r->id, (unsigned long long)missed);
+        r->lagged += missed;
+        r->lag_events++;
+        return 0;
+    case BAND_ECLOSED:
+        return 1;
+    default:
+        record_error(sc, "rx %d: receive returned %d", r->id, rc);
+        return 1;
+    }
+}
+
+static int receiver_main(void *arg)
+{
+    struct receiver *r = arg;
+    struct scenario *sc = r->sc;
+    if (!r->churn) {
+        /* Subscribed by the main thread before any send. */
+        while (recv_once(r) == 0) {
+            if (sc->mode == BAND_BROADCAST_LOSSY && test_rng_range(&r->rng, 0, 3) == 0)
+                sched_yield(); /* slower than the senders: make them lap us */
+        }
+        return 0;
+    }
+    for (;;) {
+        band_broadcast_rx_init(&r->rx);
+        int rc = band_broadcast_subscribe(sc->b, &r->rx);
+        if (rc == BAND_ECLOSED)
+            return 0;
+        if (rc != 0) {
+            record_error(sc, "churn subscribe returned %d", rc);
+            return 0;
+        }
+        r->periods++;
+        memset(r->seen, 0, sizeof(r->seen));
+        int closed = 0;
+        for (uint64_t k = test_rng_range(&r->rng, 1, 64); k > 0 && !closed; k--)
+            closed = recv_once(r);
+        rc = band_broadcast_unsubscribe(&r->rx);
+        if (rc != 0)
+            record_error(sc, "churn unsubscribe returned %d", rc);
+        if (closed)
+            return 0;
+    }
+}
+
+/* ------------------------------------------------------------------------ scenario */
+
+static void run_scenario(const char *name, int mode, uint64_t cap, uint64_t seed)
+{
+    struct scenario sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.name = name;
+    sc.mode = mode;
+    sc.cap = cap;
+    atomic_init(&sc.errors, 0);
+    pthread_mutex_init(&sc.err_mu, NULL);
+    sc.max_msgs = test_under_sanitizer() ? SAN_MSGS : MAX_MSGS;
+    assert_int_equal(band_broadcast_create(&sc.b, sizeof(struct msg), cap, mode), 0);
+
+    int nrecv = NRECV + 1; /* the last one churns */
+    struct sender *snd = calloc(NSEND, sizeof(*snd));
+    struct receiver *rcv = calloc((size_t)nrecv, sizeof(*rcv));
+    struct test_thread *ts = calloc(NSEND, sizeof(*ts));
+    struct test_thread *tr = calloc((size_t)nrecv, sizeof(*tr));
+    assert_non_null(snd);
+    assert_non_null(rcv);
+    assert_non_null(ts);
+    assert_non_null(tr);
+
+    for (int i = 0; i < nrecv; i++) {
+        rcv[i].sc = &sc;
+        rcv[i].id = i;
+        rcv[i].churn = i >= NRECV;
+        rcv[i].rng = seed * 1000 + 100 + (uint64_t)i;
+        band_broadcast_rx_init(&rcv[i].rx);
+        if (!rcv[i].churn)
+            assert_int_equal(band_broadcast_subscribe(sc.b, &rcv[i].rx), 0);
+    }
+    band_time t0 = band_now();
+    sc.stop_at = t0 + WALL_SECS * BAND_SEC;
+    for (int i = 0; i < nrecv; i++)
+        assert_int_equal(test_thread_start(&tr[i], receiver_main, &rcv[i]), 0);
+    for (int i = 0; i < NSEND; i++) {
+        snd[i].sc = &sc;
+        snd[i].id = i;
+        snd[i].rng = seed * 1000 + (uint64_t)i;
+        assert_int_equal(test_thread_start(&ts[i], sender_main, &snd[i]), 0);
+    }
+    for (int i = 0; i < NSEND; i++)
+        assert_int_equal(test_thread_join(&ts[i]), 0);
+    assert_int_equal(band_broadcast_close(sc.b), 0);
+    for (int i = 0; i < nrecv; i++)
+        assert_int_equal(test_thread_join(&tr[i]), 0);
+    band_time took = band_now() - t0;
+
+    if (atomic_load(&sc.errors) != 0)
+        fail_msg("%s: %s", name, sc.err);
+
+    uint64_t total = 0;
+    for (int s = 0; s < NSEND; s++)
+        total += snd[s].sent;
+    band_broadcast_stats st;
+    assert_int_equal(band_broadcast_get_stats(sc.b, &st), 0);
+    assert_int_equal(band__broadcast_check(sc.b), 0);
+    assert_u64_equal(st.next_seq, total);
+    assert_u64_equal(st.waiting_senders, 0);
+    assert_u64_equal(st.waiting_receivers, 0);
+
+    uint64_t received = 0, lagged = 0, lag_events = 0;
+    for (int i = 0; i < nrecv; i++) {
+        struct receiver *r = &rcv[i];
+        received += r->received;
+        lagged += r->lagged;
+        lag_events += r->lag_events;
+        if (r->churn)
+            continue;
+        if (mode == BAND_BROADCAST_LOSSLESS) {
+            for (int s = 0; s < NSEND; s++) {
+                assert_u64_equal(r->count[s], snd[s].sent); /* every message, once */
+                assert_u64_equal(r->sum[s], snd[s].sum);
+                assert_u64_equal(r->next[s], snd[s].sent);
+            }
+            assert_u64_equal(r->lagged, 0);
+        } else {
+            assert_u64_equal(r->received + r->lagged, total); /* exact */
+            /* Missed messages: the gaps seen, plus each sender's last messages when they
+             * were overwritten before the receiver got there. */
+            uint64_t gaps = r->gaps;
+            for (int s = 0; s < NSEND; s++)
+                gaps += snd[s].sent - r->next[s];
+            assert_u64_equal(gaps, r->lagged); /* the lag counts are exact */
+        }
+    }
+    assert_u64_equal(st.received, received);
+    assert_u64_equal(st.lagged, lagged);
+    assert_u64_equal(st.lag_events, lag_events);
+    uint64_t s_pending = 0, s_timeouts = 0, s_cancel = 0;
+    for (int s = 0; s < NSEND; s++) {
+        s_pending += snd[s].async_pending;
+        s_cancel += snd[s].cancel_ok;
+        s_timeouts += snd[s].timeouts;
+    }
+    assert_u64_equal(st.send_cancels, s_cancel);
+    assert_true(st.send_timeouts <= s_timeouts);
+    if (mode == BAND_BROADCAST_LOSSLESS)
+        assert_u64_equal(st.retained, 0); /* every receiver drained or left */
+    else
+        assert_u64_equal(s_pending, 0); /* lossy sends never queue */
+
+    for (int i = 0; i < nrecv; i++)
+        if (!rcv[i].churn)
+            assert_int_equal(band_broadcast_unsubscribe(&rcv[i].rx), 0);
+    assert_int_equal(band_broadcast_destroy(sc.b), 0);
+
+    uint64_t periods = nrecv > NRECV ? rcv[NRECV].periods : 0;
+    printf("%s: %.2f s, %llu sent, %llu received, %llu lagged in %llu lags, "
+           "%llu async sends queued (%llu cancelled), %llu churn periods\n",
+           name, (double)took / 1e9, (unsigned long long)total, (unsigned long long)received,
+           (unsigned long long)lagged, (unsigned long long)lag_events,
+           (unsigned long long)s_pending, (unsigned long long)s_cancel,
+           (unsigned long long)periods);
+    free(snd);
+    free(rcv);
+    free(ts);
+    free(tr);
+    pthread_mutex_destroy(&sc.err_mu);
+}
+
+static void test_stress_lossless(void **state)
+{
+    (void)state;
+    run_scenario("lossless cap 8", BAND_BROADCAST_LOSSLESS, 8, 1);
+    run_scenario("lossless cap 1", BAND_BROADCAST_LOSSLESS, 1, 2);
+}
+
+static void test_stress_lossy(void **state)
+{
+    (void)state;
+    run_scenario("lossy cap 4", BAND_BROADCAST_LOSSY, 4, 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stress_lossless),
+        cmocka_unit_test(test_stress_lossy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
