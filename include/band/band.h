@@ -14,7 +14,9 @@
 #include "band/core.h"
 #include "band/error.h"
 #include "band/group.h"
+#include "band/oneshot.h"
 #include "band/sem.h"
 #include "band/version.h"
+#include "band/watch.h"
 
 #endif /* BAND_BAND_H */

@@ -1,0 +1,180 @@
+/*
+ * band/oneshot.h - one value from one producer to one consumer.
+ *
+ * A band_oneshot carries at most one fixed-size value (value_size bytes, copied in and out;
+ * a pointer is one such value). It has two sides, each of which ends exactly once:
+ *
+ *  - the sender ends by band_oneshot_send() (the value is delivered or stored) or by
+ *    band_oneshot_sender_drop() (it gave up: the receiver learns BAND_ECLOSED);
+ *  - the receiver ends by receiving the value, by learning that the sender gave up, or by
+ *    band_oneshot_receiver_drop() (it left: a later send returns BAND_ECLOSED and the value
+ *    stays with the sender).
+ *
+ * Nothing is lost on any path: a value is owned by exactly one party at every moment - the
+ * sender (before a send, or after a send refused with BAND_ECLOSED), the oneshot (sent, not
+ * yet received), or the receiver (after a receive returned 0 or its wake reported 0). A
+ * value that arrived before the receiver dropped stays receivable with
+ * band_oneshot_try_recv(), exactly as a closed channel still hands out what it had queued.
+ *
+ * Shape. The brief's suggested API, with these decisions (docs/oneshot-watch.md explains
+ * them): one object with both ends (not two handles), because a C caller passes one pointer
+ * around and frees it once; explicit destruction (no hidden reference count), so ownership
+ * is one documented rule (see band_oneshot_destroy()); the receive's output pointer is kept
+ * in the oneshot, since at most one receive can be pending, so the blocking receive reuses
+ * the core's blocker and the async op stays small.
+ *
+ * Every band_oneshot_* function is MT-safe. Sends and drops may run the pending receiver's
+ * wake on the calling thread, after every band lock is released.
+ */
+#ifndef BAND_ONESHOT_H
+#define BAND_ONESHOT_H
+
+#include "band/core.h"
+#include "band/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct band_oneshot band_oneshot;
+
+/**
+ * struct band_oneshot_recv_op - a pending receive, embedded by its owner.
+ *
+ * @w comes first (STYLE example 9): a wake function receives &op->w and may convert it back
+ * with a cast or container_of. @out is set by band_oneshot_recv_async() and is where the
+ * value is copied before the wake runs. Keep the op (and the buffer @out points to) valid
+ * and untouched while it is pending.
+ */
+struct band_oneshot_recv_op {
+    band_waiter w;
+    void *out;
+};
+
+/**
+ * band_oneshot_create() - allocate a oneshot for one value of @value_size bytes.
+ *
+ * @value_size may be 0: the oneshot then carries only the fact that a send happened, and
+ * NULL is accepted wherever a value or an output buffer is expected. Returns 0 and stores
+ * the oneshot in *@out, BAND_EINVAL when @out is NULL, or BAND_ENOMEM (also for a
+ * @value_size that cannot be allocated). On failure *@out is unchanged. The caller owns the
+ * oneshot and frees it with band_oneshot_destroy().
+ */
+BAND_API int band_oneshot_create(band_oneshot **out, size_t value_size);
+
+/**
+ * band_oneshot_destroy() - free @o.
+ *
+ * Returns 0, or BAND_EBUSY while a receive is pending (nothing is freed; cancel it, or let
+ * the sender end, first). Destroying NULL returns 0. A value that was sent and never
+ * received is discarded with the oneshot (its bytes; if it is a pointer to a resource,
+ * receive it first). Ownership rule: destroy once no side will call again - typically
+ * the receiver, once it holds its final answer (0 or BAND_ECLOSED from a receive, or its
+ * drop) and the sender's last call has returned. band's last access to @o in a send or
+ * drop is releasing the oneshot's lock, before any wake runs, so a receiver whose wake
+ * has run may destroy @o at once.
+ */
+BAND_API int band_oneshot_destroy(band_oneshot *o);
+
+/**
+ * band_oneshot_send() - hand the value at @value (value_size bytes, copied) to the receiver.
+ *
+ * If a receive is pending the value is copied into its buffer and its wake runs on this
+ * thread (status 0) before this call returns; otherwise the value is stored in @o for the
+ * receiver to take. Returns 0 (the value now belongs to the oneshot or the receiver),
+ * BAND_ECLOSED when the receiver has dropped (nothing was copied: the value stays with the
+ * caller), BAND_EALREADY when the sender side already ended (a value was sent before, or
+ * the sender dropped; the value stays with the caller), or BAND_EINVAL (NULL @o, or NULL
+ * @value with a non-zero value size). Never waits. MT-safe.
+ */
+BAND_API int band_oneshot_send(band_oneshot *o, const void *value);
+
+/**
+ * band_oneshot_sender_drop() - the sender gives up without sending.
+ *
+ * A pending receive ends with BAND_ECLOSED (its wake runs on this thread before this call
+ * returns), and every later receive returns BAND_ECLOSED. After a send it changes nothing
+ * (the value stays receivable), so a sender may always drop when it is done. Idempotent.
+ * Returns 0, or BAND_EINVAL for NULL. MT-safe.
+ */
+BAND_API int band_oneshot_sender_drop(band_oneshot *o);
+
+/**
+ * band_oneshot_try_recv() - take the value if it has arrived, without waiting.
+ *
+ * Returns 0 (the value was copied to @out and belongs to the caller), BAND_EAGAIN when
+ * nothing has been sent yet, BAND_ECLOSED when the sender gave up, or after the receiver
+ * dropped and no value had arrived, BAND_EALREADY when the value was already received,
+ * BAND_EBUSY while another receive is pending, or BAND_EINVAL (NULL @o, or NULL @out
+ * with a non-zero value size). Answers BAND_EAGAIN without taking a lock. MT-safe.
+ */
+BAND_API int band_oneshot_try_recv(band_oneshot *o, void *out);
+
+/**
+ * band_oneshot_recv() - wait until @deadline for the value and copy it to @out.
+ *
+ * Returns the codes of band_oneshot_try_recv(), except that instead of BAND_EAGAIN it
+ * waits, and returns BAND_ETIMEDOUT when @deadline passed first (a deadline at or before
+ * band_now() means "do not wait": such a call never queues). A value that arrives as the
+ * deadline passes is returned (0), never dropped; a value sent after the timeout stays in
+ * the oneshot for a later receive. Returns BAND_ECANCELED when the receiver was dropped
+ * by another thread meanwhile. Blocks the calling thread. MT-safe.
+ */
+BAND_API int band_oneshot_recv(band_oneshot *o, void *out, band_time deadline);
+
+/**
+ * band_oneshot_recv_async() - take the value now, or queue @op until it arrives.
+ *
+ * Returns 0 when the value was copied to @out at once (no wake follows), BAND_PENDING when
+ * @op was queued: from then on exactly one of {the wake runs once, band_waiter_cancel(&op->w)
+ * returns 0} ends it. Its status (band_waiter_status(&op->w)) is then 0 (the value was
+ * copied to @out before the wake ran, and belongs to the owner), BAND_ECLOSED (the sender
+ * gave up), BAND_ECANCELED (the receiver was dropped), or the cancel's reason. Any other
+ * answer also ends it at once and, except for BAND_EINVAL (which leaves @op untouched), is
+ * then its status: the codes of band_oneshot_try_recv() other than BAND_EAGAIN. BAND_EINVAL:
+ * NULL @o or @op, @op pending or without a wake function, NULL @out with a non-zero value
+ * size. The wake runs on the thread that sends, drops or (for a cancel of someone else)
+ * never; with no band lock held. A cancel that returns 0 leaves any value that arrives
+ * later in the oneshot. Never calls wake itself. MT-safe.
+ */
+BAND_API int band_oneshot_recv_async(band_oneshot *o, struct band_oneshot_recv_op *op, void *out);
+
+/**
+ * band_oneshot_receiver_drop() - the receiver leaves.
+ *
+ * Every later send returns BAND_ECLOSED, so the sender keeps its value. A pending receive
+ * ends with BAND_ECANCELED (its wake runs on this thread before this call returns). A value
+ * that had already arrived stays in the oneshot and can still be taken with
+ * band_oneshot_try_recv() (nothing is lost); after that, receives return BAND_ECLOSED.
+ * Idempotent. Returns 0, or BAND_EINVAL for NULL. MT-safe.
+ */
+BAND_API int band_oneshot_receiver_drop(band_oneshot *o);
+
+/**
+ * struct band_oneshot_stats - a snapshot of a oneshot's state.
+ */
+typedef struct band_oneshot_stats {
+    size_t value_size;    /* bytes per value */
+    int sent;             /* 1 once a send returned 0 */
+    int received;         /* 1 once the value was delivered to the receiver */
+    int sender_dropped;   /* 1 when the sender dropped before sending */
+    int receiver_dropped; /* 1 after band_oneshot_receiver_drop() */
+    int waiting;          /* 1 while a receive is pending */
+    int holds_value;      /* 1 while a sent value waits in the oneshot */
+    uint64_t refused;     /* sends answered BAND_ECLOSED or BAND_EALREADY */
+    uint64_t queued;      /* receives that had to wait */
+    uint64_t timeouts;    /* queued receives that ended with BAND_ETIMEDOUT */
+    uint64_t cancels;     /* queued receives cancelled for any other reason */
+} band_oneshot_stats;
+
+/**
+ * band_oneshot_get_stats() - copy @o's state into *@out.
+ *
+ * Takes the oneshot's lock briefly. Returns 0 or BAND_EINVAL (NULL argument). MT-safe.
+ */
+BAND_API int band_oneshot_get_stats(const band_oneshot *o, band_oneshot_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_ONESHOT_H */

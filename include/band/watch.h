@@ -1,0 +1,225 @@
+/*
+ * band/watch.h - the latest value, with a version, for any number of receivers.
+ *
+ * A band_watch holds one fixed-size value (value_size bytes, copied in and out) and a
+ * version that starts at 0 with the initial value and grows by one with every send.
+ * Receivers are caller-owned cursors (band_watch_rx) that remember the last version they
+ * saw; they wait for a newer one, copy the value that is current when they wake, and mark
+ * that version seen. Semantics (docs/oneshot-watch.md has the long form):
+ *
+ *  - Latest value only. A send replaces the value; a receiver that was slow skips the
+ *    versions it missed and sees the newest one. Nothing queues, so a watch bounds its
+ *    memory by construction: one value, whatever the number of receivers or sends.
+ *  - Every waiting receiver is woken by each send, with the new value already copied into
+ *    its buffer and its cursor advanced, before the wakes run.
+ *  - Close. After band_watch_close() sends fail with BAND_ECLOSED (the value stays with the
+ *    sender). A receiver that has not seen the last version still gets it first; after that
+ *    it gets BAND_ECLOSED. The value stays readable.
+ *  - Values are copied under the watch's lock: a send or a receive costs one copy of
+ *    value_size bytes, and a large value makes every waiting receiver's copy part of the
+ *    send. For large state, send a pointer to an immutable, reference-counted snapshot.
+ *
+ * Shape. As the brief suggests, with these decisions: receivers are not registered with the
+ * watch (a cursor is two words of caller memory; dropping one is just not using it again,
+ * so nothing can leak and rx creation cannot fail); a pending wait keeps its cursor and its
+ * output buffer in the op, so the watch needs no per-receiver storage; "try" variants never
+ * wait; reads that do not mark seen (band_watch_read) are separate from reads that do
+ * (band_watch_rx_read, band_watch_changed).
+ *
+ * Every band_watch_* function is MT-safe. Sends and closes run the wakes of the receivers
+ * they complete on the calling thread, after every band lock is released.
+ */
+#ifndef BAND_WATCH_H
+#define BAND_WATCH_H
+
+#include "band/core.h"
+#include "band/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct band_watch band_watch;
+
+/**
+ * struct band_watch_rx - a receiver's cursor: the watch and the last version it saw.
+ *
+ * Caller-owned and not registered anywhere: initialise it with band_watch_rx_init() and
+ * simply stop using it when done (after its pending wait, if any, has ended). The fields
+ * are private; read the version with band_watch_rx_seen(). A cursor has one owner and at
+ * most one pending wait; calls on it are nevertheless safe from any thread.
+ */
+typedef struct band_watch_rx {
+    band_watch *_watch;
+    uint64_t _seen; /* accessed atomically */
+    void *_op;      /* the pending wait, or NULL; accessed atomically */
+} band_watch_rx;
+
+/**
+ * struct band_watch_changed_op - a pending wait for a change, embedded by its owner.
+ *
+ * @w comes first (STYLE example 9). band_watch_changed_async() sets @rx and @out. When the
+ * wake reports 0, the value of version @version has been copied to @out (unless @out is
+ * NULL) and @rx's seen version is @version. Keep the op, the cursor and the buffer valid
+ * and untouched while pending.
+ */
+struct band_watch_changed_op {
+    band_waiter w;
+    band_watch_rx *rx;
+    void *out;
+    uint64_t version;
+};
+
+/**
+ * band_watch_create() - allocate a watch holding @value_size bytes, initially @initial.
+ *
+ * @initial may be NULL: the value then starts as zero bytes. @value_size may be 0 (a watch
+ * of versions only). The version starts at 0. Returns 0 and stores the watch in *@out,
+ * BAND_EINVAL when @out is NULL, or BAND_ENOMEM (also for a @value_size that cannot be
+ * allocated). On failure *@out is unchanged. The caller frees it with band_watch_destroy().
+ */
+BAND_API int band_watch_create(band_watch **out, size_t value_size, const void *initial);
+
+/**
+ * band_watch_destroy() - free @w.
+ *
+ * Returns 0, or BAND_EBUSY while a receiver waits (nothing is freed; close it first, which
+ * wakes every waiter, or cancel them). Destroying NULL returns 0. Cursors of @w become
+ * dangling: nobody may use them, or @w, after this call.
+ */
+BAND_API int band_watch_destroy(band_watch *w);
+
+/**
+ * band_watch_send() - replace the value with a copy of @value and advance the version.
+ *
+ * Every waiting receiver gets the new value copied into its buffer and its cursor set to
+ * the new version, and its wake runs (status 0) on this thread before this call returns.
+ * Returns 0, BAND_ECLOSED after close (nothing changes; the value stays with the caller),
+ * BAND_EOVERFLOW when the version is already UINT64_MAX (nothing changes), or BAND_EINVAL
+ * (NULL @w, or NULL @value with a non-zero value size). Never waits. MT-safe.
+ */
+BAND_API int band_watch_send(band_watch *w, const void *value);
+
+/**
+ * band_watch_read() - copy the current value to @out and its version to *@version.
+ *
+ * Either pointer may be NULL (then that part is not reported). Marks nothing seen. Works
+ * after close. Returns 0 or BAND_EINVAL (NULL @w). MT-safe; takes the lock for the copy.
+ */
+BAND_API int band_watch_read(band_watch *w, void *out, uint64_t *version);
+
+/**
+ * band_watch_version() - the current version (0 for NULL). Lock-free snapshot. MT-safe.
+ */
+BAND_API uint64_t band_watch_version(const band_watch *w);
+
+/**
+ * band_watch_close() - refuse every later send, and wake every waiting receiver.
+ *
+ * Waiting receivers have seen the current version (otherwise they would not be waiting),
+ * so they end with BAND_ECLOSED; their wakes run on this thread before this call returns.
+ * Receivers that have not seen the last version still get it first. Closing twice is
+ * harmless. Returns 0, or BAND_EINVAL for NULL. MT-safe.
+ */
+BAND_API int band_watch_close(band_watch *w);
+
+/** band_watch_is_closed() - 1 after band_watch_close(), 0 before (and for NULL). MT-safe. */
+BAND_API int band_watch_is_closed(const band_watch *w);
+
+/**
+ * band_watch_rx_init() - point the cursor @rx at @w, with the current version seen.
+ *
+ * So the first band_watch_changed() waits for the next send; call band_watch_rx_read() for
+ * the value as it is now. Returns 0 or BAND_EINVAL (NULL argument). Must not be called on a
+ * cursor with a pending wait. Not MT-safe for the same @rx (it has one owner).
+ */
+BAND_API int band_watch_rx_init(band_watch_rx *rx, band_watch *w);
+
+/** band_watch_rx_seen() - the last version @rx marked seen (0 for NULL). MT-safe. */
+BAND_API uint64_t band_watch_rx_seen(const band_watch_rx *rx);
+
+/**
+ * band_watch_rx_read() - copy the current value to @out (may be NULL), its version to
+ * *@version (may be NULL), and mark that version seen by @rx, changed or not.
+ *
+ * Works after close. Returns 0, BAND_EBUSY while @rx has a pending wait (nothing changes),
+ * or BAND_EINVAL (NULL or uninitialised @rx). MT-safe.
+ */
+BAND_API int band_watch_rx_read(band_watch_rx *rx, void *out, uint64_t *version);
+
+/**
+ * band_watch_mark_seen() - mark the current version seen by @rx without copying the value.
+ *
+ * Returns band_watch_rx_read(@rx, NULL, NULL)'s codes. MT-safe.
+ */
+BAND_API int band_watch_mark_seen(band_watch_rx *rx);
+
+/**
+ * band_watch_try_changed() - if a version newer than @rx's is current, copy the value to
+ * @out (may be NULL), mark it seen and return 0; never waits.
+ *
+ * Returns 0, BAND_EAGAIN when @rx has seen the current version and the watch is open
+ * (answered without taking a lock), BAND_ECLOSED when @rx has seen the last version and
+ * the watch is closed, BAND_EBUSY while @rx has a pending wait, or BAND_EINVAL (NULL or
+ * uninitialised @rx). MT-safe.
+ */
+BAND_API int band_watch_try_changed(band_watch_rx *rx, void *out);
+
+/**
+ * band_watch_changed() - wait until @deadline for a version newer than @rx's, then copy the
+ * value to @out (may be NULL) and mark it seen.
+ *
+ * Returns the codes of band_watch_try_changed(), except that instead of BAND_EAGAIN it
+ * waits, and returns BAND_ETIMEDOUT when @deadline passed first (@rx is unchanged; a
+ * deadline at or before band_now() means "do not wait": such a call never queues). A
+ * change that races with the deadline is returned (0), never half-applied. If several sends
+ * happen before the caller runs, it gets the newest value as of the send that woke it.
+ * Blocks the calling thread. MT-safe.
+ */
+BAND_API int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline);
+
+/**
+ * band_watch_changed_async() - take a newer version now, or queue @op until one is sent.
+ *
+ * Returns 0 when a newer version was current (copied to @out, marked seen, op->version set;
+ * no wake follows), or BAND_PENDING when @op was queued: from then on exactly one of {the
+ * wake runs once, band_waiter_cancel(&op->w) returns 0} ends it. Its status is then 0
+ * (the next send's value was copied to @out before the wake, op->version and @rx were
+ * updated), BAND_ECLOSED (closed; @rx had seen the last version), or the cancel's reason
+ * (@rx unchanged). Any other answer also ends it at once and, except for BAND_EINVAL
+ * (which leaves @op untouched), is then its status: BAND_ECLOSED, BAND_EBUSY (@rx already
+ * has a pending wait). BAND_EINVAL: NULL @op or uninitialised/NULL @rx, @op pending or
+ * without a wake function. Wakes run on the thread that sends or closes, with no band lock
+ * held. Never calls wake itself. MT-safe.
+ */
+BAND_API int band_watch_changed_async(band_watch_rx *rx, struct band_watch_changed_op *op,
+                                      void *out);
+
+/**
+ * struct band_watch_stats - a snapshot of a watch's counters.
+ */
+typedef struct band_watch_stats {
+    size_t value_size;     /* bytes per value */
+    int closed;            /* 1 after close */
+    uint64_t version;      /* the current version (= accepted sends) */
+    uint64_t waiters;      /* receivers waiting now */
+    uint64_t sends;        /* sends accepted */
+    uint64_t refused;      /* sends refused after close */
+    uint64_t delivered;    /* changes delivered to receivers (at once or through a wake) */
+    uint64_t queued;       /* waits that had to queue */
+    uint64_t timeouts;     /* queued waits that ended with BAND_ETIMEDOUT */
+    uint64_t cancels;      /* queued waits cancelled for any other reason */
+    uint64_t closed_fails; /* queued waits ended by close */
+} band_watch_stats;
+
+/**
+ * band_watch_get_stats() - copy @w's counters into *@out.
+ *
+ * Takes the watch's lock briefly. Returns 0 or BAND_EINVAL (NULL argument). MT-safe.
+ */
+BAND_API int band_watch_get_stats(const band_watch *w, band_watch_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_WATCH_H */
