@@ -48,5 +48,5 @@ if(EXISTS "${PROJECT_SOURCE_DIR}/tests/tsan.supp")
 endif()
 set(BAND_SANITIZER_TEST_ENV
     "TSAN_OPTIONS=${_band_tsan_options}"
-    "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1"
+    "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1"
     "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")

@@ -14,9 +14,10 @@
  *
  * Invariants (lock held, between operations):
  *   - receivers wait only while nothing is queued;
- *   - a send op waits only while there is no room and no receiver waits, so whenever a
- *     receiver starts waiting the sender queue is served first (a waiting send hands its
- *     element straight over); reserve ops need room and can wait beside receivers;
+ *   - a send op waits only while there is no room and no receiver waits; a receiver that
+ *     finds nothing queued takes the head sender's element straight from it (and so never
+ *     completes during its own submission); reserve ops need room and can wait beside
+ *     receivers;
  *   - while anything waits in the sender queue, newcomers are refused or queued behind it
  *     (FIFO grant to the oldest sender; its head can hold back smaller requests);
  *   - receivers see BAND_ECLOSED only when closed, empty and no reservation is held,
@@ -286,7 +287,9 @@ static void chan_cancel_receiver_locked(struct band__waitq *q, band_waiter *w, i
 /* Checks shared by every send and reservation: BAND_EINVAL, BAND_E2BIG or 0. */
 static int check_send(band_chan *c, uint64_t bytes, int want_drop_policy)
 {
-    if ((c->overflow != BAND_CHAN_WAIT) != want_drop_policy || bytes > BAND_SEM_MAX_PERMITS)
+    if ((c->overflow != BAND_CHAN_WAIT) != want_drop_policy)
+        return BAND_EINVAL;
+    if (c->byte_capacity == 0 && bytes > BAND_SEM_MAX_PERMITS)
         return BAND_EINVAL;
     if (c->byte_capacity > 0 && bytes > c->byte_capacity) {
         pthread_mutex_lock(&c->lock);
@@ -509,6 +512,7 @@ int band_chan_slot_send(band_chan_slot *slot, const void *elem)
     c->reserved--;
     c->reserved_bytes -= slot->bytes;
     accept_locked(c, elem, slot->bytes, &wl); /* the reserved slot is the room */
+    serve_senders_locked(c, &wl);             /* a hand-off to a receiver left the slot free */
     end_receivers_if_done_locked(c, &wl);
     pthread_mutex_unlock(&c->lock);
     band__wakelist_run(&wl);
@@ -553,13 +557,28 @@ static int recv_locked(band_chan *c, void *out, uint64_t *bytes, struct band_cha
         serve_senders_locked(c, wl);
         return 0;
     }
+    band_waiter *sw = band__waitq_first(&c->senders);
+    if (c->receivers.len == 0 && sw != NULL && (int)sw->_u.want == OP_SEND) {
+        /* Nothing queued but the oldest sender waits (every slot is reserved): take its
+         * element straight from it. A reserve op at the head holds the rest back. */
+        struct band_chan_send_op *sop = send_op_of(sw);
+        band_time now = 0;
+        band__waitq_unlink_locked(&c->senders, sw);
+        account_send_wait_locked(c, sw, &now);
+        memcpy(out, sop->elem, c->elem_size);
+        if (bytes != NULL)
+            *bytes = sop->bytes;
+        c->sent++;
+        c->received++;
+        band__waiter_complete_locked(sw, 0, wl);
+        return 0;
+    }
     if (c->closed && c->len == 0 && c->reserved == 0)
         return BAND_ECLOSED;
     if (op == NULL)
         return BAND_EAGAIN;
     op->out = out;
     band__waitq_push_locked(&c->receivers, &op->w, 0, band_now());
-    serve_senders_locked(c, wl); /* a waiting send may hand its element straight over */
     return BAND_PENDING;
 }
 

@@ -98,8 +98,9 @@ BAND_API int band_chan_set_name(band_chan *c, const char *name);
  * band_chan_try_send() - queue a copy of *@elem now, or refuse.
  *
  * Returns 0, BAND_EAGAIN (full, or older senders are waiting), BAND_ECLOSED, BAND_E2BIG
- * (@bytes above the byte capacity), or BAND_EINVAL (NULL argument, or a channel with a drop
- * policy: use band_chan_offer()). On any refusal the element stays with the caller.
+ * (@bytes above the byte capacity), or BAND_EINVAL (NULL argument, a channel with a drop
+ * policy - use band_chan_offer() - or, without a byte bound, @bytes above
+ * BAND_SEM_MAX_PERMITS). On any refusal the element stays with the caller.
  */
 BAND_API int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes);
 
