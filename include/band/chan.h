@@ -197,8 +197,9 @@ BAND_API int band_chan_slot_release(band_chan_slot *slot);
 /**
  * band_chan_try_recv() - take the oldest element into *@out now, or refuse.
  *
- * Returns 0, BAND_EAGAIN (empty, or older receivers are waiting), BAND_ECLOSED (closed,
- * empty and no reservation left to fill), or BAND_EINVAL.
+ * When nothing is queued but a sender waits (every slot reserved), its element is taken
+ * straight from it. Returns 0, BAND_EAGAIN (empty, or older receivers are waiting),
+ * BAND_ECLOSED (closed, empty and no reservation left to fill), or BAND_EINVAL.
  */
 BAND_API int band_chan_try_recv(band_chan *c, void *out, uint64_t *bytes);
 
@@ -256,10 +257,14 @@ typedef struct band_chan_stats {
     uint64_t reserved_bytes; /* their bytes */
     uint64_t senders;        /* counted senders (sender counting only) */
     uint64_t waiting_senders, waiting_receivers;
-    uint64_t sent;     /* elements accepted (queued or handed to a receiver) */
-    uint64_t received; /* elements taken by receivers */
-    uint64_t refused_full, refused_closed, refused_too_big;
-    uint64_t dropped;          /* elements handed back by an overflow policy */
+    uint64_t sent;             /* elements accepted (queued or handed to a receiver) */
+    uint64_t received;         /* elements taken by receivers */
+    uint64_t refused_full;     /* refused because full (incl. blocking sends whose deadline
+                                  had already passed) */
+    uint64_t refused_closed;   /* refused, or waiting and failed, because closed */
+    uint64_t refused_too_big;  /* refused with BAND_E2BIG */
+    uint64_t dropped;          /* elements handed back by an overflow policy (a drop-newest offer
+                                  is not counted in sent) */
     uint64_t send_wait_ns;     /* time senders spent queued, summed */
     uint64_t send_wait_ns_max; /* the longest any sender waited */
 } band_chan_stats;
