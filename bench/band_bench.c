@@ -1,9 +1,9 @@
 /*
  * bench/band_bench.c - band's semaphore beside the baselines it is measured against.
  *
- * usage: band_bench [--quick] [--reps N] [--only abcde]
+ * usage: band_bench [--quick] [--reps N] [--only abcdefg]
  *
- * Five workloads (bench/README.md has the long form and the latest table):
+ * Seven workloads (bench/README.md has the long form and the latest table):
  *   (a) uncontended try_acquire(1) + release(1) on one thread, ns per pair, beside a bare
  *       atomic fetch_sub + fetch_add pair, a CAS try-acquire, sem_trywait/sem_post and
  *       pthread_mutex_trylock/unlock;
@@ -17,7 +17,13 @@
  *       beside a mutex+condvar weighted semaphore and an atomic CAS weighted semaphore;
  *   (e) forced FIFO hand-off: two threads pass one permit back and forth through two
  *       semaphores, so every acquire queues and parks; beside two sem_t and a bare atomic
- *       turn flag (the cost of moving a cache line between cores).
+ *       turn flag (the cost of moving a cache line between cores);
+ *   (f) bounded channel, one producer and one consumer, capacity 1024, u64 elements:
+ *       elements/s of band_chan_send + band_chan_recv and of band_chan_send +
+ *       band_chan_recv_many(64), beside a bare lock-free Vyukov MPMC ring and a mutex +
+ *       condvar bounded queue (bench_chan.h); every value is checked (exactly once, in
+ *       each producer's order, and the sum);
+ *   (g) the same with two producers and one consumer.
  *
  * Every figure is the median of the rounds (5 by default). Within a round every variant of
  * a workload runs once, in an order that rotates from round to round, so that noise on a
@@ -27,6 +33,7 @@
  * FIFO order, permits left) did not hold; missing a performance target is reported, not
  * fatal.
  */
+#include "bench_chan.h"
 #include "bench_util.h"
 
 #include <band/sem.h>
@@ -58,6 +65,8 @@ static struct {
     size_t c_n[3]; /* (c) queue lengths */
     long d_iters;  /* (d) operations per worker per run */
     long e_iters;  /* (e) hand-offs per worker per run */
+    long ch_elems; /* (f), (g) elements per run */
+    uint64_t ch_cap;
     uint64_t d_cap;
     uint32_t d_maxw;
     int spin;
@@ -138,10 +147,11 @@ static void stats3(const double *v, int per_s, double *med, double *lo, double *
 /* Print a section's rows: median, range, and band's per-op time divided by the row's
  * (band is variant @band). @per_s prints M ops/s instead of ns/op. Returns the median
  * ratio of band to variant @key (for the target lines). */
-static double print_rows(const struct variant *v, int k, int band, int per_s, int key)
+static double print_rows_unit(const struct variant *v, int k, int band, int per_s, int key,
+                              const char *unit)
 {
     double key_ratio = 0;
-    printf("  %-48s %9s %9s %9s   %s\n", "variant", per_s ? "M ops/s" : "ns/op", "min", "max",
+    printf("  %-48s %9s %9s %9s   %s\n", "variant", per_s ? unit : "ns/op", "min", "max",
            "band time / row time [range]");
     for (int i = 0; i < k; i++) {
         double med, lo, hi, rlo, rhi, rat;
@@ -153,6 +163,11 @@ static double print_rows(const struct variant *v, int k, int band, int per_s, in
                rhi);
     }
     return key_ratio;
+}
+
+static double print_rows(const struct variant *v, int k, int band, int per_s, int key)
+{
+    return print_rows_unit(v, k, band, per_s, key, "M ops/s");
 }
 
 /* Print band's figure and queued fraction for every round, so a bimodal workload shows. */
@@ -1066,15 +1081,113 @@ static void section_e(struct e_result *out)
            100.0 * out->queued);
 }
 
+/* ===================================================================== (f), (g) channels */
+
+/* Reference medians from the peer suite's RESULTS.md (run B, 2-core VM), M msgs/s: Go's
+ * buffered chan uint64 and the C Vyukov ring of the same rounds. This program cannot run
+ * Go, so the Go target is placed through the ring: Go's time per element / the ring's. */
+#define REF_GO_W5_SPSC_MMSGS     16.8
+#define REF_VYUKOV_W5_SPSC_MMSGS 62.7
+#define REF_GO_W5_MPSC_MMSGS     15.6
+#define REF_VYUKOV_W5_MPSC_MMSGS 56.4
+
+static int g_ch_producers = 1;
+/* Per round, for band's two variants: the share of the run the producers spent queued in
+ * band_chan_send (stats.send_wait_ns / (producers x run time)). */
+static double g_ch_wait[2][MAX_REPS];
+
+static double ch_variant(int kind, long iters)
+{
+    static const char *const names[] = {"ring", "locked queue", "band send/recv",
+                                        "band send/recv_many"};
+    long per = iters / g_ch_producers;
+    struct bench_ch_result r = bench_ch_once(kind, g_ch_producers, per > 0 ? per : 1, cfg.ch_cap);
+    if (r.errors != 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "(%c) %s: %s", g_ch_producers == 1 ? 'f' : 'g', names[kind],
+                 r.what != NULL ? r.what : "failed");
+        fail(msg, r.errors);
+    }
+    if (kind >= BENCH_CH_BAND && g_round >= 0 && r.run_ns > 0)
+        g_ch_wait[kind - BENCH_CH_BAND][g_round] =
+            (double)r.send_wait_ns / ((double)g_ch_producers * (double)r.run_ns);
+    return r.ns_per_elem;
+}
+
+static double ch_ring(long iters)
+{
+    return ch_variant(BENCH_CH_RING, iters);
+}
+
+static double ch_locked(long iters)
+{
+    return ch_variant(BENCH_CH_LOCKED, iters);
+}
+
+static double ch_band(long iters)
+{
+    return ch_variant(BENCH_CH_BAND, iters);
+}
+
+static double ch_many(long iters)
+{
+    return ch_variant(BENCH_CH_BAND_MANY, iters);
+}
+
+struct ch_result {
+    int ran;
+    double x_ring[2];   /* band time / ring time per element: send/recv, recv_many */
+    double x_locked[2]; /* band time / locked queue time */
+    double mops[2];     /* band M elements/s, medians */
+    double ring_mops;
+};
+
+static void section_ch(char letter, int producers, struct ch_result *out)
+{
+    struct variant v[] = {
+        {"lock-free MPMC ring (Vyukov; pause, then yield)", ch_ring, {0}, 1},
+        {"mutex + 2 condvars bounded queue", ch_locked, {0}, 1},
+        {"band_chan_send + band_chan_recv", ch_band, {0}, 1},
+        {"band_chan_send + band_chan_recv_many(64)", ch_many, {0}, 1},
+    };
+    const int k = (int)(sizeof v / sizeof v[0]);
+    double med, lo, hi, rlo, rhi;
+    printf("\n(%c) bounded channel, %d producer%s -> 1 consumer, capacity %llu, u64 elements: "
+           "M elements/s\n    (%ld elements/run; every value checked: per-producer order and "
+           "the sum)\n",
+           letter, producers, producers == 1 ? "" : "s", (unsigned long long)cfg.ch_cap,
+           cfg.ch_elems);
+    g_ch_producers = producers;
+    run_rounds(v, k, cfg.ch_elems);
+    out->x_ring[0] = print_rows_unit(v, k, 2, 1, 0, "M elem/s");
+    out->x_locked[0] = ratio_median(v[2].ns, v[1].ns, &rlo, &rhi);
+    out->x_ring[1] = ratio_median(v[3].ns, v[0].ns, &rlo, &rhi);
+    printf("  band recv_many time / ring time: %.2fx [%.2f-%.2f]", out->x_ring[1], rlo, rhi);
+    out->x_locked[1] = ratio_median(v[3].ns, v[1].ns, &rlo, &rhi);
+    printf("; / locked queue time: %.2fx [%.2f-%.2f]\n", out->x_locked[1], rlo, rhi);
+    for (int b = 0; b < 2; b++) {
+        stats3(v[2 + b].ns, 1, &med, &lo, &hi);
+        out->mops[b] = med;
+        printf("  %s per round, M elem/s (producers queued in send, %% of run):",
+               b == 0 ? "band send/recv" : "band recv_many");
+        for (int r = 0; r < cfg.reps; r++)
+            printf(" %.2f (%.0f%%)", 1e3 / v[2 + b].ns[r], 100.0 * g_ch_wait[b][r]);
+        printf("\n");
+    }
+    stats3(v[0].ns, 1, &med, &lo, &hi);
+    out->ring_mops = med;
+    out->ran = 1;
+}
+
 /* ===================================================================== main */
 
 static void usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s [--quick] [--reps N] [--only abcde]\n"
+            "usage: %s [--quick] [--reps N] [--only abcdefg]\n"
             "  --quick    small counts (CI smoke test, a few seconds)\n"
             "  --reps N   rounds per workload (default 5, quick 3; max %d)\n"
-            "  --only S   run only the sections named by letters in S (a b c d e)\n",
+            "  --only S   run only the sections named by letters in S (a b c d e f g)\n",
             argv0, MAX_REPS);
 }
 
@@ -1084,9 +1197,12 @@ int main(int argc, char **argv)
     struct b_result rb = {0, 0, 0};
     struct c_result rc;
     struct e_result re = {0, 0, 0, 0};
+    struct ch_result rf, rg;
     double d_x_cas = 0, d_x_cv = 0;
     int reps = 0;
     memset(&rc, 0, sizeof rc);
+    memset(&rf, 0, sizeof rf);
+    memset(&rg, 0, sizeof rg);
     cfg.quick = 0;
     cfg.only = NULL;
     for (int i = 1; i < argc; i++) {
@@ -1111,6 +1227,7 @@ int main(int argc, char **argv)
         cfg.c_n[2] = 100000;
         cfg.d_iters = 50000;
         cfg.e_iters = 5000;
+        cfg.ch_elems = 100000;
     } else {
         cfg.reps = 5;
         cfg.a_iters = 10000000;
@@ -1121,6 +1238,7 @@ int main(int argc, char **argv)
         cfg.c_n[2] = 1000000;
         cfg.d_iters = 500000;
         cfg.e_iters = 100000;
+        cfg.ch_elems = 10000000;
     }
     if (reps > 0)
         cfg.reps = reps;
@@ -1128,6 +1246,7 @@ int main(int argc, char **argv)
         usage(argv[0]);
         return 2;
     }
+    cfg.ch_cap = 1024;
     cfg.d_cap = 1024;
     cfg.d_maxw = 64;
     cfg.spin = 32;
@@ -1154,6 +1273,12 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (want('e'))
         section_e(&re);
+    fflush(stdout);
+    if (want('f'))
+        section_ch('f', 1, &rf);
+    fflush(stdout);
+    if (want('g'))
+        section_ch('g', 2, &rg);
 
     printf("\ntargets (DESIGN.md)%s:\n", cfg.quick ? " - quick mode, indicative only" : "");
     if (want('a')) {
@@ -1197,6 +1322,25 @@ int main(int argc, char **argv)
         printf("  weighted (no target): band time %.2fx the CAS spin sem, %.2fx the "
                "mutex+condvar sem\n",
                d_x_cas, d_x_cv);
+    if (rf.ran) {
+        double go_x = REF_VYUKOV_W5_SPSC_MMSGS / REF_GO_W5_SPSC_MMSGS;
+        double need_go = go_x / 1.5;
+        printf("  channel 1P1C >= half the bare ring: band time / ring time %.2fx send/recv %s, "
+               "%.2fx recv_many %s (need <= 2.00x; %.2f / %.2f vs %.2f M elem/s)\n",
+               rf.x_ring[0], verdict(rf.x_ring[0] <= 2.0), rf.x_ring[1],
+               verdict(rf.x_ring[1] <= 2.0), rf.mops[0], rf.mops[1], rf.ring_mops);
+        printf("  channel 1P1C >= 1.5x Go's buffered chan: reference Go %.2fx the Vyukov ring's "
+               "time\n    (RESULTS.md run B: %.1f vs %.1f M msgs/s) -> need <= %.2fx: send/recv "
+               "%.2fx %s, recv_many %.2fx %s\n",
+               go_x, REF_GO_W5_SPSC_MMSGS, REF_VYUKOV_W5_SPSC_MMSGS, need_go, rf.x_ring[0],
+               verdict(rf.x_ring[0] <= need_go), rf.x_ring[1], verdict(rf.x_ring[1] <= need_go));
+    }
+    if (rg.ran)
+        printf("  channel 2P1C (no target of its own): band time / ring time %.2fx send/recv, "
+               "%.2fx recv_many;\n    reference Go %.2fx the Vyukov ring's time (RESULTS.md run "
+               "B: %.1f vs %.1f M msgs/s)\n",
+               rg.x_ring[0], rg.x_ring[1], REF_VYUKOV_W5_MPSC_MMSGS / REF_GO_W5_MPSC_MMSGS,
+               REF_GO_W5_MPSC_MMSGS, REF_VYUKOV_W5_MPSC_MMSGS);
     if (g_failures != 0) {
         fprintf(stderr, "band_bench: %ld failed calls or checks\n", g_failures);
         return 1;

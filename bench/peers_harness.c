@@ -24,8 +24,13 @@
  *       "spawn ms" is allocating, initialising and queueing the N waiters, and
  *       "RSS bytes/waiter" includes the waiter array itself (64 bytes a waiter).
  *   w4  weights 1..W4_MAXW on capacity W4_CAP, two threads (acquire, SPIN, release).
- *   w5  not applicable yet: band has no channel. Prints a NOTE line only.
+ *   w5  bounded channel of W5_CAP u64 elements, W5_MSGS elements per repetition: "W5 SPSC"
+ *       (one producer thread) and "W5 MPSC" (two producers of W5_MSGS / 2 each), received
+ *       on the main thread, two rows each: "band_chan send/recv" and "band_chan
+ *       send/recv_many" (batches of 64). Every element is checked (per-producer order and
+ *       the sum), as bench_chan.h describes.
  */
+#include "bench_chan.h"
 #include "bench_util.h"
 
 #include <band/sem.h>
@@ -33,7 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static long REPS, W1_ITERS, W2_ITERS, W4_ITERS, W4_CAP, W4_MAXW, SPIN;
+static long REPS, W1_ITERS, W2_ITERS, W4_ITERS, W4_CAP, W4_MAXW, SPIN, W5_MSGS, W5_CAP;
 static uint64_t SEED;
 
 /* One result line; run_all.sh keeps the lines that start with RESULT. */
@@ -272,6 +277,36 @@ static void run_w3(long nl, int executor)
     g3.arr = NULL;
 }
 
+/* ---------------------------------------------------------------- W5 */
+
+/* msgs/s of one run; exits on a failed call or check. */
+static double w5_once(int kind, int producers, long total)
+{
+    long per = total / producers > 0 ? total / producers : 1;
+    struct bench_ch_result r = bench_ch_once(kind, producers, per, (uint64_t)W5_CAP);
+    if (r.errors != 0)
+        die(r.what != NULL ? r.what : "w5 failed", r.errors);
+    return 1e9 / r.ns_per_elem;
+}
+
+static void run_w5(void)
+{
+    static const struct {
+        const char *workload, *peer;
+        int kind, producers;
+    } v[] = {
+        {"W5 SPSC", "band_chan send/recv", BENCH_CH_BAND, 1},
+        {"W5 SPSC", "band_chan send/recv_many", BENCH_CH_BAND_MANY, 1},
+        {"W5 MPSC", "band_chan send/recv", BENCH_CH_BAND, 2},
+        {"W5 MPSC", "band_chan send/recv_many", BENCH_CH_BAND_MANY, 2},
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        (void)w5_once(v[k].kind, v[k].producers, W5_MSGS / 10 > 0 ? W5_MSGS / 10 : 1);
+        for (long r = 0; r < REPS; r++)
+            emit(v[k].workload, v[k].peer, "msgs/s", w5_once(v[k].kind, v[k].producers, W5_MSGS));
+    }
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -285,8 +320,14 @@ int main(int argc, char **argv)
     W4_MAXW = bench_env_long("W4_MAXW", 64);
     SPIN = bench_env_long("SPIN", 32);
     SEED = (uint64_t)bench_env_long("SEED", 12345);
+    W5_MSGS = bench_env_long("W5_MSGS", 10000000);
+    W5_CAP = bench_env_long("W5_CAP", 1024);
     if (W4_MAXW < 1 || W4_CAP < W4_MAXW) {
         fprintf(stderr, "W4_MAXW must be in 1..W4_CAP\n");
+        return 2;
+    }
+    if (W5_MSGS < 2 || W5_CAP < 1 || (W5_CAP & (W5_CAP - 1)) != 0) {
+        fprintf(stderr, "W5_MSGS must be >= 2 and W5_CAP a power of two\n");
         return 2;
     }
     if (argc < 2) {
@@ -319,7 +360,7 @@ int main(int argc, char **argv)
     } else if (strcmp(argv[1], "w4") == 0) {
         run_w4();
     } else if (strcmp(argv[1], "w5") == 0) {
-        printf("NOTE\tband has no channel yet: W5 not measured\n");
+        run_w5();
     } else {
         fprintf(stderr, "unknown workload %s\n", argv[1]);
         return 2;

@@ -13,6 +13,15 @@
  * payload memory run far past 8 MiB when large jobs meet. A band_budget of 8 MiB, charged
  * per byte with band_budget_alloc()/band_budget_free(), keeps it at or under 8 MiB.
  *
+ * Part 3, a bounded channel between two stages. A fast producer thread makes messages of
+ * 256 bytes to 64 KiB (mostly small) and sends them into a band_chan bounded at 32 messages
+ * and at 256 KiB of payload; a slow consumer thread takes them one at a time and spends
+ * time on each. The producer is held back in band_chan_send() (the channel's send_wait_ns
+ * counter says for how long), the channel never holds more than either bound (sampled with
+ * band_chan_get_stats() after every send and before every receive), and every message
+ * arrives exactly once, in order. The producer's departure (sender counting) closes the
+ * channel, which is how the consumer learns that the stream has ended.
+ *
  * Usage: band_demo [--quick]
  * Prints one table. Exits 1 if a bound that band governs was exceeded or a band call
  * failed unexpectedly, 2 on a usage error.
@@ -41,9 +50,13 @@
 #define BUDGET      (SLOTS * MIB)        /* 8 slots x 1 MiB assumed per job = 8 MiB */
 #define SEED        UINT64_C(0x62616e64) /* "band" */
 
+#define CHAN_MESSAGES 32u         /* part 3: the channel's element bound */
+#define CHAN_BYTES    (256 * KIB) /* part 3: the channel's byte bound */
+
 struct config {
     unsigned transfers_per_producer;
     size_t jobs;
+    uint64_t messages;
 };
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -361,6 +374,143 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* ---- part 3: a bounded channel between a fast stage and a slow stage -------------------- */
+
+struct message {
+    uint64_t seq;           /* 0, 1, 2, ... in the order the producer made them */
+    uint64_t size;          /* payload bytes, declared to the channel's byte bound */
+    unsigned char *payload; /* malloc'd by the producer, freed by the consumer */
+};
+
+struct pipeline {
+    band_chan *chan;
+    uint64_t messages;
+    _Atomic uint64_t peak_len;   /* the most messages the channel held, sampled */
+    _Atomic uint64_t peak_bytes; /* the most declared bytes it held, sampled */
+    _Atomic uint64_t errors;
+    uint64_t producer_ns; /* the producer's elapsed time, first send to last */
+    uint64_t sent_bytes;
+    /* consumer's side */
+    uint64_t received, out_of_order, corrupt, seq_sum;
+};
+
+/* Raise the peaks from a consistent snapshot of the channel (taken under its lock). */
+static void sample_channel(struct pipeline *pl)
+{
+    band_chan_stats st;
+    if (band_chan_get_stats(pl->chan, &st) != 0) {
+        atomic_fetch_add(&pl->errors, 1);
+        return;
+    }
+    atomic_max(&pl->peak_len, st.len);
+    atomic_max(&pl->peak_bytes, st.bytes);
+}
+
+/* Mostly small messages, some large: 80% 256 B-4 KiB, 20% 16-64 KiB. */
+static uint64_t message_size(uint64_t *rnd)
+{
+    uint64_t r = next_random(rnd) % 100;
+    if (r < 80)
+        return 256 + next_random(rnd) % (4 * KIB - 256 + 1);
+    return 16 * KIB + next_random(rnd) % (48 * KIB + 1);
+}
+
+static void *chan_producer_main(void *arg)
+{
+    struct pipeline *pl = arg;
+    uint64_t rnd = SEED;
+    band_time t0 = band_now();
+
+    for (uint64_t i = 0; i < pl->messages; i++) {
+        struct message m;
+        m.seq = i;
+        m.size = message_size(&rnd);
+        m.payload = malloc((size_t)m.size);
+        if (m.payload == NULL) {
+            atomic_fetch_add(&pl->errors, 1);
+            break;
+        }
+        memset(m.payload, (int)(i & 0xff), (size_t)m.size);
+        /* Waits while the channel holds 32 messages or too many bytes for this one. */
+        int rc = band_chan_send(pl->chan, &m, m.size, BAND_FOREVER);
+        if (rc != 0) {
+            fprintf(stderr, "band_chan_send: %s\n", band_strerror(rc));
+            free(m.payload); /* a refused message stays with its sender */
+            atomic_fetch_add(&pl->errors, 1);
+            break;
+        }
+        pl->sent_bytes += m.size;
+        sample_channel(pl); /* right after a send is when the channel is fullest */
+    }
+    pl->producer_ns = (uint64_t)(band_now() - t0);
+    /* The only sender leaves: the channel closes once the consumer has drained it. */
+    int rc = band_chan_sender_leave(pl->chan);
+    if (rc != 0) {
+        fprintf(stderr, "band_chan_sender_leave: %s\n", band_strerror(rc));
+        atomic_fetch_add(&pl->errors, 1);
+    }
+    return NULL;
+}
+
+static void *chan_consumer_main(void *arg)
+{
+    struct pipeline *pl = arg;
+    uint64_t expect = 0;
+
+    for (;;) {
+        struct message m;
+        uint64_t bytes = 0;
+        sample_channel(pl);
+        int rc = band_chan_recv(pl->chan, &m, &bytes, BAND_FOREVER);
+        if (rc == BAND_ECLOSED)
+            break; /* closed by the producer and empty: the stream is over */
+        if (rc != 0) {
+            fprintf(stderr, "band_chan_recv: %s\n", band_strerror(rc));
+            atomic_fetch_add(&pl->errors, 1);
+            break;
+        }
+        if (m.seq != expect)
+            pl->out_of_order++;
+        expect = m.seq + 1;
+        if (bytes != m.size || m.payload[0] != (unsigned char)(m.seq & 0xff) ||
+            m.payload[m.size - 1] != (unsigned char)(m.seq & 0xff))
+            pl->corrupt++;
+        pl->seq_sum += m.seq;
+        pl->received++;
+        sleep_us(30 + m.size / KIB); /* the slow stage: about 1 us per KiB, plus 30 us */
+        free(m.payload);
+    }
+    return NULL;
+}
+
+/* Runs part 3. Returns 0, or -1 when the channel or the threads could not be made. */
+static int run_pipeline(struct pipeline *pl, uint64_t messages)
+{
+    pthread_t prod, cons;
+    band_chan_opts o;
+    memset(&o, 0, sizeof(o));
+    o.elem_size = sizeof(struct message);
+    o.capacity = CHAN_MESSAGES;
+    o.byte_capacity = CHAN_BYTES;
+    o.senders = 1; /* the producer; its band_chan_sender_leave() closes the channel */
+    int rc = band_chan_create_opts(&pl->chan, &o);
+    if (rc != 0) {
+        fprintf(stderr, "band_chan_create_opts: %s\n", band_strerror(rc));
+        return -1;
+    }
+    band_chan_set_name(pl->chan, "stage-1-to-2");
+    pl->messages = messages;
+    atomic_init(&pl->peak_len, 0);
+    atomic_init(&pl->peak_bytes, 0);
+    atomic_init(&pl->errors, 0);
+    if (pthread_create(&cons, NULL, chan_consumer_main, pl) != 0 ||
+        pthread_create(&prod, NULL, chan_producer_main, pl) != 0)
+        abort();
+    pthread_join(prod, NULL);
+    pthread_join(cons, NULL);
+    return 0;
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 /* Prints one row; returns 1 when peak exceeds limit. */
@@ -379,18 +529,20 @@ static int row(const char *scenario, const char *limit, const char *peak, double
 static void usage(FILE *f)
 {
     fprintf(f, "usage: band_demo [--quick]\n"
-               "  --quick  fewer transfers and jobs (a smoke test of about a second)\n");
+               "  --quick  fewer transfers, jobs and messages (a smoke test of about a "
+               "second)\n");
 }
 
 int main(int argc, char **argv)
 {
-    struct config cfg = {25, 600};
+    struct config cfg = {25, 600, 4000};
     int failed = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             cfg.transfers_per_producer = 8;
             cfg.jobs = 240;
+            cfg.messages = 400;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -457,9 +609,37 @@ int main(int argc, char **argv)
     band_sem_destroy(counted.slots);
     band_budget_destroy(budgeted.budget);
 
+    /* Part 3. */
+    static struct pipeline pl;
+    if (run_pipeline(&pl, cfg.messages) != 0)
+        return 1;
+    band_chan_stats cst;
+    memset(&cst, 0, sizeof(cst));
+    if (band_chan_get_stats(pl.chan, &cst) != 0 || !cst.closed || cst.sent != cfg.messages ||
+        cst.received != cfg.messages || cst.len != 0 || cst.bytes != 0) {
+        fprintf(stderr,
+                "channel: sent %" PRIu64 ", received %" PRIu64 ", %" PRIu64
+                " left, closed %d; want %" PRIu64 ", %" PRIu64 ", 0, 1\n",
+                cst.sent, cst.received, cst.len, cst.closed, cfg.messages, cfg.messages);
+        failed = 1;
+    }
+    if (pl.received != cfg.messages || pl.out_of_order != 0 || pl.corrupt != 0 ||
+        pl.seq_sum != cfg.messages * (cfg.messages - 1) / 2) {
+        fprintf(stderr,
+                "channel: %" PRIu64 " of %" PRIu64 " messages received, %" PRIu64
+                " out of order, %" PRIu64 " corrupt\n",
+                pl.received, cfg.messages, pl.out_of_order, pl.corrupt);
+        failed = 1;
+    }
+    if (band_chan_destroy(pl.chan) != 0) {
+        fprintf(stderr, "band_chan_destroy refused: the channel is not idle\n");
+        failed = 1;
+    }
+
     /* The table. */
     char lim[32], pk[32];
-    printf("band %s: in-flight work under a count limit and a byte budget\n\n", band_version());
+    printf("band %s: in-flight work under a count limit, a byte budget and a bounded channel\n\n",
+           band_version());
     printf("%-44s %-12s %-12s %s\n", "scenario", "limit", "peak", "verdict");
     snprintf(lim, sizeof(lim), "%u", SLOTS);
     snprintf(pk, sizeof(pk), "%" PRIu64, atomic_load(&moved.peak));
@@ -474,6 +654,14 @@ int main(int argc, char **argv)
     snprintf(pk, sizeof(pk), "%.1f MiB", mib(atomic_load(&budgeted.peak)));
     failed |=
         row("jobs, band_budget of 8 MiB", lim, pk, mib(BUDGET), mib(atomic_load(&budgeted.peak)));
+    snprintf(lim, sizeof(lim), "%u", CHAN_MESSAGES);
+    snprintf(pk, sizeof(pk), "%" PRIu64, atomic_load(&pl.peak_len));
+    failed |= row("stages, band_chan messages queued", lim, pk, CHAN_MESSAGES,
+                  (double)atomic_load(&pl.peak_len));
+    snprintf(lim, sizeof(lim), "%.0f KiB", (double)CHAN_BYTES / (double)KIB);
+    snprintf(pk, sizeof(pk), "%.1f KiB", (double)atomic_load(&pl.peak_bytes) / (double)KIB);
+    failed |= row("stages, band_chan payload bytes queued", lim, pk, (double)CHAN_BYTES,
+                  (double)atomic_load(&pl.peak_bytes));
 
     uint64_t cross = atomic_load(&moved.cross_thread);
     printf("\ntransfers: %" PRIu64 " (%u producers -> %u consumers); "
@@ -484,6 +672,14 @@ int main(int argc, char **argv)
            cfg.jobs, JOB_THREADS, (double)sorted[0] / (double)KIB, mib(sorted[cfg.jobs - 1]),
            (double)sorted[cfg.jobs / 2] / (double)KIB, st.queued);
     printf("oversized request (8 MiB + 1 byte): %s after %.3f ms\n", band_err_name(rc_big), big_ms);
+    printf("stages: %" PRIu64 " messages (%.1f MiB), 1 fast producer -> 1 slow consumer, each "
+           "received once, in order;\n"
+           "  producer blocked in band_chan_send %.2f s of its %.2f s (%.0f%%), longest wait "
+           "%.2f ms\n",
+           pl.received, mib(pl.sent_bytes), (double)cst.send_wait_ns / 1e9,
+           (double)pl.producer_ns / 1e9,
+           pl.producer_ns > 0 ? 100.0 * (double)cst.send_wait_ns / (double)pl.producer_ns : 0.0,
+           (double)cst.send_wait_ns_max / 1e6);
     printf("elapsed %.2f s\n", (double)(band_now() - t0) / (double)BAND_SEC);
 
     if (cross != total || atomic_load(&moved.finished) != total ||
@@ -492,7 +688,7 @@ int main(int argc, char **argv)
         failed = 1;
     }
     if (atomic_load(&moved.errors) + atomic_load(&early.errors) + atomic_load(&counted.errors) +
-            atomic_load(&budgeted.errors) !=
+            atomic_load(&budgeted.errors) + atomic_load(&pl.errors) !=
         0)
         failed = 1;
     free(sizes);
