@@ -571,6 +571,7 @@ static int recv_locked(band_chan *c, void *out, uint64_t *bytes, struct band_cha
         c->sent++;
         c->received++;
         band__waiter_complete_locked(sw, 0, wl);
+        serve_senders_locked(c, wl); /* the head is gone: the next one may fit */
         return 0;
     }
     if (c->closed && c->len == 0 && c->reserved == 0)
@@ -655,18 +656,27 @@ int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, si
         *n = 0;
     if (c == NULL || out == NULL || max == 0 || n == NULL)
         return BAND_EINVAL;
-    int rc = band_chan_recv(c, out, bytes, deadline);
-    if (rc != 0)
-        return rc;
-    size_t got = 1;
+    size_t got = 0;
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&c->lock);
+    if (c->len == 0 || c->receivers.len > 0) {
+        /* Nothing ready for us: wait for the first element like band_chan_recv(). */
+        pthread_mutex_unlock(&c->lock);
+        int rc = band_chan_recv(c, out, bytes, deadline);
+        if (rc != 0)
+            return rc;
+        got = 1;
+        pthread_mutex_lock(&c->lock);
+    }
+    /* Take the rest of the batch (or all of it) in this one critical section; room it
+     * frees goes to waiting senders at once, whose elements may join the batch. */
     while (got < max && c->len > 0 && c->receivers.len == 0) {
         pop_locked(c, (unsigned char *)out + got * c->elem_size,
                    bytes != NULL ? &bytes[got] : NULL);
         c->received++;
         got++;
+        serve_senders_locked(c, &wl);
     }
     serve_senders_locked(c, &wl);
     pthread_mutex_unlock(&c->lock);

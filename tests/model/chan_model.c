@@ -414,6 +414,7 @@ static int ref_recv_now(struct chan_model *m, struct qelem *e)
         *e = (struct qelem){m->s[j].val, m->s[j].bytes};
         complete_send(m, j, 0);
         m->counts.taken_waiting++;
+        serve_senders(m); /* with the head gone, the next sender may fit */
         return 0;
     }
     if (r->closed && r->qlen == 0 && r->reserved == 0)
@@ -938,11 +939,13 @@ static void op_recv_many(struct chan_model *m)
         rc = BAND_ETIMEDOUT;
     if (rc == 0) {
         n = 1;
+        /* Room each element frees goes to waiting senders at once, so their elements can
+         * join the same batch. */
         while (n < max && m->r.qlen > 0 && m->r.rqlen == 0) {
             e[n++] = pop(&m->r);
             m->r.received++;
+            serve_senders(m);
         }
-        serve_senders(m);
     }
     count_rc(m, rc);
     uint64_t v[4] = {NOVALUE, NOVALUE, NOVALUE, NOVALUE}, b[4] = {0, 0, 0, 0};
