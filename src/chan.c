@@ -31,6 +31,7 @@
 
 #include "band/chan.h"
 #include "core/block.h"
+#include "core/name.h"
 
 enum { OP_SEND = 0, OP_RESERVE = 1 };
 
@@ -145,15 +146,7 @@ int band_chan_set_name(band_chan *c, const char *name)
 {
     if (c == NULL)
         return BAND_EINVAL;
-    size_t len = name == NULL ? 0 : strlen(name);
-    if (len >= BAND_NAME_MAX)
-        return BAND_EINVAL;
-    pthread_mutex_lock(&c->lock);
-    if (len > 0)
-        memcpy(c->name, name, len);
-    c->name[len] = '\0';
-    pthread_mutex_unlock(&c->lock);
-    return 0;
+    return band__set_name(c->name, name, &c->lock);
 }
 
 /* ---------------------------------------------------------------- ring and room (locked) */

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "core/block.h"
+#include "core/name.h"
 #include "sem_internal.h"
 #include "sem_priv.h"
 
@@ -127,15 +128,7 @@ int band_sem_set_name(band_sem *s, const char *name)
 {
     if (s == NULL)
         return BAND_EINVAL;
-    size_t len = name == NULL ? 0 : strlen(name);
-    if (len >= BAND_NAME_MAX)
-        return BAND_EINVAL;
-    pthread_mutex_lock(&s->lock);
-    if (len > 0)
-        memcpy(s->name, name, len);
-    s->name[len] = '\0';
-    pthread_mutex_unlock(&s->lock);
-    return 0;
+    return band__set_name(s->name, name, &s->lock);
 }
 
 /* ---------------------------------------------------------------- helpers (lock held) */
