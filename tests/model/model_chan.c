@@ -10,7 +10,6 @@
  */
 #include "test.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,42 +45,26 @@ static void test_seed(void **state)
     assert_int_equal(rc, 0);
 }
 
+static int replay_one(const uint8_t *data, size_t len, const char *path, void *ctx)
+{
+    (void)ctx;
+    struct chan_model *m = chan_model_new();
+    if (m == NULL)
+        return 1;
+    int rc = chan_model_run_bytes(m, data, len);
+    if (rc != 0)
+        print_error("%s: %s\n", path, chan_model_error(m));
+    add_counts(chan_model_counts(m));
+    chan_model_free(m);
+    return rc != 0;
+}
+
 /* Replays every file of the directories given as arguments (the fuzz corpus). */
 static void test_corpus(void **state)
 {
     (void)state;
-    unsigned files = 0, failures = 0;
-    for (int a = 1; a < g_argc; a++) {
-        DIR *d = opendir(g_argv[a]);
-        if (d == NULL) {
-            print_error("cannot open corpus directory %s\n", g_argv[a]);
-            failures++;
-            continue;
-        }
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (e->d_name[0] == '.')
-                continue;
-            char path[4096];
-            snprintf(path, sizeof(path), "%s/%s", g_argv[a], e->d_name);
-            FILE *fp = fopen(path, "rb");
-            if (fp == NULL)
-                continue;
-            static uint8_t buf[1 << 20];
-            size_t n = fread(buf, 1, sizeof(buf), fp);
-            fclose(fp);
-            struct chan_model *m = chan_model_new();
-            assert_non_null(m);
-            if (chan_model_run_bytes(m, buf, n) != 0) {
-                print_error("%s: %s\n", path, chan_model_error(m));
-                failures++;
-            }
-            add_counts(chan_model_counts(m));
-            chan_model_free(m);
-            files++;
-        }
-        closedir(d);
-    }
+    unsigned files = 0;
+    unsigned failures = test_replay_corpus(g_argv + 1, g_argc - 1, replay_one, NULL, &files);
     print_message("replayed %u corpus file(s)\n", files);
     assert_int_equal(failures, 0);
 }

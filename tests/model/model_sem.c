@@ -9,7 +9,6 @@
  */
 #include "test.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,42 +55,26 @@ static void test_seed(void **state)
     assert_int_equal(rc, 0);
 }
 
+static int replay_one(const uint8_t *data, size_t len, const char *path, void *ctx)
+{
+    (void)ctx;
+    struct sem_model *m = sem_model_new();
+    if (m == NULL)
+        return 1;
+    int rc = sem_model_run_bytes(m, data, len);
+    if (rc != 0)
+        print_error("%s: %s\n", path, sem_model_error(m));
+    add_counts(sem_model_counts(m));
+    sem_model_free(m);
+    return rc != 0;
+}
+
 /* Replays every file of the directories given as arguments (the fuzz corpus). */
 static void test_corpus(void **state)
 {
     (void)state;
-    unsigned files = 0, failures = 0;
-    for (int a = 1; a < g_argc; a++) {
-        DIR *d = opendir(g_argv[a]);
-        if (d == NULL) {
-            print_error("cannot open corpus directory %s\n", g_argv[a]);
-            failures++;
-            continue;
-        }
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (e->d_name[0] == '.')
-                continue;
-            char path[4096];
-            snprintf(path, sizeof(path), "%s/%s", g_argv[a], e->d_name);
-            FILE *fp = fopen(path, "rb");
-            if (fp == NULL)
-                continue;
-            static uint8_t buf[1 << 20];
-            size_t n = fread(buf, 1, sizeof(buf), fp);
-            fclose(fp);
-            struct sem_model *m = sem_model_new();
-            assert_non_null(m);
-            if (sem_model_run_bytes(m, buf, n) != 0) {
-                print_error("%s: %s\n", path, sem_model_error(m));
-                failures++;
-            }
-            add_counts(sem_model_counts(m));
-            sem_model_free(m);
-            files++;
-        }
-        closedir(d);
-    }
+    unsigned files = 0;
+    unsigned failures = test_replay_corpus(g_argv + 1, g_argc - 1, replay_one, NULL, &files);
     print_message("replayed %u corpus file(s)\n", files);
     assert_int_equal(failures, 0);
 }

@@ -135,4 +135,14 @@ static inline uint64_t test_rng_range(uint64_t *state, uint64_t lo, uint64_t hi)
 /* 1 when the build runs under a sanitizer that slows code down a lot (TSan, ASan). */
 int test_under_sanitizer(void);
 
+/*
+ * Replay a fuzz corpus: call @run(data, len, path, ctx) once for every file in each of the
+ * directories @dirs[0..@ndirs-1] (files starting with '.' are skipped). @run returns 0 when
+ * the input passed, non-zero after printing why it failed. Returns the number of failures
+ * (an unreadable directory counts as one); *@files receives the number of files run.
+ */
+typedef int test_corpus_fn(const uint8_t *data, size_t len, const char *path, void *ctx);
+unsigned test_replay_corpus(char **dirs, int ndirs, test_corpus_fn *run, void *ctx,
+                            unsigned *files);
+
 #endif /* BAND_TEST_H */

@@ -3,6 +3,9 @@
  */
 #include "test.h"
 
+#include <dirent.h>
+#include <stdio.h>
+
 #include <sched.h>
 #include <time.h>
 
@@ -111,4 +114,36 @@ int test_under_sanitizer(void)
 #else
     return 0;
 #endif
+}
+
+unsigned test_replay_corpus(char **dirs, int ndirs, test_corpus_fn *run, void *ctx, unsigned *files)
+{
+    static uint8_t buf[1 << 20];
+    unsigned failures = 0;
+    *files = 0;
+    for (int a = 0; a < ndirs; a++) {
+        DIR *d = opendir(dirs[a]);
+        if (d == NULL) {
+            print_error("cannot open corpus directory %s\n", dirs[a]);
+            failures++;
+            continue;
+        }
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/%s", dirs[a], e->d_name);
+            FILE *fp = fopen(path, "rb");
+            if (fp == NULL)
+                continue;
+            size_t n = fread(buf, 1, sizeof(buf), fp);
+            fclose(fp);
+            if (run(buf, n, path, ctx) != 0)
+                failures++;
+            (*files)++;
+        }
+        closedir(d);
+    }
+    return failures;
 }
