@@ -7,6 +7,7 @@ band_add_fuzzer(NAME fuzz_chan
     SOURCES
         "${CMAKE_CURRENT_SOURCE_DIR}/fuzz_chan.c"
         "${PROJECT_SOURCE_DIR}/tests/model/chan_model.c"
+        "${PROJECT_SOURCE_DIR}/tests/model/model_input.c"
     ARGS -seed=1)
 target_include_directories(fuzz_chan PRIVATE "${PROJECT_SOURCE_DIR}/tests/model")
 

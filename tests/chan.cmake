@@ -22,5 +22,6 @@ band_add_test(NAME stress_chan
 band_add_test(NAME model_chan
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_chan.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/chan_model.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_chan"
     TIMEOUT 180 LABELS model)

@@ -36,6 +36,8 @@
  */
 #include "chan_model.h"
 
+#include "model_input.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,11 +119,7 @@ struct chan_model {
     int ndrops;
 
     /* input */
-    const uint8_t *data;
-    size_t len, pos;
-    int use_rng;
-    uint64_t rng, rng_word;
-    unsigned rng_left;
+    struct model_input in; /* where the operations come from */
 
     /* wakes of the current op */
     struct wake_ev exp[MAXEV];
@@ -177,27 +175,9 @@ static void expect_u64(struct chan_model *m, const char *what, uint64_t expected
 /* ---------------------------------------------------------------------------------- */
 /* input                                                                               */
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 static uint8_t next_byte(struct chan_model *m)
 {
-    if (m->use_rng) {
-        if (m->rng_left == 0) {
-            m->rng_word = splitmix(&m->rng);
-            m->rng_left = 8;
-        }
-        uint8_t b = (uint8_t)(m->rng_word & 0xff);
-        m->rng_word >>= 8;
-        m->rng_left--;
-        return b;
-    }
-    return m->pos < m->len ? m->data[m->pos++] : 0;
+    return model_input_byte(&m->in);
 }
 
 /* Declared bytes: within or up to two above the byte bound (E2BIG). Values beyond
@@ -1324,7 +1304,7 @@ static int run(struct chan_model *m, uint64_t max_ops)
         return -1;
     }
     for (uint64_t i = 0; i < max_ops && !m->failed; i++) {
-        if (!m->use_rng && m->pos >= m->len)
+        if (model_input_done(&m->in))
             break;
         step(m);
         if (m->c == NULL && !m->failed)
@@ -1341,20 +1321,13 @@ static int run(struct chan_model *m, uint64_t max_ops)
 
 int chan_model_run_bytes(struct chan_model *m, const uint8_t *data, size_t len)
 {
-    m->use_rng = 0;
-    m->data = data;
-    m->len = len;
-    m->pos = 0;
+    model_input_bytes(&m->in, data, len);
     return run(m, UINT64_MAX);
 }
 
 int chan_model_run_seed(struct chan_model *m, uint64_t seed, uint64_t ops)
 {
-    m->use_rng = 1;
-    m->rng = seed;
-    m->rng_left = 0;
-    m->data = NULL;
-    m->len = m->pos = 0;
+    model_input_seed(&m->in, seed);
     return run(m, ops);
 }
 
