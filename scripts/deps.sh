@@ -24,6 +24,10 @@ packages=(
     clang-format       # the `clang-format` command
     clang-tidy-14
     clang-tidy         # the `clang-tidy` command
+    libuv1-dev         # libband-uv and the download example
+    liburing-dev       # libband-fd's io_uring test
+    libcurl4-openssl-dev # the download example's HTTP client
+    nginx-light        # the download example's HTTP server on 127.0.0.1
 )
 pkgs=("${packages[@]}")
 

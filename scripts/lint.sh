@@ -61,8 +61,8 @@ tidy()
         return 1
     }
     local files=()
-    mapfile -d '' files < <(find src -type f -name '*.c' -print0 | sort -z)
-    echo "-- $($ct --version | grep -m1 -i version | sed 's/^ *//'): ${#files[@]} files in src/"
+    mapfile -d '' files < <(find src adapters -type f -name '*.c' -not -path '*/tests/*' -print0 | sort -z)
+    echo "-- $($ct --version | grep -m1 -i version | sed 's/^ *//'): ${#files[@]} files in src/ and adapters/"
     ((${#files[@]})) || return 0
     local out
     out=$(mktemp -d)
