@@ -3,47 +3,66 @@
  *
  * Design notes
  * ------------
- * One mutex guards everything: the ring of queued elements (with each element's declared
- * bytes), the reservation counts, and two wait queues - senders (send and reserve ops, in
- * arrival order) and receivers. Completed ops go on a wake list and are woken after
- * unlocking, as in every band primitive.
+ * Elements live in a lock-free MPMC ring (chan_ring.h). While nobody waits, a send is a
+ * CAS on the ring's tail and a receive a CAS on its head: no lock. Everything else is
+ * under one mutex: the two wait queues (senders: send and reserve ops, in arrival order;
+ * receivers), reservations, the byte bound, close and the counters that are not ring
+ * positions. Completed ops go on a wake list and are woken after unlocking.
  *
- * Room. A slot is in use from the moment it is reserved (or sent into) until a receiver
- * takes its element: room(b) = len + reserved < capacity, and, with a byte bound,
- * queued bytes + reserved bytes + b <= byte capacity.
+ * Gates. Each end of the ring has a gate bit. The tail's gate is set while the senders'
+ * fast path must not run: senders wait (FIFO: a newcomer must queue behind them, and
+ * since the gate is in the word its CAS needs, no sender can take freed room once the
+ * first one has queued), reservations are held (room must count them), or the channel is
+ * closed. The head's gate is set while receivers wait. Channels with a byte bound or an
+ * overflow policy keep both gates set for good: every operation takes the lock.
  *
- * Invariants (lock held, between operations):
- *   - receivers wait only while nothing is queued;
- *   - a send op waits only while there is no room and no receiver waits; a receiver that
- *     finds nothing queued takes the head sender's element straight from it (and so never
- *     completes during its own submission); reserve ops need room and can wait beside
- *     receivers;
- *   - while anything waits in the sender queue, newcomers are refused or queued behind it
- *     (FIFO grant to the oldest sender; its head can hold back smaller requests);
- *   - receivers see BAND_ECLOSED only when closed, empty and no reservation is held,
- *     since a held reservation is a promise of one more element.
+ * No lost wake-up. After a fast push or pop, the thread reads `waiting`: if the other
+ * side has waiters, it takes the lock and settles (hands elements to waiting receivers,
+ * room to waiting senders). A thread that decides to wait first sets its gate and its bit
+ * in `waiting` (seq_cst) and then looks at the ring once more; the ring's publish and free
+ * steps are seq_cst exchanges, so one of the two sees the other.
+ *
+ * Room. room(b) = elements in the ring + reservations < capacity, and, with a byte bound,
+ * queued bytes + reserved bytes + b <= byte capacity. The ring's positions count an
+ * element from the moment a sender takes its position, so a slot whose element is still
+ * being copied in or out is never handed out twice; the locked path waits (spins) for
+ * such a copy to finish, which takes nanoseconds and needs no lock.
+ *
+ * Counters: sent = tail position + hand-offs that bypassed the ring; received = head
+ * position + those hand-offs - elements evicted by drop-oldest. Without a byte bound the
+ * queued bytes are summed from the ring when asked for, so the fast path never touches a
+ * shared byte counter.
  *
  * Sender op kinds travel in the waiter's private unit field while it is queued (0: send,
  * 1: reserve); an op's own fields hold the element and its bytes.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "band/chan.h"
+#include "chan_ring.h"
 #include "core/block.h"
 #include "core/name.h"
 
 enum { OP_SEND = 0, OP_RESERVE = 1 };
+enum { W_SENDERS = 1, W_RECEIVERS = 2 };
+
+/* Fast attempts of a blocking send or receive before it queues (the other side is
+ * usually a few nanoseconds from making room or publishing). */
+#define CHAN_SPINS 128
 
 struct band_chan {
-    pthread_mutex_t lock;         /* guards every field below */
-    struct band__waitq senders;   /* struct band_chan_send_op, arrival order */
-    struct band__waitq receivers; /* struct band_chan_recv_op, arrival order */
-    unsigned char *ring;          /* capacity * elem_size bytes */
-    uint64_t *ring_bytes;         /* declared bytes of each queued element */
-    size_t elem_size;
-    uint64_t capacity, head, len;  /* ring geometry: oldest at head */
-    uint64_t byte_capacity, bytes; /* bytes: declared bytes of queued elements */
+    struct chan_ring ring;
+    /* Read after every fast operation, written only when waiters come and go. */
+    _Alignas(BAND__CACHELINE) _Atomic uint64_t waiting; /* W_SENDERS | W_RECEIVERS */
+    _Atomic int closed_flag;                            /* mirrors closed, for fast reads */
+
+    _Alignas(BAND__CACHELINE) pthread_mutex_t lock; /* guards every field below */
+    struct band__waitq senders;                     /* struct band_chan_send_op */
+    struct band__waitq receivers;                   /* struct band_chan_recv_op */
+    int locked_only;                                /* byte bound or overflow policy */
+    uint64_t byte_capacity, bytes;                  /* bytes: with a byte bound only */
     uint64_t reserved, reserved_bytes;
     int overflow;
     band_chan_drop_fn *drop;
@@ -51,7 +70,9 @@ struct band_chan {
     int counting;
     uint64_t nsenders;
     int closed;
-    uint64_t sent, received, refused_full, refused_closed, refused_too_big, dropped;
+    uint64_t direct;  /* elements handed from a sender to a receiver outside the ring */
+    uint64_t evicted; /* elements taken out of the ring by drop-oldest */
+    uint64_t refused_full, refused_closed, refused_too_big, dropped;
     uint64_t send_wait_ns, send_wait_ns_max;
     char name[BAND_NAME_MAX];
 };
@@ -81,23 +102,36 @@ int band_chan_create_opts(band_chan **out, const band_chan_opts *o)
         o->capacity > BAND_SEM_MAX_PERMITS || o->byte_capacity > BAND_SEM_MAX_PERMITS ||
         o->overflow < BAND_CHAN_WAIT || o->overflow > BAND_CHAN_DROP_NEWEST)
         return BAND_EINVAL;
-    if (o->capacity > SIZE_MAX / o->elem_size || o->capacity > SIZE_MAX / sizeof(uint64_t))
+    if (o->elem_size > SIZE_MAX / 2 - sizeof(struct ring_slot))
         return BAND_ENOMEM;
-    band_chan *c = calloc(1, sizeof(*c));
+    size_t stride = (sizeof(struct ring_slot) + o->elem_size + 7) & ~(size_t)7;
+    if (o->capacity > SIZE_MAX / stride)
+        return BAND_ENOMEM;
+    size_t size = (sizeof(band_chan) + BAND__CACHELINE - 1) & ~(size_t)(BAND__CACHELINE - 1);
+    band_chan *c = aligned_alloc(BAND__CACHELINE, size);
     if (c == NULL)
         return BAND_ENOMEM;
-    c->ring = malloc((size_t)o->capacity * o->elem_size);
-    c->ring_bytes = malloc((size_t)o->capacity * sizeof(uint64_t));
-    if (c->ring == NULL || c->ring_bytes == NULL || pthread_mutex_init(&c->lock, NULL) != 0) {
-        free(c->ring);
-        free(c->ring_bytes);
+    memset(c, 0, sizeof(*c));
+    c->ring.slots = malloc((size_t)o->capacity * stride);
+    if (c->ring.slots == NULL || pthread_mutex_init(&c->lock, NULL) != 0) {
+        free(c->ring.slots);
         free(c);
         return BAND_ENOMEM;
     }
+    struct chan_ring *r = &c->ring;
+    r->stride = stride;
+    r->elem_size = o->elem_size;
+    r->cap = o->capacity;
+    r->mask = (o->capacity & (o->capacity - 1)) == 0 ? o->capacity - 1 : 0;
+    for (uint64_t i = 0; i < o->capacity; i++)
+        atomic_init(&ring_slot_at(r, i)->seq, 2 * i);
+    c->locked_only = o->byte_capacity > 0 || o->overflow != BAND_CHAN_WAIT;
+    atomic_init(&r->tail, c->locked_only ? RING_GATE : 0);
+    atomic_init(&r->head, c->locked_only ? RING_GATE : 0);
+    atomic_init(&c->waiting, 0);
+    atomic_init(&c->closed_flag, 0);
     band__waitq_init(&c->senders, &c->lock, &chan_sender_ops);
     band__waitq_init(&c->receivers, &c->lock, &chan_receiver_ops);
-    c->elem_size = o->elem_size;
-    c->capacity = o->capacity;
     c->byte_capacity = o->byte_capacity;
     c->overflow = o->overflow;
     c->drop = o->drop;
@@ -118,11 +152,6 @@ int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity, uint6
     return band_chan_create_opts(out, &o);
 }
 
-static void *slot_at(const band_chan *c, uint64_t i)
-{
-    return c->ring + (size_t)((c->head + i) % c->capacity) * c->elem_size;
-}
-
 int band_chan_destroy(band_chan *c)
 {
     if (c == NULL)
@@ -132,12 +161,13 @@ int band_chan_destroy(band_chan *c)
     pthread_mutex_unlock(&c->lock);
     if (busy)
         return BAND_EBUSY;
-    if (c->drop != NULL)
-        for (uint64_t i = 0; i < c->len; i++)
-            c->drop(slot_at(c, i), c->drop_ctx);
+    if (c->drop != NULL) {
+        uint64_t end = ring_tail_pos(&c->ring);
+        for (uint64_t p = ring_head_pos(&c->ring); p != end; p++)
+            c->drop(ring_slot_at(&c->ring, p)->data, c->drop_ctx);
+    }
     pthread_mutex_destroy(&c->lock);
-    free(c->ring);
-    free(c->ring_bytes);
+    free(c->ring.slots);
     free(c);
     return 0;
 }
@@ -149,35 +179,87 @@ int band_chan_set_name(band_chan *c, const char *name)
     return band__set_name(c->name, name, &c->lock);
 }
 
-/* ---------------------------------------------------------------- ring and room (locked) */
+/* ---------------------------------------------------------------- gates (locked) */
+
+/* Set the gates and wait bits that the locked state calls for. Opening is relaxed about
+ * order; closing before a wait uses gate_for_wait_locked() instead. */
+static void update_gates_locked(band_chan *c)
+{
+    int send_gate = c->locked_only || c->closed || c->reserved > 0 || c->senders.len > 0;
+    int recv_gate = c->locked_only || c->receivers.len > 0;
+    uint64_t want = (c->senders.len > 0 ? W_SENDERS : 0) | (c->receivers.len > 0 ? W_RECEIVERS : 0);
+    if (ring_gated(&c->ring.tail) != send_gate) {
+        if (send_gate)
+            ring_gate_set(&c->ring.tail);
+        else
+            ring_gate_clear(&c->ring.tail);
+    }
+    if (ring_gated(&c->ring.head) != recv_gate) {
+        if (recv_gate)
+            ring_gate_set(&c->ring.head);
+        else
+            ring_gate_clear(&c->ring.head);
+    }
+    uint64_t have = atomic_load_explicit(&c->waiting, memory_order_relaxed);
+    if (have != want)
+        atomic_store_explicit(&c->waiting, want, memory_order_seq_cst);
+}
+
+/* Before a sender (@bit W_SENDERS) or receiver (W_RECEIVERS) queues: close its side's
+ * gate and announce it, seq_cst, so that the caller's next look at the ring either sees
+ * what a fast operation did or that operation sees the announcement. */
+static void gate_for_wait_locked(band_chan *c, uint64_t bit)
+{
+    ring_gate_set(bit == W_SENDERS ? &c->ring.tail : &c->ring.head);
+    (void)atomic_fetch_or_explicit(&c->waiting, bit, memory_order_seq_cst);
+}
+
+/* ---------------------------------------------------------------- ring access (locked) */
+
+static void spin_wait(unsigned *spins)
+{
+    if (++*spins < 1024)
+        band__cpu_relax();
+    else
+        sched_yield(); /* the other side was preempted in the middle of its copy */
+}
 
 static int has_room_locked(const band_chan *c, uint64_t bytes)
 {
-    if (c->len + c->reserved >= c->capacity)
+    if (ring_len(&c->ring) + c->reserved >= c->ring.cap)
         return 0;
     if (c->byte_capacity == 0)
-        return bytes <= UINT64_MAX - c->bytes - c->reserved_bytes;
+        return 1;
     return c->bytes + c->reserved_bytes + bytes <= c->byte_capacity;
 }
 
-static void push_locked(band_chan *c, const void *elem, uint64_t bytes)
+/* Push under the lock. Returns 1, or 0 when the room is gone (a fast sender took it). */
+static int push_locked(band_chan *c, const void *elem, uint64_t bytes)
 {
-    uint64_t i = (c->head + c->len) % c->capacity;
-    memcpy(c->ring + (size_t)i * c->elem_size, elem, c->elem_size);
-    c->ring_bytes[i] = bytes;
-    c->len++;
-    c->bytes += bytes;
+    unsigned spins = 0;
+    while (ring_push(&c->ring, elem, bytes, 0) != RING_OK) {
+        if (ring_len(&c->ring) + c->reserved >= c->ring.cap)
+            return 0;
+        spin_wait(&spins); /* a receiver is still copying out of the slot */
+    }
+    c->bytes += c->byte_capacity > 0 ? bytes : 0;
+    return 1;
 }
 
-static void pop_locked(band_chan *c, void *out, uint64_t *bytes)
+/* Pop under the lock. Returns 1, or 0 when the ring is empty. */
+static int pop_locked(band_chan *c, void *out, uint64_t *bytes)
 {
-    uint64_t b = c->ring_bytes[c->head];
-    memcpy(out, c->ring + (size_t)c->head * c->elem_size, c->elem_size);
+    uint64_t b;
+    unsigned spins = 0;
+    while (ring_pop(&c->ring, out, &b, 0) != RING_OK) {
+        if (ring_len(&c->ring) == 0)
+            return 0;
+        spin_wait(&spins); /* a sender is still copying into the head slot */
+    }
     if (bytes != NULL)
         *bytes = b;
-    c->head = (c->head + 1) % c->capacity;
-    c->len--;
-    c->bytes -= b;
+    c->bytes -= c->byte_capacity > 0 ? b : 0;
+    return 1;
 }
 
 static void account_send_wait_locked(band_chan *c, const band_waiter *w, band_time *now)
@@ -190,33 +272,73 @@ static void account_send_wait_locked(band_chan *c, const band_waiter *w, band_ti
         c->send_wait_ns_max = ns;
 }
 
-/* Hand @elem to the head waiting receiver, if there is one. */
-static int deliver_locked(band_chan *c, const void *elem, uint64_t bytes, struct band__wakelist *wl)
+/* ---------------------------------------------------------------- settling (locked) */
+
+/* Hand the head sender's element straight to @out (nothing queued, every slot reserved). */
+static int take_from_head_sender_locked(band_chan *c, void *out, uint64_t *bytes,
+                                        struct band__wakelist *wl)
 {
-    band_waiter *w = band__waitq_first(&c->receivers);
-    if (w == NULL)
-        return 0;
-    struct band_chan_recv_op *op = recv_op_of(w);
-    band__waitq_unlink_locked(&c->receivers, w);
-    memcpy(op->out, elem, c->elem_size);
-    op->bytes = bytes;
-    c->received++;
-    band__waiter_complete_locked(w, 0, wl);
+    band_waiter *sw = band__waitq_first(&c->senders);
+    if (sw == NULL || (int)sw->_u.want != OP_SEND)
+        return 0; /* a reserve op at the head holds the rest back */
+    struct band_chan_send_op *sop = send_op_of(sw);
+    band_time now = 0;
+    band__waitq_unlink_locked(&c->senders, sw);
+    account_send_wait_locked(c, sw, &now);
+    memcpy(out, sop->elem, c->ring.elem_size);
+    if (bytes != NULL)
+        *bytes = sop->bytes;
+    c->direct++;
+    band__waiter_complete_locked(sw, 0, wl);
     return 1;
 }
 
-/* An element is accepted: straight to a waiting receiver, or queued (room checked). */
-static void accept_locked(band_chan *c, const void *elem, uint64_t bytes, struct band__wakelist *wl)
+/* Waiting receivers take queued elements (or a waiting sender's), oldest first. */
+static int serve_receivers_locked(band_chan *c, struct band__wakelist *wl)
 {
-    c->sent++;
-    if (!deliver_locked(c, elem, bytes, wl))
-        push_locked(c, elem, bytes);
+    int served = 0;
+    band_waiter *w;
+    while ((w = band__waitq_first(&c->receivers)) != NULL) {
+        struct band_chan_recv_op *op = recv_op_of(w);
+        if (!pop_locked(c, op->out, &op->bytes) &&
+            !take_from_head_sender_locked(c, op->out, &op->bytes, wl))
+            break;
+        band__waitq_unlink_locked(&c->receivers, w);
+        band__waiter_complete_locked(w, 0, wl);
+        served = 1;
+    }
+    return served;
+}
+
+/* Freed room goes to the waiting senders, oldest first. */
+static int serve_senders_locked(band_chan *c, struct band__wakelist *wl)
+{
+    int served = 0;
+    band_time now = 0;
+    band_waiter *w;
+    while ((w = band__waitq_first(&c->senders)) != NULL) {
+        struct band_chan_send_op *op = send_op_of(w);
+        if (!has_room_locked(c, op->bytes))
+            break; /* the head waits for room; FIFO holds back the rest */
+        if ((int)w->_u.want == OP_SEND) {
+            if (!push_locked(c, op->elem, op->bytes))
+                break;
+        } else {
+            c->reserved++;
+            c->reserved_bytes += op->bytes;
+        }
+        band__waitq_unlink_locked(&c->senders, w);
+        account_send_wait_locked(c, w, &now);
+        band__waiter_complete_locked(w, 0, wl);
+        served = 1;
+    }
+    return served;
 }
 
 /* Closed, empty, and no reservation left to fill: receivers are told. */
 static void end_receivers_if_done_locked(band_chan *c, struct band__wakelist *wl)
 {
-    if (!c->closed || c->len > 0 || c->reserved > 0)
+    if (!c->closed || ring_len(&c->ring) > 0 || c->reserved > 0)
         return;
     band_waiter *w;
     while ((w = band__waitq_first(&c->receivers)) != NULL) {
@@ -225,33 +347,30 @@ static void end_receivers_if_done_locked(band_chan *c, struct band__wakelist *wl
     }
 }
 
-/* Give freed room (or waiting receivers) to the waiting senders, oldest first. */
-static void serve_senders_locked(band_chan *c, struct band__wakelist *wl)
+/* Serve both queues until neither moves, then tell receivers about the end and reopen
+ * whatever gate no longer needs to be shut. */
+static void settle_locked(band_chan *c, struct band__wakelist *wl)
 {
-    band_time now = 0;
-    band_waiter *w;
-    while ((w = band__waitq_first(&c->senders)) != NULL) {
-        struct band_chan_send_op *op = send_op_of(w);
-        int kind = (int)w->_u.want;
-        if (kind == OP_SEND && c->receivers.len > 0) {
-            band__waitq_unlink_locked(&c->senders, w);
-            account_send_wait_locked(c, w, &now);
-            c->sent++;
-            (void)deliver_locked(c, op->elem, op->bytes, wl);
-        } else if (has_room_locked(c, op->bytes)) {
-            band__waitq_unlink_locked(&c->senders, w);
-            account_send_wait_locked(c, w, &now);
-            if (kind == OP_SEND) {
-                accept_locked(c, op->elem, op->bytes, wl);
-            } else {
-                c->reserved++;
-                c->reserved_bytes += op->bytes;
-            }
-        } else {
-            return; /* the head waits for room; FIFO holds back the rest */
-        }
-        band__waiter_complete_locked(w, 0, wl);
-    }
+    int moved;
+    do {
+        moved = serve_receivers_locked(c, wl);
+        moved |= serve_senders_locked(c, wl);
+    } while (moved);
+    end_receivers_if_done_locked(c, wl);
+    update_gates_locked(c);
+}
+
+/* After a fast operation: if the other side has waiters, settle under the lock. */
+static void settle_if_waiting(band_chan *c, uint64_t bit)
+{
+    if (band__likely((atomic_load_explicit(&c->waiting, memory_order_seq_cst) & bit) == 0))
+        return;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&c->lock);
+    settle_locked(c, &wl);
+    pthread_mutex_unlock(&c->lock);
+    band__wakelist_run(&wl);
 }
 
 static void chan_cancel_sender_locked(struct band__waitq *q, band_waiter *w, int reason,
@@ -260,19 +379,19 @@ static void chan_cancel_sender_locked(struct band__waitq *q, band_waiter *w, int
     band_chan *c = band__container_of(q, band_chan, senders);
     band_time now = 0;
     (void)reason;
-    int was_head = q->head.next == &w->_link;
     band__waitq_unlink_locked(q, w);
     account_send_wait_locked(c, w, &now);
-    if (was_head)
-        serve_senders_locked(c, wl); /* the next one may fit where the head did not */
+    settle_locked(c, wl); /* the next one may fit where the head did not */
 }
 
 static void chan_cancel_receiver_locked(struct band__waitq *q, band_waiter *w, int reason,
                                         struct band__wakelist *wl)
 {
+    band_chan *c = band__container_of(q, band_chan, receivers);
     (void)reason;
     (void)wl;
     band__waitq_unlink_locked(q, w);
+    update_gates_locked(c);
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -293,6 +412,39 @@ static int check_send(band_chan *c, uint64_t bytes, int want_drop_policy)
     return 0;
 }
 
+/* One attempt to send (or reserve) now, with nobody queued ahead: 1 done, 0 no room. */
+static int send_now_locked(band_chan *c, int kind, const void *elem, uint64_t bytes,
+                           struct band__wakelist *wl)
+{
+    if (kind == OP_RESERVE) {
+        /* Fast senders must count this reservation from now on: shut their gate first
+         * (the caller reopens it if this fails and nothing else needs it shut). */
+        ring_gate_set(&c->ring.tail);
+        if (!has_room_locked(c, bytes))
+            return 0;
+        c->reserved++;
+        c->reserved_bytes += bytes;
+        return 1;
+    }
+    if (has_room_locked(c, bytes) && push_locked(c, elem, bytes)) {
+        settle_locked(c, wl); /* a waiting receiver takes it */
+        return 1;
+    }
+    /* No room, but receivers wait (every slot is reserved): hand it over directly. */
+    band_waiter *w = band__waitq_first(&c->receivers);
+    if (w != NULL && ring_len(&c->ring) == 0) {
+        struct band_chan_recv_op *op = recv_op_of(w);
+        band__waitq_unlink_locked(&c->receivers, w);
+        memcpy(op->out, elem, c->ring.elem_size);
+        op->bytes = bytes;
+        c->direct++;
+        band__waiter_complete_locked(w, 0, wl);
+        update_gates_locked(c);
+        return 1;
+    }
+    return 0;
+}
+
 /*
  * Send *@elem (kind OP_SEND) or reserve (OP_RESERVE) now, queue @op, or refuse. @op is NULL
  * for try operations. Returns 0, BAND_PENDING, BAND_EAGAIN (try only) or BAND_ECLOSED.
@@ -304,25 +456,22 @@ static int send_locked(band_chan *c, int kind, const void *elem, uint64_t bytes,
         c->refused_closed++;
         return BAND_ECLOSED;
     }
-    if (c->senders.len == 0) {
-        if (kind == OP_SEND && c->receivers.len > 0) {
-            c->sent++;
-            (void)deliver_locked(c, elem, bytes, wl);
-            return 0;
-        }
-        if (has_room_locked(c, bytes)) {
-            if (kind == OP_SEND) {
-                accept_locked(c, elem, bytes, wl);
-            } else {
-                c->reserved++;
-                c->reserved_bytes += bytes;
-            }
-            return 0;
-        }
-    }
+    if (c->senders.len > 0)
+        settle_locked(c, wl); /* room a fast receiver freed may not be handed out yet */
+    if (c->senders.len == 0 && send_now_locked(c, kind, elem, bytes, wl))
+        return 0;
     if (op == NULL) {
         c->refused_full++;
+        update_gates_locked(c); /* a failed reservation shut the gate */
         return BAND_EAGAIN;
+    }
+    if (c->senders.len == 0) {
+        /* About to be the first waiter: shut the gate, then look once more. */
+        gate_for_wait_locked(c, W_SENDERS);
+        if (send_now_locked(c, kind, elem, bytes, wl)) {
+            update_gates_locked(c);
+            return 0;
+        }
     }
     band__waitq_push_locked(&c->senders, &op->w, (uint64_t)kind, band_now());
     return BAND_PENDING;
@@ -341,6 +490,15 @@ static int send_submit(band_chan *c, int kind, const void *elem, uint64_t bytes,
     return rc;
 }
 
+/* The lock-free send: RING_OK (sent), RING_NONE (full) or RING_GATED (take the lock). */
+static int send_fast(band_chan *c, const void *elem, uint64_t bytes)
+{
+    int rc = ring_push(&c->ring, elem, bytes, 1);
+    if (rc == RING_OK)
+        settle_if_waiting(c, W_RECEIVERS);
+    return rc;
+}
+
 struct chan_blocking_send {
     struct band_chan_send_op op;
     struct band__parker parker;
@@ -356,6 +514,16 @@ static void blocking_send_wake(band_waiter *w)
 static int send_blocking(band_chan *c, int kind, const void *elem, uint64_t bytes,
                          band_time deadline)
 {
+    if (kind == OP_SEND) {
+        for (int i = 0; i < CHAN_SPINS; i++) {
+            int rc = send_fast(c, elem, bytes);
+            if (rc == RING_OK)
+                return 0;
+            if (rc == RING_GATED)
+                break;
+            band__cpu_relax();
+        }
+    }
     if (deadline != BAND_FOREVER && deadline <= band_now()) {
         int rc = send_submit(c, kind, elem, bytes, NULL); /* do not wait */
         return rc == BAND_EAGAIN ? BAND_ETIMEDOUT : rc;
@@ -379,7 +547,11 @@ int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes)
     if (c == NULL || elem == NULL)
         return BAND_EINVAL;
     int rc = check_send(c, bytes, 0);
-    return rc != 0 ? rc : send_submit(c, OP_SEND, elem, bytes, NULL);
+    if (rc != 0)
+        return rc;
+    if (send_fast(c, elem, bytes) == RING_OK)
+        return 0;
+    return send_submit(c, OP_SEND, elem, bytes, NULL);
 }
 
 int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline)
@@ -399,8 +571,12 @@ static int send_async(band_chan *c, int kind, struct band_chan_send_op *op)
     if (rc != 0)
         return rc;
     rc = check_send(c, op->bytes, 0);
-    if (rc == 0)
-        rc = send_submit(c, kind, op->elem, op->bytes, op);
+    if (rc == 0) {
+        if (kind == OP_SEND && send_fast(c, op->elem, op->bytes) == RING_OK)
+            rc = 0;
+        else
+            rc = send_submit(c, kind, op->elem, op->bytes, op);
+    }
     if (rc != BAND_PENDING && rc != BAND_EINVAL)
         band__waiter_finish_now(&op->w, rc);
     return rc;
@@ -409,6 +585,13 @@ static int send_async(band_chan *c, int kind, struct band_chan_send_op *op)
 int band_chan_send_async(band_chan *c, struct band_chan_send_op *op)
 {
     return send_async(c, OP_SEND, op);
+}
+
+/* The declared bytes of the oldest element (locked-only channels: nothing moves). */
+static uint64_t head_bytes_locked(const band_chan *c)
+{
+    const struct ring_slot *s = ring_slot_at(&c->ring, ring_head_pos(&c->ring));
+    return atomic_load_explicit(&s->bytes, memory_order_relaxed);
 }
 
 int band_chan_offer(band_chan *c, const void *elem, uint64_t bytes, void *dropped,
@@ -427,18 +610,21 @@ int band_chan_offer(band_chan *c, const void *elem, uint64_t bytes, void *droppe
     if (rc == BAND_EAGAIN) {
         c->refused_full--; /* an overflow policy answers instead */
         if (c->overflow == BAND_CHAN_DROP_NEWEST) {
-            memcpy(dropped, elem, c->elem_size);
+            memcpy(dropped, elem, c->ring.elem_size);
             if (dropped_bytes != NULL)
                 *dropped_bytes = bytes;
             c->dropped++;
             *dropped_out = 1;
             rc = 0;
-        } else if (c->len > 0 && (c->byte_capacity == 0 ||
-                                  c->bytes - c->ring_bytes[c->head] + c->reserved_bytes + bytes <=
-                                      c->byte_capacity)) {
-            pop_locked(c, dropped, dropped_bytes);
+        } else if (ring_len(&c->ring) > 0 &&
+                   (c->byte_capacity == 0 ||
+                    c->bytes - head_bytes_locked(c) + c->reserved_bytes + bytes <=
+                        c->byte_capacity)) {
+            (void)pop_locked(c, dropped, dropped_bytes);
+            c->evicted++;
             c->dropped++;
-            accept_locked(c, elem, bytes, &wl);
+            (void)push_locked(c, elem, bytes); /* the evicted element's slot */
+            settle_locked(c, &wl);
             *dropped_out = 1;
             rc = 0;
         } else {
@@ -504,9 +690,9 @@ int band_chan_slot_send(band_chan_slot *slot, const void *elem)
     pthread_mutex_lock(&c->lock);
     c->reserved--;
     c->reserved_bytes -= slot->bytes;
-    accept_locked(c, elem, slot->bytes, &wl); /* the reserved slot is the room */
-    serve_senders_locked(c, &wl);             /* a hand-off to a receiver left the slot free */
-    end_receivers_if_done_locked(c, &wl);
+    /* The reservation is the room: the tail's gate kept every other sender out of it. */
+    (void)push_locked(c, elem, slot->bytes);
+    settle_locked(c, &wl);
     pthread_mutex_unlock(&c->lock);
     band__wakelist_run(&wl);
     slot->chan = NULL;
@@ -526,8 +712,7 @@ int band_chan_slot_release(band_chan_slot *slot)
     pthread_mutex_lock(&c->lock);
     c->reserved--;
     c->reserved_bytes -= slot->bytes;
-    serve_senders_locked(c, &wl);
-    end_receivers_if_done_locked(c, &wl);
+    settle_locked(c, &wl);
     pthread_mutex_unlock(&c->lock);
     band__wakelist_run(&wl);
     slot->chan = NULL;
@@ -537,6 +722,16 @@ int band_chan_slot_release(band_chan_slot *slot)
 
 /* ---------------------------------------------------------------- receiving */
 
+/* One attempt to receive now, with no receiver queued ahead: 1 done, 0 nothing. */
+static int recv_now_locked(band_chan *c, void *out, uint64_t *bytes, struct band__wakelist *wl)
+{
+    if (pop_locked(c, out, bytes) || take_from_head_sender_locked(c, out, bytes, wl)) {
+        settle_locked(c, wl); /* the freed room goes to waiting senders */
+        return 1;
+    }
+    return 0;
+}
+
 /*
  * Take the oldest element now, queue @op, or refuse (lock held). Returns 0, BAND_PENDING,
  * BAND_EAGAIN (@op NULL) or BAND_ECLOSED.
@@ -544,33 +739,21 @@ int band_chan_slot_release(band_chan_slot *slot)
 static int recv_locked(band_chan *c, void *out, uint64_t *bytes, struct band_chan_recv_op *op,
                        struct band__wakelist *wl)
 {
-    if (c->receivers.len == 0 && c->len > 0) {
-        pop_locked(c, out, bytes);
-        c->received++;
-        serve_senders_locked(c, wl);
+    if (c->receivers.len > 0)
+        settle_locked(c, wl); /* an element a fast sender published may not be handed out */
+    if (c->receivers.len == 0 && recv_now_locked(c, out, bytes, wl))
         return 0;
-    }
-    band_waiter *sw = band__waitq_first(&c->senders);
-    if (c->receivers.len == 0 && sw != NULL && (int)sw->_u.want == OP_SEND) {
-        /* Nothing queued but the oldest sender waits (every slot is reserved): take its
-         * element straight from it. A reserve op at the head holds the rest back. */
-        struct band_chan_send_op *sop = send_op_of(sw);
-        band_time now = 0;
-        band__waitq_unlink_locked(&c->senders, sw);
-        account_send_wait_locked(c, sw, &now);
-        memcpy(out, sop->elem, c->elem_size);
-        if (bytes != NULL)
-            *bytes = sop->bytes;
-        c->sent++;
-        c->received++;
-        band__waiter_complete_locked(sw, 0, wl);
-        serve_senders_locked(c, wl); /* the head is gone: the next one may fit */
-        return 0;
-    }
-    if (c->closed && c->len == 0 && c->reserved == 0)
+    if (c->closed && ring_len(&c->ring) == 0 && c->reserved == 0)
         return BAND_ECLOSED;
     if (op == NULL)
         return BAND_EAGAIN;
+    if (c->receivers.len == 0) {
+        gate_for_wait_locked(c, W_RECEIVERS);
+        if (recv_now_locked(c, out, bytes, wl)) {
+            update_gates_locked(c);
+            return 0;
+        }
+    }
     op->out = out;
     band__waitq_push_locked(&c->receivers, &op->w, 0, band_now());
     return BAND_PENDING;
@@ -587,10 +770,32 @@ static int recv_submit(band_chan *c, void *out, uint64_t *bytes, struct band_cha
     return rc;
 }
 
+/* The lock-free receive: RING_OK, RING_NONE (empty) or RING_GATED (take the lock). */
+static int recv_fast(band_chan *c, void *out, uint64_t *bytes)
+{
+    int rc = ring_pop(&c->ring, out, bytes, 1);
+    if (rc == RING_OK)
+        settle_if_waiting(c, W_SENDERS);
+    return rc;
+}
+
+/* Nothing to receive and nothing that could change that under the lock: an empty ring
+ * with no element on its way, no waiting sender, and the channel still open. */
+static int surely_empty(const band_chan *c)
+{
+    return atomic_load_explicit(&c->waiting, memory_order_acquire) == 0 &&
+           !atomic_load_explicit(&c->closed_flag, memory_order_acquire) && ring_len(&c->ring) == 0;
+}
+
 int band_chan_try_recv(band_chan *c, void *out, uint64_t *bytes)
 {
     if (c == NULL || out == NULL)
         return BAND_EINVAL;
+    int rc = recv_fast(c, out, bytes);
+    if (rc == RING_OK)
+        return 0;
+    if (rc == RING_NONE && surely_empty(c))
+        return BAND_EAGAIN;
     return recv_submit(c, out, bytes, NULL);
 }
 
@@ -609,6 +814,14 @@ int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline)
 {
     if (c == NULL || out == NULL)
         return BAND_EINVAL;
+    for (int i = 0; i < CHAN_SPINS; i++) {
+        int rc = recv_fast(c, out, bytes);
+        if (rc == RING_OK)
+            return 0;
+        if (rc == RING_GATED || !surely_empty(c))
+            break;
+        band__cpu_relax();
+    }
     if (deadline != BAND_FOREVER && deadline <= band_now()) {
         int rc = recv_submit(c, out, bytes, NULL); /* do not wait */
         return rc == BAND_EAGAIN ? BAND_ETIMEDOUT : rc;
@@ -636,7 +849,10 @@ int band_chan_recv_async(band_chan *c, struct band_chan_recv_op *op)
     int rc = band__waiter_check_submit(&op->w);
     if (rc != 0)
         return rc;
-    rc = recv_submit(c, op->out, &op->bytes, op);
+    if (recv_fast(c, op->out, &op->bytes) == RING_OK)
+        rc = 0;
+    else
+        rc = recv_submit(c, op->out, &op->bytes, op);
     if (rc != BAND_PENDING)
         band__waiter_finish_now(&op->w, rc);
     return rc;
@@ -649,31 +865,38 @@ int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, si
         *n = 0;
     if (c == NULL || out == NULL || max == 0 || n == NULL)
         return BAND_EINVAL;
+    unsigned char *dst = out;
+    size_t esz = c->ring.elem_size;
     size_t got = 0;
-    struct band__wakelist wl;
-    band__wakelist_init(&wl);
-    pthread_mutex_lock(&c->lock);
-    if (c->len == 0 || c->receivers.len > 0) {
-        /* Nothing ready for us: wait for the first element like band_chan_recv(). */
-        pthread_mutex_unlock(&c->lock);
-        int rc = band_chan_recv(c, out, bytes, deadline);
-        if (rc != 0)
-            return rc;
-        got = 1;
-        pthread_mutex_lock(&c->lock);
-    }
-    /* Take the rest of the batch (or all of it) in this one critical section; room it
-     * frees goes to waiting senders at once, whose elements may join the batch. */
-    while (got < max && c->len > 0 && c->receivers.len == 0) {
-        pop_locked(c, (unsigned char *)out + got * c->elem_size,
-                   bytes != NULL ? &bytes[got] : NULL);
-        c->received++;
+    int rc = RING_OK;
+    while (got < max && (rc = ring_pop(&c->ring, dst + got * esz,
+                                       bytes != NULL ? &bytes[got] : NULL, 1)) == RING_OK)
         got++;
-        serve_senders_locked(c, &wl);
+    if (got == 0) {
+        /* Nothing ready for us: wait for the first element like band_chan_recv(). */
+        int err = band_chan_recv(c, dst, bytes, deadline);
+        if (err != 0)
+            return err;
+        got = 1;
+        while (got < max && (rc = ring_pop(&c->ring, dst + got * esz,
+                                           bytes != NULL ? &bytes[got] : NULL, 1)) == RING_OK)
+            got++;
     }
-    serve_senders_locked(c, &wl);
-    pthread_mutex_unlock(&c->lock);
-    band__wakelist_run(&wl);
+    if (rc == RING_GATED || (atomic_load_explicit(&c->waiting, memory_order_seq_cst) & W_SENDERS)) {
+        /* A locked-only channel, or senders wait: the room this batch freed goes to them
+         * at once, and their elements may join the batch, all in one critical section. */
+        struct band__wakelist wl;
+        band__wakelist_init(&wl);
+        pthread_mutex_lock(&c->lock);
+        settle_locked(c, &wl);
+        while (got < max && c->receivers.len == 0 &&
+               pop_locked(c, dst + got * esz, bytes != NULL ? &bytes[got] : NULL)) {
+            got++;
+            settle_locked(c, &wl);
+        }
+        pthread_mutex_unlock(&c->lock);
+        band__wakelist_run(&wl);
+    }
     *n = got;
     return 0;
 }
@@ -685,6 +908,8 @@ static void close_locked(band_chan *c, struct band__wakelist *wl)
     if (c->closed)
         return;
     c->closed = 1;
+    atomic_store_explicit(&c->closed_flag, 1, memory_order_release);
+    ring_gate_set(&c->ring.tail); /* from now on no fast send can succeed */
     band_time now = 0;
     band_waiter *w;
     while ((w = band__waitq_first(&c->senders)) != NULL) {
@@ -693,7 +918,7 @@ static void close_locked(band_chan *c, struct band__wakelist *wl)
         c->refused_closed++;
         band__waiter_complete_locked(w, BAND_ECLOSED, wl);
     }
-    end_receivers_if_done_locked(c, wl);
+    settle_locked(c, wl);
 }
 
 int band_chan_close(band_chan *c)
@@ -744,6 +969,22 @@ int band_chan_sender_leave(band_chan *c)
 
 /* ---------------------------------------------------------------- observability */
 
+/* Declared bytes in the ring, summed (no byte bound: nothing else counts them), saturating
+ * at UINT64_MAX. Slots still being copied count with whatever bytes they hold. */
+static uint64_t ring_bytes_sum(const band_chan *c)
+{
+    uint64_t sum = 0;
+    uint64_t end = ring_tail_pos(&c->ring);
+    for (uint64_t p = ring_head_pos(&c->ring); p < end; p++) {
+        const struct ring_slot *s = ring_slot_at(&c->ring, p);
+        uint64_t b = atomic_load_explicit(&s->seq, memory_order_acquire) == 2 * p + 1
+                         ? atomic_load_explicit(&s->bytes, memory_order_relaxed)
+                         : 0;
+        sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
+    }
+    return sum;
+}
+
 int band_chan_get_stats(const band_chan *cc, band_chan_stats *out)
 {
     if (cc == NULL || out == NULL)
@@ -751,19 +992,21 @@ int band_chan_get_stats(const band_chan *cc, band_chan_stats *out)
     band_chan *c = (band_chan *)cc; /* the lock is logically const */
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&c->lock);
+    uint64_t head = ring_head_pos(&c->ring);
+    uint64_t tail = ring_tail_pos(&c->ring);
     memcpy(out->name, c->name, sizeof(out->name));
     out->closed = c->closed;
-    out->capacity = c->capacity;
+    out->capacity = c->ring.cap;
     out->byte_capacity = c->byte_capacity;
-    out->len = c->len;
-    out->bytes = c->bytes;
+    out->len = tail - head;
+    out->bytes = c->byte_capacity > 0 ? c->bytes : ring_bytes_sum(c);
     out->reserved = c->reserved;
     out->reserved_bytes = c->reserved_bytes;
     out->senders = c->nsenders;
     out->waiting_senders = c->senders.len;
     out->waiting_receivers = c->receivers.len;
-    out->sent = c->sent;
-    out->received = c->received;
+    out->sent = tail + c->direct;
+    out->received = head + c->direct - c->evicted;
     out->refused_full = c->refused_full;
     out->refused_closed = c->refused_closed;
     out->refused_too_big = c->refused_too_big;

@@ -92,6 +92,7 @@ struct scenario {
     uint64_t capacity, byte_capacity;
     int overflow;
     int close_mid;
+    int hot; /* mostly blocking send/recv: the lock-free paths and their gates */
     uint64_t seed;
     band_chan *c;
     band_time stop_at, close_at, hard_stop;
@@ -518,6 +519,16 @@ static int producer_main(void *arg)
             p_offer(wk, &e, bytes);
             if (rnd(wk, 0, 3) != 0)
                 sched_yield(); /* offers never wait: give the consumers a share */
+        } else if (sc->hot) {
+            /* Mostly the fast path; a rare reservation shuts the senders' gate, a rare
+             * try meets a full ring. */
+            uint64_t r = rnd(wk, 0, 99);
+            if (r < 90)
+                p_send(wk, &e, bytes);
+            else if (r < 97)
+                p_try(wk, &e, bytes);
+            else
+                p_reserve(wk, &e, bytes);
         } else {
             uint64_t r = rnd(wk, 0, 99);
             if (r < 20)
@@ -628,6 +639,8 @@ static int consumer_main(void *arg)
         uint64_t b = 0;
         int done;
         uint64_t r = rnd(wk, 0, 99);
+        if (sc->hot)
+            r = r < 60 ? 0 : r < 95 ? 99 : 30; /* recv, recv_many, sometimes try_recv */
         if (r < 30) {
             done = recv_result(wk, band_chan_recv(sc->c, &e, &b, short_deadline(wk)), &e, "recv");
         } else if (r < 55) {
@@ -676,6 +689,7 @@ struct params {
     int overflow;
     int close_mid;
     uint64_t seed;
+    int hot;
 };
 
 static void run_scenario(const struct params *prm)
@@ -689,6 +703,7 @@ static void run_scenario(const struct params *prm)
     sc->byte_capacity = prm->byte_capacity;
     sc->overflow = prm->overflow;
     sc->close_mid = prm->close_mid;
+    sc->hot = prm->hot;
     sc->seed = prm->seed;
     sc->outcome = calloc((size_t)MAX_PROD * MAX_SEQ, sizeof(*sc->outcome));
     assert_non_null(sc->outcome);
@@ -816,8 +831,10 @@ static void run_scenario(const struct params *prm)
     assert_true(st.send_wait_ns_max <= st.send_wait_ns);
     /* The scenario did something worth checking. */
     assert_true(C.received > 100);
-    if (sc->overflow == BAND_CHAN_WAIT)
+    if (sc->overflow == BAND_CHAN_WAIT && !sc->hot)
         assert_true(P.async_pending > 0);
+    if (sc->hot)
+        assert_true(P.send_ok > 1000 && C.recv_many_elems > 0);
 
     assert_int_equal(band_chan_destroy(sc->c), 0);
     for (int i = 0; i < MAX_PROD; i++)
@@ -832,49 +849,63 @@ static void run_scenario(const struct params *prm)
 static void test_3x3_mixed(void **state)
 {
     (void)state;
-    const struct params p = {"3x3 mixed", 3, 3, 8, 0, BAND_CHAN_WAIT, 0, 1};
+    const struct params p = {"3x3 mixed", 3, 3, 8, 0, BAND_CHAN_WAIT, 0, 1, 0};
     run_scenario(&p);
 }
 
 static void test_4x1_bytes(void **state)
 {
     (void)state;
-    const struct params p = {"4x1 byte-bounded", 4, 1, 6, 40, BAND_CHAN_WAIT, 0, 2};
+    const struct params p = {"4x1 byte-bounded", 4, 1, 6, 40, BAND_CHAN_WAIT, 0, 2, 0};
     run_scenario(&p);
 }
 
 static void test_2x2_capacity_one(void **state)
 {
     (void)state;
-    const struct params p = {"2x2 capacity one", 2, 2, 1, 0, BAND_CHAN_WAIT, 0, 3};
+    const struct params p = {"2x2 capacity one", 2, 2, 1, 0, BAND_CHAN_WAIT, 0, 3, 0};
     run_scenario(&p);
 }
 
 static void test_3x3_close_mid(void **state)
 {
     (void)state;
-    const struct params p = {"3x3 close in the middle", 3, 3, 4, 24, BAND_CHAN_WAIT, 1, 4};
+    const struct params p = {"3x3 close in the middle", 3, 3, 4, 24, BAND_CHAN_WAIT, 1, 4, 0};
     run_scenario(&p);
 }
 
 static void test_1x4_close_mid(void **state)
 {
     (void)state;
-    const struct params p = {"1x4 close in the middle", 1, 4, 2, 0, BAND_CHAN_WAIT, 1, 5};
+    const struct params p = {"1x4 close in the middle", 1, 4, 2, 0, BAND_CHAN_WAIT, 1, 5, 0};
     run_scenario(&p);
 }
 
 static void test_3x2_drop_oldest(void **state)
 {
     (void)state;
-    const struct params p = {"3x2 drop-oldest", 3, 2, 4, 32, BAND_CHAN_DROP_OLDEST, 0, 6};
+    const struct params p = {"3x2 drop-oldest", 3, 2, 4, 32, BAND_CHAN_DROP_OLDEST, 0, 6, 0};
+    run_scenario(&p);
+}
+
+static void test_2x2_hot(void **state)
+{
+    (void)state;
+    const struct params p = {"2x2 hot path", 2, 2, 3, 0, BAND_CHAN_WAIT, 0, 8, 1};
+    run_scenario(&p);
+}
+
+static void test_1x1_hot(void **state)
+{
+    (void)state;
+    const struct params p = {"1x1 hot path", 1, 1, 2, 0, BAND_CHAN_WAIT, 0, 9, 1};
     run_scenario(&p);
 }
 
 static void test_2x2_drop_newest(void **state)
 {
     (void)state;
-    const struct params p = {"2x2 drop-newest", 2, 2, 3, 0, BAND_CHAN_DROP_NEWEST, 1, 7};
+    const struct params p = {"2x2 drop-newest", 2, 2, 3, 0, BAND_CHAN_DROP_NEWEST, 1, 7, 0};
     run_scenario(&p);
 }
 
@@ -884,7 +915,8 @@ int main(void)
         cmocka_unit_test(test_3x3_mixed),        cmocka_unit_test(test_4x1_bytes),
         cmocka_unit_test(test_2x2_capacity_one), cmocka_unit_test(test_3x3_close_mid),
         cmocka_unit_test(test_1x4_close_mid),    cmocka_unit_test(test_3x2_drop_oldest),
-        cmocka_unit_test(test_2x2_drop_newest),
+        cmocka_unit_test(test_2x2_drop_newest),  cmocka_unit_test(test_2x2_hot),
+        cmocka_unit_test(test_1x1_hot),
     };
     return cmocka_run_group_tests_name("stress_chan", tests, NULL, NULL);
 }

@@ -1,0 +1,160 @@
+/*
+ * chan_ring.h - the bounded ring behind band_chan (internal).
+ *
+ * A bounded MPMC ring with one sequence number per slot (Vyukov's design): a sender takes
+ * position p by a CAS on the tail when slot p % cap says "free for position p"
+ * (seq == 2p), copies its element in and publishes it (seq = 2p + 1); a receiver takes
+ * position p by a CAS on the head when the slot says "published" (seq == 2p + 1), copies
+ * the element out and frees the slot for position p + cap (seq = 2(p + cap)). Doubling
+ * keeps "published at p" and "free for p + 1" apart when cap is 1. Positions only grow, so the
+ * number of elements sent into the ring is the tail position and the number taken out is the head
+ * position.
+ *
+ * The low bit of each end's word is a gate: while it is set, the fast path of that side
+ * refuses (its CAS needs the bit clear) and the operation goes to the channel's lock,
+ * where waiters are queued in order. Operations under the lock use the same ring with
+ * the gate ignored (the CAS keeps the bit), so the fast and the locked paths always agree
+ * about which slot is whose. Publishing and freeing a slot are seq_cst exchanges: each is
+ * followed by a seq_cst load of the channel's wait bits, which pairs with the waiter's
+ * seq_cst fetch_or of those bits before its last look at the ring (no lost wake-up).
+ */
+#ifndef BAND_CHAN_RING_H
+#define BAND_CHAN_RING_H
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+#define RING_GATE  UINT64_C(1)
+#define RING_SHIFT 1
+
+enum ring_rc { RING_OK = 0, RING_NONE = 1, RING_GATED = 2 };
+
+struct chan_ring {
+    _Alignas(BAND__CACHELINE) _Atomic uint64_t tail; /* position << 1 | gate */
+    _Alignas(BAND__CACHELINE) _Atomic uint64_t head; /* position << 1 | gate */
+    _Alignas(BAND__CACHELINE) unsigned char *slots;  /* read-only after creation below */
+    size_t stride;                                   /* bytes per slot */
+    size_t elem_size;
+    uint64_t cap;
+    uint64_t mask; /* cap - 1 when cap is a power of two, else 0 */
+};
+
+/* A slot: its sequence number, the element's declared bytes, then the element. */
+struct ring_slot {
+    _Atomic uint64_t seq;
+    _Atomic uint64_t bytes; /* atomic only so that a stats reader never races a copy */
+    unsigned char data[];
+};
+
+static inline struct ring_slot *ring_slot_at(const struct chan_ring *r, uint64_t pos)
+{
+    uint64_t i = r->mask != 0 || r->cap == 1 ? (pos & r->mask) : pos % r->cap;
+    return (struct ring_slot *)(void *)(r->slots + (size_t)i * r->stride);
+}
+
+/* Positions: elements sent into the ring, and taken out of it. */
+static inline uint64_t ring_tail_pos(const struct chan_ring *r)
+{
+    return atomic_load_explicit(&r->tail, memory_order_acquire) >> RING_SHIFT;
+}
+
+static inline uint64_t ring_head_pos(const struct chan_ring *r)
+{
+    return atomic_load_explicit(&r->head, memory_order_acquire) >> RING_SHIFT;
+}
+
+/* Elements in the ring, counting those being copied in or out. Reads the head first, so
+ * the difference never goes below zero. */
+static inline uint64_t ring_len(const struct chan_ring *r)
+{
+    uint64_t h = ring_head_pos(r);
+    return ring_tail_pos(r) - h;
+}
+
+/*
+ * Copy *@elem into the ring. @gated: refuse with RING_GATED while the tail's gate is set
+ * (the fast path); 0 ignores it (the locked path). RING_NONE: the slot at the tail is not
+ * free yet (full, or its receiver is still copying out).
+ */
+static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t bytes, int gated)
+{
+    uint64_t tw = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    struct ring_slot *s;
+    uint64_t pos;
+    for (;;) {
+        if (gated && (tw & RING_GATE))
+            return RING_GATED;
+        pos = tw >> RING_SHIFT;
+        s = ring_slot_at(r, pos);
+        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        int64_t dif = (int64_t)(seq - 2 * pos);
+        if (dif == 0) {
+            if (atomic_compare_exchange_weak_explicit(&r->tail, &tw, tw + (1u << RING_SHIFT),
+                                                      memory_order_relaxed, memory_order_relaxed))
+                break;
+        } else if (dif < 0) {
+            return RING_NONE;
+        } else {
+            tw = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        }
+    }
+    memcpy(s->data, elem, r->elem_size);
+    atomic_store_explicit(&s->bytes, bytes, memory_order_relaxed);
+    (void)atomic_exchange_explicit(&s->seq, 2 * pos + 1, memory_order_seq_cst);
+    return RING_OK;
+}
+
+/*
+ * Copy the oldest element out of the ring into *@out (and its bytes into *@bytes when not
+ * NULL). @gated as for ring_push(). RING_NONE: nothing published at the head (empty, or
+ * its sender is still copying in).
+ */
+static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int gated)
+{
+    uint64_t hw = atomic_load_explicit(&r->head, memory_order_relaxed);
+    struct ring_slot *s;
+    uint64_t pos;
+    for (;;) {
+        if (gated && (hw & RING_GATE))
+            return RING_GATED;
+        pos = hw >> RING_SHIFT;
+        s = ring_slot_at(r, pos);
+        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        int64_t dif = (int64_t)(seq - (2 * pos + 1));
+        if (dif == 0) {
+            if (atomic_compare_exchange_weak_explicit(&r->head, &hw, hw + (1u << RING_SHIFT),
+                                                      memory_order_relaxed, memory_order_relaxed))
+                break;
+        } else if (dif < 0) {
+            return RING_NONE;
+        } else {
+            hw = atomic_load_explicit(&r->head, memory_order_relaxed);
+        }
+    }
+    memcpy(out, s->data, r->elem_size);
+    if (bytes != NULL)
+        *bytes = atomic_load_explicit(&s->bytes, memory_order_relaxed);
+    (void)atomic_exchange_explicit(&s->seq, 2 * (pos + r->cap), memory_order_seq_cst);
+    return RING_OK;
+}
+
+/* Set or clear an end's gate (under the channel's lock). The set is seq_cst: it comes
+ * before the setter's last look at the ring. */
+static inline void ring_gate_set(_Atomic uint64_t *end)
+{
+    (void)atomic_fetch_or_explicit(end, RING_GATE, memory_order_seq_cst);
+}
+
+static inline void ring_gate_clear(_Atomic uint64_t *end)
+{
+    (void)atomic_fetch_and_explicit(end, ~RING_GATE, memory_order_release);
+}
+
+static inline int ring_gated(const _Atomic uint64_t *end)
+{
+    return (int)(atomic_load_explicit(end, memory_order_relaxed) & RING_GATE);
+}
+
+#endif /* BAND_CHAN_RING_H */
