@@ -21,9 +21,10 @@
  *    through band_chan_offer(), which hands the dropped element back and counts it.
  *  - Destroying a channel with elements inside calls a drop function once per element.
  *
- * This version serializes every operation on one mutex per channel (no allocation per
- * operation; wakes run after unlocking). A lock-free fast path for sends into a channel
- * with room is future work; the contracts here will not change with it.
+ * Cost: no allocation per operation. While nobody waits, send and receive are lock-free
+ * (a CAS on a bounded ring with per-slot sequence numbers); waiting, reservations, close,
+ * and every operation of a channel with a byte bound or an overflow policy take the
+ * channel's lock. docs/chan.md has the details.
  *
  * Every function is MT-safe. Operations that complete other waiters run their wakes on
  * the calling thread after every band lock is released.
@@ -252,7 +253,8 @@ typedef struct band_chan_stats {
     int closed;
     uint64_t capacity, byte_capacity;
     uint64_t len;            /* queued elements */
-    uint64_t bytes;          /* declared bytes of queued elements */
+    uint64_t bytes;          /* declared bytes of queued elements (without a byte bound:
+                                summed on demand, saturating at UINT64_MAX) */
     uint64_t reserved;       /* reservations held, not yet filled */
     uint64_t reserved_bytes; /* their bytes */
     uint64_t senders;        /* counted senders (sender counting only) */
