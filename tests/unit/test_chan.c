@@ -1387,6 +1387,62 @@ static void test_huge_bytes_is_e2big(void **state)
     assert_u64_equal(stats_of(c).refused_too_big, 4);
 }
 
+/* The ring wraps many times at capacities that are not powers of two (and at one), with
+ * every fill level: order, bytes and counters stay exact. */
+static void test_ring_wraps(void **state)
+{
+    struct fixture *f = *state;
+    static const uint64_t caps[] = {1, 3, 5, 8};
+    for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+        band_chan *c = mk(f, caps[k], 0);
+        uint64_t next_in = 0, next_out = 0, bytes_in = 0;
+        for (int round = 0; round < 200; round++) {
+            uint64_t fill = (uint64_t)round % (caps[k] + 1);
+            while (next_in - next_out < fill) {
+                assert_int_equal(try_send_u64(c, next_in, next_in % 7), 0);
+                bytes_in += next_in % 7;
+                next_in++;
+            }
+            if (next_in - next_out == caps[k])
+                assert_int_equal(try_send_u64(c, 999, 1), BAND_EAGAIN);
+            band_chan_stats st = stats_of(c);
+            assert_u64_equal(st.len, next_in - next_out);
+            assert_u64_equal(st.bytes, bytes_in);
+            while (next_out < next_in) {
+                expect_recv(c, next_out, next_out % 7);
+                bytes_in -= next_out % 7;
+                next_out++;
+            }
+        }
+        band_chan_stats st = stats_of(c);
+        assert_u64_equal(st.sent, next_in);
+        assert_u64_equal(st.received, next_out);
+        assert_u64_equal(st.len, 0);
+        assert_u64_equal(st.bytes, 0);
+        assert_int_equal(band_chan_destroy(c), 0);
+        f->c = NULL;
+    }
+}
+
+/* A held reservation counts against the room of lock-free sends too. */
+static void test_reservation_counts_for_fast_sends(void **state)
+{
+    struct fixture *f = *state;
+    band_chan *c = mk(f, 2, 0);
+    band_chan_slot slot = BAND_CHAN_SLOT_INIT;
+    assert_int_equal(band_chan_try_reserve(c, 4, &slot), 0);
+    assert_int_equal(try_send_u64(c, 1, 1), 0);
+    assert_int_equal(try_send_u64(c, 2, 1), BAND_EAGAIN); /* one queued + one reserved */
+    assert_int_equal(band_chan_slot_release(&slot), 0);
+    assert_int_equal(try_send_u64(c, 2, 1), 0); /* the gate reopened with the room */
+    expect_recv(c, 1, 1);
+    expect_recv(c, 2, 1);
+    band_chan_stats st = stats_of(c);
+    assert_u64_equal(st.sent, 2);
+    assert_u64_equal(st.received, 2);
+    assert_u64_equal(st.refused_full, 1);
+}
+
 /* Without a byte bound, bytes are counted but never refused. */
 static void test_no_byte_bound(void **state)
 {
@@ -2360,6 +2416,8 @@ int main(void)
         T(test_byte_bound),
         T(test_huge_bytes_is_e2big),
         T(test_no_byte_bound),
+        T(test_ring_wraps),
+        T(test_reservation_counts_for_fast_sends),
         T(test_past_deadlines),
         T(test_recv_many),
         T(test_recv_many_grants_senders),
