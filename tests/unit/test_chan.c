@@ -1433,14 +1433,17 @@ static void test_reservation_counts_for_fast_sends(void **state)
     assert_int_equal(band_chan_try_reserve(c, 4, &slot), 0);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
     assert_int_equal(try_send_u64(c, 2, 1), BAND_EAGAIN); /* one queued + one reserved */
-    assert_int_equal(band_chan_slot_release(&slot), 0);
-    assert_int_equal(try_send_u64(c, 2, 1), 0); /* the gate reopened with the room */
     expect_recv(c, 1, 1);
-    expect_recv(c, 2, 1);
+    assert_int_equal(try_send_u64(c, 3, 1), 0);
+    assert_int_equal(try_send_u64(c, 4, 1), BAND_EAGAIN); /* still counted after a refusal */
+    assert_int_equal(band_chan_slot_release(&slot), 0);
+    assert_int_equal(try_send_u64(c, 4, 1), 0); /* the gate reopened with the room */
+    expect_recv(c, 3, 1);
+    expect_recv(c, 4, 1);
     band_chan_stats st = stats_of(c);
-    assert_u64_equal(st.sent, 2);
-    assert_u64_equal(st.received, 2);
-    assert_u64_equal(st.refused_full, 1);
+    assert_u64_equal(st.sent, 3);
+    assert_u64_equal(st.received, 3);
+    assert_u64_equal(st.refused_full, 2);
 }
 
 /* Without a byte bound, bytes are counted but never refused. */
