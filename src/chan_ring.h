@@ -48,6 +48,17 @@ struct ring_slot {
     unsigned char data[];
 };
 
+/* Copies one element; the common sizes are inlined (a pointer, a u64, two words). */
+static inline void ring_copy(void *dst, const void *src, size_t n)
+{
+    if (n == 8)
+        memcpy(dst, src, 8);
+    else if (n == 16)
+        memcpy(dst, src, 16);
+    else
+        memcpy(dst, src, n);
+}
+
 static inline struct ring_slot *ring_slot_at(const struct chan_ring *r, uint64_t pos)
 {
     uint64_t i = r->mask != 0 || r->cap == 1 ? (pos & r->mask) : pos % r->cap;
@@ -100,7 +111,7 @@ static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t byte
             tw = atomic_load_explicit(&r->tail, memory_order_relaxed);
         }
     }
-    memcpy(s->data, elem, r->elem_size);
+    ring_copy(s->data, elem, r->elem_size);
     atomic_store_explicit(&s->bytes, bytes, memory_order_relaxed);
     (void)atomic_exchange_explicit(&s->seq, 2 * pos + 1, memory_order_seq_cst);
     return RING_OK;
@@ -133,7 +144,7 @@ static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int 
             hw = atomic_load_explicit(&r->head, memory_order_relaxed);
         }
     }
-    memcpy(out, s->data, r->elem_size);
+    ring_copy(out, s->data, r->elem_size);
     if (bytes != NULL)
         *bytes = atomic_load_explicit(&s->bytes, memory_order_relaxed);
     (void)atomic_exchange_explicit(&s->seq, 2 * (pos + r->cap), memory_order_seq_cst);
