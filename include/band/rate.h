@@ -1,0 +1,165 @@
+/*
+ * band/rate.h - a rate budget: token bucket, computed as GCRA.
+ *
+ * A semaphore bounds how much work is in flight; a rate budget bounds how fast work may
+ * start. Tokens flow in at @tokens per @period; the bucket holds at most @burst. Taking
+ * n tokens is allowed when n are in the bucket. The state is one "theoretical arrival
+ * time" (the generic cell rate algorithm), so nothing ticks in the background and a
+ * bucket costs the same whether it is used once a day or a million times a second.
+ *
+ *  - try takes tokens now or refuses, telling how long until it would succeed;
+ *  - reserve books the next slot and reports the delay (the async form: an event loop
+ *    arms its own timer for it); a booking can be cancelled before it is due, which gives
+ *    its tokens back;
+ *  - wait books and sleeps until the slot; a wait whose slot lies past its deadline is
+ *    refused at once, with the retry-after it would have needed, and takes nothing.
+ *
+ * All arithmetic is integer and exact: the emission interval period/tokens is kept as a
+ * quotient and a remainder, so a rate of 3 per second never drifts. Sums that would
+ * overflow are refused with BAND_EOVERFLOW and change nothing. Time comes from a clock
+ * hook (default band_now()), so tests run on a fake clock.
+ *
+ * Every function is MT-safe. Each takes the bucket's mutex for a few dozen instructions:
+ * no allocation, no system call (except the sleep of band_rate_wait()).
+ */
+#ifndef BAND_RATE_H
+#define BAND_RATE_H
+
+#include "band/core.h"
+#include "band/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct band_rate band_rate;
+
+/** The clock hook: the current time in nanoseconds (monotonic). */
+typedef band_time band_clock_fn(void *ctx);
+/** The sleep hook of band_rate_wait(): return once the clock reads @until or later. */
+typedef void band_sleep_fn(void *ctx, band_time until);
+
+/** Creation options; zero-initialise, then set what you need. */
+typedef struct band_rate_opts {
+    uint64_t tokens;      /* tokens added per period, >= 1 */
+    band_time period;     /* nanoseconds, >= 1 (BAND_SEC for "per second") */
+    uint64_t burst;       /* bucket size, >= 1: the most tokens one request can take */
+    band_clock_fn *clock; /* NULL: band_now() */
+    void *clock_ctx;
+    band_sleep_fn *sleep; /* NULL: clock_nanosleep on CLOCK_MONOTONIC (needs clock NULL) */
+    void *sleep_ctx;
+} band_rate_opts;
+
+/**
+ * band_rate_create() - a bucket that starts full.
+ *
+ * Returns 0 and stores it in *@out; BAND_EINVAL (NULL, tokens, period or burst 0, a negative
+ * period, a sleep hook without a clock hook); BAND_EOVERFLOW (burst × period does not fit
+ * in 63 bits: the bucket's depth in time must be representable); BAND_ENOMEM.
+ */
+BAND_API int band_rate_create(band_rate **out, const band_rate_opts *opts);
+
+/** band_rate_create_simple() - @per_second tokens per second, bucket @burst, real clock. */
+BAND_API int band_rate_create_simple(band_rate **out, uint64_t per_second, uint64_t burst);
+
+/** band_rate_destroy() - free @r (NULL is a no-op). Bookings still held become dangling:
+ *  do not cancel them afterwards. Not MT-safe against other calls on @r. Returns 0. */
+BAND_API int band_rate_destroy(band_rate *r);
+
+/**
+ * band_rate_set() - change the rate and the burst at run time.
+ *
+ * Tokens taken from now on cost the new interval; time already booked stays booked (a
+ * booking is never moved). Shrinking the burst applies at once. Returns 0, BAND_EINVAL or
+ * BAND_EOVERFLOW as band_rate_create() (nothing changes on error).
+ */
+BAND_API int band_rate_set(band_rate *r, uint64_t tokens, band_time period, uint64_t burst);
+
+/**
+ * band_rate_try() - take @n tokens now, or refuse.
+ *
+ * Returns 0 (taken); BAND_EAGAIN (not enough tokens; nothing taken; *@retry_after, when not
+ * NULL, is the wait in nanoseconds after which the same request would succeed if nobody
+ * else took tokens meanwhile); BAND_E2BIG (@n > burst: it can never succeed);
+ * BAND_ECLOSED; BAND_EINVAL (NULL @r, @n 0); BAND_EOVERFLOW.
+ */
+BAND_API int band_rate_try(band_rate *r, uint64_t n, band_time *retry_after);
+
+/** A booked slot: a value with one owner. Initialise with BAND_RATE_TICKET_INIT. */
+typedef struct band_rate_ticket {
+    band_rate *rate;   /* NULL when empty */
+    band_time at;      /* when the booked work may start (clock of the bucket) */
+    uint64_t _n;       /* private: its tokens */
+    int64_t _cost_ns;  /* private: the booking's cost, for cancel */
+    uint64_t _cost_fr; /* private */
+    uint64_t _gen;     /* private: the settings it was booked under */
+} band_rate_ticket;
+
+#define BAND_RATE_TICKET_INIT                                                                      \
+    {                                                                                              \
+        NULL, 0, 0, 0, 0, 0                                                                        \
+    }
+
+/**
+ * band_rate_reserve() - book @n tokens at the earliest slot; the async form of wait.
+ *
+ * On 0 the tokens are taken and *@t says when the work may start (t->at; *@delay, when not
+ * NULL, is t->at - now, 0 when it may start at once). An event loop arms its own timer for
+ * the delay. BAND_ETIMEDOUT: the slot would lie after @deadline; nothing is booked and
+ * *@delay is the retry-after the request would have needed. Also BAND_E2BIG, BAND_ECLOSED,
+ * BAND_EOVERFLOW, BAND_EINVAL (NULL @r or @t, @n 0, @t not empty).
+ */
+BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, band_rate_ticket *t,
+                               band_time *delay);
+
+/**
+ * band_rate_ticket_cancel() - give a booking that is not due yet back.
+ *
+ * Returns 0 (its tokens are returned: later bookings may start earlier; @t is emptied),
+ * BAND_EALREADY (it is due: the work may start, the tokens stay spent; @t is emptied), or
+ * BAND_EINVAL (NULL or empty @t). After band_rate_set(), a cancel returns what the booking
+ * cost when it was made.
+ */
+BAND_API int band_rate_ticket_cancel(band_rate_ticket *t);
+
+/**
+ * band_rate_wait() - take @n tokens, sleeping until their slot if needed (this thread).
+ *
+ * A request whose slot lies after @deadline is refused at once with BAND_ETIMEDOUT, takes
+ * nothing, and stores the retry-after in *@retry_after (when not NULL). Returns 0 once the
+ * slot has come; also BAND_E2BIG, BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL (as
+ * band_rate_reserve(), or a custom clock without a sleep hook). A close while sleeping does
+ * not cut the sleep short: the booking stands.
+ */
+BAND_API int band_rate_wait(band_rate *r, uint64_t n, band_time deadline, band_time *retry_after);
+
+/** band_rate_available() - whole tokens in the bucket now (0 for NULL). */
+BAND_API uint64_t band_rate_available(const band_rate *r);
+
+/** band_rate_close() - refuse every later request with BAND_ECLOSED; bookings stand and can
+ *  still be cancelled. Returns 0 or BAND_EINVAL. */
+BAND_API int band_rate_close(band_rate *r);
+
+/** Counters; see band_rate_get_stats(). */
+typedef struct band_rate_stats {
+    uint64_t tokens, burst; /* the current settings */
+    band_time period;
+    uint64_t available;        /* whole tokens in the bucket now */
+    uint64_t granted;          /* requests that took tokens (try, reserve, wait) */
+    uint64_t granted_tokens;   /* their tokens, cancelled bookings excluded */
+    uint64_t delayed;          /* bookings that had to wait for their slot */
+    uint64_t refused_rate;     /* try refused: BAND_EAGAIN */
+    uint64_t refused_deadline; /* reserve/wait refused at once: BAND_ETIMEDOUT */
+    uint64_t refused_too_big;  /* BAND_E2BIG */
+    uint64_t refused_closed;   /* BAND_ECLOSED */
+    uint64_t cancelled;        /* bookings given back before they were due */
+    int closed;
+} band_rate_stats;
+
+/** band_rate_get_stats() - a snapshot: 0 or BAND_EINVAL. */
+BAND_API int band_rate_get_stats(const band_rate *r, band_rate_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_RATE_H */

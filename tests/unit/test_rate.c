@@ -1,0 +1,379 @@
+/*
+ * test_rate.c - the rate budget (band/rate.h), on a fake clock.
+ *
+ * Every test drives time by hand: the clock hook reads a counter and the sleep hook of
+ * band_rate_wait() moves it forward, so slots and retry-afters are checked to the
+ * nanosecond. One test uses the real clock to check that a wait is never early.
+ */
+#include "test.h"
+
+#include <string.h>
+
+#include "band/rate.h"
+
+struct fake_clock {
+    band_time now;
+    int sleeps;
+};
+
+static band_time fake_now(void *ctx)
+{
+    return ((struct fake_clock *)ctx)->now;
+}
+
+static void fake_sleep(void *ctx, band_time until)
+{
+    struct fake_clock *fc = ctx;
+    fc->sleeps++;
+    if (until > fc->now)
+        fc->now = until;
+}
+
+static band_rate *mk(struct fake_clock *fc, uint64_t tokens, band_time period, uint64_t burst)
+{
+    band_rate_opts o;
+    memset(&o, 0, sizeof(o));
+    o.tokens = tokens;
+    o.period = period;
+    o.burst = burst;
+    o.clock = fake_now;
+    o.clock_ctx = fc;
+    o.sleep = fake_sleep;
+    o.sleep_ctx = fc;
+    band_rate *r = NULL;
+    assert_int_equal(band_rate_create(&r, &o), 0);
+    assert_non_null(r);
+    return r;
+}
+
+static band_rate_stats stats_of(const band_rate *r)
+{
+    band_rate_stats st;
+    memset(&st, 0xee, sizeof(st));
+    assert_int_equal(band_rate_get_stats(r, &st), 0);
+    return st;
+}
+
+static void test_create_args(void **state)
+{
+    (void)state;
+    band_rate *r = NULL;
+    band_rate_opts o;
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(band_rate_create(NULL, &o), BAND_EINVAL);
+    assert_int_equal(band_rate_create(&r, NULL), BAND_EINVAL);
+    assert_int_equal(band_rate_create(&r, &o), BAND_EINVAL); /* all zero */
+    o.tokens = 1;
+    o.period = BAND_SEC;
+    assert_int_equal(band_rate_create(&r, &o), BAND_EINVAL); /* burst 0 */
+    o.burst = 1;
+    o.period = -1;
+    assert_int_equal(band_rate_create(&r, &o), BAND_EINVAL);
+    o.period = INT64_MAX;
+    o.burst = 2;
+    assert_int_equal(band_rate_create(&r, &o), BAND_EOVERFLOW); /* depth 2^64 ns */
+    o.period = BAND_SEC;
+    o.sleep = fake_sleep; /* a sleep hook needs the clock it sleeps on */
+    assert_int_equal(band_rate_create(&r, &o), BAND_EINVAL);
+    assert_null(r);
+    assert_int_equal(band_rate_create_simple(&r, 0, 1), BAND_EINVAL);
+    assert_int_equal(band_rate_create_simple(&r, 10, 5), 0);
+    assert_u64_equal(band_rate_available(r), 5);
+    assert_int_equal(band_rate_destroy(r), 0);
+    assert_int_equal(band_rate_destroy(NULL), 0);
+    assert_u64_equal(band_rate_available(NULL), 0);
+}
+
+/* The bucket starts full; once empty, try refuses with the exact retry-after. */
+static void test_starts_full_then_refuses(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {1000 * BAND_SEC, 0};
+    band_rate *r = mk(&fc, 1, BAND_SEC, 5);
+    assert_u64_equal(band_rate_available(r), 5);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(band_rate_try(r, 1, NULL), 0);
+    band_time retry = -1;
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, BAND_SEC);
+    assert_int_equal(band_rate_try(r, 3, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 3 * BAND_SEC);
+    fc.now += BAND_SEC - 1;
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 1); /* never early, never late */
+    fc.now += 1;
+    assert_int_equal(band_rate_try(r, 1, NULL), 0);
+    fc.now += 10 * BAND_SEC; /* refills to the burst, not beyond */
+    assert_u64_equal(band_rate_available(r), 5);
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.granted, 6);
+    assert_u64_equal(st.granted_tokens, 6);
+    assert_u64_equal(st.refused_rate, 3);
+    assert_u64_equal(st.available, 5);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* A request above the burst can never succeed: E2BIG at once, counted. */
+static void test_too_big(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0, 0};
+    band_rate *r = mk(&fc, 10, BAND_SEC, 4);
+    band_rate_ticket t = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_try(r, 5, NULL), BAND_E2BIG);
+    assert_int_equal(band_rate_reserve(r, 5, BAND_FOREVER, &t, NULL), BAND_E2BIG);
+    assert_int_equal(band_rate_wait(r, 5, BAND_FOREVER, NULL), BAND_E2BIG);
+    assert_null(t.rate);
+    assert_int_equal(band_rate_try(r, 4, NULL), 0);
+    assert_int_equal(band_rate_try(r, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_rate_try(NULL, 1, NULL), BAND_EINVAL);
+    assert_u64_equal(stats_of(r).refused_too_big, 3);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* 3 per second is 333333333.33 ns per token: the fraction never drifts. (A burst above 1
+ * keeps the bucket from overflowing when the caller arrives a fraction of a ns late: a
+ * full bucket loses what flows in, by definition.) */
+static void test_fractional_rate_is_exact(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0, 0};
+    band_rate *r = mk(&fc, 3, BAND_SEC, 3);
+    assert_int_equal(band_rate_try(r, 3, NULL), 0);
+    for (int i = 1; i <= 3000; i++) {
+        band_time retry = 0;
+        if (band_rate_try(r, 1, &retry) == BAND_EAGAIN) {
+            fc.now += retry; /* the exact ceiling of the slot */
+            assert_int_equal(band_rate_try(r, 1, NULL), 0);
+        }
+        /* Token i may start at ceil(i / 3 s). */
+        band_time want = (band_time)((i * BAND_SEC + 2) / 3);
+        assert_int_equal(fc.now, want);
+    }
+    assert_int_equal(fc.now, 1000 * BAND_SEC);
+    assert_u64_equal(stats_of(r).granted_tokens, 3003);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* reserve books consecutive slots and reports each delay; a booking past the deadline is
+ * refused at once with its retry-after and books nothing. */
+static void test_reserve_delays_and_deadline(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {50 * BAND_SEC, 0};
+    band_rate *r = mk(&fc, 10, BAND_SEC, 2); /* 100 ms per token */
+    band_rate_ticket t[4] = {BAND_RATE_TICKET_INIT, BAND_RATE_TICKET_INIT, BAND_RATE_TICKET_INIT,
+                             BAND_RATE_TICKET_INIT};
+    band_time d = -1;
+    assert_int_equal(band_rate_reserve(r, 2, BAND_FOREVER, &t[0], &d), 0);
+    assert_int_equal(d, 0); /* from the full bucket */
+    assert_int_equal(t[0].at, fc.now);
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &t[1], &d), 0);
+    assert_int_equal(d, 100 * BAND_MSEC);
+    assert_int_equal(band_rate_reserve(r, 2, BAND_FOREVER, &t[2], &d), 0);
+    assert_int_equal(d, 300 * BAND_MSEC);
+    assert_int_equal(t[2].at, fc.now + 300 * BAND_MSEC);
+    /* The next one would wait 400 ms: a deadline 399 ms away refuses it. */
+    assert_int_equal(band_rate_reserve(r, 1, fc.now + 399 * BAND_MSEC, &t[3], &d), BAND_ETIMEDOUT);
+    assert_int_equal(d, 400 * BAND_MSEC);
+    assert_null(t[3].rate);
+    assert_int_equal(band_rate_reserve(r, 1, fc.now + 400 * BAND_MSEC, &t[3], &d), 0);
+    assert_int_equal(d, 400 * BAND_MSEC);
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &t[3], &d), BAND_EINVAL); /* full */
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.granted, 4);
+    assert_u64_equal(st.granted_tokens, 6);
+    assert_u64_equal(st.delayed, 3);
+    assert_u64_equal(st.refused_deadline, 1);
+    assert_u64_equal(st.available, 0);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* Cancelling a booking that is not due gives its tokens back; a due one stays spent. */
+static void test_ticket_cancel(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0, 0};
+    band_rate *r = mk(&fc, 10, BAND_SEC, 1);
+    band_rate_ticket a = BAND_RATE_TICKET_INIT, b = BAND_RATE_TICKET_INIT;
+    band_rate_ticket c = BAND_RATE_TICKET_INIT;
+    band_time d;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &a, &d), 0); /* now */
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &b, &d), 0); /* +100 ms */
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &c, &d), 0); /* +200 ms */
+    assert_int_equal(d, 200 * BAND_MSEC);
+    assert_int_equal(band_rate_ticket_cancel(&a), BAND_EALREADY); /* due at once */
+    assert_null(a.rate);
+    assert_int_equal(band_rate_ticket_cancel(&c), 0);
+    assert_null(c.rate);
+    assert_int_equal(band_rate_ticket_cancel(&c), BAND_EINVAL);
+    assert_int_equal(band_rate_ticket_cancel(NULL), BAND_EINVAL);
+    /* c's slot is free again: the next booking gets it. */
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &c, &d), 0);
+    assert_int_equal(d, 200 * BAND_MSEC);
+    fc.now += 100 * BAND_MSEC;
+    assert_int_equal(band_rate_ticket_cancel(&b), BAND_EALREADY); /* its time has come */
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.cancelled, 1);
+    assert_u64_equal(st.granted, 3);
+    assert_u64_equal(st.granted_tokens, 3);
+    assert_u64_equal(st.delayed, 2);
+    /* Cancelling the last booking refills nothing beyond the burst. */
+    assert_int_equal(band_rate_ticket_cancel(&c), 0);
+    fc.now += 10 * BAND_SEC;
+    assert_u64_equal(band_rate_available(r), 1);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* wait sleeps until its slot (the fake sleep moves the clock); past the deadline it is
+ * refused at once, without sleeping and without taking anything. */
+static void test_wait(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {7, 0};
+    band_rate *r = mk(&fc, 1, 10 * BAND_MSEC, 1);
+    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), 0);
+    assert_int_equal(fc.sleeps, 0);
+    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), 0);
+    assert_int_equal(fc.sleeps, 1);
+    assert_int_equal(fc.now, 7 + 10 * BAND_MSEC);
+    band_time retry = 0;
+    assert_int_equal(band_rate_wait(r, 1, fc.now + 5 * BAND_MSEC, &retry), BAND_ETIMEDOUT);
+    assert_int_equal(retry, 10 * BAND_MSEC);
+    assert_int_equal(fc.sleeps, 1);
+    assert_int_equal(band_rate_wait(r, 1, fc.now + 10 * BAND_MSEC, &retry), 0);
+    assert_int_equal(fc.now, 7 + 20 * BAND_MSEC);
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.granted, 3);
+    assert_u64_equal(st.refused_deadline, 1);
+    assert_int_equal(band_rate_destroy(r), 0);
+
+    /* A custom clock without a sleep hook cannot wait. */
+    band_rate_opts o;
+    memset(&o, 0, sizeof(o));
+    o.tokens = 1;
+    o.period = BAND_SEC;
+    o.burst = 1;
+    o.clock = fake_now;
+    o.clock_ctx = &fc;
+    assert_int_equal(band_rate_create(&r, &o), 0);
+    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_rate_try(r, 1, NULL), 0);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* The real clock: a wait is never early. */
+static void test_wait_real_clock_never_early(void **state)
+{
+    (void)state;
+    band_rate *r = NULL;
+    assert_int_equal(band_rate_create_simple(&r, 200, 1), 0); /* 5 ms per token */
+    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), 0);
+    band_time t0 = band_now();
+    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), 0);
+    assert_true(band_now() - t0 >= 4 * BAND_MSEC); /* its slot was about 5 ms after t0 */
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* A rate change applies to tokens taken from then on; booked time stays booked. */
+static void test_set_rate(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0, 0};
+    band_rate *r = mk(&fc, 1, BAND_SEC, 1);
+    band_rate_ticket t = BAND_RATE_TICKET_INIT;
+    band_time d;
+    assert_int_equal(band_rate_try(r, 1, NULL), 0);
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &t, &d), 0);
+    assert_int_equal(d, BAND_SEC);
+    assert_int_equal(band_rate_set(r, 10, BAND_SEC, 2), 0); /* 100 ms per token, burst 2 */
+    /* TAT is 2 s; tau is now 200 ms: the next token's slot is 2 s + 100 ms - 200 ms. */
+    band_rate_ticket u = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &u, &d), 0);
+    assert_int_equal(d, 1900 * BAND_MSEC);
+    assert_int_equal(band_rate_set(r, 0, BAND_SEC, 1), BAND_EINVAL);
+    assert_int_equal(band_rate_set(r, 1, INT64_MAX, 2), BAND_EOVERFLOW);
+    assert_int_equal(band_rate_set(NULL, 1, BAND_SEC, 1), BAND_EINVAL);
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.tokens, 10);
+    assert_u64_equal(st.burst, 2);
+    assert_int_equal(st.period, BAND_SEC);
+    /* A booking from before the change gives back what it cost then. */
+    assert_int_equal(band_rate_ticket_cancel(&u), 0);
+    assert_int_equal(band_rate_ticket_cancel(&t), 0);
+    /* Only the first token (1 s at the old rate) is still spent: TAT is 1 s, tau 200 ms,
+     * so 2 tokens (200 ms) have their slot at 1 s. */
+    band_time retry = 0;
+    fc.now = BAND_SEC - 1;
+    assert_int_equal(band_rate_try(r, 2, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 1);
+    fc.now = BAND_SEC;
+    assert_int_equal(band_rate_try(r, 2, NULL), 0);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+static void test_close(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0, 0};
+    band_rate *r = mk(&fc, 1, BAND_SEC, 3);
+    band_rate_ticket t = BAND_RATE_TICKET_INIT;
+    band_time d;
+    assert_int_equal(band_rate_reserve(r, 3, BAND_FOREVER, &t, &d), 0);
+    band_rate_ticket u = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &u, &d), 0);
+    assert_int_equal(band_rate_close(r), 0);
+    assert_int_equal(band_rate_close(NULL), BAND_EINVAL);
+    assert_int_equal(band_rate_try(r, 1, NULL), BAND_ECLOSED);
+    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
+    band_rate_ticket v = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &v, &d), BAND_ECLOSED);
+    assert_int_equal(band_rate_ticket_cancel(&u), 0); /* bookings can still be given back */
+    band_rate_stats st = stats_of(r);
+    assert_int_equal(st.closed, 1);
+    assert_u64_equal(st.refused_closed, 3);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* Bookings far into the future: the sum that would overflow is refused, nothing changes. */
+static void test_overflow_is_refused(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0, 0};
+    band_rate *r = mk(&fc, 1, INT64_MAX / 4, 1);
+    band_rate_ticket t[6];
+    int booked = 0, overflow = 0;
+    for (int i = 0; i < 6; i++) {
+        band_rate_ticket z = BAND_RATE_TICKET_INIT;
+        t[i] = z;
+        int rc = band_rate_reserve(r, 1, BAND_FOREVER, &t[i], NULL);
+        if (rc == 0)
+            booked++;
+        else if (rc == BAND_EOVERFLOW)
+            overflow++;
+        else
+            fail_msg("reserve returned %d", rc);
+    }
+    assert_int_equal(booked, 4); /* slots at 0, 1/4, 2/4 and 3/4 of INT64_MAX */
+    assert_int_equal(overflow, 2);
+    assert_u64_equal(stats_of(r).granted, 4);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_args),
+        cmocka_unit_test(test_starts_full_then_refuses),
+        cmocka_unit_test(test_too_big),
+        cmocka_unit_test(test_fractional_rate_is_exact),
+        cmocka_unit_test(test_reserve_delays_and_deadline),
+        cmocka_unit_test(test_ticket_cancel),
+        cmocka_unit_test(test_wait),
+        cmocka_unit_test(test_wait_real_clock_never_early),
+        cmocka_unit_test(test_set_rate),
+        cmocka_unit_test(test_close),
+        cmocka_unit_test(test_overflow_is_refused),
+    };
+    return cmocka_run_group_tests_name("test_rate", tests, NULL, NULL);
+}
