@@ -15,6 +15,7 @@
 #include "band/error.h"
 #include "band/group.h"
 #include "band/oneshot.h"
+#include "band/overload.h"
 #include "band/rate.h"
 #include "band/sem.h"
 #include "band/version.h"

@@ -1,0 +1,374 @@
+/*
+ * test_overload.c - answers for overload (band/overload.h) and the front door.
+ */
+#include "test.h"
+
+#include <string.h>
+
+#include "band/budget.h"
+#include "band/overload.h"
+
+static void test_answer_from(void **state)
+{
+    (void)state;
+    band_answer a = band_answer_from(0, BAND_FROM_CAPACITY, 5);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    assert_int_equal(a.http_status, 200);
+    assert_int_equal(a.retry_after, 0);
+    a = band_answer_from(BAND_EAGAIN, BAND_FROM_RATE, 1500 * BAND_MSEC);
+    assert_int_equal(a.kind, BAND_ANSWER_OVER_QUOTA);
+    assert_int_equal(a.http_status, 429);
+    assert_int_equal(a.reason, BAND_EAGAIN);
+    assert_int_equal(band_answer_retry_after_s(&a), 2);
+    a = band_answer_from(BAND_ETIMEDOUT, BAND_FROM_CAPACITY, 0);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY);
+    assert_int_equal(a.http_status, 503);
+    assert_int_equal(band_answer_retry_after_s(&a), 1); /* busy always suggests a retry */
+    a = band_answer_from(BAND_EAGAIN, BAND_FROM_QUEUE, 3 * BAND_SEC);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY);
+    assert_int_equal(band_answer_retry_after_s(&a), 3);
+    a = band_answer_from(BAND_E2BIG, BAND_FROM_CAPACITY, 7);
+    assert_int_equal(a.kind, BAND_ANSWER_TOO_BIG);
+    assert_int_equal(a.http_status, 413);
+    assert_int_equal(band_answer_retry_after_s(&a), 0);
+    a = band_answer_from(BAND_ECLOSED, BAND_FROM_QUEUE, 7);
+    assert_int_equal(a.kind, BAND_ANSWER_GONE);
+    assert_int_equal(a.http_status, 503);
+    assert_int_equal(band_answer_retry_after_s(&a), 0);
+    a = band_answer_from(BAND_ECANCELED, BAND_FROM_CAPACITY, 0);
+    assert_int_equal(a.kind, BAND_ANSWER_GONE);
+    a = band_answer_from(BAND_ENOMEM, BAND_FROM_CAPACITY, -4);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY);
+    assert_int_equal(a.reason, BAND_ENOMEM);
+    assert_int_equal(a.retry_after, 0);
+    assert_int_equal(band_answer_retry_after_s(NULL), 0);
+    assert_string_equal(band_answer_name(BAND_ANSWER_ACCEPT), "accept");
+    assert_string_equal(band_answer_name(BAND_ANSWER_LATER), "later");
+    assert_string_equal(band_answer_name(BAND_ANSWER_SHED), "shed");
+    assert_string_equal(band_answer_name(BAND_ANSWER_GONE), "gone");
+    assert_string_equal(band_answer_name(99), "?");
+    assert_string_equal(band_answer_name(-1), "?");
+}
+
+static band_door *door(band_sem *s, band_rate *r, band_chan *q, int classes,
+                       const uint64_t *headroom, band_time wait)
+{
+    band_door_opts o;
+    memset(&o, 0, sizeof(o));
+    o.sem = s;
+    o.rate = r;
+    o.backlog = q;
+    o.classes = classes;
+    for (int c = 0; c < classes && headroom != NULL; c++)
+        o.headroom[c] = headroom[c];
+    o.wait = wait;
+    band_door *d = NULL;
+    assert_int_equal(band_door_create(&d, &o), 0);
+    return d;
+}
+
+static band_door_stats door_stats(const band_door *d)
+{
+    band_door_stats st;
+    memset(&st, 0xee, sizeof(st));
+    assert_int_equal(band_door_get_stats(d, &st), 0);
+    return st;
+}
+
+static void test_door_args(void **state)
+{
+    (void)state;
+    band_door *d = NULL;
+    band_door_opts o;
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(band_door_create(NULL, &o), BAND_EINVAL);
+    assert_int_equal(band_door_create(&d, NULL), BAND_EINVAL);
+    o.classes = BAND_DOOR_CLASSES + 1;
+    assert_int_equal(band_door_create(&d, &o), BAND_EINVAL);
+    o.classes = 2;
+    o.headroom[0] = 3; /* decreasing headroom */
+    assert_int_equal(band_door_create(&d, &o), BAND_EINVAL);
+    o.headroom[0] = 0;
+    o.wait = -1;
+    assert_int_equal(band_door_create(&d, &o), BAND_EINVAL);
+    o.wait = 0;
+    band_chan *q = NULL;
+    assert_int_equal(band_chan_create(&q, 8, 1, 0), 0);
+    o.backlog = q; /* a backlog needs a semaphore to overflow from */
+    assert_int_equal(band_door_create(&d, &o), BAND_EINVAL);
+    assert_null(d);
+    o.backlog = NULL;
+    assert_int_equal(band_door_create(&d, &o), 0); /* no bounds: everything is accepted */
+    band_answer a;
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, NULL, &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    assert_int_equal(band_door_admit(d, 2, 1, BAND_FOREVER, NULL, NULL, &a), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 0, BAND_FOREVER, NULL, NULL, &a), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, NULL, NULL), BAND_EINVAL);
+    assert_int_equal(band_door_admit(NULL, 0, 1, BAND_FOREVER, NULL, NULL, &a), BAND_EINVAL);
+    assert_int_equal(band_door_destroy(d), 0);
+    assert_int_equal(band_door_destroy(NULL), 0);
+    assert_int_equal(band_chan_destroy(q), 0);
+}
+
+/* Permits, BUSY when there are none, and permits back through band_door_done(). */
+static void test_door_capacity(void **state)
+{
+    (void)state;
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 2), 0);
+    band_door *d = door(s, NULL, NULL, 1, NULL, 0);
+    band_permit p[3] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT, BAND_PERMIT_INIT};
+    band_answer a;
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, NULL, &a), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    assert_u64_equal(p[0].count, 1);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY);
+    assert_int_equal(a.http_status, 503);
+    assert_int_equal(a.retry_after, BAND_SEC); /* nothing measured yet */
+    assert_null(p[2].sem);
+    /* A measured hold time of 100 ms becomes the estimate. */
+    assert_int_equal(band_door_done(d, &p[0], band_now() - 100 * BAND_MSEC), 0);
+    assert_null(p[0].sem);
+    assert_u64_equal(band_sem_available(s), 1);
+    band_door_stats st = door_stats(d);
+    assert_true(st.mean_hold >= 100 * BAND_MSEC && st.mean_hold < 200 * BAND_MSEC);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY);
+    /* (0 waiters + 1) / 2 in flight at most -> one round of the mean hold time. */
+    assert_int_equal(a.retry_after, st.mean_hold);
+    assert_int_equal(band_door_done(d, &p[0], 0), 0);
+    assert_int_equal(band_door_done(d, &p[1], 0), 0);
+    assert_int_equal(band_door_done(NULL, &p[1], 0), BAND_EINVAL);
+    assert_u64_equal(band_sem_available(s), 2);
+    st = door_stats(d);
+    assert_u64_equal(st.answers[BAND_ANSWER_ACCEPT], 3);
+    assert_u64_equal(st.answers[BAND_ANSWER_BUSY], 2);
+    assert_u64_equal(st.admitted[0], 3);
+    assert_u64_equal(st.refused[0], 2);
+    assert_int_equal(band_door_destroy(d), 0);
+    assert_int_equal(band_sem_destroy(s), 0);
+}
+
+/* Lower classes are shed first: each keeps headroom for the classes above it. */
+static void test_door_sheds_by_priority(void **state)
+{
+    (void)state;
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 10), 0);
+    static const uint64_t headroom[3] = {0, 2, 5};
+    band_door *d = door(s, NULL, NULL, 3, headroom, 0);
+    band_permit p[6];
+    for (int i = 0; i < 6; i++) {
+        band_permit z = BAND_PERMIT_INIT;
+        p[i] = z;
+    }
+    band_answer a;
+    assert_int_equal(band_door_admit(d, 2, 5, BAND_FOREVER, NULL, &p[0], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT); /* leaves 5 */
+    assert_int_equal(band_door_admit(d, 2, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_SHED); /* would leave 4 < 5 */
+    assert_int_equal(a.http_status, 503);
+    assert_int_equal(band_door_admit(d, 1, 3, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT); /* leaves 2 */
+    assert_int_equal(band_door_admit(d, 1, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_SHED);
+    assert_int_equal(band_door_admit(d, 0, 2, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT); /* urgent work always finds the room */
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[3], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY);
+    band_door_stats st = door_stats(d);
+    assert_u64_equal(st.answers[BAND_ANSWER_SHED], 2);
+    assert_u64_equal(st.admitted[0], 1);
+    assert_u64_equal(st.admitted[1], 1);
+    assert_u64_equal(st.admitted[2], 1);
+    assert_u64_equal(st.refused[0], 1);
+    assert_u64_equal(st.refused[1], 1);
+    assert_u64_equal(st.refused[2], 1);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(band_door_done(d, &p[i], 0), 0);
+    assert_u64_equal(band_sem_available(s), 10);
+    assert_int_equal(band_door_destroy(d), 0);
+    assert_int_equal(band_sem_destroy(s), 0);
+}
+
+struct fake_clock {
+    band_time now;
+};
+
+static band_time fake_now(void *ctx)
+{
+    return ((struct fake_clock *)ctx)->now;
+}
+
+/* Permits and tokens are taken together or not at all; over quota is a 429. */
+static void test_door_rate_and_capacity(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0};
+    band_rate_opts ro;
+    memset(&ro, 0, sizeof(ro));
+    ro.tokens = 1;
+    ro.period = 250 * BAND_MSEC;
+    ro.burst = 2;
+    ro.clock = fake_now;
+    ro.clock_ctx = &fc;
+    band_rate *r = NULL;
+    assert_int_equal(band_rate_create(&r, &ro), 0);
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 5), 0);
+    band_door *d = door(s, r, NULL, 1, NULL, 0);
+    band_permit p[3] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT, BAND_PERMIT_INIT};
+    band_answer a;
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_OVER_QUOTA);
+    assert_int_equal(a.http_status, 429);
+    assert_int_equal(a.retry_after, 250 * BAND_MSEC); /* exact, from the bucket */
+    assert_int_equal(band_answer_retry_after_s(&a), 1);
+    assert_null(p[2].sem);
+    assert_u64_equal(band_sem_available(s), 3); /* the permit went back */
+    fc.now += 250 * BAND_MSEC;
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    assert_int_equal(band_door_admit(d, 0, 3, BAND_FOREVER, NULL, &p[2], &a), BAND_EINVAL);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(band_door_done(d, &p[i], 0), 0);
+    assert_u64_equal(band_sem_available(s), 5);
+    band_door_stats st = door_stats(d);
+    assert_u64_equal(st.answers[BAND_ANSWER_OVER_QUOTA], 1);
+    assert_u64_equal(st.answers[BAND_ANSWER_ACCEPT], 3);
+    assert_int_equal(band_door_destroy(d), 0);
+    assert_int_equal(band_sem_destroy(s), 0);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* Accepted for later: the job goes to the backlog while it has room, then BUSY. */
+static void test_door_backlog(void **state)
+{
+    (void)state;
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 1), 0);
+    band_chan *q = NULL;
+    assert_int_equal(band_chan_create(&q, sizeof(uint64_t), 1, 0), 0);
+    band_door *d = door(s, NULL, q, 1, NULL, 0);
+    band_permit p[2] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT};
+    band_answer a;
+    uint64_t job = 42;
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, &job, &p[0], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, &job, &p[1], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_LATER);
+    assert_int_equal(a.http_status, 202);
+    assert_null(p[1].sem);
+    job = 43;
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, &job, &p[1], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY); /* the backlog is full too */
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY); /* no job: nothing to queue */
+    uint64_t got = 0;
+    assert_int_equal(band_chan_try_recv(q, &got, NULL), 0);
+    assert_u64_equal(got, 42);
+    band_door_stats st = door_stats(d);
+    assert_u64_equal(st.answers[BAND_ANSWER_LATER], 1);
+    assert_u64_equal(st.answers[BAND_ANSWER_BUSY], 2);
+    assert_u64_equal(st.refused[0], 2); /* LATER is not a refusal */
+    assert_int_equal(band_door_done(d, &p[0], 0), 0);
+    assert_int_equal(band_door_destroy(d), 0);
+    assert_int_equal(band_chan_destroy(q), 0);
+    assert_int_equal(band_sem_destroy(s), 0);
+}
+
+struct releaser {
+    band_permit *p;
+    band_door *d;
+};
+
+static int release_later(void *arg)
+{
+    struct releaser *rl = arg;
+    band_time until = band_now() + 5 * BAND_MSEC;
+    while (band_now() < until)
+        ;
+    return band_door_done(rl->d, rl->p, 0);
+}
+
+/* A door with a wait queues for permits, up to its wait, never past the deadline. */
+static void test_door_wait(void **state)
+{
+    (void)state;
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 1), 0);
+    band_door *d = door(s, NULL, NULL, 1, NULL, 20 * BAND_MSEC);
+    band_permit p[2] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT};
+    band_answer a;
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
+    struct releaser rl = {&p[0], d};
+    struct test_thread th;
+    assert_int_equal(test_thread_start(&th, release_later, &rl), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    assert_int_equal(test_thread_join(&th), 0);
+    assert_u64_equal(door_stats(d).waited, 1);
+    /* Nobody releases now: BUSY after the wait, and never early. */
+    band_permit q = BAND_PERMIT_INIT;
+    band_time t0 = band_now();
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &q, &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY);
+    assert_int_equal(a.reason, BAND_ETIMEDOUT);
+    assert_true(band_now() - t0 >= 20 * BAND_MSEC);
+    /* A deadline already past: no wait at all. */
+    assert_int_equal(band_door_admit(d, 0, 1, band_now() - 1, NULL, &q, &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY);
+    assert_int_equal(band_door_done(d, &p[1], 0), 0);
+    assert_int_equal(band_door_destroy(d), 0);
+    assert_int_equal(band_sem_destroy(s), 0);
+}
+
+/* TOO_BIG from a budget that can never hold the request; GONE once closed. */
+static void test_door_too_big_and_closed(void **state)
+{
+    (void)state;
+    band_budget *b = NULL;
+    assert_int_equal(band_budget_create(&b, 4), 0);
+    band_door *d = door(band_budget_sem(b), NULL, NULL, 1, NULL, 10 * BAND_MSEC);
+    band_permit p = BAND_PERMIT_INIT;
+    band_answer a;
+    assert_int_equal(band_door_admit(d, 0, 5, BAND_FOREVER, NULL, &p, &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_TOO_BIG);
+    assert_int_equal(a.http_status, 413);
+    assert_int_equal(a.reason, BAND_E2BIG);
+    assert_int_equal(band_door_close(d), 0);
+    assert_int_equal(band_door_close(NULL), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p, &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_GONE);
+    assert_null(p.sem);
+    band_door_stats st = door_stats(d);
+    assert_u64_equal(st.answers[BAND_ANSWER_TOO_BIG], 1);
+    assert_u64_equal(st.answers[BAND_ANSWER_GONE], 1);
+    assert_int_equal(band_door_destroy(d), 0);
+    assert_int_equal(band_budget_destroy(b), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_answer_from),
+        cmocka_unit_test(test_door_args),
+        cmocka_unit_test(test_door_capacity),
+        cmocka_unit_test(test_door_sheds_by_priority),
+        cmocka_unit_test(test_door_rate_and_capacity),
+        cmocka_unit_test(test_door_backlog),
+        cmocka_unit_test(test_door_wait),
+        cmocka_unit_test(test_door_too_big_and_closed),
+    };
+    return cmocka_run_group_tests_name("test_overload", tests, NULL, NULL);
+}
