@@ -7,6 +7,9 @@
 # 2. cc consumer.c $(pkg-config --cflags --libs band), run with LD_LIBRARY_PATH
 # 3. find_package(band CONFIG) in cmake-consumer/ with CMAKE_PREFIX_PATH=<prefix>, run the
 #    shared (band::band) and static (band::band_static) consumers
+# When libband-uv was installed (band/uv.h is there), also: consumer_uv.c built with
+# $(pkg-config --cflags --libs band-uv), and find_package(band COMPONENTS uv) consumers of
+# band::band_uv and band::band_uv_static.
 # Exits non-zero on the first failure.
 set -eu
 
@@ -36,6 +39,13 @@ test -n "$libdir" && test -f "$libdir/libband.a" || {
     echo "install_consumer: libband.so or libband.a not installed" >&2
     exit 1
 }
+uv=0
+if [ -f "$prefix/include/band/uv.h" ]; then
+    uv=1
+    for f in libband-uv.so libband-uv.a pkgconfig/band-uv.pc cmake/band/bandUvTargets.cmake; do
+        test -f "$libdir/$f" || { echo "install_consumer: libband-uv: missing $f" >&2; exit 1; }
+    done
+fi
 if find "$prefix/include" -name '*internal*' | grep -q .; then
     echo "install_consumer: a private header was installed" >&2
     exit 1
@@ -52,6 +62,15 @@ if [ -n "$pkgconfig" ]; then
     "$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror -o "$work/consumer_pc" \
         "$here/consumer.c" $("$pkgconfig" --cflags --libs band)
     LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/consumer_pc"
+    if [ "$uv" = 1 ]; then
+        "$pkgconfig" --exists --print-errors band-uv
+        echo "pkg-config band-uv: cflags $("$pkgconfig" --cflags band-uv)," \
+            "libs $("$pkgconfig" --libs band-uv)"
+        # shellcheck disable=SC2046
+        "$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror -o "$work/consumer_uv_pc" \
+            "$here/consumer_uv.c" $("$pkgconfig" --cflags --libs band-uv)
+        LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/consumer_uv_pc"
+    fi
     unset PKG_CONFIG_PATH
 else
     echo "== install_consumer: pkg-config not found, skipping the pkg-config consumer"
@@ -60,7 +79,7 @@ fi
 echo "== install_consumer: find_package(band CONFIG) consumer"
 "$cmake" -S "$here/cmake-consumer" -B "$work/cmake-consumer" -G "$generator" \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-    >"$work/cmake-configure.log" 2>&1 || {
+    -DBAND_CONSUMER_UV="$uv" >"$work/cmake-configure.log" 2>&1 || {
     cat "$work/cmake-configure.log"
     exit 1
 }
@@ -71,5 +90,9 @@ grep 'found band' "$work/cmake-configure.log" || true
 }
 "$work/cmake-consumer/consumer"
 "$work/cmake-consumer/consumer_static"
+if [ "$uv" = 1 ]; then
+    "$work/cmake-consumer/consumer_uv"
+    "$work/cmake-consumer/consumer_uv_static"
+fi
 
 echo "install_consumer: ok"
