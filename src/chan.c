@@ -72,6 +72,13 @@ struct band_chan {
     int closed;
     uint64_t direct;  /* elements handed from a sender to a receiver outside the ring */
     uint64_t evicted; /* elements taken out of the ring by drop-oldest */
+    int deadline_aware;
+    band_time last_serve; /* when a waiting sender was last served; 0: none waited since */
+    int64_t serve_gap;    /* moving average of the time between two such servings */
+    uint64_t refused_deadline;
+    band_time lifo_after; /* > 0: adaptive LIFO (locked-only) */
+    band_time *stamps;    /* lifo_after: when each ring position was queued */
+    uint64_t lifo_taken;
     uint64_t refused_full, refused_closed, refused_too_big, dropped;
     uint64_t send_wait_ns, send_wait_ns_max;
     char name[BAND_NAME_MAX];
@@ -100,7 +107,8 @@ int band_chan_create_opts(band_chan **out, const band_chan_opts *o)
 {
     if (out == NULL || o == NULL || o->elem_size == 0 || o->capacity == 0 ||
         o->capacity > BAND_SEM_MAX_PERMITS || o->byte_capacity > BAND_SEM_MAX_PERMITS ||
-        o->overflow < BAND_CHAN_WAIT || o->overflow > BAND_CHAN_DROP_NEWEST)
+        o->overflow < BAND_CHAN_WAIT || o->overflow > BAND_CHAN_DROP_NEWEST ||
+        (o->deadline_aware != 0 && o->deadline_aware != 1) || o->lifo_after < 0)
         return BAND_EINVAL;
     if (o->elem_size > SIZE_MAX / 2 - sizeof(struct ring_slot))
         return BAND_ENOMEM;
@@ -113,8 +121,12 @@ int band_chan_create_opts(band_chan **out, const band_chan_opts *o)
         return BAND_ENOMEM;
     memset(c, 0, sizeof(*c));
     c->ring.slots = malloc((size_t)o->capacity * stride);
-    if (c->ring.slots == NULL || pthread_mutex_init(&c->lock, NULL) != 0) {
+    if (o->lifo_after > 0 && o->capacity <= SIZE_MAX / sizeof(band_time))
+        c->stamps = malloc((size_t)o->capacity * sizeof(band_time));
+    if (c->ring.slots == NULL || (o->lifo_after > 0 && c->stamps == NULL) ||
+        pthread_mutex_init(&c->lock, NULL) != 0) {
         free(c->ring.slots);
+        free(c->stamps);
         free(c);
         return BAND_ENOMEM;
     }
@@ -125,7 +137,9 @@ int band_chan_create_opts(band_chan **out, const band_chan_opts *o)
     r->mask = (o->capacity & (o->capacity - 1)) == 0 ? o->capacity - 1 : 0;
     for (uint64_t i = 0; i < o->capacity; i++)
         atomic_init(&ring_slot_at(r, i)->seq, 2 * i);
-    c->locked_only = o->byte_capacity > 0 || o->overflow != BAND_CHAN_WAIT;
+    c->locked_only = o->byte_capacity > 0 || o->overflow != BAND_CHAN_WAIT || o->lifo_after > 0;
+    c->deadline_aware = o->deadline_aware;
+    c->lifo_after = o->lifo_after;
     atomic_init(&r->tail, c->locked_only ? RING_GATE : 0);
     atomic_init(&r->head, c->locked_only ? RING_GATE : 0);
     atomic_init(&c->waiting, 0);
@@ -168,6 +182,7 @@ int band_chan_destroy(band_chan *c)
     }
     pthread_mutex_destroy(&c->lock);
     free(c->ring.slots);
+    free(c->stamps);
     free(c);
     return 0;
 }
@@ -243,11 +258,35 @@ static int push_locked(band_chan *c, const void *elem, uint64_t bytes)
         spin_wait(&spins); /* a receiver is still copying out of the slot */
     }
     c->bytes += c->byte_capacity > 0 ? bytes : 0;
+    if (c->stamps != NULL) /* locked-only: nothing else moves the tail */
+        c->stamps[(ring_tail_pos(&c->ring) - 1) % c->ring.cap] = band_now();
     return 1;
 }
 
-/* Pop under the lock. Returns 1, or 0 when the ring is empty. */
-static int pop_locked(band_chan *c, void *out, uint64_t *bytes)
+/* Adaptive LIFO (locked-only channels): the newest element, when the oldest has been
+ * queued longer than lifo_after. Returns 1 when it took one. */
+static int pop_newest_locked(band_chan *c, void *out, uint64_t *bytes)
+{
+    struct chan_ring *r = &c->ring;
+    uint64_t head = ring_head_pos(r), tail = ring_tail_pos(r);
+    if (tail - head < 2 || band_now() - c->stamps[head % r->cap] <= c->lifo_after)
+        return 0;
+    uint64_t pos = tail - 1;
+    struct ring_slot *s = ring_slot_at(r, pos);
+    uint64_t b = atomic_load_explicit(&s->bytes, memory_order_relaxed);
+    ring_copy(out, s->data, r->elem_size);
+    if (bytes != NULL)
+        *bytes = b;
+    /* Nothing else moves either end of a locked-only ring: give position pos back. */
+    atomic_store_explicit(&s->seq, 2 * pos, memory_order_release);
+    atomic_fetch_sub_explicit(&r->tail, UINT64_C(1) << RING_SHIFT, memory_order_release);
+    c->bytes -= c->byte_capacity > 0 ? b : 0;
+    c->lifo_taken++;
+    return 1;
+}
+
+/* Pop the oldest element under the lock. Returns 1, or 0 when the ring is empty. */
+static int pop_oldest_locked(band_chan *c, void *out, uint64_t *bytes)
 {
     uint64_t b;
     unsigned spins = 0;
@@ -262,6 +301,14 @@ static int pop_locked(band_chan *c, void *out, uint64_t *bytes)
     return 1;
 }
 
+/* Pop for a receiver: the oldest element, or the newest under adaptive LIFO. */
+static int pop_locked(band_chan *c, void *out, uint64_t *bytes)
+{
+    if (c->stamps != NULL && pop_newest_locked(c, out, bytes))
+        return 1;
+    return pop_oldest_locked(c, out, bytes);
+}
+
 static void account_send_wait_locked(band_chan *c, const band_waiter *w, band_time *now)
 {
     if (*now == 0)
@@ -273,6 +320,31 @@ static void account_send_wait_locked(band_chan *c, const band_waiter *w, band_ti
 }
 
 /* ---------------------------------------------------------------- settling (locked) */
+
+/* Deadline-aware: the pace at which waiting senders are served, a moving average (1/8)
+ * of the time between two servings while senders kept waiting. */
+static void note_serve_locked(band_chan *c, band_time now)
+{
+    if (c->last_serve != 0 && now >= c->last_serve) {
+        int64_t gap = now - c->last_serve;
+        c->serve_gap = c->serve_gap == 0 ? gap : c->serve_gap + (gap - c->serve_gap) / 8;
+        if (c->serve_gap == 0)
+            c->serve_gap = 1;
+    }
+    c->last_serve = now;
+}
+
+/* Deadline-aware: would a sender queued now (behind the ones waiting) miss @deadline? */
+static int predicted_to_miss_locked(const band_chan *c, band_time deadline)
+{
+    if (!c->deadline_aware || deadline == BAND_FOREVER || c->serve_gap == 0)
+        return 0;
+    uint64_t ahead = c->senders.len + 1;
+    if (ahead > (uint64_t)(INT64_MAX / c->serve_gap))
+        return 1;
+    band_time now = band_now();
+    return now > deadline || (band_time)ahead * c->serve_gap > deadline - now;
+}
 
 /* Hand the head sender's element straight to @out (nothing queued, every slot reserved). */
 static int take_from_head_sender_locked(band_chan *c, void *out, uint64_t *bytes,
@@ -329,9 +401,12 @@ static int serve_senders_locked(band_chan *c, struct band__wakelist *wl)
         }
         band__waitq_unlink_locked(&c->senders, w);
         account_send_wait_locked(c, w, &now);
+        note_serve_locked(c, now);
         band__waiter_complete_locked(w, 0, wl);
         served = 1;
     }
+    if (c->senders.len == 0)
+        c->last_serve = 0; /* idle time between bursts is not service time */
     return served;
 }
 
@@ -464,6 +539,11 @@ static int send_locked(band_chan *c, int kind, const void *elem, uint64_t bytes,
         c->refused_full++;
         update_gates_locked(c); /* a failed reservation shut the gate */
         return BAND_EAGAIN;
+    }
+    if (predicted_to_miss_locked(c, op->w.deadline)) {
+        c->refused_deadline++;
+        update_gates_locked(c);
+        return BAND_ETIMEDOUT; /* refuse now rather than wait to fail */
     }
     if (c->senders.len == 0) {
         /* About to be the first waiter: shut the gate, then look once more. */
@@ -620,7 +700,7 @@ int band_chan_offer(band_chan *c, const void *elem, uint64_t bytes, void *droppe
                    (c->byte_capacity == 0 ||
                     c->bytes - head_bytes_locked(c) + c->reserved_bytes + bytes <=
                         c->byte_capacity)) {
-            (void)pop_locked(c, dropped, dropped_bytes);
+            (void)pop_oldest_locked(c, dropped, dropped_bytes);
             c->evicted++;
             c->dropped++;
             (void)push_locked(c, elem, bytes); /* the evicted element's slot */
@@ -1005,14 +1085,17 @@ int band_chan_get_stats(const band_chan *cc, band_chan_stats *out)
     out->senders = c->nsenders;
     out->waiting_senders = c->senders.len;
     out->waiting_receivers = c->receivers.len;
-    out->sent = tail + c->direct;
-    out->received = head + c->direct - c->evicted;
+    out->sent = tail + c->direct + c->lifo_taken;
+    out->received = head + c->direct - c->evicted + c->lifo_taken;
     out->refused_full = c->refused_full;
     out->refused_closed = c->refused_closed;
     out->refused_too_big = c->refused_too_big;
     out->dropped = c->dropped;
     out->send_wait_ns = c->send_wait_ns;
     out->send_wait_ns_max = c->send_wait_ns_max;
+    out->refused_deadline = c->refused_deadline;
+    out->serve_gap_ns = (uint64_t)c->serve_gap;
+    out->lifo_taken = c->lifo_taken;
     pthread_mutex_unlock(&c->lock);
     return 0;
 }

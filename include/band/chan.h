@@ -60,8 +60,16 @@ typedef struct band_chan_opts {
     int overflow;            /* enum band_chan_overflow */
     band_chan_drop_fn *drop; /* optional */
     void *drop_ctx;
-    uint64_t senders; /* > 0: count senders, starting at this many; the channel closes
-                         when band_chan_sender_leave() brings the count to 0 */
+    uint64_t senders;     /* > 0: count senders, starting at this many; the channel closes
+                             when band_chan_sender_leave() brings the count to 0 */
+    int deadline_aware;   /* 1: a send or reservation that would have to queue is refused
+                             at once with BAND_ETIMEDOUT when the measured pace at which
+                             waiting senders are served predicts it would miss its deadline
+                             (the blocking call's deadline, or op->w.deadline for _async) */
+    band_time lifo_after; /* > 0: receivers take the NEWEST element first while the oldest
+                             has been queued longer than this (adaptive LIFO for overload:
+                             fresh requests still have time); 0: FIFO. Every operation of
+                             such a channel takes its lock */
 } band_chan_opts;
 
 /**
@@ -75,7 +83,7 @@ BAND_API int band_chan_create(band_chan **out, size_t elem_size, uint64_t capaci
                               uint64_t byte_capacity);
 
 /** band_chan_create_opts() - as band_chan_create() with every option; BAND_EINVAL also for
- *  an unknown overflow policy. */
+ *  an unknown overflow policy, deadline_aware other than 0 or 1, or a negative lifo_after. */
 BAND_API int band_chan_create_opts(band_chan **out, const band_chan_opts *opts);
 
 /**
@@ -269,6 +277,11 @@ typedef struct band_chan_stats {
                                   is not counted in sent) */
     uint64_t send_wait_ns;     /* time senders spent queued, summed */
     uint64_t send_wait_ns_max; /* the longest any sender waited */
+    uint64_t refused_deadline; /* deadline-aware: refused at once, predicted to miss */
+    uint64_t serve_gap_ns;     /* the measured time between two waiting senders being
+                                  served (moving average; 0: not measured yet): the pace
+                                  at which a full channel drains */
+    uint64_t lifo_taken;       /* lifo_after: elements received newest-first */
 } band_chan_stats;
 
 /** band_chan_get_stats() - snapshot of @c's counters: 0 or BAND_EINVAL. MT-safe. */

@@ -1446,6 +1446,116 @@ static void test_reservation_counts_for_fast_sends(void **state)
     assert_u64_equal(st.refused_full, 2);
 }
 
+static void pause_ns(band_time ns)
+{
+    band_time until = band_now() + ns;
+    while (band_now() < until)
+        ;
+}
+
+/* Deadline-aware: once the pace of serving waiting senders is measured, a sender that
+ * would miss its deadline behind them is refused at once, keeping its element. */
+static void test_deadline_aware(void **state)
+{
+    struct fixture *f = *state;
+    band_chan *c;
+    band_chan_opts o;
+    memset(&o, 0, sizeof(o));
+    o.elem_size = sizeof(uint64_t);
+    o.capacity = 1;
+    o.deadline_aware = 2;
+    assert_int_equal(band_chan_create_opts(&f->c, &o), BAND_EINVAL);
+    o.deadline_aware = 1;
+    o.lifo_after = -1;
+    assert_int_equal(band_chan_create_opts(&f->c, &o), BAND_EINVAL);
+    o.lifo_after = 0;
+    assert_int_equal(band_chan_create_opts(&f->c, &o), 0);
+    c = f->c;
+
+    assert_int_equal(try_send_u64(c, 1, 0), 0);
+    f->s[0].val = 2;
+    f->s[1].val = 3;
+    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
+    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
+    assert_u64_equal(stats_of(c).serve_gap_ns, 0); /* nothing measured: nobody refused */
+    expect_recv(c, 1, 0);                          /* serves s[0] */
+    pause_ns(3 * BAND_MSEC);
+    expect_recv(c, 2, 1); /* serves s[1], 3 ms later: the pace is one per 3 ms */
+    band_chan_stats st = stats_of(c);
+    assert_true(st.serve_gap_ns >= 3 * BAND_MSEC);
+
+    /* Full again (s[1]'s element). 1 ms is not enough to be served: refused now. */
+    f->s[2].val = 4;
+    f->s[2].op.w.deadline = band_now() + BAND_MSEC;
+    assert_int_equal(band_chan_send_async(c, &f->s[2].op), BAND_ETIMEDOUT);
+    assert_int_equal(band_waiter_status(&f->s[2].op.w), BAND_ETIMEDOUT);
+    uint64_t v = 5;
+    assert_int_equal(band_chan_send(c, &v, 0, band_now() + BAND_MSEC), BAND_ETIMEDOUT);
+    /* A deadline a second away is worth waiting for. */
+    f->s[3].val = 6;
+    f->s[3].op.w.deadline = band_now() + BAND_SEC;
+    assert_int_equal(band_chan_send_async(c, &f->s[3].op), BAND_PENDING);
+    st = stats_of(c);
+    assert_u64_equal(st.refused_deadline, 2);
+    assert_u64_equal(st.waiting_senders, 1);
+    expect_recv(c, 3, 1);
+    expect_recv(c, 6, 1);
+    assert_int_equal(wakes(&f->s[2].rec), 0); /* refused at once: no wake */
+    assert_int_equal(wakes(&f->s[3].rec), 1);
+}
+
+/* The same schedule without deadline_aware queues everybody. */
+static void test_deadline_unaware_queues(void **state)
+{
+    struct fixture *f = *state;
+    band_chan *c = mk(f, 1, 0);
+    assert_int_equal(try_send_u64(c, 1, 0), 0);
+    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
+    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
+    expect_recv(c, 1, 0);
+    pause_ns(3 * BAND_MSEC);
+    expect_recv(c, f->s[0].val, 1);
+    f->s[2].op.w.deadline = band_now() + BAND_MSEC;
+    assert_int_equal(band_chan_send_async(c, &f->s[2].op), BAND_PENDING);
+    band_chan_stats st = stats_of(c);
+    assert_u64_equal(st.refused_deadline, 0);
+    assert_true(st.serve_gap_ns >= 3 * BAND_MSEC); /* measured all the same */
+    assert_int_equal(band_waiter_cancel(&f->s[2].op.w, BAND_ECANCELED), 0);
+}
+
+/* Adaptive LIFO: while the oldest element has waited past lifo_after, receivers take the
+ * newest first; otherwise FIFO. Counters stay exact. */
+static void test_lifo_after(void **state)
+{
+    struct fixture *f = *state;
+    band_chan_opts o;
+    memset(&o, 0, sizeof(o));
+    o.elem_size = sizeof(uint64_t);
+    o.capacity = 4;
+    o.lifo_after = 50 * BAND_MSEC; /* wide: a preempted test must not turn FIFO into LIFO */
+    assert_int_equal(band_chan_create_opts(&f->c, &o), 0);
+    band_chan *c = f->c;
+    for (uint64_t i = 1; i <= 3; i++)
+        assert_int_equal(try_send_u64(c, i, i), 0);
+    expect_recv(c, 1, 1); /* fresh: FIFO */
+    pause_ns(60 * BAND_MSEC);
+    assert_int_equal(try_send_u64(c, 4, 4), 0);
+    expect_recv(c, 4, 4); /* 2 is stale: the newest goes first */
+    expect_recv(c, 3, 3);
+    expect_recv(c, 2, 2); /* the last one is both oldest and newest */
+    assert_int_equal(try_recv_rc(c), BAND_EAGAIN);
+    for (uint64_t i = 5; i <= 8; i++)
+        assert_int_equal(try_send_u64(c, i, 0), 0); /* wraps: positions were given back */
+    assert_int_equal(try_send_u64(c, 9, 0), BAND_EAGAIN);
+    band_chan_stats st = stats_of(c);
+    assert_u64_equal(st.lifo_taken, 2);
+    assert_u64_equal(st.sent, 8);
+    assert_u64_equal(st.received, 4);
+    assert_u64_equal(st.len, 4);
+    for (uint64_t i = 5; i <= 8; i++)
+        expect_recv(c, i, 0);
+}
+
 /* Without a byte bound, bytes are counted but never refused. */
 static void test_no_byte_bound(void **state)
 {
@@ -2419,6 +2529,9 @@ int main(void)
         T(test_byte_bound),
         T(test_huge_bytes_is_e2big),
         T(test_no_byte_bound),
+        T(test_deadline_aware),
+        T(test_deadline_unaware_queues),
+        T(test_lifo_after),
         T(test_ring_wraps),
         T(test_reservation_counts_for_fast_sends),
         T(test_past_deadlines),
