@@ -22,6 +22,9 @@
  * arrives exactly once, in order. The producer's departure (sender counting) closes the
  * channel, which is how the consumer learns that the stream has ended.
  *
+ * Part 4 (demo_overload.c), overload: offered load ramps to three times a server's capacity,
+ * and a plain FIFO channel is compared with a deadline-aware one and with adaptive LIFO.
+ *
  * Usage: band_demo [--quick]
  * Prints one table. Exits 1 if a bound that band governs was exceeded or a band call
  * failed unexpectedly, 2 on a usage error.
@@ -31,6 +34,8 @@
 #endif
 
 #include <band/band.h>
+
+#include "demo_parts.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -536,13 +541,14 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     struct config cfg = {25, 600, 4000};
-    int failed = 0;
+    int failed = 0, quick = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             cfg.transfers_per_producer = 8;
             cfg.jobs = 240;
             cfg.messages = 400;
+            quick = 1;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -680,7 +686,12 @@ int main(int argc, char **argv)
            (double)pl.producer_ns / 1e9,
            pl.producer_ns > 0 ? 100.0 * (double)cst.send_wait_ns / (double)pl.producer_ns : 0.0,
            (double)cst.send_wait_ns_max / 1e6);
-    printf("elapsed %.2f s\n", (double)(band_now() - t0) / (double)BAND_SEC);
+    fflush(stdout);
+
+    /* Part 4 prints its own table. */
+    failed |= demo_overload(quick);
+
+    printf("\nelapsed %.2f s\n", (double)(band_now() - t0) / (double)BAND_SEC);
 
     if (cross != total || atomic_load(&moved.finished) != total ||
         atomic_load(&early.finished) != total) {
