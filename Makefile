@@ -3,7 +3,8 @@
 #
 #   make deps      install missing Debian packages (scripts/deps.sh)
 #   make           release build in build/release
-#   make demo      release build, then run build/release/examples/band_demo
+#   make demo      release build, then run build/release/examples/band_demo and the download
+#                  example (a local nginx, libcurl on libuv, one band semaphore)
 #   make check     lint + gcc + clang + ASan/UBSan + fuzz + TSan, each with ctest (CI runs this)
 #   make check-SUITE   one suite: check-lint check-plain check-clang check-asan check-fuzz check-tsan
 #   make bench     release build, then run build/release/bench/band_bench [BENCH_ARGS=...]
@@ -58,6 +59,10 @@ demo: release
 	    echo "demo: $(RELEASE_DIR)/examples/band_demo was not built (examples/CMakeLists.txt" \
 	         "must define target band_demo)" >&2; exit 1; fi
 	$(RELEASE_DIR)/examples/band_demo
+	@if [ -x $(RELEASE_DIR)/examples/download/band_download ]; then \
+	    echo; $(RELEASE_DIR)/examples/download/band_download; \
+	else echo "demo: $(RELEASE_DIR)/examples/download/band_download was not built" \
+	    "(needs libband-uv, libcurl, libuv: make deps)" >&2; exit 1; fi
 
 check: deps
 	@bash scripts/check.sh
