@@ -1,7 +1,7 @@
 /*
  * bench/band_bench.c - band's semaphore beside the baselines it is measured against.
  *
- * usage: band_bench [--quick] [--reps N] [--only abcdefg]
+ * usage: band_bench [--quick] [--reps N] [--only abcdefgh]
  *
  * Seven workloads (bench/README.md has the long form and the latest table):
  *   (a) uncontended try_acquire(1) + release(1) on one thread, ns per pair, beside a bare
@@ -23,7 +23,8 @@
  *       band_chan_recv_many(64), beside a bare lock-free Vyukov MPMC ring and a mutex +
  *       condvar bounded queue (bench_chan.h); every value is checked (exactly once, in
  *       each producer's order, and the sum);
- *   (g) the same with two producers and one consumer.
+ *   (g) the same with two producers and one consumer;
+ *   (h) the bounded executor (band_exec, bench_exec.h) beside a mutex + condvar thread pool.
  *
  * Every figure is the median of the rounds (5 by default). Within a round every variant of
  * a workload runs once, in an order that rotates from round to round, so that noise on a
@@ -34,6 +35,7 @@
  * fatal.
  */
 #include "bench_chan.h"
+#include "bench_exec.h"
 #include "bench_util.h"
 
 #include <band/sem.h>
@@ -1184,10 +1186,10 @@ static void section_ch(char letter, int producers, struct ch_result *out)
 static void usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s [--quick] [--reps N] [--only abcdefg]\n"
+            "usage: %s [--quick] [--reps N] [--only abcdefgh]\n"
             "  --quick    small counts (CI smoke test, a few seconds)\n"
             "  --reps N   rounds per workload (default 5, quick 3; max %d)\n"
-            "  --only S   run only the sections named by letters in S (a b c d e f g)\n",
+            "  --only S   run only the sections named by letters in S (a b c d e f g h)\n",
             argv0, MAX_REPS);
 }
 
@@ -1279,6 +1281,10 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (want('g'))
         section_ch('g', 2, &rg);
+    fflush(stdout);
+    if (want('h'))
+        g_failures += bench_exec_section(cfg.quick, cfg.reps);
+    fflush(stdout);
 
     printf("\ntargets (DESIGN.md)%s:\n", cfg.quick ? " - quick mode, indicative only" : "");
     if (want('a')) {

@@ -1,0 +1,227 @@
+/*
+ * band/exec.h - a bounded executor: a fixed set of worker threads fed by a bounded channel.
+ *
+ * The executor is the one band object that owns threads: band_exec_create() starts its
+ * workers with pthreads and band_exec_join()/band_exec_destroy() joins them. Every other
+ * band primitive is a state machine that runs on its callers' threads. docs/exec.md has
+ * the long form.
+ *
+ *  - Jobs are caller-owned: a band_job embedded in the caller's own structure, with a
+ *    function and an argument. Submitting allocates nothing; the job's pointer travels
+ *    through a band_chan of pointers whose capacity bounds the queue.
+ *  - Backpressure is explicit: band_exec_run() waits for room until a deadline,
+ *    band_exec_try_run() refuses at once with BAND_EAGAIN. A refused job is handed back
+ *    untouched (the caller still owns it).
+ *  - Every accepted job ends exactly once, in one of two ways: its function runs on a
+ *    worker (and from then on the job belongs to the function), or it is handed back
+ *    through the executor's handback callback - with BAND_ECANCELED after a successful
+ *    band_exec_cancel(), with BAND_ECLOSED when an immediate shutdown drained it.
+ *  - Shutdown: graceful (band_exec_shutdown(ex, BAND_EXEC_DRAIN)) closes the queue and lets
+ *    the workers finish everything already queued; immediate (BAND_EXEC_NOW) closes the
+ *    queue, lets running jobs finish, and hands every queued job back.
+ *  - Queue time (accepted -> started) and service time (started -> function returned) are
+ *    recorded separately in two band_histo histograms.
+ *
+ * Every function is MT-safe unless stated otherwise.
+ */
+#ifndef BAND_EXEC_H
+#define BAND_EXEC_H
+
+#include "band/core.h"
+#include "band/error.h"
+#include "band/histo.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct band_exec band_exec;
+typedef struct band_job band_job;
+
+/**
+ * band_job_fn - a job's function. Runs once on a worker thread; from its first instruction
+ * the job belongs to it (it may free or resubmit @job). It may call band, including
+ * band_exec_run() on its own executor (beware waiting for room from a worker: with every
+ * worker waiting, nobody drains the queue - use a deadline or band_exec_try_run()).
+ */
+typedef void band_job_fn(band_job *job);
+
+/**
+ * band_exec_handback_fn - receives a job that will not run: @reason is BAND_ECANCELED
+ * (band_exec_cancel() won before a worker started it) or BAND_ECLOSED (an immediate
+ * shutdown drained it from the queue). Called once per such job, on a worker thread or on
+ * the thread calling band_exec_shutdown(), with no band lock held. This call is band's last
+ * access to @job: the callback may free it.
+ */
+typedef void band_exec_handback_fn(band_job *job, int reason, void *ctx);
+
+/**
+ * struct band_job - one unit of work, embedded by its owner. Set @fn and @arg with
+ * band_job_init(); the fields starting with '_' belong to the executor while it is queued.
+ */
+struct band_job {
+    band_job_fn *fn; /* public */
+    void *arg;       /* public: the owner's pointer; band never touches it */
+    /* private */
+    uint32_t _state; /* BAND_JOB_* below, changed with atomic compare-and-swap */
+    uint32_t _pad;   /* reserved */
+    band_time _enq;  /* when the executor accepted it (queue-time histogram) */
+};
+
+/** Job states, as band_job_state() reports them. */
+enum band_job_state {
+    BAND_JOB_IDLE = 0,      /* initialised, or handed back after a refused submission */
+    BAND_JOB_QUEUED = 1,    /* accepted, waiting for a worker */
+    BAND_JOB_RUNNING = 2,   /* a worker took it; its function runs or has run */
+    BAND_JOB_CANCELLED = 3, /* band_exec_cancel() won; still in the queue, handback pending
+                               (IDLE again once handed back) */
+    BAND_JOB_DRAINED = 4,   /* handed back by an immediate shutdown */
+};
+
+/** band_job_init() - set @job's function and argument and make it idle. Not MT-safe for
+ *  the same @job; must not be called while it is queued. NULL @job is ignored. */
+BAND_API void band_job_init(band_job *job, band_job_fn *fn, void *arg);
+
+/** band_job_state() - @job's state (enum band_job_state), read with acquire ordering.
+ *  RUNNING stays RUNNING after the function returned: the executor never writes the job
+ *  again once it starts it. */
+BAND_API int band_job_state(const band_job *job);
+
+/** How a shutdown treats queued jobs. */
+enum band_exec_shutdown_mode {
+    BAND_EXEC_DRAIN = 0, /* graceful: workers run every queued job, then exit */
+    BAND_EXEC_NOW = 1,   /* immediate: running jobs finish; queued jobs are handed back */
+};
+
+/** A clock for the histograms (tests pass a fake one); NULL means band_now(). */
+typedef band_time band_exec_clock_fn(void *ctx);
+
+/** Creation options; zero-initialise, then set what you need. */
+typedef struct band_exec_opts {
+    unsigned workers;                /* worker threads, 1..BAND_EXEC_MAX_WORKERS */
+    uint64_t capacity;               /* queued jobs (not counting running ones), >= 1 */
+    band_exec_handback_fn *handback; /* optional; see band_exec_cancel() without it */
+    void *handback_ctx;
+    band_exec_clock_fn *clock; /* optional: NULL uses band_now() */
+    void *clock_ctx;
+    const char *name; /* optional; names the queue channel ("" or NULL: none) */
+} band_exec_opts;
+
+#define BAND_EXEC_MAX_WORKERS 1024
+
+/**
+ * band_exec_create() - start an executor with @opts->workers threads and a queue of
+ * @opts->capacity jobs.
+ *
+ * Returns 0 and stores it in *@out, BAND_EINVAL (NULL argument, 0 or too many workers, a
+ * capacity of 0 or above BAND_SEM_MAX_PERMITS, a name too long), BAND_ENOMEM, or BAND_EAGAIN
+ * when a thread could not be created (the ones started are stopped and joined; nothing
+ * leaks). The caller frees it with band_exec_destroy().
+ */
+BAND_API int band_exec_create(band_exec **out, const band_exec_opts *opts);
+
+/**
+ * band_exec_run() - queue @job, waiting until @deadline for room.
+ *
+ * Returns 0 (accepted: the job now runs or is handed back exactly once), BAND_ETIMEDOUT
+ * (still full at @deadline; a deadline in the past means "do not wait"), BAND_ECLOSED
+ * (the executor is shutting down, also when it started while this call waited), or
+ * BAND_EINVAL (NULL argument, NULL function, or @job is queued or cancelled and not yet
+ * handed back). On any refusal the job is back to IDLE and belongs to the caller,
+ * untouched. Waiting senders get room in arrival order. A job may be submitted again once
+ * it ended (its function started, or its handback ran), including from its own function.
+ * Cancelling a job before its submission returned is a race of the caller's making; if
+ * such a cancel wins against a refused submission, the job is handed back (BAND_ECANCELED)
+ * on this thread and this call returns BAND_ECANCELED.
+ */
+BAND_API int band_exec_run(band_exec *ex, band_job *job, band_time deadline);
+
+/** band_exec_try_run() - queue @job now or refuse: 0, BAND_EAGAIN (full, or older
+ *  submitters are waiting), BAND_ECLOSED, BAND_EINVAL; refused jobs stay with the caller. */
+BAND_API int band_exec_try_run(band_exec *ex, band_job *job);
+
+/**
+ * band_exec_cancel() - withdraw @job before a worker starts it.
+ *
+ * Returns 0 when the job was still queued: it will not run, and it is handed back with
+ * BAND_ECANCELED exactly once (by the worker that next meets it in the queue, or by an
+ * immediate shutdown) - the caller must keep @job valid until then, because its pointer
+ * is still in the queue. Without a handback callback, keep it valid until
+ * band_exec_join() returned. Returns BAND_EALREADY when a worker already started it (it
+ * runs to completion), and BAND_EINVAL when @job is NULL or not queued (idle, cancelled
+ * already, drained). MT-safe; races with workers are decided by one compare-and-swap.
+ */
+BAND_API int band_exec_cancel(band_job *job);
+
+/**
+ * band_exec_shutdown() - stop accepting jobs; @mode says what happens to queued ones.
+ *
+ * Both modes close the queue at once: later and waiting submissions fail with
+ * BAND_ECLOSED, and their jobs stay with their submitters. BAND_EXEC_DRAIN lets the
+ * workers run every queued job and exit. BAND_EXEC_NOW lets running jobs finish, and hands
+ * every queued job back (BAND_ECLOSED, or BAND_ECANCELED for one cancelled earlier)
+ * through the handback callback, each exactly once, on this thread or a worker. Does not
+ * wait for the workers: band_exec_join() does. A second call can turn a DRAIN into a NOW;
+ * otherwise it changes nothing. Returns 0, or BAND_EINVAL (NULL @ex, bad @mode).
+ * May be called from a job.
+ */
+BAND_API int band_exec_shutdown(band_exec *ex, int mode);
+
+/**
+ * band_exec_join() - wait for every worker to exit (after a shutdown).
+ *
+ * Returns 0 once all workers have been joined (at once if they were already), BAND_EINVAL
+ * for NULL @ex or when called before band_exec_shutdown() (it would wait forever), or from
+ * one of @ex's own workers (it would wait for itself). After it returned 0, every accepted
+ * job has run or been handed back.
+ */
+BAND_API int band_exec_join(band_exec *ex);
+
+/**
+ * band_exec_destroy() - shut down gracefully if not yet shut down, join the workers, and
+ * free @ex.
+ *
+ * Returns 0 (NULL too), or BAND_EINVAL when called from one of @ex's workers (nothing is
+ * freed). Nobody may use @ex afterwards.
+ */
+BAND_API int band_exec_destroy(band_exec *ex);
+
+/** struct band_exec_stats - a snapshot of an executor's counters. */
+typedef struct band_exec_stats {
+    unsigned workers;        /* worker threads started */
+    int closed;              /* 1 after band_exec_shutdown() */
+    uint64_t capacity;       /* queue capacity */
+    uint64_t queued;         /* jobs in the queue now (cancelled ones until skipped) */
+    uint64_t waiting;        /* submitters blocked in band_exec_run() for room */
+    uint64_t running;        /* jobs whose function runs now */
+    uint64_t accepted;       /* jobs accepted by run/try_run */
+    uint64_t refused_full;   /* refused with BAND_EAGAIN or BAND_ETIMEDOUT */
+    uint64_t refused_closed; /* refused with BAND_ECLOSED */
+    uint64_t completed;      /* jobs whose function returned */
+    uint64_t cancelled;      /* jobs handed back with BAND_ECANCELED */
+    uint64_t drained;        /* jobs handed back with BAND_ECLOSED */
+} band_exec_stats;
+
+/** band_exec_get_stats() - copy @ex's counters into *@out: 0 or BAND_EINVAL. Counters are
+ *  read one by one with relaxed loads; at quiescence
+ *  accepted == completed + cancelled + drained + queued + running. */
+BAND_API int band_exec_get_stats(const band_exec *ex, band_exec_stats *out);
+
+/**
+ * band_exec_get_histos() - snapshots of the queue-time and service-time histograms (in
+ * the executor clock's units, ns for band_now()); either pointer may be NULL.
+ *
+ * Queue time is from acceptance to the moment a worker took the job (cancelled and drained
+ * jobs are not recorded); service time is from then until its function returned. A busy
+ * worker that takes its next job without waiting uses the previous job's end as the next
+ * one's start (one clock read per job), so its pop counts as queue time. Each worker keeps
+ * its own histograms; this call merges them.
+ * Returns 0 or BAND_EINVAL (NULL @ex).
+ */
+BAND_API int band_exec_get_histos(const band_exec *ex, band_histo_snapshot *queue_time,
+                                  band_histo_snapshot *service_time);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_EXEC_H */

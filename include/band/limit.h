@@ -1,0 +1,175 @@
+/*
+ * band/limit.h - an adaptive concurrency limit: a semaphore sized from what it measures.
+ *
+ * A band_limit owns one band_sem (created and destroyed with it; band_limit_sem() exposes
+ * it for async acquisitions) whose balance is the current limit. Requests take one permit
+ * each; when a request finishes the caller reports its round-trip time and whether it was
+ * dropped (band_limit_on_done()), and the controller moves the limit:
+ *
+ *  - BAND_LIMIT_AIMD: additive increase, multiplicative decrease. Every "window" of samples
+ *    without congestion adds @increase; a drop, or a round trip slower than @rtt_limit
+ *    (0: drops only), multiplies the limit by @backoff - at most once per round trip: a
+ *    congestion signal from a request that started before the last decrease is ignored.
+ *  - BAND_LIMIT_GRADIENT (Netflix's gradient, a Vegas relative): once per window,
+ *    gradient = clamp(@tolerance * min_rtt / window_rtt, 0.5, 1), and the limit moves a
+ *    fraction @smoothing of the way to limit * gradient + queue, where queue is @queue or
+ *    sqrt(limit). With no queueing the gradient is 1 and the limit grows by about
+ *    smoothing * queue per window; once latency rises with the limit it settles near
+ *    tolerance * capacity + queue. Drops cut it by @backoff as in AIMD.
+ *  - Both: the limit stays within [@min, @max]; it never grows in a window where fewer than
+ *    half of the permits were in use (an idle client learns nothing about capacity);
+ *    samples from requests started before the last change are not used to judge it.
+ *
+ * Changes reach the semaphore only through band_sem_release() (growth) and
+ * band_sem_reduce() (shrink): permits in use are never revoked, and a shrink below what is
+ * in flight becomes debt that returning permits repay before anybody else gets one. The
+ * estimator and the limit are updated under one mutex, so adjustments are serialized; the
+ * resulting release or reduce is applied after the mutex is released (wakes of waiting
+ * acquirers run then, on the reporting thread, under no lock). Deltas commute, so the
+ * semaphore's balance always converges to the reported limit minus what is in flight.
+ *
+ * Time is passed in by the caller (start and finish of each request), so the controller
+ * runs on a fake clock in tests. docs/limit.md has the simulation bounds and the tuning.
+ * Every function is MT-safe.
+ */
+#ifndef BAND_LIMIT_H
+#define BAND_LIMIT_H
+
+#include "band/core.h"
+#include "band/error.h"
+#include "band/sem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct band_limit band_limit;
+
+/** The algorithms. */
+enum band_limit_algorithm {
+    BAND_LIMIT_AIMD = 0,
+    BAND_LIMIT_GRADIENT = 1,
+};
+
+/** How a request ended, for band_limit_on_done() / band_limit_sample(). */
+enum band_limit_outcome {
+    BAND_LIMIT_OK = 0,      /* served: its round-trip time is a latency sample */
+    BAND_LIMIT_DROPPED = 1, /* rejected or timed out by the server: a congestion signal */
+    BAND_LIMIT_IGNORE = 2,  /* says nothing about capacity (a client error): not sampled */
+};
+
+/**
+ * Creation options; zero-initialise, then set what you need. Zero fields take the default
+ * shown. Invalid values (min > max, initial outside [min, max], a factor out of range) are
+ * refused with BAND_EINVAL.
+ */
+typedef struct band_limit_opts {
+    int algorithm;           /* enum band_limit_algorithm (AIMD) */
+    uint64_t initial;        /* starting limit (min) */
+    uint64_t min;            /* lowest limit, >= 1 (1) */
+    uint64_t max;            /* highest limit, <= BAND_SEM_MAX_PERMITS (1000) */
+    double backoff;          /* multiplicative decrease on congestion, in (0, 1) (0.9) */
+    double increase;         /* AIMD: additive increase per window, > 0 (1) */
+    band_time rtt_limit;     /* AIMD: a round trip above this is congestion (0: drops only) */
+    double smoothing;        /* GRADIENT: fraction of the way to the new estimate per window,
+                                in (0, 1] (0.2) */
+    double tolerance;        /* GRADIENT: tolerated window_rtt / min_rtt before shrinking,
+                                >= 1 (1.0) */
+    double queue;            /* GRADIENT: headroom added to the estimate (0: sqrt(limit)) */
+    double rtt_smoothing;    /* weight of a sample in the smoothed RTT, in (0, 1] (0.125) */
+    uint64_t window;         /* samples per window (0: the current limit, about one round
+                                trip's worth when the limit is in use) */
+    band_time min_rtt_reset; /* forget min_rtt this often, so a lasting change of the
+                                no-load latency is learned (0: never) */
+} band_limit_opts;
+
+/**
+ * band_limit_create() - a limit with its own semaphore holding @opts->initial permits.
+ *
+ * Returns 0 and stores it in *@out, BAND_EINVAL (NULL argument, an invalid option), or
+ * BAND_ENOMEM. Free it with band_limit_destroy().
+ */
+BAND_API int band_limit_create(band_limit **out, const band_limit_opts *opts);
+
+/**
+ * band_limit_destroy() - free @l and its semaphore.
+ *
+ * Returns 0 (NULL too), or BAND_EBUSY while acquisitions are queued on the semaphore
+ * (nothing freed; close it first).
+ */
+BAND_API int band_limit_destroy(band_limit *l);
+
+/** band_limit_close() - close the semaphore: queued and later acquisitions fail with
+ *  BAND_ECLOSED; on_done still releases. Returns 0 or BAND_EINVAL. */
+BAND_API int band_limit_close(band_limit *l);
+
+/**
+ * band_limit_sem() - the semaphore the limit sizes (NULL for NULL @l).
+ *
+ * Use it for async acquisitions (band_sem_acquire_async(sem, 1, w)); after a grant call
+ * band_limit_adopt() so the in-flight count includes the request, and band_limit_on_done()
+ * when it ends. Never release or reduce it directly: that would skew the limit.
+ */
+BAND_API band_sem *band_limit_sem(band_limit *l);
+
+/** band_limit_try_acquire() - take one permit now: 0 (counted in flight), BAND_EAGAIN,
+ *  BAND_ECLOSED, BAND_EINVAL. */
+BAND_API int band_limit_try_acquire(band_limit *l);
+
+/** band_limit_acquire() - take one permit, blocking until @deadline: 0 (counted in
+ *  flight), BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL. */
+BAND_API int band_limit_acquire(band_limit *l, band_time deadline);
+
+/** band_limit_adopt() - count a permit acquired through band_limit_sem() as in flight.
+ *  Returns 0 or BAND_EINVAL. */
+BAND_API int band_limit_adopt(band_limit *l);
+
+/**
+ * band_limit_on_done() - a request that holds one permit finished: record it as a sample
+ * (band_limit_sample()), then return its permit and count it out of flight.
+ *
+ * @start and @now are the request's start and end (same clock, any origin). Returns 0,
+ * or BAND_EINVAL (NULL @l, @now before @start, unknown @outcome; the permit is not
+ * returned then). Wakes of acquirers that the returned permit or a raised limit completed
+ * run on this thread, under no lock.
+ */
+BAND_API int band_limit_on_done(band_limit *l, band_time start, band_time now, int outcome);
+
+/**
+ * band_limit_sample() - feed one measurement without touching permits or the in-flight
+ * count (for callers that hold permits some other way).
+ *
+ * Returns 0 or BAND_EINVAL as band_limit_on_done(). May change the limit.
+ */
+BAND_API int band_limit_sample(band_limit *l, band_time start, band_time now, int outcome);
+
+/** band_limit_current() - the current limit (0 for NULL). One atomic load. */
+BAND_API uint64_t band_limit_current(const band_limit *l);
+
+/** struct band_limit_stats - the limit and the estimates behind it. */
+typedef struct band_limit_stats {
+    int algorithm;
+    uint64_t limit;         /* current limit (what the semaphore converges to) */
+    double limit_exact;     /* the controller's unrounded limit */
+    uint64_t min, max;      /* bounds */
+    uint64_t inflight;      /* permits counted in flight */
+    band_time min_rtt;      /* smallest round trip seen (since the last reset), 0: none yet */
+    band_time smoothed_rtt; /* exponentially smoothed round trip, 0: none yet */
+    band_time window_rtt;   /* mean round trip of the last closed window, 0: none yet */
+    double gradient;        /* GRADIENT: last gradient (1 before the first window) */
+    uint64_t samples;       /* samples recorded (not ignored ones) */
+    uint64_t drops;         /* samples reported dropped */
+    uint64_t ignored;       /* samples reported BAND_LIMIT_IGNORE */
+    uint64_t windows;       /* windows closed */
+    uint64_t increases;     /* adjustments that raised the limit */
+    uint64_t decreases;     /* adjustments that lowered it */
+} band_limit_stats;
+
+/** band_limit_get_stats() - copy the estimates into *@out: 0 or BAND_EINVAL. Takes the
+ *  limit's mutex briefly. */
+BAND_API int band_limit_get_stats(const band_limit *l, band_limit_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_LIMIT_H */
