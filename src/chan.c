@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "band/chan.h"
+#include "band/histo.h"
 #include "chan_ring.h"
 #include "core/block.h"
 #include "core/name.h"
@@ -81,6 +82,7 @@ struct band_chan {
     uint64_t lifo_taken;
     uint64_t refused_full, refused_closed, refused_too_big, dropped;
     uint64_t send_wait_ns, send_wait_ns_max;
+    band_histo *wait_histo; /* optional, the caller's */
     char name[BAND_NAME_MAX];
 };
 
@@ -192,6 +194,16 @@ int band_chan_set_name(band_chan *c, const char *name)
     if (c == NULL)
         return BAND_EINVAL;
     return band__set_name(c->name, name, &c->lock);
+}
+
+int band_chan_set_wait_histo(band_chan *c, band_histo *h)
+{
+    if (c == NULL)
+        return BAND_EINVAL;
+    pthread_mutex_lock(&c->lock);
+    c->wait_histo = h;
+    pthread_mutex_unlock(&c->lock);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- gates (locked) */
@@ -317,6 +329,8 @@ static void account_send_wait_locked(band_chan *c, const band_waiter *w, band_ti
     c->send_wait_ns += ns;
     if (ns > c->send_wait_ns_max)
         c->send_wait_ns_max = ns;
+    if (c->wait_histo != NULL)
+        band_histo_record(c->wait_histo, ns);
 }
 
 /* ---------------------------------------------------------------- settling (locked) */

@@ -97,6 +97,17 @@ BAND_API int band_chan_destroy(band_chan *c);
 /** band_chan_set_name() - as band_sem_set_name(). */
 BAND_API int band_chan_set_name(band_chan *c, const char *name);
 
+struct band_histo;
+
+/**
+ * band_chan_set_wait_histo() - record how long each queued sender waited (ns, from queueing
+ * to being served, timing out, being cancelled or failed by close) into @h (band/histo.h),
+ * from now on; NULL stops recording. @h stays the caller's and must outlive the channel or
+ * the next call. Senders that never queue record nothing (their wait was 0). Returns 0 or
+ * BAND_EINVAL (NULL @c). MT-safe.
+ */
+BAND_API int band_chan_set_wait_histo(band_chan *c, struct band_histo *h);
+
 /*
  * Sending. @bytes is what the element stands for against the byte bound (ignored when the
  * channel has none, but still counted). A send that finds a receiver waiting hands the

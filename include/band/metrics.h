@@ -1,0 +1,89 @@
+/*
+ * band/metrics.h - every bound's counters in one snapshot, in Prometheus text format.
+ *
+ * A program registers the primitives an operator should see (semaphores and budgets,
+ * channels, rate budgets, front doors) and any latency histograms (band/histo.h: a
+ * channel's send waits, an executor's queue and service times, a door's hold times), each
+ * under a name. band_metrics_write() then renders one consistent-per-primitive snapshot as
+ * Prometheus text exposition format (version 0.0.4): gauges for what is held and waiting
+ * now, counters for grants and for refusals by reason, and histograms in seconds. A bound
+ * whose waiters and wait time grow while the others idle is the bottleneck.
+ *
+ * The registry does not own what it lists: each primitive and histogram must outlive the
+ * registry (or be removed by destroying the registry first). Registration and writing are
+ * for one thread at a time (the registry keeps its scratch copies of the counters); writing
+ * is MT-safe against the primitives' own use (each is read through its get_stats / read
+ * function).
+ */
+#ifndef BAND_METRICS_H
+#define BAND_METRICS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "band/chan.h"
+#include "band/core.h"
+#include "band/error.h"
+#include "band/histo.h"
+#include "band/overload.h"
+#include "band/rate.h"
+#include "band/sem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct band_metrics band_metrics;
+
+/** band_metrics_create() - a registry of at most @max_entries entries (> 0). Returns 0,
+ *  BAND_EINVAL or BAND_ENOMEM. */
+BAND_API int band_metrics_create(band_metrics **out, size_t max_entries);
+
+/** band_metrics_destroy() - free the registry (not what it lists). NULL is a no-op. */
+BAND_API int band_metrics_destroy(band_metrics *m);
+
+/*
+ * Registration. @name becomes the label name="..." of every series of the entry (copied;
+ * 1..BAND_NAME_MAX-1 bytes; escaped on output). @wait, where offered, is an optional
+ * histogram of waits in nanoseconds that the caller records into (for a channel:
+ * band_chan_set_wait_histo()); it is rendered as a Prometheus histogram in seconds.
+ * Each returns 0, BAND_EINVAL (NULL primitive, bad name) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_sem(band_metrics *m, const char *name, const band_sem *s,
+                                  const band_histo *wait);
+BAND_API int band_metrics_add_chan(band_metrics *m, const char *name, const band_chan *c,
+                                   const band_histo *wait);
+BAND_API int band_metrics_add_rate(band_metrics *m, const char *name, const band_rate *r);
+BAND_API int band_metrics_add_door(band_metrics *m, const char *name, const band_door *d,
+                                   const band_histo *hold);
+
+/**
+ * band_metrics_add_histo() - a histogram of durations in nanoseconds under the metric
+ * family @family (a Prometheus metric name: [a-zA-Z_:][a-zA-Z0-9_:]*, rendered with the
+ * suffix _seconds), labelled name=@name, with the help text @help (copied; may be NULL).
+ * Entries sharing a family share its HELP and TYPE lines. Returns as the others, and
+ * BAND_EINVAL for an invalid family name.
+ */
+BAND_API int band_metrics_add_histo(band_metrics *m, const char *family, const char *name,
+                                    const char *help, const band_histo *h);
+
+/**
+ * band_metrics_write() - render every entry into @buf (@cap bytes, NUL-terminated).
+ *
+ * Returns 0 with *@len (when not NULL) set to the text's length; BAND_E2BIG when @cap is too
+ * small: *@len is then the length needed (allocate *@len + 1 and call again) and @buf holds
+ * a truncated, NUL-terminated prefix; BAND_EINVAL for NULL @m or @buf with @cap > 0.
+ * Histogram buckets are cumulative at 1 us, 10 us, 100 us, 1 ms, 10 ms, 100 ms, 1 s, 10 s
+ * and +Inf; a bucket counts the values whose log bucket (band/histo.h) lies wholly at or
+ * below its bound, so it never counts a value above the bound.
+ */
+BAND_API int band_metrics_write(const band_metrics *m, char *buf, size_t cap, size_t *len);
+
+/** band_metrics_fprint() - band_metrics_write() to @f. Returns 0, BAND_EINVAL or
+ *  BAND_ENOMEM. */
+BAND_API int band_metrics_fprint(const band_metrics *m, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_METRICS_H */

@@ -1,0 +1,172 @@
+/*
+ * test_metrics.c - the metrics registry and its Prometheus text (band/metrics.h).
+ */
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "band/metrics.h"
+
+static char *render(const band_metrics *m)
+{
+    size_t need = 0;
+    assert_int_equal(band_metrics_write(m, NULL, 0, &need), BAND_E2BIG);
+    assert_true(need > 0);
+    char *buf = malloc(need + 1);
+    assert_non_null(buf);
+    size_t len = 0;
+    assert_int_equal(band_metrics_write(m, buf, need + 1, &len), 0);
+    assert_int_equal(len, need);
+    assert_int_equal(strlen(buf), len);
+    return buf;
+}
+
+static void expect_line(const char *text, const char *line)
+{
+    const char *p = strstr(text, line);
+    if (p == NULL || (p != text && p[-1] != '\n') || p[strlen(line)] != '\n')
+        fail_msg("missing line: %s\n--- in:\n%s", line, text);
+}
+
+static void test_args(void **state)
+{
+    (void)state;
+    band_metrics *m = NULL;
+    assert_int_equal(band_metrics_create(NULL, 4), BAND_EINVAL);
+    assert_int_equal(band_metrics_create(&m, 0), BAND_EINVAL);
+    assert_int_equal(band_metrics_create(&m, 1), 0);
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_metrics_add_sem(m, NULL, s, NULL), BAND_EINVAL);
+    assert_int_equal(band_metrics_add_sem(m, "", s, NULL), BAND_EINVAL);
+    assert_int_equal(band_metrics_add_sem(m, "x", NULL, NULL), BAND_EINVAL);
+    char longname[BAND_NAME_MAX + 1];
+    memset(longname, 'a', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    assert_int_equal(band_metrics_add_sem(m, longname, s, NULL), BAND_EINVAL);
+    band_histo h;
+    band_histo_init(&h);
+    assert_int_equal(band_metrics_add_histo(m, "9bad", "x", NULL, &h), BAND_EINVAL);
+    assert_int_equal(band_metrics_add_histo(m, "bad-name", "x", NULL, &h), BAND_EINVAL);
+    assert_int_equal(band_metrics_add_histo(m, NULL, "x", NULL, &h), BAND_EINVAL);
+    assert_int_equal(band_metrics_add_sem(m, "db", s, NULL), 0);
+    assert_int_equal(band_metrics_add_sem(m, "db2", s, NULL), BAND_E2BIG); /* full */
+    assert_int_equal(band_metrics_write(NULL, NULL, 0, NULL), BAND_EINVAL);
+    char b[8];
+    assert_int_equal(band_metrics_write(m, NULL, sizeof(b), NULL), BAND_EINVAL);
+    size_t need = 0;
+    assert_int_equal(band_metrics_write(m, b, sizeof(b), &need), BAND_E2BIG);
+    assert_true(need > sizeof(b));
+    assert_int_equal(strlen(b), sizeof(b) - 1); /* a truncated, terminated prefix */
+    assert_int_equal(band_metrics_fprint(NULL, stdout), BAND_EINVAL);
+    assert_int_equal(band_metrics_destroy(m), 0);
+    assert_int_equal(band_metrics_destroy(NULL), 0);
+    assert_int_equal(band_sem_destroy(s), 0);
+}
+
+/* Every primitive's series, with exact values, one HELP/TYPE per family. */
+static void test_render(void **state)
+{
+    (void)state;
+    band_metrics *m = NULL;
+    assert_int_equal(band_metrics_create(&m, 8), 0);
+
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 5), 0);
+    assert_int_equal(band_sem_try_acquire(s, 2), 0);
+    assert_int_equal(band_sem_try_acquire(s, 4), BAND_EAGAIN);
+    assert_int_equal(band_metrics_add_sem(m, "db \"pool\"", s, NULL), 0);
+
+    band_chan *c = NULL;
+    assert_int_equal(band_chan_create(&c, sizeof(uint64_t), 2, 0), 0);
+    band_histo cw;
+    band_histo_init(&cw);
+    assert_int_equal(band_chan_set_wait_histo(c, &cw), 0);
+    assert_int_equal(band_chan_set_wait_histo(NULL, &cw), BAND_EINVAL);
+    uint64_t v = 1;
+    assert_int_equal(band_chan_try_send(c, &v, 10), 0);
+    assert_int_equal(band_chan_try_send(c, &v, 20), 0);
+    assert_int_equal(band_chan_try_send(c, &v, 1), BAND_EAGAIN);
+    assert_int_equal(band_chan_send(c, &v, 1, band_now() + BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_metrics_add_chan(m, "stage", c, &cw), 0);
+
+    band_rate *r = NULL;
+    assert_int_equal(band_rate_create_simple(&r, 1, 3), 0);
+    assert_int_equal(band_rate_try(r, 2, NULL), 0);
+    assert_int_equal(band_rate_try(r, 2, NULL), BAND_EAGAIN);
+    assert_int_equal(band_metrics_add_rate(m, "quota", r), 0);
+
+    band_door_opts o;
+    memset(&o, 0, sizeof(o));
+    o.sem = s;
+    band_door *d = NULL;
+    assert_int_equal(band_door_create(&d, &o), 0);
+    band_permit p = BAND_PERMIT_INIT;
+    band_answer a;
+    assert_int_equal(band_door_admit(d, 0, 3, BAND_FOREVER, NULL, &p, &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    band_permit q = BAND_PERMIT_INIT;
+    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &q, &a), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_BUSY);
+    assert_int_equal(band_metrics_add_door(m, "front", d, NULL), 0);
+
+    band_histo h;
+    band_histo_init(&h);
+    band_histo_record(&h, 500);           /* 0.5 us */
+    band_histo_record(&h, 2000000);       /* 2 ms */
+    band_histo_record(&h, 3000000000ULL); /* 3 s */
+    assert_int_equal(band_metrics_add_histo(m, "band_exec_queue", "pool", "Queue time.", &h), 0);
+    assert_int_equal(band_metrics_add_histo(m, "band_exec_queue", "pool2", NULL, &h), 0);
+
+    char *t = render(m);
+    expect_line(t, "# TYPE band_sem_available gauge");
+    expect_line(t, "band_sem_available{name=\"db \\\"pool\\\"\"} 0"); /* 5 - 2 - 3 */
+    expect_line(t, "band_sem_refusals_total{name=\"db \\\"pool\\\"\",reason=\"full\"} 2");
+    expect_line(t, "band_chan_len{name=\"stage\"} 2");
+    expect_line(t, "band_chan_bytes{name=\"stage\"} 30");
+    expect_line(t, "band_chan_refusals_total{name=\"stage\",reason=\"full\"} 1");
+    expect_line(t, "# TYPE band_chan_send_wait_seconds histogram");
+    expect_line(t, "band_chan_send_wait_seconds_count{name=\"stage\"} 1");
+    expect_line(t, "band_chan_send_wait_seconds_bucket{name=\"stage\",le=\"+Inf\"} 1");
+    expect_line(t, "band_rate_granted_tokens_total{name=\"quota\"} 2");
+    expect_line(t, "band_rate_refusals_total{name=\"quota\",reason=\"rate\"} 1");
+    expect_line(t, "band_door_answers_total{name=\"front\",answer=\"accept\"} 1");
+    expect_line(t, "band_door_answers_total{name=\"front\",answer=\"busy\"} 1");
+    expect_line(t, "# HELP band_exec_queue_seconds Queue time.");
+    expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"1e-06\"} 1");
+    expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"0.001\"} 1");
+    expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"0.01\"} 2");
+    expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"1\"} 2");
+    expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"10\"} 3");
+    expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"+Inf\"} 3");
+    expect_line(t, "band_exec_queue_seconds_count{name=\"pool2\"} 3");
+    /* One HELP per family, even with two entries. */
+    const char *first = strstr(t, "# HELP band_exec_queue_seconds");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "# HELP band_exec_queue_seconds"));
+    /* No sem wait histogram was registered: no such family. */
+    assert_null(strstr(t, "band_sem_wait_seconds"));
+    free(t);
+
+    assert_int_equal(band_metrics_fprint(m, stderr), 0);
+    assert_int_equal(band_door_done(d, &p, 0), 0);
+    assert_int_equal(band_door_destroy(d), 0);
+    assert_int_equal(band_metrics_destroy(m), 0);
+    assert_int_equal(band_rate_destroy(r), 0);
+    uint64_t out;
+    assert_int_equal(band_chan_try_recv(c, &out, NULL), 0);
+    assert_int_equal(band_chan_try_recv(c, &out, NULL), 0);
+    assert_int_equal(band_chan_destroy(c), 0);
+    assert_int_equal(band_sem_release(s, 2), 0);
+    assert_int_equal(band_sem_destroy(s), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_args),
+        cmocka_unit_test(test_render),
+    };
+    return cmocka_run_group_tests_name("test_metrics", tests, NULL, NULL);
+}
