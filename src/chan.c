@@ -49,9 +49,21 @@
 enum { OP_SEND = 0, OP_RESERVE = 1 };
 enum { W_SENDERS = 1, W_RECEIVERS = 2 };
 
-/* Fast attempts of a blocking send or receive before it queues (the other side is
- * usually a few nanoseconds from making room or publishing). */
-#define CHAN_SPINS 128
+/* Fast attempts of a blocking send or receive before it queues: CHAN_SPINS with a CPU
+ * pause between them (the other side is usually nanoseconds from making room or
+ * publishing), then CHAN_YIELDS with sched_yield() between them (with more threads than
+ * cores the other side may not be running at all: give it this core rather than park,
+ * which would cost it a futex wake-up later). */
+#define CHAN_SPINS  128
+#define CHAN_YIELDS 8
+
+static void backoff(int i)
+{
+    if (i < CHAN_SPINS)
+        band__cpu_relax();
+    else
+        sched_yield();
+}
 
 struct band_chan {
     struct chan_ring ring;
@@ -609,13 +621,13 @@ static int send_blocking(band_chan *c, int kind, const void *elem, uint64_t byte
                          band_time deadline)
 {
     if (kind == OP_SEND) {
-        for (int i = 0; i < CHAN_SPINS; i++) {
+        for (int i = 0; i < CHAN_SPINS + CHAN_YIELDS; i++) {
             int rc = send_fast(c, elem, bytes);
             if (rc == RING_OK)
                 return 0;
             if (rc == RING_GATED)
                 break;
-            band__cpu_relax();
+            backoff(i);
         }
     }
     if (deadline != BAND_FOREVER && deadline <= band_now()) {
@@ -908,13 +920,13 @@ int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline)
 {
     if (c == NULL || out == NULL)
         return BAND_EINVAL;
-    for (int i = 0; i < CHAN_SPINS; i++) {
+    for (int i = 0; i < CHAN_SPINS + CHAN_YIELDS; i++) {
         int rc = recv_fast(c, out, bytes);
         if (rc == RING_OK)
             return 0;
         if (rc == RING_GATED || !surely_empty(c))
             break;
-        band__cpu_relax();
+        backoff(i);
     }
     if (deadline != BAND_FOREVER && deadline <= band_now()) {
         int rc = recv_submit(c, out, bytes, NULL); /* do not wait */
