@@ -22,7 +22,10 @@
  * arrives exactly once, in order. The producer's departure (sender counting) closes the
  * channel, which is how the consumer learns that the stream has ended.
  *
- * Part 4 (demo_overload.c), overload: offered load ramps to three times a server's capacity,
+ * Part 4 (tenants.c), tenants: four tenants with weights 4:2:1:1 (one of them flooding)
+ * share eight slots through a band_fair, and an urgent class always finds room.
+ *
+ * Part 5 (demo_overload.c), overload: offered load ramps to three times a server's capacity,
  * and a plain FIFO channel is compared with a deadline-aware one and with adaptive LIFO.
  *
  * Usage: band_demo [--quick]
@@ -688,7 +691,11 @@ int main(int argc, char **argv)
            (double)cst.send_wait_ns_max / 1e6);
     fflush(stdout);
 
-    /* Part 4 prints its own table. */
+    /* Parts 4 and 5 print their own tables. */
+    printf("\n");
+    fflush(stdout);
+    failed |= band_tenants_demo(quick);
+    fflush(stdout);
     failed |= demo_overload(quick);
 
     printf("\nelapsed %.2f s\n", (double)(band_now() - t0) / (double)BAND_SEC);

@@ -7,7 +7,10 @@
 #ifndef BAND_DEMO_PARTS_H
 #define BAND_DEMO_PARTS_H
 
-/* Part 4: offered load ramps to 3x capacity; FIFO vs deadline-aware vs adaptive LIFO. */
+/* Part 4: tenants with weights share eight slots through one band_fair (tenants.c). */
+int band_tenants_demo(int quick);
+
+/* Part 5: offered load ramps to 3x capacity; FIFO vs deadline-aware vs adaptive LIFO. */
 int demo_overload(int quick);
 
 #endif /* BAND_DEMO_PARTS_H */

@@ -14,6 +14,7 @@
 #include "band/core.h"
 #include "band/error.h"
 #include "band/exec.h"
+#include "band/fair.h"
 #include "band/group.h"
 #include "band/histo.h"
 #include "band/limit.h"

@@ -1,0 +1,297 @@
+/*
+ * band/fair.h - per-key fair share of one capacity, with priority classes.
+ *
+ * A band_fair is a budget of units (permits, bytes, connections) shared by many keys
+ * (tenants, users, connections), each identified by a uint64_t id. docs/fair.md has the
+ * long form and the exact rules; in short:
+ *
+ *  - Weighted fair queuing. Waiting requests are queued per key and per priority class.
+ *    Within a class, keys are served by deficit round robin: a key's quantum per round is
+ *    its weight times the base quantum, and a request of n units costs n. While keys are
+ *    backlogged they receive units in proportion to their weights, however many requests
+ *    each has queued; an idle key's share goes to the others (work-conserving).
+ *  - Whole grants, no barging. A request is granted in one piece. When the key whose turn
+ *    it is does not fit, its class stalls: later requests (queued or new, try included) of
+ *    that class and of lower classes wait behind it, so a large request is never starved
+ *    by small ones. Requests of a key are served in arrival order (per class).
+ *  - Per-key cap: a key never holds more than its cap; a key at its cap is skipped by the
+ *    round robin (it does not stall anybody) until it releases.
+ *  - Per-key reservation: while a key holds less than its reservation and waits for a
+ *    request that fits in it, that unused reservation is protected: other keys may borrow
+ *    it only while the reserved key does not wait for it. Requests within a key's
+ *    reservation are served before the round robin. Nothing granted is ever revoked.
+ *  - Priority classes 0 (lowest) to classes-1 (highest). A class-c request needs
+ *    in_use + n <= threshold[c]; the highest class's threshold is the capacity, so the
+ *    headroom above lower thresholds is kept for urgent work. Higher classes are served
+ *    first when capacity frees, and a stalled class stalls every class below it.
+ *  - Registry. A key's state is allocated on its first use and freed (to a small cache)
+ *    as soon as the key is idle: nothing held, nothing queued, no configuration. At most
+ *    max_keys keys are live; a request for a new key past it fails with BAND_ENOMEM. The
+ *    request path of a live key never allocates.
+ *  - One lock. Every decision is made under the fair's mutex (a scheduler has no useful
+ *    lock-free fast path); wakes run after it is released, on the thread that completed
+ *    the request, as the wake contract in band/core.h says.
+ *
+ * The capacity is the fair's own (it does not draw from a band_sem). To bound a budget
+ * that other code also uses, acquire from the fair first, then from the shared budget,
+ * and release in the reverse order.
+ *
+ * Every function is MT-safe. Releases, cancels, closes, key changes and acquisitions
+ * granted at once (which can end a stall) may run wakes of completed requests on the
+ * calling thread, after every band lock is released; a submission never runs its own wake.
+ */
+#ifndef BAND_FAIR_H
+#define BAND_FAIR_H
+
+#include "band/core.h"
+#include "band/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The most priority classes a fair can have. */
+#define BAND_FAIR_MAX_CLASSES 8
+/** The largest weight a key can have. */
+#define BAND_FAIR_MAX_WEIGHT 65536u
+/** The largest base quantum. */
+#define BAND_FAIR_MAX_QUANTUM (UINT64_C(1) << 32)
+/** The largest capacity (as band_sem's BAND_SEM_MAX_PERMITS). */
+#define BAND_FAIR_MAX_CAPACITY ((UINT64_C(1) << 61) - 1)
+/** max_keys used when the configuration leaves it 0. */
+#define BAND_FAIR_DEFAULT_MAX_KEYS 1024u
+
+typedef struct band_fair band_fair;
+
+/**
+ * struct band_fair_config - how band_fair_create() sets up a fair.
+ *
+ * Fill it with band_fair_config_init() and change what you need. Zero fields take the
+ * defaults shown.
+ */
+typedef struct band_fair_config {
+    uint64_t capacity;       /* units shared by every key; 1..BAND_FAIR_MAX_CAPACITY */
+    uint32_t classes;        /* priority classes, 1..BAND_FAIR_MAX_CLASSES (0: 1) */
+    uint32_t max_keys;       /* live keys at most (0: BAND_FAIR_DEFAULT_MAX_KEYS) */
+    uint64_t quantum;        /* base quantum in units, 1..BAND_FAIR_MAX_QUANTUM (0: 1) */
+    uint32_t default_weight; /* weight of keys never configured (0: 1) */
+    uint64_t default_cap;    /* cap of keys never configured (0: the capacity) */
+    /* thresholds[c] for c < classes - 1: class c may be granted only while
+     * in_use + n <= thresholds[c] (0: the capacity). Must not decrease with c. The highest
+     * class always uses the capacity; its entry is ignored. */
+    uint64_t thresholds[BAND_FAIR_MAX_CLASSES];
+} band_fair_config;
+
+/** band_fair_config_init() - zero *@c and set its capacity to @capacity. NULL: no-op. */
+BAND_API void band_fair_config_init(band_fair_config *c, uint64_t capacity);
+
+/**
+ * band_fair_create() - allocate a fair configured by *@cfg, every unit available.
+ *
+ * Returns 0 and stores the fair in *@out, BAND_EINVAL when an argument is NULL or out of
+ * range (capacity 0 or too large, too many classes, a quantum or default weight out of
+ * range, thresholds that decrease or exceed the capacity), or BAND_ENOMEM. *@out is
+ * unchanged on failure. Free with band_fair_destroy().
+ */
+BAND_API int band_fair_create(band_fair **out, const band_fair_config *cfg);
+
+/**
+ * band_fair_destroy() - free @f and every key state.
+ *
+ * Returns 0, or BAND_EBUSY while requests are queued (nothing freed: close first). Units
+ * still held become meaningless. NULL returns 0.
+ */
+BAND_API int band_fair_destroy(band_fair *f);
+
+/**
+ * struct band_fair_key_opts - the configuration of one key.
+ *
+ * weight 1..BAND_FAIR_MAX_WEIGHT; cap 1..capacity (0: the capacity); reserve 0..cap, and
+ * the reservations of all keys together may not exceed the capacity.
+ */
+typedef struct band_fair_key_opts {
+    uint32_t weight;
+    uint64_t cap;
+    uint64_t reserve;
+} band_fair_key_opts;
+
+/**
+ * band_fair_key_set() - configure @key (creating its state if needed) and pin it.
+ *
+ * A configured key is never evicted, so it counts towards max_keys until
+ * band_fair_key_unset(). New settings apply from the next decision on: nothing held is
+ * revoked (a lowered cap only stops new grants), and queued requests of @key larger than
+ * the new cap end with BAND_E2BIG (their wakes run on this thread). Returns 0,
+ * BAND_EINVAL (NULL argument, a value out of range, reservations over the capacity;
+ * nothing changes), BAND_ENOMEM (key table full or no memory). Works after close. MT-safe.
+ */
+BAND_API int band_fair_key_set(band_fair *f, uint64_t key, const band_fair_key_opts *opts);
+
+/**
+ * band_fair_key_unset() - return @key to the defaults and unpin it; its state is evicted
+ * once it is idle. Returns 0 (also when @key was not configured) or BAND_EINVAL (NULL).
+ * Queued requests larger than the default cap end with BAND_E2BIG. MT-safe.
+ */
+BAND_API int band_fair_key_unset(band_fair *f, uint64_t key);
+
+/**
+ * struct band_fair_req - one request: the waiter and what it asks for.
+ *
+ * Embed it in your own structure; the waiter is the first member, so a wake function can
+ * turn its band_waiter back into the request. Fill it with band_fair_req_init(); the
+ * public fields must not change while the request is pending. 96 bytes on LP64.
+ */
+typedef struct band_fair_req {
+    band_waiter w; /* first member */
+    uint64_t key;  /* the key charged */
+    uint64_t n;    /* units asked for */
+    uint32_t cls;  /* priority class, 0 = lowest */
+    uint32_t _pad; /* private */
+    void *_k;      /* private: the key state while queued */
+} band_fair_req;
+
+/**
+ * band_fair_req_init() - prepare @r to ask for @n units of @key in class @cls, with wake
+ * function @wake and owner pointer @data (band_waiter_init()). NULL @r: no-op.
+ */
+BAND_API void band_fair_req_init(band_fair_req *r, band_wake_fn *wake, void *data, uint64_t key,
+                                 uint32_t cls, uint64_t n);
+
+/**
+ * band_fair_try_acquire() - take @n units for @key in class @cls now, or refuse.
+ *
+ * Returns 0 (granted; n == 0 always succeeds on an open fair and creates no key state),
+ * BAND_EAGAIN (does not fit now, or it would overtake a waiting request it must not
+ * pass), BAND_E2BIG (@n exceeds the key's cap or the class threshold: it could never be
+ * granted), BAND_ENOMEM (@key is new and the key table is full), BAND_ECLOSED, or
+ * BAND_EINVAL (NULL @f, @cls out of range). Never waits. A grant can end a stall (this
+ * key reached its cap where it had the turn, or it no longer protects its reservation), so
+ * this call may run wakes of the requests that lets in, on this thread, after unlocking.
+ * MT-safe.
+ */
+BAND_API int band_fair_try_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n);
+
+/**
+ * band_fair_acquire_async() - take @r->n units for @r->key now, or queue @r.
+ *
+ * Returns 0 when granted at once (no wake follows), BAND_PENDING when queued (from then on
+ * exactly one of {wake called once, band_waiter_cancel(&r->w) returns 0} ends it), or a
+ * code as band_fair_try_acquire() except BAND_EAGAIN; BAND_EINVAL also when @r's waiter is
+ * pending or has no wake; BAND_EOVERFLOW when the units queued in @r->cls would exceed
+ * 2^64 - 1. Refusals other than BAND_EINVAL are also reported by
+ * band_waiter_status(&r->w). When the wake reports 0 the owner holds @r->n units of
+ * @r->key; a wake may also report BAND_ECLOSED or BAND_E2BIG (the key's cap was lowered
+ * below @r->n). Cancelling a queued request returns nothing (a request holds nothing until
+ * it is granted whole), but may let other requests be granted: their wakes run on the
+ * cancelling thread. Never allocates for a live key. MT-safe.
+ */
+BAND_API int band_fair_acquire_async(band_fair *f, band_fair_req *r);
+
+/**
+ * band_fair_acquire() - take @n units for @key in class @cls, blocking until @deadline.
+ *
+ * Returns 0 (a grant that races with the deadline wins), BAND_ETIMEDOUT (a past deadline
+ * means "do not wait": such a call never queues), or a code as band_fair_acquire_async().
+ * MT-safe.
+ */
+BAND_API int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
+                               band_time deadline);
+
+/**
+ * band_fair_release() - return @n units that @key holds.
+ *
+ * The units go to waiting requests as the rules above decide; their wakes run on this
+ * thread before it returns. Returns 0, or BAND_EINVAL (NULL @f, or @key holds fewer than
+ * @n units: nothing changes). Works after close. MT-safe.
+ */
+BAND_API int band_fair_release(band_fair *f, uint64_t key, uint64_t n);
+
+/**
+ * band_fair_close() - fail every queued and future acquisition with BAND_ECLOSED.
+ *
+ * Wakes of the queued requests run on this thread. Held units can still be released.
+ * Closing twice is harmless. Returns 0 or BAND_EINVAL (NULL). MT-safe.
+ */
+BAND_API int band_fair_close(band_fair *f);
+
+/** Counters of one priority class. */
+typedef struct band_fair_class_stats {
+    uint64_t threshold;     /* in_use + n must not exceed this */
+    int stalled;            /* 1 while the key whose turn it is waits for capacity */
+    uint64_t waiters;       /* queued requests */
+    uint64_t waiting_units; /* units they ask for */
+    uint64_t granted;       /* requests granted (at once or after queuing) */
+    uint64_t granted_units; /* units granted */
+    uint64_t queued;        /* requests that had to queue */
+    uint64_t timeouts;      /* queued requests ended by BAND_ETIMEDOUT */
+    uint64_t cancels;       /* queued requests cancelled for another reason */
+    uint64_t wait_ns_total; /* time queued requests waited until granted */
+    uint64_t wait_ns_max;
+} band_fair_class_stats;
+
+/** A snapshot of a fair's counters. */
+typedef struct band_fair_stats {
+    uint64_t capacity;
+    uint64_t in_use;   /* units held by all keys */
+    uint64_t reserved; /* sum of the configured reservations */
+    int closed;
+    uint32_t classes;
+    uint64_t keys;        /* live key states */
+    uint64_t keys_pinned; /* configured keys */
+    uint64_t max_keys;
+    uint64_t keys_created; /* key states created since creation */
+    uint64_t keys_evicted; /* idle key states evicted */
+    uint64_t key_refusals; /* requests refused with BAND_ENOMEM: key table full */
+    uint64_t waiters;      /* queued requests, all classes */
+    uint64_t try_refusals; /* try calls that answered BAND_EAGAIN */
+    uint64_t too_big;      /* requests refused with BAND_E2BIG */
+    uint64_t closed_fails; /* queued requests failed by close */
+    band_fair_class_stats cls[BAND_FAIR_MAX_CLASSES];
+} band_fair_stats;
+
+/** Counters of one key. They start at 0 when the key's state is created, and are lost
+ *  when an idle unconfigured key is evicted. */
+typedef struct band_fair_key_stats {
+    uint64_t key;
+    int live;   /* 0: the key has no state now; everything else is 0 */
+    int pinned; /* configured with band_fair_key_set() */
+    uint32_t weight;
+    uint64_t cap;
+    uint64_t reserve;
+    uint64_t held;    /* units held now */
+    uint64_t waiters; /* queued requests, all classes */
+    uint64_t waiting_units;
+    uint64_t granted; /* requests granted */
+    uint64_t granted_units;
+    uint64_t queued; /* requests that had to queue */
+    uint64_t timeouts;
+    uint64_t cancels;
+    uint64_t wait_ns_total; /* time queued requests waited until granted */
+    uint64_t wait_ns_max;
+} band_fair_key_stats;
+
+/** band_fair_get_stats() - copy @f's counters into *@out. 0 or BAND_EINVAL. MT-safe. */
+BAND_API int band_fair_get_stats(const band_fair *f, band_fair_stats *out);
+
+/**
+ * band_fair_key_get_stats() - copy @key's counters into *@out.
+ *
+ * Returns 0 (out->live says whether the key has state; never creates it) or BAND_EINVAL.
+ * MT-safe.
+ */
+BAND_API int band_fair_key_get_stats(const band_fair *f, uint64_t key, band_fair_key_stats *out);
+
+/**
+ * band_fair_list_keys() - copy the counters of up to @max live keys into @out (in no
+ * particular order) and store how many were copied in *@count.
+ *
+ * Returns 0, or BAND_EINVAL (NULL @f or @count, or NULL @out with @max > 0). Takes the lock
+ * for the whole copy: for operators, not for hot paths. MT-safe.
+ */
+BAND_API int band_fair_list_keys(const band_fair *f, band_fair_key_stats *out, size_t max,
+                                 size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_FAIR_H */
