@@ -137,7 +137,7 @@ static void test_door_capacity(void **state)
     assert_null(p[0].sem);
     assert_u64_equal(band_sem_available(s), 1);
     band_door_stats st = door_stats(d);
-    assert_true(st.mean_hold >= 100 * BAND_MSEC && st.mean_hold < 200 * BAND_MSEC);
+    assert_true(st.mean_hold >= 100 * BAND_MSEC && st.mean_hold < 5 * BAND_SEC);
     assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
     assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);
@@ -307,7 +307,7 @@ static void test_door_wait(void **state)
     (void)state;
     band_sem *s = NULL;
     assert_int_equal(band_sem_create(&s, 1), 0);
-    band_door *d = door(s, NULL, NULL, 1, NULL, 20 * BAND_MSEC);
+    band_door *d = door(s, NULL, NULL, 1, NULL, 10 * BAND_SEC); /* wide: a loaded machine */
     band_permit p[2] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
     assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
@@ -318,7 +318,9 @@ static void test_door_wait(void **state)
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
     assert_int_equal(test_thread_join(&th), 0);
     assert_u64_equal(door_stats(d).waited, 1);
-    /* Nobody releases now: BUSY after the wait, and never early. */
+    assert_int_equal(band_door_destroy(d), 0);
+    /* Nobody releases now: BUSY after a 20 ms wait, and never early. */
+    d = door(s, NULL, NULL, 1, NULL, 20 * BAND_MSEC);
     band_permit q = BAND_PERMIT_INIT;
     band_time t0 = band_now();
     assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &q, &a), 0);
@@ -328,7 +330,8 @@ static void test_door_wait(void **state)
     /* A deadline already past: no wait at all. */
     assert_int_equal(band_door_admit(d, 0, 1, band_now() - 1, NULL, &q, &a), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);
-    assert_int_equal(band_door_done(d, &p[1], 0), 0);
+    band_permit_release(&p[1]); /* admitted by the first door: a plain permit now */
+    assert_u64_equal(band_sem_available(s), 1);
     assert_int_equal(band_door_destroy(d), 0);
     assert_int_equal(band_sem_destroy(s), 0);
 }
