@@ -14,14 +14,8 @@
 
 #include <stddef.h>
 
+#include "band/adapter_nodes.h" /* struct band__dl_node */
 #include "band/core.h"
-
-struct band__dl_node {
-    band_time deadline;
-    struct band__dl_node *child;   /* first child */
-    struct band__dl_node *sibling; /* next sibling */
-    struct band__dl_node *prev;    /* previous sibling, or the parent for a first child */
-};
 
 struct band__dl_heap {
     struct band__dl_node *root;

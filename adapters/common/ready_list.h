@@ -16,9 +16,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-struct band__ready_node {
-    struct band__ready_node *next;
-};
+#include "band/adapter_nodes.h" /* struct band__ready_node */
 
 struct band__ready_list {
     _Atomic(struct band__ready_node *) head;

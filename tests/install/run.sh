@@ -9,7 +9,8 @@
 #    shared (band::band) and static (band::band_static) consumers
 # When libband-uv was installed (band/uv.h is there), also: consumer_uv.c built with
 # $(pkg-config --cflags --libs band-uv), and find_package(band COMPONENTS uv) consumers of
-# band::band_uv and band::band_uv_static.
+# band::band_uv and band::band_uv_static. Likewise for libband-fd (band/fd.h, band-fd,
+# COMPONENTS fd), and when both are there, both adapter headers in one file in both orders.
 # Exits non-zero on the first failure.
 set -eu
 
@@ -46,6 +47,13 @@ if [ -f "$prefix/include/band/uv.h" ]; then
         test -f "$libdir/$f" || { echo "install_consumer: libband-uv: missing $f" >&2; exit 1; }
     done
 fi
+fd=0
+if [ -f "$prefix/include/band/fd.h" ]; then
+    fd=1
+    for f in libband-fd.so libband-fd.a pkgconfig/band-fd.pc cmake/band/bandFdTargets.cmake; do
+        test -f "$libdir/$f" || { echo "install_consumer: libband-fd: missing $f" >&2; exit 1; }
+    done
+fi
 if find "$prefix/include" -name '*internal*' | grep -q .; then
     echo "install_consumer: a private header was installed" >&2
     exit 1
@@ -71,6 +79,25 @@ if [ -n "$pkgconfig" ]; then
             "$here/consumer_uv.c" $("$pkgconfig" --cflags --libs band-uv)
         LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/consumer_uv_pc"
     fi
+    if [ "$fd" = 1 ]; then
+        "$pkgconfig" --exists --print-errors band-fd
+        # shellcheck disable=SC2046
+        "$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror -o "$work/consumer_fd_pc" \
+            "$here/consumer_fd.c" $("$pkgconfig" --cflags --libs band-fd)
+        LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/consumer_fd_pc"
+    fi
+    if [ "$fd" = 1 ] && [ "$uv" = 1 ]; then
+        # Both adapter headers, in both orders, in one translation unit.
+        for order in "fd uv" "uv fd"; do
+            set -- $order
+            printf '#define _POSIX_C_SOURCE 200809L\n#include <band/%s.h>\n#include <band/%s.h>\nint main(void) { return 0; }\n' \
+                "$1" "$2" >"$work/both.c"
+            # shellcheck disable=SC2046
+            "$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only "$work/both.c" \
+                $("$pkgconfig" --cflags band-uv band-fd)
+        done
+        echo "band/uv.h and band/fd.h: both orders compile"
+    fi
     unset PKG_CONFIG_PATH
 else
     echo "== install_consumer: pkg-config not found, skipping the pkg-config consumer"
@@ -79,7 +106,7 @@ fi
 echo "== install_consumer: find_package(band CONFIG) consumer"
 "$cmake" -S "$here/cmake-consumer" -B "$work/cmake-consumer" -G "$generator" \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-    -DBAND_CONSUMER_UV="$uv" >"$work/cmake-configure.log" 2>&1 || {
+    -DBAND_CONSUMER_UV="$uv" -DBAND_CONSUMER_FD="$fd" >"$work/cmake-configure.log" 2>&1 || {
     cat "$work/cmake-configure.log"
     exit 1
 }
@@ -93,6 +120,10 @@ grep 'found band' "$work/cmake-configure.log" || true
 if [ "$uv" = 1 ]; then
     "$work/cmake-consumer/consumer_uv"
     "$work/cmake-consumer/consumer_uv_static"
+fi
+if [ "$fd" = 1 ]; then
+    "$work/cmake-consumer/consumer_fd"
+    "$work/cmake-consumer/consumer_fd_static"
 fi
 
 echo "install_consumer: ok"

@@ -61,29 +61,7 @@ extern "C" {
 #define BAND_UV_API
 #endif
 
-/* Private node types, shared with the adapters' internal headers
- * (adapters/common/ready_list.h and deadline_heap.h, which the adapter's sources include
- * before this header) and with band/fd.h. Every copy is identical (same tags, same
- * members: compatible types, C11 6.2.7), and each is defined once per translation unit:
- * BAND__READY_NODE_DEFINED / BAND__DL_NODE_DEFINED mark a copy already seen. Never use
- * these fields. */
-#if !defined(BAND_ADAPTERS_READY_LIST_H) && !defined(BAND__READY_NODE_DEFINED) &&                  \
-    !defined(BAND_FD_H)
-#define BAND__READY_NODE_DEFINED
-struct band__ready_node {
-    struct band__ready_node *next;
-};
-#endif
-#if !defined(BAND_ADAPTERS_DEADLINE_HEAP_H) && !defined(BAND__DL_NODE_DEFINED) &&                  \
-    !defined(BAND_FD_H)
-#define BAND__DL_NODE_DEFINED
-struct band__dl_node {
-    band_time deadline;
-    struct band__dl_node *child;
-    struct band__dl_node *sibling;
-    struct band__dl_node *prev;
-};
-#endif
+#include "band/adapter_nodes.h" /* private node types the op struct embeds */
 
 /** The adapter: one per uv loop, created by band_uv_create(), freed by band_uv_close(). */
 typedef struct band_uv band_uv;

@@ -1,0 +1,172 @@
+/*
+ * queue.c - the completion queue's life: create, the eventfd signal, the wake that moves a
+ * completed op to the owner, posting owner-side completions, and destroy.
+ */
+#include "fd_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+void band_fdq_op_init(band_fdq_op *op, void *data)
+{
+    if (op == NULL)
+        return;
+    *op = (band_fdq_op){0};
+    op->data = data;
+}
+
+int band_fdq_create(band_fdq **out)
+{
+    if (out == NULL)
+        return BAND_EINVAL;
+    band_fdq *q = calloc(1, sizeof(*q));
+    if (q == NULL)
+        return BAND_ENOMEM;
+    q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (q->efd < 0) {
+        int err = errno;
+        free(q);
+        return err == ENOMEM ? BAND_ENOMEM : -err;
+    }
+    band__ready_init(&q->ready);
+    atomic_init(&q->armed, 0);
+    band__dl_init(&q->heap);
+    q->batch_head = NULL;
+    q->batch_tail = &q->batch_head;
+    q->first = NULL;
+    q->last = NULL;
+    q->count = 0;
+    *out = q;
+    return 0;
+}
+
+int band_fdq_fd(const band_fdq *q)
+{
+    return q == NULL ? BAND_EINVAL : q->efd;
+}
+
+size_t band_fdq_count(const band_fdq *q)
+{
+    return q == NULL ? 0 : q->count;
+}
+
+void band__fdq_signal(band_fdq *q)
+{
+    const uint64_t one = 1;
+    /* Only EAGAIN is possible (the counter is at its maximum), and then the fd is
+     * readable anyway. */
+    ssize_t rc = write(q->efd, &one, sizeof(one));
+    (void)rc;
+}
+
+/*
+ * The wake of every op (any thread, no band lock held). Reads everything it needs from
+ * the op before the push: from then on the owner may reap and free it. The decrement of
+ * armed is its last access to the queue.
+ */
+void band__fdq_wake(band_waiter *w)
+{
+    band_fdq_op *op = (band_fdq_op *)w->data;
+    band_fdq *q = op->_q;
+    if (band__ready_push(&q->ready, &op->_ready))
+        band__fdq_signal(q);
+    atomic_fetch_sub_explicit(&q->armed, 1, memory_order_release);
+}
+
+void band__fdq_post(band_fdq *q, band_fdq_op *op)
+{
+    if (band__ready_push(&q->ready, &op->_ready))
+        band__fdq_signal(q);
+}
+
+void band__fdq_finish(band_fdq *q, band_fdq_op *op, int status)
+{
+    op->status = status;
+    op->_state = BAND__FDQ_DONE;
+    band__fdq_forget_deadline(q, op);
+}
+
+void band__fdq_forget_deadline(band_fdq *q, band_fdq_op *op)
+{
+    if (op->_in_heap) {
+        band__dl_remove(&q->heap, &op->_dl);
+        op->_in_heap = 0;
+    }
+}
+
+void band__fdq_hand_back(band_fdq *q, band_fdq_op *op)
+{
+    band__fdq_forget_deadline(q, op);
+    if (op->_prev != NULL)
+        op->_prev->_next = op->_next;
+    else
+        q->first = op->_next;
+    if (op->_next != NULL)
+        op->_next->_prev = op->_prev;
+    else
+        q->last = op->_prev;
+    op->_next = NULL;
+    op->_prev = NULL;
+    q->count--;
+
+    if (op->_state == BAND__FDQ_WAITING)
+        op->status = band_waiter_status(band__fdq_waiter(op));
+    if (op->_kind == BAND__FDQ_RECV && op->status == 0 && op->_a.bytes_out != NULL)
+        *op->_a.bytes_out = op->_u.recv.bytes;
+    op->_state = BAND__FDQ_IDLE;
+    op->_ready.next = NULL;
+    op->_q = NULL;
+}
+
+/* Wait until no wake can touch @q any more: they only push and signal, so this is short. */
+static void wait_unarmed(band_fdq *q)
+{
+    unsigned spins = 0;
+    while (atomic_load_explicit(&q->armed, memory_order_acquire) != 0) {
+        if (++spins < 1000) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+int band_fdq_destroy(band_fdq *q, band_fdq_drop_fn *drop, void *ctx)
+{
+    if (q == NULL)
+        return BAND_EINVAL;
+    /* 1. Withdraw every op still queued on its primitive. */
+    for (band_fdq_op *op = q->first; op != NULL; op = op->_next) {
+        if (op->_state != BAND__FDQ_WAITING)
+            continue;
+        if (band_waiter_cancel(band__fdq_waiter(op), BAND_ECANCELED) == 0) {
+            band__fdq_finish(q, op, BAND_ECANCELED);
+            atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
+        } /* else BAND_EALREADY: its wake has run or is running */
+    }
+    /* 2. Wait for the wakes that won. Every owned op then has its final result. */
+    wait_unarmed(q);
+    /* 3. Hand every op back once, in submission order. */
+    while (q->first != NULL) {
+        band_fdq_op *op = q->first;
+        band__fdq_hand_back(q, op);
+        if (drop != NULL) {
+            drop(op, ctx); /* may free op */
+        } else if (op->_kind == BAND__FDQ_ACQUIRE && op->status == 0 && op->_a.acq.n > 0) {
+            /* Released, not leaked. It cannot overflow: these permits were granted. */
+            int rc = band_sem_release(op->_a.acq.sem, op->_a.acq.n);
+            (void)rc;
+            op->_taken = 1;
+        }
+    }
+    if (close(q->efd) != 0) {
+        /* Nothing to do: the fd is released even when close reports an error. */
+    }
+    free(q);
+    return 0;
+}

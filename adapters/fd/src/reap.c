@@ -1,0 +1,105 @@
+/*
+ * reap.c - handing completed operations back to the owner, timing out those whose
+ * deadline passed, and telling the loop how long it may sleep.
+ */
+#include "fd_internal.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <unistd.h>
+
+/* Append the nodes of the FIFO chain @n to the owner's batch. */
+static void batch_append(band_fdq *q, struct band__ready_node *n)
+{
+    while (n != NULL) {
+        struct band__ready_node *next = n->next;
+        n->next = NULL;
+        *q->batch_tail = n;
+        q->batch_tail = &n->next;
+        n = next;
+    }
+}
+
+static struct band__ready_node *batch_pop(band_fdq *q)
+{
+    struct band__ready_node *n = q->batch_head;
+    if (n != NULL) {
+        q->batch_head = n->next;
+        if (q->batch_head == NULL)
+            q->batch_tail = &q->batch_head;
+        n->next = NULL;
+    }
+    return n;
+}
+
+/*
+ * Time out every op whose deadline is at or before now, earliest first. A cancel that
+ * returns 0 ends the op here: it is posted like any completion, after the wakes that its
+ * returned units ran (so the ready list stays in completion order). BAND_EALREADY means
+ * its wake won and brings the real result, so only the deadline is dropped.
+ */
+static void expire(band_fdq *q)
+{
+    struct band__dl_node *min = band__dl_min(&q->heap);
+    if (min == NULL || min->deadline == BAND_FOREVER)
+        return;
+    band_time now = band_now();
+    while (min != NULL && min->deadline <= now) {
+        band_fdq_op *op = band__fdq_op_of_dl(min);
+        band__fdq_forget_deadline(q, op);
+        if (band_waiter_cancel(band__fdq_waiter(op), BAND_ETIMEDOUT) == 0) {
+            atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
+            band__fdq_finish(q, op, BAND_ETIMEDOUT);
+            band__fdq_post(q, op);
+        }
+        min = band__dl_min(&q->heap);
+    }
+}
+
+size_t band_fdq_reap(band_fdq *q, band_fdq_op **out, size_t max)
+{
+    if (q == NULL || (out == NULL && max > 0))
+        return 0;
+    /* Timeouts first: their posts (and their signal) are collected just below. */
+    expire(q);
+    /* Drain the signal BEFORE taking the list: a push the take misses signals again. */
+    uint64_t signals;
+    ssize_t rd = read(q->efd, &signals, sizeof(signals));
+    (void)rd; /* EAGAIN: nothing was signalled; the list is taken anyway */
+    batch_append(q, band__ready_take(&q->ready));
+
+    size_t n = 0;
+    while (n < max) {
+        struct band__ready_node *node = batch_pop(q);
+        if (node == NULL)
+            break;
+        band_fdq_op *op = band__fdq_op_of_ready(node);
+        band__fdq_hand_back(q, op);
+        out[n++] = op;
+    }
+    if (q->batch_head != NULL)
+        band__fdq_signal(q); /* more than @max: the loop must come back */
+    return n;
+}
+
+band_time band_fdq_next_deadline(const band_fdq *q)
+{
+    if (q == NULL)
+        return BAND_FOREVER;
+    const struct band__dl_node *min = band__dl_min(&q->heap);
+    return min == NULL ? BAND_FOREVER : min->deadline;
+}
+
+int band_fdq_timeout_ms(const band_fdq *q)
+{
+    band_time d = band_fdq_next_deadline(q);
+    if (d == BAND_FOREVER)
+        return -1;
+    band_time now = band_now();
+    if (d <= now)
+        return 0;
+    /* Round up: a wait of ms milliseconds must not end before d. */
+    band_time left = d - now;
+    band_time ms = left / BAND_MSEC + (left % BAND_MSEC != 0);
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}

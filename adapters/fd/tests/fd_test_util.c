@@ -1,0 +1,77 @@
+/*
+ * fd_test_util.c - helpers behind fd_test_util.h.
+ */
+#include "fd_test_util.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+int fdt_readable(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN, .revents = 0};
+    int rc = poll(&p, 1, 0);
+    if (rc < 0)
+        return -1;
+    return rc == 1 && (p.revents & POLLIN) != 0;
+}
+
+int fdt_epoll_open(band_fdq *q, int edge)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        return -1;
+    struct epoll_event ev = {.events = EPOLLIN | (edge ? (uint32_t)EPOLLET : 0u),
+                             .data = {.ptr = q}};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, band_fdq_fd(q), &ev) != 0) {
+        close(ep);
+        return -1;
+    }
+    return ep;
+}
+
+size_t fdt_epoll_collect(int ep, band_fdq *q, band_fdq_op **got, size_t want, size_t batch,
+                         band_time budget_ns, unsigned *wakeups)
+{
+    band_time end = band_deadline_after(budget_ns);
+    size_t n = 0;
+    unsigned woke = 0;
+    while (n < want && band_now() < end) {
+        int ms = band_fdq_timeout_ms(q);
+        if (ms < 0 || ms > 50)
+            ms = 50;
+        struct epoll_event ev;
+        int rc = epoll_wait(ep, &ev, 1, ms);
+        if (rc > 0)
+            woke++;
+        /* Reap after a wake-up and after a timeout alike: a timeout may be a deadline. */
+        size_t room = want - n < batch ? want - n : batch;
+        n += band_fdq_reap(q, got + n, room);
+    }
+    if (wakeups != NULL)
+        *wakeups = woke;
+    return n;
+}
+
+static int releaser_main(void *arg)
+{
+    struct fdt_releaser *r = arg;
+    uint64_t left = r->n;
+    while (left > 0) {
+        uint64_t k = left < r->step ? left : r->step;
+        if (band_sem_release(r->sem, k) != 0)
+            return -1;
+        left -= k;
+        sched_yield();
+    }
+    return 0;
+}
+
+int fdt_releaser_start(struct fdt_releaser *r, band_sem *s, uint64_t n, uint64_t step)
+{
+    r->sem = s;
+    r->n = n;
+    r->step = step == 0 ? 1 : step;
+    return test_thread_start(&r->t, releaser_main, r);
+}

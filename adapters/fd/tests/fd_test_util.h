@@ -1,0 +1,35 @@
+/*
+ * fd_test_util.h - helpers shared by libband-fd's tests: fd readability, an epoll loop
+ * that waits for a number of completions, and op records that catch a second report.
+ */
+#ifndef BAND_FD_TEST_UTIL_H
+#define BAND_FD_TEST_UTIL_H
+
+#include "test.h"
+
+#include "band/fd.h"
+
+/* 1 when @fd is readable right now (poll with a zero timeout), 0 when not, -1 on error. */
+int fdt_readable(int fd);
+
+/* An epoll instance watching @q's fd; @edge selects EPOLLET. Returns the epoll fd or -1. */
+int fdt_epoll_open(band_fdq *q, int edge);
+
+/*
+ * Run an epoll loop on @ep until @want ops were reaped from @q or @budget_ns passed:
+ * sleeps in epoll_wait for band_fdq_timeout_ms() (capped at 50 ms), then reaps up to
+ * @batch ops at a time into @got (room for @want). Returns how many it reaped; *@wakeups
+ * (may be NULL) receives how many times epoll_wait reported the fd.
+ */
+size_t fdt_epoll_collect(int ep, band_fdq *q, band_fdq_op **got, size_t want, size_t batch,
+                         band_time budget_ns, unsigned *wakeups);
+
+/* Add @n permits to @s from a worker thread, @step at a time with a yield in between. */
+struct fdt_releaser {
+    band_sem *sem;
+    uint64_t n, step;
+    struct test_thread t;
+};
+int fdt_releaser_start(struct fdt_releaser *r, band_sem *s, uint64_t n, uint64_t step);
+
+#endif /* BAND_FD_TEST_UTIL_H */

@@ -1,0 +1,822 @@
+/*
+ * test_fd.c - libband-fd driven by an epoll loop: argument checks, completions reported
+ * once through reap (immediate ones too), grants and channel traffic from other threads,
+ * bursts of 10^4 completions with coalesced signals (level- and edge-triggered), partial
+ * batches that keep the fd readable, deadlines that never fire early and give partial
+ * grants back, cancel before and after completion, destroy with pending ops, permit
+ * conservation, no allocation per operation, and the op's layout.
+ *
+ * Only the main thread asserts; worker threads (releasers, senders) record results.
+ */
+#include "fd_test_util.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "fd_layout.h"
+
+#define NOPS 16
+
+struct fixture {
+    band_fdq *q;
+    band_sem *sem; /* starts with 0 permits */
+    band_chan *ch; /* uint64_t elements, capacity 4 */
+    int ep;        /* level-triggered epoll on the queue's fd */
+    band_fdq_op op[NOPS];
+    band_fdq_op *got[NOPS * 2];
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return -1;
+    if (band_fdq_create(&f->q) != 0 || band_sem_create(&f->sem, 0) != 0 ||
+        band_chan_create(&f->ch, sizeof(uint64_t), 4, 0) != 0)
+        return -1;
+    f->ep = fdt_epoll_open(f->q, 0);
+    if (f->ep < 0)
+        return -1;
+    for (int i = 0; i < NOPS; i++)
+        band_fdq_op_init(&f->op[i], (void *)(uintptr_t)i);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    int rc = 0;
+    if (f->q != NULL && band_fdq_destroy(f->q, NULL, NULL) != 0)
+        rc = -1;
+    close(f->ep);
+    band_chan_close(f->ch);
+    if (band_chan_destroy(f->ch) != 0)
+        rc = -1;
+    band_sem_close(f->sem);
+    if (band_sem_destroy(f->sem) != 0)
+        rc = -1;
+    free(f);
+    return rc;
+}
+
+static band_sem_stats sem_stats(const band_sem *s)
+{
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    return st;
+}
+
+/* Reap exactly @n ops (waiting up to 2 s) into f->got. */
+static void collect(struct fixture *f, size_t n)
+{
+    assert_true(n <= TEST_COUNTOF(f->got));
+    size_t got = fdt_epoll_collect(f->ep, f->q, f->got, n, 4, 2 * BAND_SEC, NULL);
+    assert_int_equal(got, n);
+}
+
+/* Nothing more to reap, and the fd says so. */
+static void assert_quiet(struct fixture *f)
+{
+    band_fdq_op *extra[2];
+    assert_int_equal(band_fdq_reap(f->q, extra, 2), 0);
+    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 0);
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+static void test_layout_matches_library(void **state)
+{
+    (void)state;
+    struct fdt_layout in;
+    fdt_layout_internal(&in);
+    assert_int_equal(in.size, sizeof(band_fdq_op));
+    assert_int_equal(in.align, _Alignof(band_fdq_op));
+    assert_int_equal(in.ready_off, offsetof(band_fdq_op, _ready));
+    assert_int_equal(in.ready_size, sizeof(struct band__ready_node));
+    assert_int_equal(in.dl_off, offsetof(band_fdq_op, _dl));
+    assert_int_equal(in.dl_size, sizeof(struct band__dl_node));
+    assert_int_equal(in.dl_deadline_off, offsetof(struct band__dl_node, deadline));
+    assert_int_equal(in.dl_child_off, offsetof(struct band__dl_node, child));
+    assert_int_equal(in.dl_sibling_off, offsetof(struct band__dl_node, sibling));
+    assert_int_equal(in.dl_prev_off, offsetof(struct band__dl_node, prev));
+    if (sizeof(void *) == 8)
+        assert_int_equal(sizeof(band_fdq_op), 176);
+}
+
+static void test_args(void **state)
+{
+    struct fixture *f = *state;
+    band_fdq_op *op = &f->op[0];
+    uint64_t v = 0;
+
+    assert_int_equal(band_fdq_create(NULL), BAND_EINVAL);
+    assert_int_equal(band_fdq_fd(NULL), BAND_EINVAL);
+    assert_int_equal(band_fdq_destroy(NULL, NULL, NULL), BAND_EINVAL);
+    assert_int_equal(band_fdq_reap(NULL, f->got, 1), 0);
+    assert_int_equal(band_fdq_reap(f->q, NULL, 1), 0);
+    assert_int_equal(band_fdq_next_deadline(NULL), BAND_FOREVER);
+    assert_int_equal(band_fdq_timeout_ms(NULL), -1);
+    assert_int_equal(band_fdq_count(NULL), 0);
+    assert_int_equal(band_fdq_cancel(NULL), BAND_EINVAL);
+    assert_int_equal(band_fdq_cancel(op), BAND_EINVAL); /* never submitted */
+
+    /* The eventfd: non-blocking, close-on-exec, not readable while empty. */
+    int fd = band_fdq_fd(f->q);
+    assert_true(fd >= 0);
+    assert_true((fcntl(fd, F_GETFL) & O_NONBLOCK) != 0);
+    assert_true((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+    assert_int_equal(fdt_readable(fd), 0);
+    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER);
+    assert_int_equal(band_fdq_timeout_ms(f->q), -1);
+
+    /* Misuse is answered by the call; nothing is queued or reported. */
+    assert_int_equal(band_fdq_acquire(NULL, op, f->sem, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_fdq_acquire(f->q, NULL, f->sem, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_fdq_acquire(f->q, op, NULL, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_fdq_acquire(f->q, op, f->sem, BAND_SEM_MAX_PERMITS + 1, BAND_FOREVER),
+                     BAND_EINVAL);
+    assert_int_equal(band_fdq_send(f->q, op, f->ch, NULL, 0, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_fdq_send(f->q, op, NULL, &v, 0, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_fdq_recv(f->q, op, f->ch, NULL, NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_fdq_recv(f->q, op, NULL, &v, NULL, BAND_FOREVER), BAND_EINVAL);
+    /* A drop-policy channel refuses sends (band_chan_offer is its path): EINVAL too. */
+    band_chan *drop = NULL;
+    band_chan_opts o = {.elem_size = 8, .capacity = 2, .overflow = BAND_CHAN_DROP_OLDEST};
+    assert_int_equal(band_chan_create_opts(&drop, &o), 0);
+    assert_int_equal(band_fdq_send(f->q, op, drop, &v, 0, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_fdq_send(f->q, op, drop, &v, 0, band_now() - 1), BAND_EINVAL);
+    assert_int_equal(band_chan_destroy(drop), 0);
+    assert_int_equal(op->status, BAND_EINVAL); /* an idle op records the refusal */
+    assert_int_equal(band_fdq_count(f->q), 0);
+    assert_quiet(f);
+
+    /* An op owned by the queue cannot be submitted again. */
+    assert_int_equal(band_fdq_acquire(f->q, op, f->sem, 1, BAND_FOREVER), 0);
+    assert_int_equal(op->status, BAND_PENDING);
+    assert_int_equal(band_fdq_acquire(f->q, op, f->sem, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_fdq_recv(f->q, op, f->ch, &v, NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(op->status, BAND_PENDING); /* an owned op is left alone */
+    assert_int_equal(band_fdq_count(f->q), 1);
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_fdq_op_take_permit(op, &p), BAND_EINVAL); /* still owned */
+    assert_int_equal(band_fdq_cancel(op), 0);
+    collect(f, 1);
+    assert_ptr_equal(f->got[0], op);
+    assert_int_equal(op->status, BAND_ECANCELED);
+    assert_int_equal(band_fdq_op_take_permit(op, &p), BAND_EINVAL); /* not granted */
+    assert_int_equal(band_fdq_op_take_permit(NULL, &p), BAND_EINVAL);
+    assert_int_equal(band_fdq_op_take_permit(op, NULL), BAND_EINVAL);
+    assert_int_equal(band_fdq_cancel(op), BAND_EINVAL); /* reaped */
+    assert_quiet(f);
+}
+
+/* Granted at once: still reported through reap, exactly once; the permit moves out. */
+static void test_immediate_grant(void **state)
+{
+    struct fixture *f = *state;
+    band_fdq_op *op = &f->op[0];
+    assert_int_equal(band_sem_release(f->sem, 5), 0);
+    assert_int_equal(band_fdq_acquire(f->q, op, f->sem, 3, BAND_FOREVER), 0);
+    assert_u64_equal(band_sem_available(f->sem), 2);
+    assert_int_equal(band_fdq_count(f->q), 1);
+    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
+    assert_int_equal(band_fdq_cancel(op), BAND_EALREADY); /* completed already */
+
+    assert_int_equal(band_fdq_reap(f->q, f->got, 4), 1);
+    assert_ptr_equal(f->got[0], op);
+    assert_int_equal(op->status, 0);
+    assert_ptr_equal(op->data, (void *)(uintptr_t)0);
+    assert_int_equal(band_fdq_count(f->q), 0);
+    assert_quiet(f);
+
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_fdq_op_take_permit(op, &p), 0);
+    assert_ptr_equal(p.sem, f->sem);
+    assert_u64_equal(p.count, 3);
+    band_permit p2 = BAND_PERMIT_INIT;
+    assert_int_equal(band_fdq_op_take_permit(op, &p2), BAND_EINVAL); /* taken once */
+    band_permit full = p;
+    assert_int_equal(band_fdq_op_take_permit(op, &full), BAND_EINVAL); /* not empty */
+    assert_int_equal(band_permit_release(&p), 0);
+    assert_u64_equal(band_sem_available(f->sem), 5);
+
+    /* The op is reusable after reap. */
+    assert_int_equal(band_fdq_acquire(f->q, op, f->sem, 5, BAND_FOREVER), 0);
+    collect(f, 1);
+    assert_int_equal(op->status, 0);
+    assert_int_equal(band_sem_release(f->sem, 5), 0);
+}
+
+/* Refused at once (closed primitives): reported through reap; elements stay put. */
+static void test_immediate_refusals(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t elem = 42, out = 0, bytes = 99;
+
+    /* An element waiting in the channel: received at once, bytes stored by reap. */
+    assert_int_equal(band_chan_try_send(f->ch, &elem, 7), 0);
+    assert_int_equal(band_fdq_recv(f->q, &f->op[0], f->ch, &out, &bytes, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_reap(f->q, f->got, 4), 1);
+    assert_int_equal(f->op[0].status, 0);
+    assert_u64_equal(out, 42);
+    assert_u64_equal(bytes, 7);
+
+    assert_int_equal(band_sem_close(f->sem), 0);
+    assert_int_equal(band_chan_close(f->ch), 0);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[1], f->sem, 1, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_send(f->q, &f->op[2], f->ch, &elem, 8, BAND_FOREVER), 0);
+    out = 0;
+    bytes = 99;
+    assert_int_equal(band_fdq_recv(f->q, &f->op[3], f->ch, &out, &bytes, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_count(f->q), 3);
+    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 3);
+    /* Oldest first. */
+    assert_ptr_equal(f->got[0], &f->op[1]);
+    assert_ptr_equal(f->got[1], &f->op[2]);
+    assert_ptr_equal(f->got[2], &f->op[3]);
+    assert_int_equal(f->op[1].status, BAND_ECLOSED);
+    assert_int_equal(f->op[2].status, BAND_ECLOSED);
+    assert_int_equal(f->op[3].status, BAND_ECLOSED);
+    assert_u64_equal(out, 0);    /* nothing received */
+    assert_u64_equal(bytes, 99); /* untouched on failure */
+    band_chan_stats cs;
+    assert_int_equal(band_chan_get_stats(f->ch, &cs), 0);
+    assert_u64_equal(cs.len, 0); /* the refused element was not queued */
+    assert_quiet(f);
+}
+
+/* Pending acquisitions granted by releases on another thread: FIFO, each reaped once. */
+static void test_grants_from_thread(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t total = 0;
+    for (int i = 0; i < NOPS; i++) {
+        uint64_t n = (uint64_t)(i % 3 + 1);
+        total += n;
+        assert_int_equal(band_fdq_acquire(f->q, &f->op[i], f->sem, n, BAND_FOREVER), 0);
+    }
+    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 0);
+    assert_u64_equal(sem_stats(f->sem).waiters, NOPS);
+
+    struct fdt_releaser r;
+    assert_int_equal(fdt_releaser_start(&r, f->sem, total, 1), 0);
+    collect(f, NOPS);
+    assert_int_equal(test_thread_join(&r.t), 0);
+
+    int seen[NOPS] = {0};
+    for (int i = 0; i < NOPS; i++) {
+        band_fdq_op *op = f->got[i];
+        int id = (int)(uintptr_t)op->data;
+        assert_ptr_equal(op, &f->op[id]);
+        assert_int_equal(id, i); /* strict FIFO hand-off, reported oldest first */
+        assert_int_equal(op->status, 0);
+        seen[id]++;
+    }
+    for (int i = 0; i < NOPS; i++)
+        assert_int_equal(seen[i], 1);
+    assert_quiet(f);
+    assert_int_equal(band_fdq_count(f->q), 0);
+
+    /* Conservation: every permit is held by a reaped op; give them back. */
+    assert_u64_equal(band_sem_available(f->sem), 0);
+    for (int i = 0; i < NOPS; i++) {
+        band_permit p = BAND_PERMIT_INIT;
+        assert_int_equal(band_fdq_op_take_permit(&f->op[i], &p), 0);
+        assert_int_equal(band_permit_release(&p), 0);
+    }
+    assert_u64_equal(band_sem_available(f->sem), total);
+}
+
+struct chan_peer {
+    band_chan *ch;
+    uint64_t n;
+    uint64_t got[NOPS];
+    struct test_thread t;
+};
+
+static int sender_main(void *arg)
+{
+    struct chan_peer *p = arg;
+    for (uint64_t i = 0; i < p->n; i++) {
+        uint64_t v = 1000 + i;
+        if (band_chan_send(p->ch, &v, i, band_deadline_after(5 * BAND_SEC)) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int receiver_main(void *arg)
+{
+    struct chan_peer *p = arg;
+    for (uint64_t i = 0; i < p->n; i++) {
+        if (band_chan_recv(p->ch, &p->got[i], NULL, band_deadline_after(5 * BAND_SEC)) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Receives completed by sends on another thread, sends completed by receives. */
+static void test_chan_from_thread(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t out[NOPS] = {0}, bytes[NOPS];
+    for (int i = 0; i < 8; i++) {
+        bytes[i] = 12345;
+        assert_int_equal(band_fdq_recv(f->q, &f->op[i], f->ch, &out[i], &bytes[i], BAND_FOREVER),
+                         0);
+    }
+    struct chan_peer s = {.ch = f->ch, .n = 8};
+    assert_int_equal(test_thread_start(&s.t, sender_main, &s), 0);
+    collect(f, 8);
+    assert_int_equal(test_thread_join(&s.t), 0);
+    for (int i = 0; i < 8; i++) {
+        assert_ptr_equal(f->got[i], &f->op[i]);
+        assert_int_equal(f->op[i].status, 0);
+        assert_u64_equal(out[i], 1000 + (uint64_t)i);
+        assert_u64_equal(bytes[i], (uint64_t)i);
+    }
+    assert_quiet(f);
+
+    /* Fill the channel (capacity 4), then 8 sends wait for room. */
+    uint64_t elems[NOPS];
+    for (int i = 0; i < 12; i++) {
+        elems[i] = 2000 + (uint64_t)i;
+        assert_int_equal(band_fdq_send(f->q, &f->op[i], f->ch, &elems[i], 1, BAND_FOREVER), 0);
+    }
+    collect(f, 4); /* the first four went in at once */
+    for (int i = 0; i < 4; i++) {
+        assert_ptr_equal(f->got[i], &f->op[i]);
+        assert_int_equal(f->op[i].status, 0);
+    }
+    assert_int_equal(band_fdq_count(f->q), 8);
+    struct chan_peer r = {.ch = f->ch, .n = 12};
+    assert_int_equal(test_thread_start(&r.t, receiver_main, &r), 0);
+    collect(f, 8);
+    assert_int_equal(test_thread_join(&r.t), 0);
+    for (int i = 0; i < 8; i++) {
+        assert_ptr_equal(f->got[i], &f->op[4 + i]);
+        assert_int_equal(f->op[4 + i].status, 0);
+    }
+    for (int i = 0; i < 12; i++)
+        assert_u64_equal(r.got[i], 2000 + (uint64_t)i);
+    assert_quiet(f);
+}
+
+/*
+ * A burst: 10^4 queued acquisitions granted by one release on another thread (all their
+ * wakes run there, back to back, so the eventfd writes coalesce), reaped 64 at a time.
+ * Run level-triggered and edge-triggered.
+ */
+#define BURST 10000
+
+static void burst(struct fixture *f, int edge)
+{
+    band_fdq_op *ops = calloc(BURST, sizeof(*ops));
+    band_fdq_op **got = calloc(BURST, sizeof(*got));
+    unsigned char *seen = calloc(BURST, 1);
+    assert_non_null(ops);
+    assert_non_null(got);
+    assert_non_null(seen);
+    int ep = fdt_epoll_open(f->q, edge);
+    assert_true(ep >= 0);
+
+    for (size_t i = 0; i < BURST; i++) {
+        band_fdq_op_init(&ops[i], (void *)(uintptr_t)i);
+        assert_int_equal(band_fdq_acquire(f->q, &ops[i], f->sem, 1, BAND_FOREVER), 0);
+    }
+    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 0);
+    struct fdt_releaser r;
+    assert_int_equal(fdt_releaser_start(&r, f->sem, BURST, edge ? BURST : 1000), 0);
+    unsigned wakeups = 0;
+    size_t n = fdt_epoll_collect(ep, f->q, got, BURST, 64, 10 * BAND_SEC, &wakeups);
+    assert_int_equal(test_thread_join(&r.t), 0);
+    assert_int_equal(n, BURST);
+    for (size_t i = 0; i < BURST; i++) {
+        size_t id = (size_t)(uintptr_t)got[i]->data;
+        assert_true(id < BURST);
+        assert_int_equal(got[i]->status, 0);
+        assert_int_equal(seen[id], 0);
+        seen[id] = 1;
+        assert_int_equal(id, i); /* FIFO */
+    }
+    print_message("burst %s: %d completions, %u epoll wake-ups\n", edge ? "EPOLLET" : "level",
+                  BURST, wakeups);
+    assert_true(wakeups <= BURST);
+    assert_quiet(f);
+    assert_int_equal(band_fdq_count(f->q), 0);
+    assert_int_equal(band_sem_release(f->sem, BURST), 0);
+    assert_u64_equal(band_sem_available(f->sem), BURST);
+    assert_int_equal(band_sem_drain(f->sem, BURST), BURST);
+    close(ep);
+    free(seen);
+    free(got);
+    free(ops);
+}
+
+static void test_burst_level(void **state)
+{
+    burst(*state, 0);
+}
+
+static void test_burst_edge(void **state)
+{
+    burst(*state, 1);
+}
+
+/* A reap that returns @max with more left keeps the fd readable (and re-arms EPOLLET). */
+static void test_partial_batches_keep_fd_readable(void **state)
+{
+    struct fixture *f = *state;
+    int et = fdt_epoll_open(f->q, 1);
+    assert_true(et >= 0);
+    assert_int_equal(band_sem_release(f->sem, 10), 0);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(band_fdq_acquire(f->q, &f->op[i], f->sem, 1, BAND_FOREVER), 0);
+    struct epoll_event ev;
+    size_t total = 0;
+    int round = 0;
+    while (total < 10) {
+        assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
+        assert_int_equal(epoll_wait(et, &ev, 1, 0), 1); /* a new edge each time */
+        size_t n = band_fdq_reap(f->q, f->got + total, 3);
+        assert_int_equal(n, total + 3 <= 10 ? 3 : 10 - total);
+        total += n;
+        round++;
+    }
+    assert_int_equal(round, 4);
+    for (int i = 0; i < 10; i++)
+        assert_ptr_equal(f->got[i], &f->op[i]);
+    assert_quiet(f);
+    assert_int_equal(epoll_wait(et, &ev, 1, 0), 0);
+    assert_int_equal(band_sem_release(f->sem, 10), 0);
+    /* max 0 collects but returns nothing, and the fd stays readable. */
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(band_fdq_acquire(f->q, &f->op[i], f->sem, 1, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_reap(f->q, NULL, 0), 0);
+    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
+    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 2);
+    assert_quiet(f);
+    assert_int_equal(band_sem_release(f->sem, 2), 0);
+    assert_u64_equal(band_sem_available(f->sem), 10);
+    close(et);
+}
+
+/* A deadline fires no earlier than it says, through the epoll timeout. */
+static void test_deadline_never_early(void **state)
+{
+    struct fixture *f = *state;
+    band_time d0 = band_deadline_after(80 * BAND_MSEC);
+    band_time d1 = band_deadline_after(60 * BAND_MSEC + 300 * BAND_USEC);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 1, d0), 0);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[1], f->sem, 1, d1), 0);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[2], f->sem, 1, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_next_deadline(f->q), d1);
+
+    band_time before = band_now();
+    int ms = band_fdq_timeout_ms(f->q);
+    assert_true(ms >= 0 && ms <= 61);
+    assert_true(before + ms * BAND_MSEC >= d1); /* rounded up: never wakes before d1 */
+
+    /* Reaping before the deadline times nothing out. */
+    size_t early = band_fdq_reap(f->q, f->got, 4);
+    if (band_now() < d1)
+        assert_int_equal(early, 0);
+    size_t n = early;
+
+    band_time reaped_at[2] = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        reaped_at[i] = band_now();
+    band_time give_up = band_deadline_after(2 * BAND_SEC);
+    while (n < 2 && band_now() < give_up) {
+        struct epoll_event ev;
+        int t = band_fdq_timeout_ms(f->q);
+        assert_true(t >= 0);
+        (void)epoll_wait(f->ep, &ev, 1, t);
+        size_t k = band_fdq_reap(f->q, f->got + n, 2 - n);
+        for (size_t i = 0; i < k; i++)
+            reaped_at[n + i] = band_now();
+        n += k;
+    }
+    assert_int_equal(n, 2);
+    assert_ptr_equal(f->got[0], &f->op[1]); /* earliest deadline first */
+    assert_ptr_equal(f->got[1], &f->op[0]);
+    assert_int_equal(f->op[0].status, BAND_ETIMEDOUT);
+    assert_int_equal(f->op[1].status, BAND_ETIMEDOUT);
+    assert_true(reaped_at[0] >= d1);
+    assert_true(reaped_at[1] >= d0);
+    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER);
+    assert_int_equal(band_fdq_timeout_ms(f->q), -1);
+
+    band_sem_stats st = sem_stats(f->sem);
+    assert_u64_equal(st.timeouts, 2);
+    assert_u64_equal(st.waiters, 1);
+    assert_int_equal(band_fdq_cancel(&f->op[2]), 0);
+    collect(f, 1);
+    assert_int_equal(f->op[2].status, BAND_ECANCELED);
+}
+
+/* timeout_ms rounds up, saturates, and says 0 once the deadline passed. */
+static void test_timeout_ms_rounding(void **state)
+{
+    struct fixture *f = *state;
+    band_time d = band_deadline_after(BAND_MSEC / 2);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 1, d), 0);
+    int ms = band_fdq_timeout_ms(f->q);
+    assert_true(ms == 1 || (ms == 0 && band_now() >= d));
+    assert_int_equal(band_fdq_cancel(&f->op[0]), 0);
+    assert_int_equal(band_fdq_reap(f->q, f->got, 2), 1);
+
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 1, BAND_FOREVER - 1), 0);
+    assert_int_equal(band_fdq_timeout_ms(f->q), INT32_MAX);
+    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER - 1);
+    assert_int_equal(band_fdq_cancel(&f->op[0]), 0);
+    assert_int_equal(band_fdq_reap(f->q, f->got, 2), 1);
+    assert_quiet(f);
+}
+
+/* A timed-out head gives its partial grant to the waiter behind it. */
+static void test_deadline_returns_partial_grant(void **state)
+{
+    struct fixture *f = *state;
+    band_time d = band_deadline_after(5 * BAND_MSEC);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 5, d), 0);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[1], f->sem, 2, BAND_FOREVER), 0);
+    assert_int_equal(band_sem_release(f->sem, 3), 0); /* head holds 3 of 5 */
+    band_sem_stats st = sem_stats(f->sem);
+    assert_u64_equal(st.head_granted, 3);
+    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 0);
+
+    collect(f, 2);
+    assert_true(band_now() >= d);
+    /* The head's cancel granted op 1 (its wake ran first, on this thread), then op 0 ended. */
+    assert_ptr_equal(f->got[0], &f->op[1]);
+    assert_ptr_equal(f->got[1], &f->op[0]);
+    assert_int_equal(f->op[0].status, BAND_ETIMEDOUT);
+    assert_int_equal(f->op[1].status, 0);
+    assert_u64_equal(band_sem_available(f->sem), 1); /* 3 - 2: nothing lost */
+    st = sem_stats(f->sem);
+    assert_u64_equal(st.timeouts, 1);
+    assert_u64_equal(st.waiters, 0);
+    assert_int_equal(band_sem_release(f->sem, 2), 0);
+    assert_u64_equal(band_sem_available(f->sem), 3);
+    assert_quiet(f);
+}
+
+/* A deadline already passed means "do not wait": granted now or ETIMEDOUT, never queued. */
+static void test_past_deadline(void **state)
+{
+    struct fixture *f = *state;
+    band_time past = band_now() - 1;
+    uint64_t v = 7, out = 0;
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 1, past), 0);
+    assert_int_equal(band_fdq_recv(f->q, &f->op[1], f->ch, &out, NULL, past), 0);
+    assert_int_equal(band_sem_release(f->sem, 1), 0);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[2], f->sem, 1, past), 0);
+    assert_int_equal(band_fdq_send(f->q, &f->op[3], f->ch, &v, 1, past), 0);
+    assert_int_equal(band_fdq_recv(f->q, &f->op[4], f->ch, &out, NULL, 0), 0);
+    band_sem_stats st = sem_stats(f->sem);
+    assert_u64_equal(st.queued, 0);
+    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER);
+
+    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 5);
+    for (int i = 0; i < 5; i++)
+        assert_ptr_equal(f->got[i], &f->op[i]);
+    assert_int_equal(f->op[0].status, BAND_ETIMEDOUT);
+    assert_int_equal(f->op[1].status, BAND_ETIMEDOUT);
+    assert_int_equal(f->op[2].status, 0);
+    assert_int_equal(f->op[3].status, 0);
+    assert_int_equal(f->op[4].status, 0);
+    assert_u64_equal(out, 7);
+    assert_quiet(f);
+    assert_int_equal(band_sem_release(f->sem, 1), 0);
+}
+
+/* Cancel while pending: reported once as ECANCELED; cancelling again says EALREADY. */
+static void test_cancel_pending(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t out = 5;
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 2, band_deadline_after(BAND_SEC)),
+                     0);
+    assert_int_equal(band_fdq_recv(f->q, &f->op[1], f->ch, &out, NULL, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_next_deadline(f->q), f->op[0]._dl.deadline);
+    assert_int_equal(band_fdq_cancel(&f->op[0]), 0);
+    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER); /* deadline dropped */
+    assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EALREADY);
+    assert_int_equal(band_fdq_cancel(&f->op[1]), 0);
+    assert_int_equal(band_fdq_cancel(&f->op[1]), BAND_EALREADY);
+    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
+    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 2);
+    assert_ptr_equal(f->got[0], &f->op[0]);
+    assert_ptr_equal(f->got[1], &f->op[1]);
+    assert_int_equal(f->op[0].status, BAND_ECANCELED);
+    assert_int_equal(f->op[1].status, BAND_ECANCELED);
+    assert_u64_equal(out, 5);
+    assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EINVAL);
+    assert_quiet(f);
+    band_sem_stats st = sem_stats(f->sem);
+    assert_u64_equal(st.waiters, 0);
+    assert_u64_equal(st.cancels, 1);
+}
+
+/* Cancel after completion (wake already pushed): EALREADY, and the real result is reaped. */
+static void test_cancel_after_completion(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 2, BAND_FOREVER), 0);
+    struct fdt_releaser r;
+    assert_int_equal(fdt_releaser_start(&r, f->sem, 2, 2), 0);
+    assert_int_equal(test_thread_join(&r.t), 0); /* the wake ran on that thread */
+    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
+    assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EALREADY);
+    assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EALREADY);
+    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 1);
+    assert_int_equal(f->op[0].status, 0);
+    assert_quiet(f);
+    assert_u64_equal(band_sem_available(f->sem), 0); /* the owner holds both */
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_fdq_op_take_permit(&f->op[0], &p), 0);
+    assert_int_equal(band_permit_release(&p), 0);
+    assert_u64_equal(band_sem_available(f->sem), 2);
+}
+
+/* Cancelling a partially granted head gives its units to the next waiter. */
+static void test_cancel_returns_partial_grant(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 5, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[1], f->sem, 2, BAND_FOREVER), 0);
+    assert_int_equal(band_sem_release(f->sem, 4), 0);
+    assert_int_equal(band_fdq_cancel(&f->op[0]), 0);
+    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 2);
+    assert_ptr_equal(f->got[0], &f->op[1]);
+    assert_ptr_equal(f->got[1], &f->op[0]);
+    assert_int_equal(f->op[1].status, 0);
+    assert_int_equal(f->op[0].status, BAND_ECANCELED);
+    assert_u64_equal(band_sem_available(f->sem), 2);
+    assert_quiet(f);
+    assert_int_equal(band_sem_release(f->sem, 2), 0);
+}
+
+struct drop_log {
+    int n;
+    band_fdq_op *ops[NOPS];
+    int status[NOPS];
+    uint64_t released;
+};
+
+static void drop_record(band_fdq_op *op, void *ctx)
+{
+    struct drop_log *l = ctx;
+    l->ops[l->n] = op;
+    l->status[l->n] = op->status;
+    l->n++;
+    band_permit p = BAND_PERMIT_INIT;
+    if (band_fdq_op_take_permit(op, &p) == 0) {
+        l->released += p.count;
+        band_permit_release(&p);
+    }
+}
+
+/* Destroy hands every op back once: pending ones cancelled, completed ones with results. */
+static void test_destroy_with_pending_ops(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t out = 0, bytes = 0, v = 77;
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 4, band_deadline_after(BAND_SEC)),
+                     0);
+    assert_int_equal(band_fdq_recv(f->q, &f->op[1], f->ch, &out, &bytes, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[2], f->sem, 1, BAND_FOREVER), 0);
+    assert_int_equal(band_sem_release(f->sem, 3), 0);      /* op 0 holds 3 of 4 */
+    assert_int_equal(band_chan_try_send(f->ch, &v, 9), 0); /* completes op 1 */
+    assert_int_equal(band_sem_release(f->sem, 2), 0);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[3], f->sem, 1, BAND_FOREVER), 0);
+    /* Now: op 0 granted (4), op 2 granted (1), op 3 waiting, op 1 received. */
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[4], f->sem, 1, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_count(f->q), 5);
+
+    struct drop_log log = {0};
+    assert_int_equal(band_fdq_destroy(f->q, drop_record, &log), 0);
+    f->q = NULL;
+    assert_int_equal(log.n, 5);
+    for (int i = 0; i < 5; i++)
+        assert_ptr_equal(log.ops[i], &f->op[i]); /* submission order */
+    assert_int_equal(log.status[0], 0);
+    assert_int_equal(log.status[1], 0);
+    assert_int_equal(log.status[2], 0);
+    assert_int_equal(log.status[3], BAND_ECANCELED);
+    assert_int_equal(log.status[4], BAND_ECANCELED);
+    assert_u64_equal(out, 77);
+    assert_u64_equal(bytes, 9);
+    assert_u64_equal(log.released, 5);
+    assert_u64_equal(band_sem_available(f->sem), 5);
+    band_sem_stats st = sem_stats(f->sem);
+    assert_u64_equal(st.waiters, 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(band_fdq_cancel(&f->op[i]), BAND_EINVAL); /* idle again */
+}
+
+/* With no drop function, granted permits go back to their semaphore. */
+static void test_destroy_releases_permits(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 3, BAND_FOREVER), 0);
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[1], f->sem, 3, BAND_FOREVER), 0);
+    assert_int_equal(band_sem_release(f->sem, 4), 0); /* op 0 granted, op 1 holds 1 */
+    assert_int_equal(band_fdq_destroy(f->q, NULL, NULL), 0);
+    f->q = NULL;
+    assert_u64_equal(band_sem_available(f->sem), 4);
+    assert_int_equal(f->op[0].status, 0);
+    assert_int_equal(f->op[1].status, BAND_ECANCELED);
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_fdq_op_take_permit(&f->op[0], &p), BAND_EINVAL); /* released */
+}
+
+/* Destroy while another thread's releases complete ops: every op handed back once. */
+static void test_destroy_races_wakes(void **state)
+{
+    struct fixture *f = *state;
+    for (int round = 0; round < 50; round++) {
+        band_fdq *q;
+        assert_int_equal(band_fdq_create(&q), 0);
+        for (int i = 0; i < NOPS; i++)
+            assert_int_equal(band_fdq_acquire(q, &f->op[i], f->sem, 1, BAND_FOREVER), 0);
+        struct fdt_releaser r;
+        assert_int_equal(fdt_releaser_start(&r, f->sem, NOPS, 1), 0);
+        struct drop_log log = {0};
+        assert_int_equal(band_fdq_destroy(q, drop_record, &log), 0);
+        assert_int_equal(test_thread_join(&r.t), 0);
+        assert_int_equal(log.n, NOPS);
+        int granted = 0;
+        for (int i = 0; i < NOPS; i++) {
+            assert_ptr_equal(log.ops[i], &f->op[i]);
+            assert_true(log.status[i] == 0 || log.status[i] == BAND_ECANCELED);
+            granted += log.status[i] == 0;
+        }
+        assert_u64_equal(log.released, (uint64_t)granted);
+        /* Conservation: all NOPS permits are back (released by drop, or never taken). */
+        assert_u64_equal(band_sem_available(f->sem), NOPS);
+        assert_int_equal(band_sem_drain(f->sem, NOPS), NOPS);
+    }
+}
+
+/* No allocation per operation: glibc's counters do not move over submit/complete/reap. */
+static void test_no_allocation_per_op(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t v = 1, out = 0;
+    /* Warm up (the first eventfd read/write, stdio, etc.). Each granted permit is kept
+     * (and forgotten), so every round starts with none available. */
+    assert_int_equal(band_fdq_acquire(f->q, &f->op[0], f->sem, 1, BAND_FOREVER), 0);
+    assert_int_equal(band_sem_release(f->sem, 1), 0);
+    assert_int_equal(band_fdq_reap(f->q, f->got, 4), 1);
+
+    struct mallinfo2 before = mallinfo2();
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(
+            band_fdq_acquire(f->q, &f->op[0], f->sem, 1, band_deadline_after(BAND_SEC)), 0);
+        assert_int_equal(band_fdq_recv(f->q, &f->op[1], f->ch, &out, NULL, BAND_FOREVER), 0);
+        assert_int_equal(band_fdq_send(f->q, &f->op[2], f->ch, &v, 1, BAND_FOREVER), 0);
+        assert_int_equal(band_fdq_acquire(f->q, &f->op[3], f->sem, 1, BAND_FOREVER), 0);
+        assert_int_equal(band_sem_release(f->sem, 1), 0);
+        assert_int_equal(band_fdq_cancel(&f->op[3]), 0);
+        assert_int_equal(band_fdq_reap(f->q, f->got, 8), 4);
+        assert_int_equal(f->op[0].status, 0);
+        assert_int_equal(f->op[3].status, BAND_ECANCELED);
+    }
+    struct mallinfo2 after = mallinfo2();
+    assert_u64_equal(after.uordblks, before.uordblks);
+    assert_u64_equal(after.arena, before.arena);
+    assert_u64_equal(after.hblks, before.hblks);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layout_matches_library),
+        cmocka_unit_test_setup_teardown(test_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_immediate_grant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_immediate_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grants_from_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chan_from_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_burst_level, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_burst_edge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_batches_keep_fd_readable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_never_early, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout_ms_rounding, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_returns_partial_grant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_past_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_after_completion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_returns_partial_grant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_with_pending_ops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_releases_permits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_races_wakes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_allocation_per_op, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
