@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "band/histo.h"
 #include "band/overload.h"
 #include "core/internal.h"
 
@@ -83,6 +84,7 @@ struct band_door {
     int classes;
     uint64_t headroom[BAND_DOOR_CLASSES];
     band_time wait;
+    band_histo *hold;
     atomic_int closed;
     _Atomic int64_t mean_hold;  /* ns, 0 until the first measurement */
     _Atomic uint64_t in_flight; /* permits handed out and not yet done */
@@ -111,6 +113,7 @@ int band_door_create(band_door **out, const band_door_opts *o)
     d->classes = classes;
     memcpy(d->headroom, o->headroom, sizeof(d->headroom));
     d->wait = o->wait;
+    d->hold = o->hold;
     *out = d;
     return 0;
 }
@@ -253,6 +256,8 @@ int band_door_done(band_door *d, band_permit *permit, band_time admitted_at)
     if (admitted_at > 0) {
         band_time now = band_now();
         int64_t sample = now > admitted_at ? now - admitted_at : 0;
+        if (d->hold != NULL)
+            band_histo_record(d->hold, (uint64_t)sample);
         int64_t old = atomic_load_explicit(&d->mean_hold, memory_order_relaxed);
         int64_t next;
         do {

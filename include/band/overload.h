@@ -76,6 +76,7 @@ BAND_API const char *band_answer_name(int kind);
 #define BAND_DOOR_CLASSES 8
 
 typedef struct band_door band_door;
+struct band_histo;
 
 /** Options; zero-initialise, then set what you need. Every bound is optional and is not
  *  owned by the door (it must outlive the door). */
@@ -89,7 +90,9 @@ typedef struct band_door_opts {
     uint64_t headroom[BAND_DOOR_CLASSES]; /* class c is shed while fewer than headroom[c]
                                              permits would stay available after it; must not
                                              decrease with c; headroom[0] is usually 0 */
-    band_time wait; /* the longest a request may wait for permits (0: never wait) */
+    band_time wait;          /* the longest a request may wait for permits (0: never wait) */
+    struct band_histo *hold; /* optional, the caller's: band_door_done() records each hold
+                                time (ns) into it (band/histo.h) */
 } band_door_opts;
 
 /**

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "band/budget.h"
+#include "band/histo.h"
 #include "band/overload.h"
 
 static void test_answer_from(void **state)
@@ -117,7 +118,14 @@ static void test_door_capacity(void **state)
     (void)state;
     band_sem *s = NULL;
     assert_int_equal(band_sem_create(&s, 2), 0);
-    band_door *d = door(s, NULL, NULL, 1, NULL, 0);
+    band_histo hold;
+    band_histo_init(&hold);
+    band_door_opts o;
+    memset(&o, 0, sizeof(o));
+    o.sem = s;
+    o.hold = &hold;
+    band_door *d = NULL;
+    assert_int_equal(band_door_create(&d, &o), 0);
     band_permit p[3] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
     assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, NULL, &a), BAND_EINVAL);
@@ -147,6 +155,10 @@ static void test_door_capacity(void **state)
     assert_int_equal(band_door_done(d, &p[1], 0), 0);
     assert_int_equal(band_door_done(NULL, &p[1], 0), BAND_EINVAL);
     assert_u64_equal(band_sem_available(s), 2);
+    band_histo_snapshot hs;
+    assert_int_equal(band_histo_read(&hold, &hs), 0);
+    assert_u64_equal(hs.count, 1); /* only the done() that measured */
+    assert_true(hs.min >= 100 * BAND_MSEC);
     st = door_stats(d);
     assert_u64_equal(st.answers[BAND_ANSWER_ACCEPT], 3);
     assert_u64_equal(st.answers[BAND_ANSWER_BUSY], 2);
