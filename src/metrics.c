@@ -150,10 +150,15 @@ __attribute__((format(printf, 2, 3)))
 static void
 put(struct out *o, const char *fmt, ...)
 {
+    char *dst = NULL;
+    size_t room = 0;
+    if (o->len < o->cap) {
+        dst = o->buf + o->len;
+        room = o->cap - o->len;
+    }
     va_list ap;
     va_start(ap, fmt);
-    size_t room = o->len < o->cap ? o->cap - o->len : 0;
-    int n = vsnprintf(room > 0 ? o->buf + o->len : NULL, room, fmt, ap);
+    int n = vsnprintf(dst, room, fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized)
     va_end(ap);
     if (n > 0)
         o->len += (size_t)n;
@@ -194,7 +199,7 @@ static void sample_u64(struct out *o, const char *metric, const struct entry *e,
                        uint64_t v)
 {
     char num[32];
-    snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+    (void)snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
     sample(o, metric, e, extra, num);
 }
 
@@ -202,7 +207,7 @@ static void sample_sec(struct out *o, const char *metric, const struct entry *e,
                        uint64_t ns)
 {
     char num[40];
-    snprintf(num, sizeof(num), "%.9f", (double)ns / 1e9);
+    (void)snprintf(num, sizeof(num), "%.9f", (double)ns / 1e9);
     sample(o, metric, e, extra, num);
 }
 
@@ -218,20 +223,20 @@ static void histo_series(struct out *o, const char *fam, const struct entry *e)
     if (band_histo_read(e->histo, &s) != 0)
         return;
     char metric[BAND_NAME_MAX + 16];
-    snprintf(metric, sizeof(metric), "%s_bucket", fam);
+    (void)snprintf(metric, sizeof(metric), "%s_bucket", fam);
     uint64_t cum = 0;
     unsigned b = 0;
     for (size_t k = 0; k < sizeof(bounds_ns) / sizeof(bounds_ns[0]); k++) {
         while (b < BAND_HISTO_BUCKETS && band_histo_bucket_high(b) <= bounds_ns[k])
             cum += s.buckets[b++];
         char le[24];
-        snprintf(le, sizeof(le), "le=\"%s\"", bounds_le[k]);
+        (void)snprintf(le, sizeof(le), "le=\"%s\"", bounds_le[k]);
         sample_u64(o, metric, e, le, cum);
     }
     sample_u64(o, metric, e, "le=\"+Inf\"", s.count);
-    snprintf(metric, sizeof(metric), "%s_sum", fam);
+    (void)snprintf(metric, sizeof(metric), "%s_sum", fam);
     sample_sec(o, metric, e, NULL, s.sum);
-    snprintf(metric, sizeof(metric), "%s_count", fam);
+    (void)snprintf(metric, sizeof(metric), "%s_count", fam);
     sample_u64(o, metric, e, NULL, s.count);
 }
 
@@ -442,7 +447,7 @@ static void render(struct out *o, const band_metrics *m)
         if (seen)
             continue;
         char fam[BAND_NAME_MAX + 8];
-        snprintf(fam, sizeof(fam), "%s_seconds", e->family);
+        (void)snprintf(fam, sizeof(fam), "%s_seconds", e->family);
         family(o, fam, "histogram", e->help[0] != '\0' ? e->help : "A band latency histogram.");
         for (size_t j = i; j < m->n; j++)
             if (m->e[j].kind == K_HISTO && strcmp(m->e[j].family, e->family) == 0)
@@ -484,7 +489,7 @@ int band_metrics_fprint(const band_metrics *m, FILE *f)
             return BAND_ENOMEM;
         rc = band_metrics_write(m, buf, cap, &need);
         if (rc == 0)
-            fputs(buf, f);
+            (void)fputs(buf, f); /* a stream error stays in ferror(f) */
         free(buf);
     }
     return rc;
