@@ -57,12 +57,17 @@ enum { W_SENDERS = 1, W_RECEIVERS = 2 };
 #define CHAN_SPINS  128
 #define CHAN_YIELDS 8
 
-static void backoff(int i)
+/* Between two fast attempts. Returns 0 when the caller should stop trying and take the
+ * lock: its deadline passed during the yields (a yield on a loaded machine can last a
+ * whole time slice). */
+static int backoff(int i, band_time deadline)
 {
-    if (i < CHAN_SPINS)
+    if (i < CHAN_SPINS) {
         band__cpu_relax();
-    else
-        sched_yield();
+        return 1;
+    }
+    sched_yield();
+    return deadline == BAND_FOREVER || band_now() < deadline;
 }
 
 struct band_chan {
@@ -620,14 +625,16 @@ static void blocking_send_wake(band_waiter *w)
 static int send_blocking(band_chan *c, int kind, const void *elem, uint64_t bytes,
                          band_time deadline)
 {
+    /* Deadline-aware senders try once and then let the locked path predict: they decide
+     * at once instead of spinning toward a deadline they are about to be refused for. */
+    int tries = c->deadline_aware && deadline != BAND_FOREVER ? 1 : CHAN_SPINS + CHAN_YIELDS;
     if (kind == OP_SEND) {
-        for (int i = 0; i < CHAN_SPINS + CHAN_YIELDS; i++) {
+        for (int i = 0; i < tries; i++) {
             int rc = send_fast(c, elem, bytes);
             if (rc == RING_OK)
                 return 0;
-            if (rc == RING_GATED)
+            if (rc == RING_GATED || i + 1 == tries || !backoff(i, deadline))
                 break;
-            backoff(i);
         }
     }
     if (deadline != BAND_FOREVER && deadline <= band_now()) {
@@ -924,9 +931,8 @@ int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline)
         int rc = recv_fast(c, out, bytes);
         if (rc == RING_OK)
             return 0;
-        if (rc == RING_GATED || !surely_empty(c))
+        if (rc == RING_GATED || !surely_empty(c) || !backoff(i, deadline))
             break;
-        backoff(i);
     }
     if (deadline != BAND_FOREVER && deadline <= band_now()) {
         int rc = recv_submit(c, out, bytes, NULL); /* do not wait */
