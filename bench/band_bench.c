@@ -1,7 +1,7 @@
 /*
  * bench/band_bench.c - band's semaphore beside the baselines it is measured against.
  *
- * usage: band_bench [--quick] [--reps N] [--only abcdefghij]
+ * usage: band_bench [--quick] [--reps N] [--only abcdefghijk]
  *
  * Seven workloads (bench/README.md has the long form and the latest table):
  *   (a) uncontended try_acquire(1) + release(1) on one thread, ns per pair, beside a bare
@@ -27,7 +27,9 @@
  *   (h) the bounded executor (band_exec, bench_exec.h) beside a mutex + condvar thread pool;
  *   (i) per-key fair share (band_fair, bench_fair.h): try/release and hand-off costs;
  *   (j) the rate budget (band_rate, bench_rate.h): try, refusal and booking costs beside a
- *       naive mutex token bucket and a clock read.
+ *       naive mutex token bucket and a clock read;
+ *   (k) atomic admission over 1, 2 and 4 budgets (band_admit, bench_admit.h) beside the
+ *       same number of plain semaphore acquires, uncontended and with two threads.
  *
  * Every figure is the median of the rounds (5 by default). Within a round every variant of
  * a workload runs once, in an order that rotates from round to round, so that noise on a
@@ -37,6 +39,7 @@
  * FIFO order, permits left) did not hold; missing a performance target is reported, not
  * fatal.
  */
+#include "bench_admit.h"
 #include "bench_chan.h"
 #include "bench_exec.h"
 #include "bench_fair.h"
@@ -1191,10 +1194,10 @@ static void section_ch(char letter, int producers, struct ch_result *out)
 static void usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s [--quick] [--reps N] [--only abcdefghij]\n"
+            "usage: %s [--quick] [--reps N] [--only abcdefghijk]\n"
             "  --quick    small counts (CI smoke test, a few seconds)\n"
             "  --reps N   rounds per workload (default 5, quick 3; max %d)\n"
-            "  --only S   run only the sections named by letters in S (a b c d e f g h i j)\n",
+            "  --only S   run only the sections named by letters in S (a b c d e f g h i j k)\n",
             argv0, MAX_REPS);
 }
 
@@ -1295,6 +1298,9 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (want('j'))
         g_failures += bench_rate_section(cfg.quick);
+    fflush(stdout);
+    if (want('k'))
+        g_failures += bench_admit_section(cfg.quick, cfg.reps);
     fflush(stdout);
 
     printf("\ntargets (DESIGN.md)%s:\n", cfg.quick ? " - quick mode, indicative only" : "");

@@ -75,6 +75,11 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     s->is_budget = is_budget;
     s->queued = s->grants = s->timeouts = s->cancels = s->closed_fails = 0;
     s->wait_ns_total = s->wait_ns_max = 0;
+    s->nproxy = 0;
+    s->admit_max_ticket = 0;
+    s->admit_sweep = 0;
+    s->admit_dirty = 0;
+    s->admit_next = NULL;
     s->name[0] = '\0';
     return 0;
 }
@@ -146,19 +151,30 @@ static void sem_account_wait_locked(band_sem *s, const band_waiter *w, band_time
 }
 
 /* Take @w off the queue and out of the unit total; its wait is recorded. */
-static void sem_dequeue_locked(band_sem *s, band_waiter *w, band_time *now)
+void band__sem_dequeue_locked(band_sem *s, band_waiter *w, band_time *now)
 {
     sem_account_wait_locked(s, w, now);
     s->q_units -= w->_u.want;
+    if (band__unlikely(band__is_proxy(w)))
+        s->nproxy--;
     band__waitq_unlink_locked(&s->q, w);
+}
+
+/* Ask for a multi-budget evaluation of @s once @wl has run (no lock held then). */
+static void sem_kick_locked(band_sem *s, struct band__wakelist *wl)
+{
+    wl->post = band__admit_kick;
+    wl->post_arg = s;
 }
 
 /*
  * Hand out @pool released permits: the debt first, then the queued waiters in arrival
  * order, the head accumulating a partial grant when the pool runs short. Completed waiters
  * move to @wl. Returns what is left for the available count (0 while waiters remain).
+ * A multi-budget proxy at the head is never granted here: the pool is set aside for it in
+ * head_got, and once that covers its want the admission is kicked through @wl.
  */
-static uint64_t sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakelist *wl)
+uint64_t band__sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakelist *wl)
 {
     uint64_t pay = band__min_u64(pool, s->debt);
     s->debt -= pay;
@@ -167,6 +183,16 @@ static uint64_t sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakeli
     band_time now = 0;
     band_waiter *w;
     while (pool > 0 && (w = band__waitq_first(&s->q)) != NULL) {
+        if (band__unlikely(band__is_proxy(w))) {
+            /* Kick once, when the set-aside first covers the proxy: if it was covered
+             * already, the kick that found it so (or the admission that queued it there)
+             * has evaluated it, and only an event on another budget can change that. */
+            uint64_t before = s->head_got;
+            s->head_got += pool;
+            if (before < w->_u.want && s->head_got >= w->_u.want)
+                sem_kick_locked(s, wl);
+            return 0;
+        }
         uint64_t need = w->_u.want - s->head_got;
         if (pool < need) {
             s->head_got += pool;
@@ -174,7 +200,7 @@ static uint64_t sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakeli
         }
         pool -= need;
         s->head_got = 0;
-        sem_dequeue_locked(s, w, &now);
+        band__sem_dequeue_locked(s, w, &now);
         s->grants++;
         band__waiter_complete_locked(w, 0, wl);
     }
@@ -182,7 +208,7 @@ static uint64_t sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakeli
 }
 
 /* Add @add to the available count and set SLOW from the queue and the debt. */
-static void sem_publish_locked(band_sem *s, uint64_t add)
+void band__sem_publish_locked(band_sem *s, uint64_t add)
 {
     uint64_t slow = (s->q.len > 0 || s->debt > 0) ? SLOW : 0;
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
@@ -219,11 +245,18 @@ static int sem_release_locked(band_sem *s, uint64_t n, struct band__wakelist *wl
     /* SLOW is set, so nothing is available and no fast path can add any: the permits
      * left over after the debt and the waiters are exactly what becomes available. */
     uint64_t rest = n - band__min_u64(n, s->debt);
-    uint64_t need = s->q_units - s->head_got;
-    uint64_t left = rest - band__min_u64(rest, need);
-    if (left > limit)
-        return BAND_EOVERFLOW;
-    sem_publish_locked(s, sem_grant_locked(s, n, wl));
+    if (band__unlikely(s->nproxy > 0)) {
+        /* The units may stop at a proxy and stay free there: free units (head_got while
+         * waiters queue) may not pass the limit, whatever the waiters before it take. */
+        if (s->head_got > limit || rest > limit - s->head_got)
+            return BAND_EOVERFLOW;
+    } else {
+        uint64_t need = s->q_units - s->head_got;
+        uint64_t left = rest - band__min_u64(rest, need);
+        if (left > limit)
+            return BAND_EOVERFLOW;
+    }
+    band__sem_publish_locked(s, band__sem_grant_locked(s, n, wl));
     return 0;
 }
 
@@ -258,12 +291,12 @@ static void sem_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
         pool = s->head_got; /* goes to the debt, then to the waiters behind */
         s->head_got = 0;
     }
-    sem_dequeue_locked(s, w, &now);
+    band__sem_dequeue_locked(s, w, &now);
     if (reason == BAND_ETIMEDOUT)
         s->timeouts++;
     else
         s->cancels++;
-    sem_publish_locked(s, sem_grant_locked(s, pool, wl));
+    band__sem_publish_locked(s, band__sem_grant_locked(s, pool, wl));
 }
 
 /* ---------------------------------------------------------------- acquire */
@@ -447,7 +480,7 @@ static int sem_release_slow(band_sem *s, uint64_t n)
 }
 
 /* Take every available permit (lock held, so only fast paths race). */
-static uint64_t sem_take_available_locked(band_sem *s)
+uint64_t band__sem_take_available_locked(band_sem *s)
 {
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(&s->state, &st, st & (SLOW | CLOSED),
@@ -481,8 +514,8 @@ static int sem_release_fixup(band_sem *s, uint64_t n, uint64_t old)
     } else if (s->q.len > 0 || s->debt > 0) {
         /* Waiters or debt: what was added belongs to them. If SLOW was cleared meanwhile,
          * the permits were already published as available and there is nothing to do. */
-        uint64_t pool = sem_take_available_locked(s);
-        sem_publish_locked(s, sem_grant_locked(s, pool, &wl));
+        uint64_t pool = band__sem_take_available_locked(s);
+        band__sem_publish_locked(s, band__sem_grant_locked(s, pool, &wl));
     }
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
@@ -573,13 +606,29 @@ int band_sem_close(band_sem *s)
         uint64_t pool = s->head_got;
         s->head_got = 0;
         band_time now = 0;
-        band_waiter *w;
-        while ((w = band__waitq_first(&s->q)) != NULL) {
-            sem_dequeue_locked(s, w, &now);
-            s->closed_fails++;
-            band__waiter_complete_locked(w, BAND_ECLOSED, &wl);
+        struct band__node *node = s->q.head.next;
+        while (node != &s->q.head) {
+            struct band__node *next = node->next;
+            band_waiter *w = band__waiter_of(node);
+            if (!band__is_proxy(w)) {
+                band__sem_dequeue_locked(s, w, &now);
+                s->closed_fails++;
+                band__waiter_complete_locked(w, BAND_ECLOSED, &wl);
+            }
+            node = next;
         }
-        sem_publish_locked(s, sem_grant_locked(s, pool, &wl));
+        if (s->nproxy > 0) {
+            /* Multi-budget requests need their other semaphores' locks to fail: the
+             * admission does it right after this call (post hook). The pool stays with
+             * whichever proxy is now the head. */
+            s->head_got = pool;
+            pool = 0;
+        }
+        if (s->nproxy > 0 || atomic_load_explicit(&band__admit_nstaged, memory_order_relaxed)) {
+            s->admit_sweep = 1;
+            sem_kick_locked(s, &wl);
+        }
+        band__sem_publish_locked(s, band__sem_grant_locked(s, pool, &wl));
     }
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
@@ -624,18 +673,25 @@ static void sem_set_capacity_locked(band_sem *s, uint64_t newcap, struct band__w
     while (node != &s->q.head) {
         struct band__node *next = node->next;
         band_waiter *w = band__waiter_of(node);
-        if (w->_u.want > newcap) {
+        if (w->_u.want > newcap && band__is_proxy(w)) {
+            s->admit_sweep = 1; /* failed by the admission, which needs more locks */
+        } else if (w->_u.want > newcap) {
             if (band__waitq_first(&s->q) == w) {
                 pool += s->head_got;
                 s->head_got = 0;
             }
-            sem_dequeue_locked(s, w, &now);
+            band__sem_dequeue_locked(s, w, &now);
             atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
             band__waiter_complete_locked(w, BAND_E2BIG, wl);
         }
         node = next;
     }
-    sem_publish_locked(s, sem_grant_locked(s, pool, wl));
+    uint64_t rest = band__sem_grant_locked(s, pool, wl);
+    if (atomic_load_explicit(&band__admit_nstaged, memory_order_relaxed) > 0)
+        s->admit_sweep = 1; /* requests that have not reached this level yet */
+    if (s->admit_sweep)
+        sem_kick_locked(s, wl);
+    band__sem_publish_locked(s, rest);
 }
 
 int band__sem_shrink(band_sem *s, uint64_t n)
@@ -668,6 +724,79 @@ void band__sem_forget(band_sem *s, uint64_t n)
     sem_set_capacity_locked(s, cap - band__min_u64(cap, n - pay), &wl);
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
+}
+
+/* ---------------------------------------------------------------- multi-budget admission */
+
+/* Take @n available permits with the lock held (only fast paths race): 0 or BAND_EAGAIN. */
+int band__sem_take_locked(band_sem *s, uint64_t n)
+{
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    for (;;) {
+        if (AVAIL(st) < n)
+            return BAND_EAGAIN;
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 0;
+    }
+}
+
+uint64_t band__sem_become_slow_locked(band_sem *s)
+{
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&s->state, &st, (st & CLOSED) | SLOW,
+                                                  memory_order_acq_rel, memory_order_relaxed))
+        ;
+    return AVAIL(st);
+}
+
+/* Units held by callers: capacity + debt - free (a budget's in_use; lock held). */
+uint64_t band__sem_in_use_locked(const band_sem *s)
+{
+    uint64_t st = atomic_load_explicit(&((band_sem *)s)->state, memory_order_relaxed);
+    uint64_t cap = atomic_load_explicit(&((band_sem *)s)->limit, memory_order_relaxed);
+    uint64_t free_units = AVAIL(st) + s->head_got;
+    uint64_t total = cap + s->debt;
+    return total > free_units ? total - free_units : 0;
+}
+
+const char band__sem_front_tag = 0;
+
+int band__sem_acquire_front(band_sem *s, uint64_t n, band_time deadline)
+{
+    struct band__blocker b;
+    int rc = BAND_PENDING;
+    pthread_mutex_lock(&s->lock);
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    if (st & CLOSED) {
+        rc = BAND_ECLOSED;
+    } else if (n == 0 || (s->q.len == 0 && s->debt == 0 && band__sem_take_locked(s, n) == 0)) {
+        rc = 0;
+    } else if (s->q.len > 0 && s->head_got >= n) {
+        /* The free units set aside for the head: this caller ranks before the head. */
+        s->head_got -= n;
+        rc = 0;
+    } else if (deadline != BAND_FOREVER && deadline <= band_now()) {
+        rc = BAND_ETIMEDOUT;
+    } else if (n > UINT64_MAX - s->q_units) {
+        rc = BAND_EOVERFLOW;
+    } else {
+        band__blocker_init(&b);
+        b.w.deadline = deadline;
+        b.w.data = (void *)(uintptr_t)&band__sem_front_tag;
+        if (s->q.len == 0) {
+            s->head_got = band__sem_become_slow_locked(s);
+            band__waitq_push_locked(&s->q, &b.w, n, band_now());
+        } else {
+            band__waitq_push_front_locked(&s->q, &b.w, n, band_now());
+        }
+        s->q_units += n;
+        s->queued++;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (rc != BAND_PENDING)
+        return rc;
+    return band__blocker_wait(&b, deadline);
 }
 
 /* ---------------------------------------------------------------- observability */
@@ -736,7 +865,7 @@ int band__sem_check(const band_sem *cs)
         bad = -__LINE__;
     else if (head == NULL && s->head_got != 0)
         bad = -__LINE__;
-    else if (head != NULL && s->head_got >= head->_u.want)
+    else if (head != NULL && !band__is_proxy(head) && s->head_got >= head->_u.want)
         bad = -__LINE__;
     else if (avail > limit)
         bad = -__LINE__;

@@ -42,6 +42,16 @@ struct band_sem {
     int is_budget;
     uint64_t queued, grants, timeouts, cancels, closed_fails;
     uint64_t wait_ns_total, wait_ns_max;
+    /* Multi-budget admission (admit*.c). nproxy: queued nodes of band_admit requests
+     * (lock). admit_sweep: set under the lock by close and capacity changes when some of
+     * those must fail; cleared by the admission once it has failed them. admit_next and
+     * admit_dirty: the admission's list of semaphores to evaluate, guarded by its global
+     * mutex (never by lock). */
+    uint64_t nproxy;
+    uint64_t admit_max_ticket; /* the newest request ever queued here (lock) */
+    int admit_sweep;
+    int admit_dirty;
+    band_sem *admit_next;
     char name[BAND_NAME_MAX];
 };
 
@@ -54,5 +64,53 @@ int band__sem_shrink(band_sem *s, uint64_t n);
 
 /* @n held permits of @s leave for good; a budget's capacity drops by as much. */
 void band__sem_forget(band_sem *s, uint64_t n);
+
+/*
+ * Multi-budget admission integration (admit_eval.c, docs/admit.md).
+ *
+ * A band_admit request waits on each of its semaphores through a proxy waiter: a private
+ * band_waiter whose wake is band__admit_proxy_wake (never called) and whose data points to
+ * the request. The semaphore never grants a proxy. When the head of its queue is a proxy,
+ * released units accumulate in head_got (which may then exceed the proxy's want: they are
+ * the free units that FIFO sets aside for the head) and, once head_got covers the proxy's
+ * want, the operation sets its wake list's post hook to band__admit_kick(s), which (after
+ * every semaphore lock is released) takes the admission mutex and evaluates the request
+ * with all of its semaphores locked. Close and capacity changes leave failing proxies in
+ * the queue, set admit_sweep and kick too.
+ */
+void band__admit_proxy_wake(band_waiter *w);
+
+/* Requests queued with tree levels still to join (admit_tree.c): they name semaphores
+ * without a node in their queues yet, so close and shrink kick the admission while any
+ * exist. Changed under the admission mutex and the locks of the request's semaphores. */
+extern _Atomic uint64_t band__admit_nstaged;
+void band__admit_kick(void *sem);
+
+static inline int band__is_proxy(const band_waiter *w)
+{
+    return w->wake == band__admit_proxy_wake;
+}
+
+/* Helpers for admit*.c; @s's lock held. See sem.c. */
+uint64_t band__sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakelist *wl);
+void band__sem_publish_locked(band_sem *s, uint64_t add);
+void band__sem_dequeue_locked(band_sem *s, band_waiter *w, band_time *now);
+uint64_t band__sem_take_available_locked(band_sem *s);
+int band__sem_take_locked(band_sem *s, uint64_t n);
+/* Set SLOW and take everything available in one step (a first waiter is about to queue);
+ * returns what was taken, to become the head's head_got. */
+uint64_t band__sem_become_slow_locked(band_sem *s);
+uint64_t band__sem_in_use_locked(const band_sem *s);
+
+/*
+ * Take @n permits of @s ahead of every queued waiter (band_admit_adjust(): a granted
+ * request keeps its place). Waits at the head of the queue until @deadline. Returns 0,
+ * BAND_ETIMEDOUT (a past @deadline means "only if free now"), BAND_ECLOSED.
+ */
+int band__sem_acquire_front(band_sem *s, uint64_t n, band_time deadline);
+
+/* The data pointer of waiters queued by band__sem_acquire_front(), so that a guaranteed
+ * admission (admit_tree.c) queues behind them, not ahead. */
+extern const char band__sem_front_tag;
 
 #endif /* BAND_SEM_PRIV_H */

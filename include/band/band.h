@@ -8,6 +8,7 @@
 #ifndef BAND_BAND_H
 #define BAND_BAND_H
 
+#include "band/admit.h"
 #include "band/broadcast.h"
 #include "band/budget.h"
 #include "band/chan.h"

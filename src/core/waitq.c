@@ -71,13 +71,26 @@ void band__waitq_init(struct band__waitq *q, pthread_mutex_t *lock,
     q->ops = ops;
 }
 
-void band__waitq_push_locked(struct band__waitq *q, band_waiter *w, uint64_t want, band_time now)
+void band__waitq_insert_locked(struct band__waitq *q, band_waiter *w, struct band__node *before,
+                               uint64_t want, band_time now)
 {
     w->_u.want = want;
     w->_since = now;
-    band__list_add_tail(&q->head, &w->_link);
+    band__list_add_tail(before, &w->_link); /* before @before, i.e. at the tail of the part
+                                               of the circular list ending there */
     q->len++;
     band__waiter_set(w, q, BAND__W_QUEUED);
+}
+
+void band__waitq_push_locked(struct band__waitq *q, band_waiter *w, uint64_t want, band_time now)
+{
+    band__waitq_insert_locked(q, w, &q->head, want, now);
+}
+
+void band__waitq_push_front_locked(struct band__waitq *q, band_waiter *w, uint64_t want,
+                                   band_time now)
+{
+    band__waitq_insert_locked(q, w, q->head.next, want, now);
 }
 
 void band__waitq_unlink_locked(struct band__waitq *q, band_waiter *w)
@@ -105,7 +118,11 @@ void band__wakelist_run(struct band__wakelist *wl)
         w->wake(w);
         n = next;
     }
+    void (*post)(void *) = wl->post;
+    void *arg = wl->post_arg;
     band__wakelist_init(wl);
+    if (post != NULL)
+        post(arg);
 }
 
 int band_waiter_cancel(band_waiter *w, int reason)

@@ -44,10 +44,17 @@ struct band__waitq {
     const struct band__waitq_ops *ops; /* how the owner withdraws a waiter */
 };
 
-/* Waiters completed under a lock, woken after it is released. */
+/*
+ * Waiters completed under a lock, woken after it is released. @post, when set, runs once
+ * after the wakes (still with no band lock held): a primitive uses it for follow-up work
+ * that needs other locks (the semaphore asks the multi-budget admission to evaluate a
+ * request that became grantable; see admit_eval.c).
+ */
 struct band__wakelist {
     struct band__node *first;
     struct band__node **tail;
+    void (*post)(void *arg);
+    void *post_arg;
 };
 
 void band__waitq_init(struct band__waitq *q, pthread_mutex_t *lock,
@@ -57,6 +64,19 @@ static inline void band__wakelist_init(struct band__wakelist *wl)
 {
     wl->first = NULL;
     wl->tail = &wl->first;
+    wl->post = NULL;
+    wl->post_arg = NULL;
+}
+
+/* Move every waiter of @src to the end of @dst (@src's post is left alone). */
+static inline void band__wakelist_splice(struct band__wakelist *dst, struct band__wakelist *src)
+{
+    if (src->first == NULL)
+        return;
+    *dst->tail = src->first;
+    dst->tail = src->tail;
+    src->first = NULL;
+    src->tail = &src->first;
 }
 
 static inline band_waiter *band__waiter_of(struct band__node *n)
@@ -85,6 +105,14 @@ static inline band_waiter *band__waitq_first(const struct band__waitq *q)
 /* Queue @w at the tail of @q, wanting @want units, queued since @now. Lock held. */
 void band__waitq_push_locked(struct band__waitq *q, band_waiter *w, uint64_t want, band_time now);
 
+/* Queue @w at the head of @q (ahead of every waiter), as band__waitq_push_locked(). */
+void band__waitq_push_front_locked(struct band__waitq *q, band_waiter *w, uint64_t want,
+                                   band_time now);
+
+/* Queue @w in @q just before @before (a queued node of @q, or &q->head for the tail). */
+void band__waitq_insert_locked(struct band__waitq *q, band_waiter *w, struct band__node *before,
+                               uint64_t want, band_time now);
+
 /* Unlink @w from @q without changing its state. Lock held. */
 void band__waitq_unlink_locked(struct band__waitq *q, band_waiter *w);
 
@@ -94,7 +122,7 @@ void band__waitq_unlink_locked(struct band__waitq *q, band_waiter *w);
  */
 void band__waiter_complete_locked(band_waiter *w, int status, struct band__wakelist *wl);
 
-/* Call every wake on @wl, in order. No band lock may be held. */
+/* Call every wake on @wl, in order, then its post hook. No band lock may be held. */
 void band__wakelist_run(struct band__wakelist *wl);
 
 /*

@@ -1,0 +1,278 @@
+/*
+ * band/admit.h - one atomic admission over several budgets, and capacity hierarchies.
+ *
+ * A request names up to BAND_ADMIT_MAX semaphores or budgets and an amount of each (cpu 1,
+ * memory 48 MiB, fds 2). It is admitted all at once or not at all. docs/admit.md has the
+ * long form; the rules:
+ *
+ *  - All or nothing. A waiting request holds nothing; when it is granted it takes every
+ *    amount in one step, with all of its semaphores locked.
+ *  - No deadlock, whatever order the budgets are named in. A request that must wait joins
+ *    the queue of every budget it names in one atomic step, so all queues agree with one
+ *    global arrival order; the oldest waiter is the head of each of its queues and is
+ *    served as soon as every budget has enough.
+ *  - FIFO. A request is never overtaken by a later request (or a later plain acquisition)
+ *    that needs one of the same budgets. As with the semaphore, a large head holds back
+ *    smaller waiters behind it: units released while the head waits for another budget
+ *    stay free, set aside for it.
+ *  - A request larger than a budget's capacity fails at once with BAND_E2BIG. Closing any
+ *    named budget fails the request with BAND_ECLOSED.
+ *  - The budgets stay ordinary band_sem / band_budget objects: code may use them directly
+ *    beside multi-budget requests, in the same FIFO.
+ *  - The grant is a value (band_admit_grant) that returns everything it holds, on every
+ *    path with BAND_SCOPED_ADMIT.
+ *
+ * Capacity hierarchies (band_tree_*): nodes with a cap and an optional guaranteed
+ * reservation; a request at a leaf charges the leaf and every ancestor in one admission.
+ *
+ * Every function is MT-safe with respect to the budgets. A request and a grant each have
+ * one owner: their own functions are not synchronized against each other on the same
+ * object (band_waiter_cancel() on a pending request is, as always).
+ */
+#ifndef BAND_ADMIT_H
+#define BAND_ADMIT_H
+
+#include "band/budget.h"
+#include "band/core.h"
+#include "band/sem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The most budgets one request can name (a tree leaf counts with its ancestors). */
+#define BAND_ADMIT_MAX 8
+
+/* One budget of a request. sem and amount are readable; the rest is private. */
+typedef struct band_admit_entry {
+    band_sem *sem;
+    uint64_t amount;
+    band_waiter _node; /* private: this request's node in sem's wait queue */
+} band_admit_entry;
+
+typedef struct band_tree band_tree;
+
+/**
+ * struct band_admit_req - one multi-budget request, owned by the caller.
+ *
+ * The waiter comes first: pass &req->w to band_waiter_cancel(), and recover the request
+ * from it in a wake function. About 880 bytes on LP64; nothing is allocated on any admission path.
+ * Initialise with band_admit_req_init(), then add budgets with band_admit_req_add().
+ */
+typedef struct band_admit_req {
+    band_waiter w; /* the operation: wake, data, status, cancel */
+    uint32_t n;    /* entries in use */
+    /* private */
+    uint32_t _flags;
+    uint8_t _order[BAND_ADMIT_MAX]; /* entries sorted by semaphore address (lock order) */
+    uint8_t _stage[BAND_ADMIT_MAX]; /* queueing stage of each entry (tree level) */
+    uint8_t _joined, _nstages;      /* stages whose queues it has joined, of how many */
+    uint64_t _ticket;               /* its place in the global order of requests */
+    band_tree *_tenant[BAND_ADMIT_MAX];
+    uint64_t _tenant_amt[BAND_ADMIT_MAX];
+    uint32_t _ntenant;
+    band_admit_entry e[BAND_ADMIT_MAX];
+} band_admit_req;
+
+/**
+ * struct band_admit_grant - what a granted request holds: {semaphore, count} per budget.
+ *
+ * A plain value with one owner, like band_permit; initialise with BAND_ADMIT_GRANT_INIT.
+ * Embed it in the object that owns the admitted work and release it when that ends.
+ */
+typedef struct band_admit_grant {
+    uint32_t n;                    /* entries in use */
+    band_permit p[BAND_ADMIT_MAX]; /* p[i].count may be 0 after a partial release */
+} band_admit_grant;
+
+#define BAND_ADMIT_GRANT_INIT                                                                      \
+    {                                                                                              \
+        0,                                                                                         \
+        {                                                                                          \
+            {                                                                                      \
+                NULL, 0                                                                            \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/**
+ * band_admit_req_init() - prepare @r: no budgets, waiter initialised with @wake and @data
+ * (as band_waiter_init(); @wake may be NULL when only band_admit_try() and band_admit()
+ * are used). Must not be called on a pending request.
+ */
+BAND_API void band_admit_req_init(band_admit_req *r, band_wake_fn *wake, void *data);
+
+/**
+ * band_admit_req_add() - add @amount units of @s to @r.
+ *
+ * Naming a semaphore that @r already names merges the amounts (so each budget is charged
+ * once). @s may be a budget's semaphore (band_budget_sem()). Returns 0, BAND_EINVAL (NULL
+ * @r or @s, @r pending, @amount above BAND_SEM_MAX_PERMITS, or BAND_ADMIT_MAX budgets
+ * already named), or BAND_EOVERFLOW when a merged amount would exceed BAND_SEM_MAX_PERMITS
+ * (nothing changes on failure). Capacity is checked at admission (BAND_E2BIG).
+ */
+BAND_API int band_admit_req_add(band_admit_req *r, band_sem *s, uint64_t amount);
+
+/**
+ * band_admit_try() - admit @r now or refuse without waiting.
+ *
+ * Returns 0 (*@g, which must be empty, holds every amount), BAND_EAGAIN (some budget has
+ * not enough available, or has a waiter queued: try never overtakes), BAND_ECLOSED,
+ * BAND_E2BIG (an amount exceeds a budget's capacity; checked before anything else), or
+ * BAND_EINVAL (NULL argument, no budgets, @g not empty, @r pending). Lock-free: it takes
+ * the budgets one by one and gives back what it took when a later one refuses, so a
+ * concurrent try on one of them may see a spurious BAND_EAGAIN. MT-safe.
+ */
+BAND_API int band_admit_try(band_admit_req *r, band_admit_grant *g);
+
+/**
+ * band_admit() - admit @r, blocking this thread until @deadline.
+ *
+ * Returns 0 (*@g holds every amount), BAND_ETIMEDOUT (a past @deadline means "do not
+ * wait"; a grant that races with the deadline wins), or the other codes of
+ * band_admit_try() and band_admit_async() except BAND_PENDING. While it blocks it holds
+ * nothing. @r's wake and data are used internally for the duration of the call and are
+ * restored before it returns. MT-safe.
+ */
+BAND_API int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline);
+
+/**
+ * band_admit_async() - admit @r now, or queue it in every budget it names at once.
+ *
+ * Returns 0 when admitted at once (no wake follows; take the grant with
+ * band_admit_req_grant()), BAND_PENDING when queued, or a negative code that also ends it:
+ * BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW (a queue's unit total would pass 2^64 - 1),
+ * BAND_EINVAL (NULL @r, no budgets or no wake function, @r already pending; @r untouched).
+ * Once queued exactly one of {wake called once, band_waiter_cancel(&r->w) returns 0} ends
+ * it. The wake runs on the thread that completed the request (a release, close, cancel or
+ * capacity change on one of its budgets, or another admission), with no band lock held;
+ * band_waiter_status(&r->w) is 0 when granted (then call band_admit_req_grant()),
+ * BAND_ECLOSED when a named budget closed, BAND_E2BIG when a shrink made an amount too
+ * big. A cancel that returns 0 leaves nothing held. MT-safe.
+ */
+BAND_API int band_admit_async(band_admit_req *r);
+
+/**
+ * band_admit_req_grant() - move the units of a granted @r (band_admit_async() returned 0,
+ * or its wake reported status 0) into the empty grant @g.
+ *
+ * Returns 0, or BAND_EINVAL (NULL argument, @g not empty, @r pending or not granted). Call
+ * it once per grant: a second call would duplicate the units.
+ */
+BAND_API int band_admit_req_grant(band_admit_req *r, band_admit_grant *g);
+
+/**
+ * band_admit_release() - return everything @g holds and empty it.
+ *
+ * Idempotent (an empty grant returns 0). Wakes of waiters this completes run on the
+ * calling thread. Returns 0, or the first error of band_sem_release() (BAND_EOVERFLOW: the
+ * units of that budget stay in @g, the others are returned).
+ */
+BAND_API int band_admit_release(band_admit_grant *g);
+
+/**
+ * band_admit_release_part() - give back @n units of @s early, keeping the rest.
+ *
+ * Returns 0, or BAND_EINVAL when @g does not hold @s or holds fewer than @n of it. The
+ * budget stays named in @g (with count 0 when all is returned) so band_admit_adjust() can
+ * take it again.
+ */
+BAND_API int band_admit_release_part(band_admit_grant *g, band_sem *s, uint64_t n);
+
+/**
+ * band_admit_adjust() - set what @g holds of @s to @amount (estimate, then reconcile).
+ *
+ * A surplus is returned at once (0). A shortfall is taken without losing the request's
+ * place: it ranks ahead of every waiter queued on @s (all of them arrived after this
+ * request was admitted, since FIFO granted it before them): it takes free units set aside
+ * for the head, or waits at the very front of @s's queue until @deadline. Returns 0,
+ * BAND_ETIMEDOUT (nothing changed; a past @deadline means "only if free now"), BAND_E2BIG
+ * (@amount above a budget's capacity), BAND_ECLOSED, or BAND_EINVAL (@g does not name @s).
+ * Waiting for a shortfall while holding the rest of the grant is incremental acquisition:
+ * two grants that each wait for what the other holds wait until their deadlines. Prefer a
+ * generous estimate and return the surplus, or a short deadline. MT-safe for the budget.
+ */
+BAND_API int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount,
+                               band_time deadline);
+
+/** band_admit_held() - how many units of @s @g holds (0 when it names no such budget). */
+BAND_API uint64_t band_admit_held(const band_admit_grant *g, const band_sem *s);
+
+/**
+ * band_admit_release_scoped() - cleanup handler behind BAND_SCOPED_ADMIT: releases @g;
+ * units that cannot be returned (BAND_EOVERFLOW, only after foreign releases) are
+ * forgotten.
+ */
+BAND_API void band_admit_release_scoped(band_admit_grant *g);
+
+#if defined(__GNUC__) || defined(__clang__)
+/**
+ * BAND_SCOPED_ADMIT - declare a band_admit_grant released on every path out of its block:
+ *
+ *     BAND_SCOPED_ADMIT band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+ *     if (band_admit(&req, &g, deadline) != 0)
+ *         return -1;
+ */
+#define BAND_SCOPED_ADMIT __attribute__((cleanup(band_admit_release_scoped)))
+#endif
+
+/*
+ * Capacity hierarchies.
+ *
+ * A band_tree node is a budget (its cap) with a parent and an optional guaranteed
+ * reservation. band_admit_req_add_tree(r, leaf, n) names the leaf and every ancestor with
+ * amount n, so one admission charges the whole path. Reservations:
+ *
+ *  - The reservations of a node's children may total at most the node's cap, and a
+ *    reservation at most its own node's cap.
+ *  - Caps: an amount over a node's cap fails with BAND_E2BIG.
+ *  - Staged queueing: a request waits in its leaf's queue until the leaf has room for it,
+ *    and only then joins its parent's queue, and so on up; so a tenant at its cap does not
+ *    hold up its ancestors for everybody else. Later joins keep the request's original
+ *    place in the global order (FIFO and deadlock freedom hold). Closing (or shrinking
+ *    below the amount) an ancestor it has not reached yet still fails it at once.
+ *  - Work-conserving: any request may use capacity that is free, including the unused
+ *    reservation of a sibling.
+ *  - A request is "guaranteed" when, for the reserving node on its path (the nearest node
+ *    with a reservation, from the leaf up), the units in use there plus the units of its
+ *    guaranteed requests still queued plus this request fit within the reservation. A
+ *    guaranteed request that must wait is queued ahead of every non-guaranteed waiter
+ *    (borrowers, and plain acquisitions of the nodes' semaphores) in every queue it joins,
+ *    behind earlier guaranteed ones. Nothing is revoked: it gets the next freed capacity.
+ *    The class is fixed when the request queues, the same in every queue, so the queues
+ *    still agree with one global order and admission stays deadlock-free.
+ */
+
+/**
+ * band_tree_create() - allocate a node under @parent (NULL for a root) with capacity @cap
+ * and guaranteed reservation @reserve (0 = none).
+ *
+ * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, @cap 0 or above
+ * BAND_SEM_MAX_PERMITS, @reserve above @cap, or the reservations of @parent's children
+ * would exceed @parent's capacity), or BAND_ENOMEM. MT-safe.
+ */
+BAND_API int band_tree_create(band_tree **out, band_tree *parent, uint64_t cap, uint64_t reserve);
+
+/** band_tree_destroy() - free @t: 0, BAND_EBUSY while it has children or waiters (nothing
+ *  freed). NULL returns 0. */
+BAND_API int band_tree_destroy(band_tree *t);
+
+/** band_tree_sem() - the node's budget as a semaphore (stats, direct acquisitions, close).
+ *  NULL for NULL. */
+BAND_API band_sem *band_tree_sem(band_tree *t);
+
+/** band_tree_parent() - the parent node, NULL for a root or NULL. */
+BAND_API band_tree *band_tree_parent(const band_tree *t);
+
+/**
+ * band_admit_req_add_tree() - add @amount units of @leaf and of every ancestor to @r.
+ *
+ * Returns 0, or the codes of band_admit_req_add() (BAND_EINVAL when the path does not fit
+ * in BAND_ADMIT_MAX budgets; nothing changes on failure).
+ */
+BAND_API int band_admit_req_add_tree(band_admit_req *r, band_tree *leaf, uint64_t amount);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_ADMIT_H */

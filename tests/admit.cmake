@@ -1,0 +1,13 @@
+# tests/admit.cmake - multi-budget admission and capacity hierarchies (include/band/admit.h).
+# Included by tests/CMakeLists.txt.
+
+band_add_test(NAME test_admit
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/test_admit.c" TIMEOUT 60 LABELS unit)
+band_add_test(NAME test_admit_tree
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/test_admit_tree.c" TIMEOUT 60 LABELS unit)
+
+# Threads admitting random subsets of budgets in random orders, with plain acquisitions,
+# cancels and deadlines: must always finish, and every budget is whole at quiescence.
+# Bounded by iterations and about 4 s of wall time.
+band_add_test(NAME stress_admit
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_admit.c" TIMEOUT 120 LABELS stress)

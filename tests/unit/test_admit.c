@@ -1,0 +1,913 @@
+/*
+ * test_admit.c - multi-budget admission (admit.h): building requests, all-or-nothing try,
+ * async grant when the last budget frees up, FIFO across requests and plain acquisitions,
+ * order independence, holding nothing while waiting, cancel, close, E2BIG, the grant value
+ * (release, release part, adjust with its place kept, scoped), blocking with deadlines,
+ * wakes that call back into band, counters.
+ *
+ * Fixture: budgets A (cap 4), B (cap 4), C (cap 8) and a plain semaphore S (2 permits).
+ * Every step checks band__sem_check() on all four.
+ */
+#include "test.h"
+
+#include <string.h>
+
+#include "sem_internal.h"
+
+struct areq {
+    band_admit_req r; /* first: the request's waiter is the first member */
+    int id;
+    atomic_int count;
+    atomic_int status;
+    struct wake_log *log;
+    void (*hook)(struct areq *q);
+    void *ctx;
+};
+
+static void areq_wake(band_waiter *w)
+{
+    struct areq *q = (struct areq *)(void *)w;
+    int st = band_waiter_status(w);
+    atomic_store(&q->status, st);
+    if (q->log != NULL) {
+        unsigned i = atomic_fetch_add(&q->log->len, 1u);
+        if (i < WAKE_LOG_MAX) {
+            q->log->ids[i] = q->id;
+            q->log->statuses[i] = st;
+        }
+    }
+    if (q->hook != NULL)
+        q->hook(q);
+    atomic_fetch_add(&q->count, 1);
+}
+
+static void areq_init(struct areq *q, int id, struct wake_log *log)
+{
+    memset(q, 0, sizeof(*q));
+    band_admit_req_init(&q->r, areq_wake, q);
+    q->id = id;
+    atomic_init(&q->count, 0);
+    atomic_init(&q->status, 12345);
+    q->log = log;
+}
+
+struct fixture {
+    band_budget *ba, *bb, *bc;
+    band_sem *a, *b, *c, *s;
+    struct wake_log log;
+    struct areq q[6];
+    struct wake_rec rec[4];
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return -1;
+    if (band_budget_create(&f->ba, 4) != 0 || band_budget_create(&f->bb, 4) != 0 ||
+        band_budget_create(&f->bc, 8) != 0 || band_sem_create(&f->s, 2) != 0)
+        return -1;
+    f->a = band_budget_sem(f->ba);
+    f->b = band_budget_sem(f->bb);
+    f->c = band_budget_sem(f->bc);
+    wake_log_init(&f->log);
+    for (int i = 0; i < 6; i++)
+        areq_init(&f->q[i], i, &f->log);
+    for (int i = 0; i < 4; i++)
+        wake_rec_init(&f->rec[i], 100 + i, &f->log);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    int bad = 0;
+    bad |= band_budget_destroy(f->ba) != 0;
+    bad |= band_budget_destroy(f->bb) != 0;
+    bad |= band_budget_destroy(f->bc) != 0;
+    bad |= band_sem_destroy(f->s) != 0;
+    free(f);
+    return bad ? -1 : 0;
+}
+
+static band_sem_stats stats_of(const band_sem *s)
+{
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    return st;
+}
+
+#define CHECK(f)                                                                                   \
+    do {                                                                                           \
+        assert_int_equal(band__sem_check((f)->a), 0);                                              \
+        assert_int_equal(band__sem_check((f)->b), 0);                                              \
+        assert_int_equal(band__sem_check((f)->c), 0);                                              \
+        assert_int_equal(band__sem_check((f)->s), 0);                                              \
+    } while (0)
+
+static void assert_log(struct wake_log *log, const int *ids, unsigned n)
+{
+    assert_int_equal(atomic_load(&log->len), n);
+    for (unsigned i = 0; i < n; i++)
+        assert_int_equal(log->ids[i], ids[i]);
+}
+
+/* Add (sem, amount) pairs to @q; a NULL sem ends the list. */
+static void add2(struct areq *q, band_sem *s1, uint64_t n1, band_sem *s2, uint64_t n2)
+{
+    assert_int_equal(band_admit_req_add(&q->r, s1, n1), 0);
+    if (s2 != NULL)
+        assert_int_equal(band_admit_req_add(&q->r, s2, n2), 0);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* building requests                                                                  */
+
+static void test_req_add_args(void **state)
+{
+    struct fixture *f = *state;
+    struct areq *q = &f->q[0];
+    assert_int_equal(band_admit_req_add(NULL, f->a, 1), BAND_EINVAL);
+    assert_int_equal(band_admit_req_add(&q->r, NULL, 1), BAND_EINVAL);
+    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_SEM_MAX_PERMITS + 1), BAND_EINVAL);
+    assert_int_equal(q->r.n, 0);
+
+    /* A budget named twice is merged: charged once, with the sum. */
+    assert_int_equal(band_admit_req_add(&q->r, f->a, 1), 0);
+    assert_int_equal(band_admit_req_add(&q->r, f->a, 2), 0);
+    assert_int_equal(q->r.n, 1);
+    assert_u64_equal(q->r.e[0].amount, 3);
+    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_SEM_MAX_PERMITS), 0);
+    assert_int_equal(band_admit_req_add(&q->r, f->s, 1), BAND_EOVERFLOW);
+    assert_u64_equal(q->r.e[1].amount, BAND_SEM_MAX_PERMITS); /* unchanged */
+
+    /* At most BAND_ADMIT_MAX budgets. */
+    band_sem *extra[BAND_ADMIT_MAX];
+    for (int i = 0; i < BAND_ADMIT_MAX; i++)
+        assert_int_equal(band_sem_create(&extra[i], 1), 0);
+    for (int i = 0; i < BAND_ADMIT_MAX - 2; i++)
+        assert_int_equal(band_admit_req_add(&q->r, extra[i], 1), 0);
+    assert_int_equal(q->r.n, BAND_ADMIT_MAX);
+    assert_int_equal(band_admit_req_add(&q->r, extra[BAND_ADMIT_MAX - 1], 1), BAND_EINVAL);
+    assert_int_equal(band_admit_req_add(&q->r, f->a, 1), 0); /* merging still works */
+    for (int i = 0; i < BAND_ADMIT_MAX; i++)
+        assert_int_equal(band_sem_destroy(extra[i]), 0);
+}
+
+static void test_submit_args(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    assert_int_equal(band_admit_try(NULL, &g), BAND_EINVAL);
+    assert_int_equal(band_admit_try(&q->r, NULL), BAND_EINVAL);
+    assert_int_equal(band_admit_try(&q->r, &g), BAND_EINVAL); /* no budgets */
+    assert_int_equal(band_admit_async(&q->r), BAND_EINVAL);
+    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_admit_async(NULL), BAND_EINVAL);
+
+    add2(q, f->a, 1, NULL, 0);
+    assert_int_equal(band_admit_try(&q->r, &g), 0);
+    assert_int_equal(band_admit_try(&q->r, &g), BAND_EINVAL); /* g not empty */
+    assert_int_equal(band_admit_release(&g), 0);
+
+    band_admit_req nowake;
+    band_admit_req_init(&nowake, NULL, NULL);
+    assert_int_equal(band_admit_req_add(&nowake, f->a, 1), 0);
+    assert_int_equal(band_admit_async(&nowake), BAND_EINVAL); /* no wake function */
+    assert_int_equal(band_admit_try(&nowake, &g), 0);         /* try needs none */
+    assert_int_equal(band_admit_release(&g), 0);
+
+    /* A pending request cannot be changed or submitted again. */
+    struct areq *p = &f->q[1];
+    add2(p, f->a, 4, NULL, 0);
+    assert_int_equal(band_sem_try_acquire(f->a, 1), 0);
+    assert_int_equal(band_admit_async(&p->r), BAND_PENDING);
+    assert_int_equal(band_admit_async(&p->r), BAND_EINVAL);
+    assert_int_equal(band_admit_req_add(&p->r, f->b, 1), BAND_EINVAL);
+    assert_int_equal(band_admit_try(&p->r, &g), BAND_EINVAL);
+    assert_int_equal(band_admit_req_grant(&p->r, &g), BAND_EINVAL);
+    assert_int_equal(band_waiter_cancel(&p->r.w, BAND_ECANCELED), 0);
+    assert_int_equal(band_sem_release(f->a, 1), 0);
+    CHECK(f);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* try                                                                                */
+
+static void test_try_all_or_nothing(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    add2(q, f->a, 2, f->b, 3);
+    assert_int_equal(band_sem_try_acquire(f->b, 2), 0); /* B has 2 of 3 */
+    assert_int_equal(band_admit_try(&q->r, &g), BAND_EAGAIN);
+    assert_u64_equal(band_sem_available(f->a), 4); /* nothing kept */
+    assert_u64_equal(band_sem_available(f->b), 2);
+    assert_int_equal(g.n, 0);
+    assert_int_equal(band_sem_release(f->b, 2), 0);
+
+    assert_int_equal(band_admit_try(&q->r, &g), 0);
+    assert_u64_equal(band_sem_available(f->a), 2);
+    assert_u64_equal(band_sem_available(f->b), 1);
+    assert_u64_equal(band_admit_held(&g, f->a), 2);
+    assert_u64_equal(band_admit_held(&g, f->b), 3);
+    assert_u64_equal(band_admit_held(&g, f->c), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_admit_release(&g), 0); /* idempotent */
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+}
+
+static void test_try_never_overtakes(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    /* A plain waiter on A: A's free units are its, try refuses even though 3 are free. */
+    assert_int_equal(band_sem_try_acquire(f->a, 1), 0);
+    assert_int_equal(band_sem_acquire_async(f->a, 4, &f->rec[0].w), BAND_PENDING);
+    add2(&f->q[0], f->a, 1, f->b, 1);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), BAND_EAGAIN);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    assert_int_equal(band_sem_release(f->a, 1), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_int_equal(band_sem_release(f->a, 4), 0);
+    CHECK(f);
+}
+
+static void test_e2big_first(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    /* B is busy and A is too small: E2BIG wins, at once, on every path. */
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(q, f->b, 1, f->a, 5);
+    assert_int_equal(band_admit_try(&q->r, &g), BAND_E2BIG);
+    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER), BAND_E2BIG);
+    assert_int_equal(band_admit_async(&q->r), BAND_E2BIG);
+    assert_int_equal(band_waiter_status(&q->r.w), BAND_E2BIG);
+    assert_int_equal(atomic_load(&q->count), 0);
+    assert_u64_equal(stats_of(f->a).too_big, 3);
+    assert_u64_equal(stats_of(f->a).waiters, 0);
+    assert_u64_equal(stats_of(f->b).waiters, 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    CHECK(f);
+}
+
+static void test_closed(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    add2(q, f->a, 1, f->b, 1);
+    assert_int_equal(band_budget_close(f->bb), 0);
+    assert_int_equal(band_admit_try(&q->r, &g), BAND_ECLOSED);
+    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_admit_async(&q->r), BAND_ECLOSED);
+    assert_int_equal(band_waiter_status(&q->r.w), BAND_ECLOSED);
+    assert_u64_equal(band_sem_available(f->a), 4); /* nothing kept */
+    CHECK(f);
+}
+
+static void test_zero_amount(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    /* An amount of 0 charges nothing and never waits, but a closed budget still refuses. */
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], f->a, 1, f->b, 0);
+    assert_int_equal(band_admit_async(&f->q[0].r), 0);
+    assert_int_equal(band_admit_req_grant(&f->q[0].r, &g), 0);
+    assert_u64_equal(band_admit_held(&g, f->b), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    assert_int_equal(band_budget_close(f->bb), 0);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), BAND_ECLOSED);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_ECLOSED);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    CHECK(f);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* async                                                                              */
+
+static void test_async_at_once(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    add2(q, f->a, 1, f->c, 8);
+    assert_int_equal(band_admit_async(&q->r), 0);
+    assert_int_equal(band_waiter_status(&q->r.w), 0);
+    assert_int_equal(atomic_load(&q->count), 0); /* no wake */
+    assert_int_equal(band_admit_req_grant(&q->r, &g), 0);
+    assert_int_equal(band_admit_req_grant(&q->r, &g), BAND_EINVAL); /* once */
+    assert_u64_equal(band_admit_held(&g, f->c), 8);
+    assert_u64_equal(band_sem_available(f->c), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_u64_equal(band_sem_available(f->c), 8);
+    CHECK(f);
+}
+
+static void test_async_granted_when_last_frees(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    assert_int_equal(band_sem_try_acquire(f->a, 3), 0);
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(q, f->a, 2, f->b, 2);
+    assert_int_equal(band_admit_async(&q->r), BAND_PENDING);
+    assert_int_equal(band_waiter_status(&q->r.w), BAND_PENDING);
+    CHECK(f);
+
+    /* It holds nothing while it waits: A's free unit is only set aside for the head. */
+    band_sem_stats sa = stats_of(f->a);
+    assert_u64_equal(sa.in_use, 3);
+    assert_u64_equal(sa.head_granted, 1);
+    assert_u64_equal(sa.waiters, 1);
+    assert_u64_equal(sa.waiting_units, 2);
+
+    assert_int_equal(band_sem_release(f->a, 3), 0); /* A now has enough; B does not */
+    assert_int_equal(atomic_load(&q->count), 0);
+    assert_u64_equal(stats_of(f->a).head_granted, 4);
+    assert_int_equal(band_sem_release(f->b, 1), 0);
+    assert_int_equal(atomic_load(&q->count), 0);
+    assert_int_equal(band_sem_release(f->b, 1), 0); /* now both: granted on this thread */
+    assert_int_equal(atomic_load(&q->count), 1);
+    assert_int_equal(atomic_load(&q->status), 0);
+    CHECK(f);
+    assert_int_equal(band_admit_req_grant(&q->r, &g), 0);
+    assert_u64_equal(band_sem_available(f->a), 2);
+    assert_u64_equal(band_sem_available(f->b), 0);
+    assert_u64_equal(stats_of(f->a).grants, 1);
+    assert_u64_equal(stats_of(f->b).grants, 1);
+    assert_u64_equal(stats_of(f->a).queued, 1);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_sem_release(f->b, 2), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+}
+
+static void test_fifo_across_requests(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g[3] = {BAND_ADMIT_GRANT_INIT, BAND_ADMIT_GRANT_INIT, BAND_ADMIT_GRANT_INIT};
+    /* q0 needs A and B (B busy); q1 needs only A (A has room for it); q2 needs C only. */
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], f->a, 3, f->b, 1);
+    add2(&f->q[1], f->a, 1, NULL, 0);
+    add2(&f->q[2], f->c, 1, NULL, 0);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING); /* not past q0 on A */
+    assert_int_equal(band_admit_async(&f->q[2].r), 0);            /* C is unrelated */
+    assert_int_equal(band_admit_req_grant(&f->q[2].r, &g[2]), 0);
+    /* plain acquisitions of A queue behind too */
+    assert_int_equal(band_sem_try_acquire(f->a, 1), BAND_EAGAIN);
+    assert_int_equal(band_sem_acquire_async(f->a, 1, &f->rec[0].w), BAND_PENDING);
+    CHECK(f);
+
+    assert_int_equal(band_sem_release(f->b, 1), 0); /* q0, then q1 from A's rest */
+    int order[] = {0, 1};
+    assert_log(&f->log, order, 2);
+    assert_int_equal(band_admit_req_grant(&f->q[0].r, &g[0]), 0);
+    assert_int_equal(band_admit_req_grant(&f->q[1].r, &g[1]), 0);
+    assert_u64_equal(band_sem_available(f->a), 0);
+    assert_int_equal(band_admit_release(&g[0]), 0); /* then the plain waiter */
+    int order2[] = {0, 1, 100};
+    assert_log(&f->log, order2, 3);
+    for (int i = 1; i < 3; i++)
+        assert_int_equal(band_admit_release(&g[i]), 0);
+    assert_int_equal(band_sem_release(f->a, 1), 0);
+    assert_int_equal(band_sem_release(f->b, 3), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+}
+
+static void test_plain_waiter_ahead_is_served_first(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    assert_int_equal(band_sem_try_acquire(f->a, 4), 0);
+    assert_int_equal(band_sem_acquire_async(f->a, 3, &f->rec[0].w), BAND_PENDING);
+    add2(&f->q[0], f->a, 1, f->b, 1);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_sem_release(f->a, 2), 0); /* partial for rec0 */
+    assert_int_equal(atomic_load(&f->log.len), 0);
+    assert_int_equal(band_sem_release(f->a, 2), 0); /* rec0 (3), then q0 gets the last */
+    int order[] = {100, 0};
+    assert_log(&f->log, order, 2);
+    assert_int_equal(band_admit_req_grant(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_sem_release(f->a, 3), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+}
+
+static void test_order_independent(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    /* The classic lock-order deadlock: q0 names A then B, q1 names B then A, both full.
+     * Neither holds anything while waiting; q0 (older) gets both, then q1. */
+    assert_int_equal(band_sem_try_acquire(f->a, 4), 0);
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], f->a, 4, f->b, 4);
+    add2(&f->q[1], f->b, 4, f->a, 4);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    assert_int_equal(atomic_load(&f->log.len), 0);
+    assert_int_equal(band_sem_release(f->a, 4), 0);
+    int one[] = {0};
+    assert_log(&f->log, one, 1);
+    assert_int_equal(band_admit_req_grant(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0); /* q1 next */
+    int two[] = {0, 1};
+    assert_log(&f->log, two, 2);
+    assert_int_equal(band_admit_req_grant(&f->q[1].r, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+}
+
+static void test_cascade(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g[3] = {BAND_ADMIT_GRANT_INIT, BAND_ADMIT_GRANT_INIT, BAND_ADMIT_GRANT_INIT};
+    assert_int_equal(band_sem_try_acquire(f->c, 8), 0);
+    add2(&f->q[0], f->c, 3, f->a, 1);
+    add2(&f->q[1], f->c, 3, f->b, 1);
+    add2(&f->q[2], f->c, 2, f->a, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(band_admit_async(&f->q[i].r), BAND_PENDING);
+    assert_int_equal(band_sem_release(f->c, 8), 0); /* one release admits all three */
+    int order[] = {0, 1, 2};
+    assert_log(&f->log, order, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(band_admit_req_grant(&f->q[i].r, &g[i]), 0);
+        assert_int_equal(band_admit_release(&g[i]), 0);
+    }
+    assert_u64_equal(band_sem_available(f->c), 8);
+    CHECK(f);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* cancel, close, shrink                                                              */
+
+static void test_cancel(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    assert_int_equal(band_sem_try_acquire(f->a, 2), 0);
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], f->a, 4, f->b, 1); /* head of A with 2 set aside, waits for B */
+    add2(&f->q[1], f->a, 2, NULL, 0);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_sem_acquire_async(f->b, 1, &f->rec[0].w), BAND_PENDING);
+
+    /* Cancelling q0 frees A's head place: q1 is granted on this thread, inside the cancel;
+     * q0's node leaves B's queue too (rec0 is now B's head). */
+    assert_int_equal(band_waiter_cancel(&f->q[0].r.w, BAND_ECANCELED), 0);
+    assert_int_equal(band_waiter_status(&f->q[0].r.w), BAND_ECANCELED);
+    assert_int_equal(atomic_load(&f->q[0].count), 0);
+    assert_int_equal(atomic_load(&f->q[1].count), 1);
+    assert_int_equal(band_waiter_cancel(&f->q[0].r.w, BAND_ECANCELED), BAND_EINVAL);
+    assert_int_equal(band_waiter_cancel(&f->q[1].r.w, BAND_ECANCELED), BAND_EALREADY);
+    assert_u64_equal(stats_of(f->a).cancels, 1);
+    assert_u64_equal(stats_of(f->b).cancels, 1);
+    assert_u64_equal(stats_of(f->b).waiters, 1);
+    assert_int_equal(band_admit_req_grant(&f->q[0].r, &g), BAND_EINVAL);
+    CHECK(f);
+
+    assert_int_equal(band_admit_req_grant(&f->q[1].r, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_sem_release(f->b, 1), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_int_equal(band_sem_release(f->a, 2), 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+
+    /* A cancelled request can be resubmitted. */
+    assert_int_equal(band_admit_async(&f->q[0].r), 0);
+    assert_int_equal(band_admit_req_grant(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    CHECK(f);
+}
+
+static void test_timeout_cancel_counts(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], f->a, 1, f->b, 1);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_waiter_cancel(&f->q[0].r.w, BAND_ETIMEDOUT), 0);
+    assert_u64_equal(stats_of(f->a).timeouts, 1);
+    assert_u64_equal(stats_of(f->b).timeouts, 1);
+    assert_u64_equal(band_sem_available(f->a), 4); /* set-aside units went back */
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    CHECK(f);
+}
+
+static void test_close_fails_request(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    assert_int_equal(band_sem_try_acquire(f->a, 4), 0);
+    assert_int_equal(band_sem_acquire_async(f->a, 1, &f->rec[0].w), BAND_PENDING);
+    add2(&f->q[0], f->a, 1, f->b, 1);
+    add2(&f->q[1], f->a, 1, NULL, 0);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_sem_release(f->a, 1), 0); /* rec0 */
+
+    /* Closing B fails q0 (its wake runs inside the close); A's queue moves on to q1. */
+    assert_int_equal(band_budget_close(f->bb), 0);
+    assert_int_equal(atomic_load(&f->q[0].count), 1);
+    assert_int_equal(atomic_load(&f->q[0].status), BAND_ECLOSED);
+    assert_u64_equal(stats_of(f->a).waiters, 1);
+    assert_u64_equal(stats_of(f->b).waiters, 0);
+    assert_u64_equal(stats_of(f->b).closed_fails, 1);
+    CHECK(f);
+    assert_int_equal(band_sem_release(f->a, 1), 0);
+    assert_int_equal(atomic_load(&f->q[1].count), 1);
+    assert_int_equal(atomic_load(&f->q[1].status), 0);
+    assert_int_equal(band_sem_release(f->a, 1), 0); /* q1's unit (taken from its req) */
+    assert_int_equal(band_sem_release(f->a, 3), 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0); /* held units return after close */
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+}
+
+static void test_close_head_with_set_aside(void **state)
+{
+    struct fixture *f = *state;
+    /* q0 is A's head with units set aside; closing A fails it and the units stay. */
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], f->a, 2, f->b, 1);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_u64_equal(stats_of(f->a).head_granted, 4);
+    assert_int_equal(band_budget_close(f->ba), 0);
+    assert_int_equal(atomic_load(&f->q[0].status), BAND_ECLOSED);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(stats_of(f->b).waiters, 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    CHECK(f);
+}
+
+static void test_shrink_fails_too_big(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_sem_try_acquire(f->c, 8), 0);
+    add2(&f->q[0], f->c, 6, f->a, 1);
+    add2(&f->q[1], f->c, 2, f->a, 1);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_budget_shrink(f->bc, 3), 0); /* capacity 5: q0 can never fit */
+    assert_int_equal(atomic_load(&f->q[0].count), 1);
+    assert_int_equal(atomic_load(&f->q[0].status), BAND_E2BIG);
+    assert_int_equal(atomic_load(&f->q[1].count), 0);
+    assert_u64_equal(stats_of(f->a).head_granted, 4); /* set aside for q1, A's head now */
+    assert_u64_equal(stats_of(f->c).waiters, 1);
+    CHECK(f);
+    assert_int_equal(band_sem_release(f->c, 8), 0); /* repays the debt of 3, q1 gets 2 */
+    assert_int_equal(atomic_load(&f->q[1].status), 0);
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    assert_int_equal(band_admit_req_grant(&f->q[1].r, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_u64_equal(band_sem_available(f->c), 5);
+    CHECK(f);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the grant                                                                          */
+
+static void test_release_part(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    add2(&f->q[0], f->a, 3, f->c, 5);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_release_part(&g, f->a, 4), BAND_EINVAL);
+    assert_int_equal(band_admit_release_part(&g, f->b, 1), BAND_EINVAL);
+    assert_int_equal(band_admit_release_part(NULL, f->a, 1), BAND_EINVAL);
+    assert_int_equal(band_admit_release_part(&g, f->a, 3), 0); /* all of A, early */
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_admit_held(&g, f->a), 0);
+    assert_int_equal(band_admit_release_part(&g, f->c, 2), 0);
+    assert_u64_equal(band_sem_available(f->c), 5);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_u64_equal(band_sem_available(f->c), 8);
+    assert_int_equal(g.n, 0);
+    CHECK(f);
+}
+
+static void test_adjust_down_and_up(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    add2(&f->q[0], f->a, 1, f->c, 6); /* estimate 6 of C */
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_sem_acquire_async(f->c, 3, &f->rec[0].w), BAND_PENDING);
+
+    /* Surplus returned at once: the waiter gets it. */
+    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0), 0); /* 2 set aside + 1 */
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_int_equal(band_admit_adjust(&g, f->c, 4, 0), 0);
+    assert_u64_equal(band_sem_available(f->c), 1);
+    assert_u64_equal(band_admit_held(&g, f->c), 4);
+
+    assert_int_equal(band_admit_adjust(&g, f->c, 9, 0), BAND_E2BIG);
+    assert_int_equal(band_admit_adjust(&g, f->b, 1, 0), BAND_EINVAL);
+    assert_int_equal(band_admit_adjust(&g, f->c, 6, 0), BAND_ETIMEDOUT); /* 1 free, 2 short */
+    assert_u64_equal(band_admit_held(&g, f->c), 4);
+    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0), 0); /* shortfall of 1, free now */
+    assert_u64_equal(band_sem_available(f->c), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_sem_release(f->c, 3), 0);
+    assert_u64_equal(band_sem_available(f->c), 8);
+    CHECK(f);
+}
+
+static void test_adjust_keeps_place(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    add2(&f->q[0], f->c, 4, NULL, 0);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    /* Later requests queue on C: a plain waiter (partially served) and a request. */
+    assert_int_equal(band_sem_try_acquire(f->c, 3), 0);
+    assert_int_equal(band_sem_acquire_async(f->c, 3, &f->rec[0].w), BAND_PENDING);
+    add2(&f->q[1], f->c, 1, NULL, 0);
+    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_u64_equal(stats_of(f->c).head_granted, 1);
+
+    /* Adjusting up by 1 takes the unit set aside for the head: the grant ranks first. */
+    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0), 0);
+    assert_u64_equal(stats_of(f->c).head_granted, 0);
+    /* Surplus back: the waiters proceed in order. */
+    assert_int_equal(band_sem_release(f->c, 3), 0);
+    int order[] = {100};
+    assert_log(&f->log, order, 1);
+    assert_int_equal(band_admit_release(&g), 0);
+    int order2[] = {100, 1};
+    assert_log(&f->log, order2, 2);
+    band_admit_grant g1 = BAND_ADMIT_GRANT_INIT;
+    assert_int_equal(band_admit_req_grant(&f->q[1].r, &g1), 0);
+    assert_int_equal(band_admit_release(&g1), 0);
+    assert_int_equal(band_sem_release(f->c, 3), 0);
+    assert_u64_equal(band_sem_available(f->c), 8);
+    CHECK(f);
+}
+
+struct adj_arg {
+    band_admit_grant *g;
+    band_sem *s;
+    uint64_t amount;
+};
+
+static int adjust_thread(void *arg)
+{
+    struct adj_arg *a = arg;
+    return band_admit_adjust(a->g, a->s, a->amount, band_deadline_after(10 * BAND_SEC));
+}
+
+static void test_adjust_waits_at_front(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    add2(&f->q[0], f->c, 2, NULL, 0);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_sem_try_acquire(f->c, 6), 0);
+    assert_int_equal(band_sem_acquire_async(f->c, 1, &f->rec[0].w), BAND_PENDING);
+
+    struct adj_arg a = {&g, f->c, 4};
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, adjust_thread, &a), 0);
+    struct sem_waiters_cond cond = {f->c, 2};
+    assert_true(test_wait_until(test_cond_sem_waiters, &cond, 10 * BAND_SEC));
+    /* The shortfall of 2 is served before rec0, which queued first. */
+    assert_int_equal(band_sem_release(f->c, 1), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 0);
+    assert_int_equal(band_sem_release(f->c, 1), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 0);
+    assert_u64_equal(band_admit_held(&g, f->c), 4);
+    assert_int_equal(band_sem_release(f->c, 1), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_sem_release(f->c, 3), 0); /* the rest of the 6 */
+    assert_int_equal(band_sem_release(f->c, 1), 0); /* rec0's */
+    assert_u64_equal(band_sem_available(f->c), 8);
+    CHECK(f);
+}
+
+static void test_adjust_closed(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    add2(&f->q[0], f->a, 2, f->b, 1);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_budget_close(f->ba), 0);
+    assert_int_equal(band_admit_adjust(&g, f->a, 3, 0), BAND_ECLOSED); /* no new units */
+    assert_int_equal(band_admit_adjust(&g, f->a, 1, 0), 0);            /* returns still work */
+    assert_u64_equal(band_admit_held(&g, f->a), 1);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+}
+
+static int scoped_user(struct fixture *f, int fail)
+{
+    BAND_SCOPED_ADMIT band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    if (band_admit_try(&f->q[0].r, &g) != 0)
+        return -1;
+    if (band_sem_available(f->a) != 2)
+        return -2;
+    if (fail)
+        return 1; /* released here */
+    return 0;     /* and here */
+}
+
+static void test_scoped(void **state)
+{
+    struct fixture *f = *state;
+    add2(&f->q[0], f->a, 2, f->s, 2);
+    assert_int_equal(scoped_user(f, 1), 1);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->s), 2);
+    assert_int_equal(scoped_user(f, 0), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->s), 2);
+    CHECK(f);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* blocking                                                                           */
+
+static void test_blocking_deadline(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], f->a, 1, f->b, 1);
+    assert_int_equal(band_admit(&f->q[0].r, &g, 0), BAND_ETIMEDOUT); /* past: no wait */
+    assert_u64_equal(stats_of(f->a).queued, 0);
+    band_time t0 = band_now();
+    assert_int_equal(band_admit(&f->q[0].r, &g, band_deadline_after(20 * BAND_MSEC)),
+                     BAND_ETIMEDOUT);
+    assert_true(band_now() - t0 >= 20 * BAND_MSEC);
+    assert_int_equal(g.n, 0);
+    assert_u64_equal(stats_of(f->a).timeouts, 1);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    /* the request's own wake and data are intact */
+    assert_ptr_equal(f->q[0].r.w.wake, areq_wake);
+    assert_ptr_equal(f->q[0].r.w.data, &f->q[0]);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    assert_int_equal(band_admit(&f->q[0].r, &g, BAND_FOREVER), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    CHECK(f);
+}
+
+struct admit_arg {
+    band_admit_req *r;
+    band_admit_grant g;
+};
+
+static int admit_thread(void *arg)
+{
+    struct admit_arg *a = arg;
+    return band_admit(a->r, &a->g, band_deadline_after(10 * BAND_SEC));
+}
+
+static void test_blocking_granted(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], f->b, 2, f->a, 3);
+    struct admit_arg a = {&f->q[0].r, BAND_ADMIT_GRANT_INIT};
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, admit_thread, &a), 0);
+    struct sem_waiters_cond cond = {f->b, 1};
+    assert_true(test_wait_until(test_cond_sem_waiters, &cond, 10 * BAND_SEC));
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    assert_u64_equal(band_admit_held(&a.g, f->a), 3);
+    assert_u64_equal(band_admit_held(&a.g, f->b), 2);
+    assert_int_equal(band_admit_release(&a.g), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* wakes that call back                                                               */
+
+static void release_in_wake(struct areq *q)
+{
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    if (band_admit_req_grant(&q->r, &g) == 0)
+        (void)band_admit_release(&g); /* admits the next request from inside a wake */
+}
+
+static void test_wake_calls_back(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_sem_try_acquire(f->a, 4), 0);
+    for (int i = 0; i < 3; i++) {
+        add2(&f->q[i], f->a, 4, f->b, 4);
+        f->q[i].hook = release_in_wake;
+        assert_int_equal(band_admit_async(&f->q[i].r), BAND_PENDING);
+    }
+    assert_int_equal(band_sem_release(f->a, 4), 0);
+    int order[] = {0, 1, 2};
+    assert_log(&f->log, order, 3);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* plain semaphore and debt                                                           */
+
+static void test_plain_sem_and_debt(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    /* A debt on S is repaid before the request. */
+    assert_int_equal(band_sem_reduce(f->s, 3), 0); /* 2 available taken, owes 1 */
+    add2(&f->q[0], f->s, 1, f->a, 1);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_sem_release(f->s, 1), 0);
+    assert_int_equal(atomic_load(&f->q[0].count), 0);
+    assert_int_equal(band_sem_release(f->s, 1), 0);
+    assert_int_equal(atomic_load(&f->q[0].count), 1);
+    assert_int_equal(band_admit_req_grant(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_u64_equal(band_sem_available(f->s), 1);
+    CHECK(f);
+}
+
+static void test_release_overflow_with_request(void **state)
+{
+    struct fixture *f = *state;
+    /* A budget refuses releases of units nobody held, also while a request waits. */
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], f->a, 1, f->b, 1);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_sem_release(f->a, 1), BAND_EOVERFLOW);
+    assert_u64_equal(stats_of(f->a).head_granted, 4);
+    assert_int_equal(band_waiter_cancel(&f->q[0].r.w, BAND_ECANCELED), 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    CHECK(f);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_req_add_args),
+        T(test_submit_args),
+        T(test_try_all_or_nothing),
+        T(test_try_never_overtakes),
+        T(test_e2big_first),
+        T(test_closed),
+        T(test_zero_amount),
+        T(test_async_at_once),
+        T(test_async_granted_when_last_frees),
+        T(test_fifo_across_requests),
+        T(test_plain_waiter_ahead_is_served_first),
+        T(test_order_independent),
+        T(test_cascade),
+        T(test_cancel),
+        T(test_timeout_cancel_counts),
+        T(test_close_fails_request),
+        T(test_close_head_with_set_aside),
+        T(test_shrink_fails_too_big),
+        T(test_release_part),
+        T(test_adjust_down_and_up),
+        T(test_adjust_keeps_place),
+        T(test_adjust_waits_at_front),
+        T(test_adjust_closed),
+        T(test_scoped),
+        T(test_blocking_deadline),
+        T(test_blocking_granted),
+        T(test_wake_calls_back),
+        T(test_plain_sem_and_debt),
+        T(test_release_overflow_with_request),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
