@@ -19,8 +19,9 @@
  * No lost wake-up. After a fast push or pop, the thread reads `waiting`: if the other
  * side has waiters, it takes the lock and settles (hands elements to waiting receivers,
  * room to waiting senders). A thread that decides to wait first sets its gate and its bit
- * in `waiting` (seq_cst) and then looks at the ring once more; the ring's publish and free
- * steps are seq_cst exchanges, so one of the two sees the other.
+ * in `waiting` and then looks at the ring once more. That is Dekker's pattern, and its
+ * StoreLoad barriers are asymmetric (core/asym.h): the fast path pays a compiler barrier,
+ * the thread about to wait a membarrier() (or both a fence where the kernel lacks it).
  *
  * Room. room(b) = elements in the ring + reservations < capacity, and, with a byte bound,
  * queued bytes + reserved bytes + b <= byte capacity. The ring's positions count an
@@ -43,6 +44,7 @@
 #include "band/chan.h"
 #include "band/histo.h"
 #include "chan_ring.h"
+#include "core/asym.h"
 #include "core/block.h"
 #include "core/name.h"
 
@@ -156,6 +158,7 @@ int band_chan_create_opts(band_chan **out, const band_chan_opts *o)
     r->mask = (o->capacity & (o->capacity - 1)) == 0 ? o->capacity - 1 : 0;
     for (uint64_t i = 0; i < o->capacity; i++)
         atomic_init(&ring_slot_at(r, i)->seq, 2 * i);
+    band__asym_init();
     c->locked_only = o->byte_capacity > 0 || o->overflow != BAND_CHAN_WAIT || o->lifo_after > 0;
     c->deadline_aware = o->deadline_aware;
     c->lifo_after = o->lifo_after;
@@ -256,6 +259,7 @@ static void gate_for_wait_locked(band_chan *c, uint64_t bit)
 {
     ring_gate_set(bit == W_SENDERS ? &c->ring.tail : &c->ring.head);
     (void)atomic_fetch_or_explicit(&c->waiting, bit, memory_order_seq_cst);
+    band__asym_heavy(); /* pairs with the fast paths' band__asym_light() */
 }
 
 /* ---------------------------------------------------------------- ring access (locked) */
@@ -469,6 +473,7 @@ static void settle_locked(band_chan *c, struct band__wakelist *wl)
 /* After a fast operation: if the other side has waiters, settle under the lock. */
 static void settle_if_waiting(band_chan *c, uint64_t bit)
 {
+    band__asym_light(); /* the publish or free before this, then the look at waiting */
     if (band__likely((atomic_load_explicit(&c->waiting, memory_order_seq_cst) & bit) == 0))
         return;
     struct band__wakelist wl;
@@ -900,6 +905,15 @@ static int surely_empty(const band_chan *c)
            !atomic_load_explicit(&c->closed_flag, memory_order_acquire) && ring_len(&c->ring) == 0;
 }
 
+/* While a receiver spins on an empty ring: no sender waits (whose element it could take)
+ * and the channel is open. Both are read-mostly words; the ring's own positions are not
+ * read here, so a spinning receiver does not pull the producer's tail line every time. */
+static int nothing_coming_but_the_ring(const band_chan *c)
+{
+    return atomic_load_explicit(&c->waiting, memory_order_acquire) == 0 &&
+           !atomic_load_explicit(&c->closed_flag, memory_order_acquire);
+}
+
 int band_chan_try_recv(band_chan *c, void *out, uint64_t *bytes)
 {
     if (c == NULL || out == NULL)
@@ -931,7 +945,7 @@ int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline)
         int rc = recv_fast(c, out, bytes);
         if (rc == RING_OK)
             return 0;
-        if (rc == RING_GATED || !surely_empty(c) || !backoff(i, deadline))
+        if (rc == RING_GATED || !nothing_coming_but_the_ring(c) || !backoff(i, deadline))
             break;
     }
     if (deadline != BAND_FOREVER && deadline <= band_now()) {
@@ -994,6 +1008,7 @@ int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, si
                                            bytes != NULL ? &bytes[got] : NULL, 1)) == RING_OK)
             got++;
     }
+    band__asym_light();
     if (rc == RING_GATED || (atomic_load_explicit(&c->waiting, memory_order_seq_cst) & W_SENDERS)) {
         /* A locked-only channel, or senders wait: the room this batch freed goes to them
          * at once, and their elements may join the batch, all in one critical section. */

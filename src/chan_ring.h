@@ -14,9 +14,10 @@
  * refuses (its CAS needs the bit clear) and the operation goes to the channel's lock,
  * where waiters are queued in order. Operations under the lock use the same ring with
  * the gate ignored (the CAS keeps the bit), so the fast and the locked paths always agree
- * about which slot is whose. Publishing and freeing a slot are seq_cst exchanges: each is
- * followed by a seq_cst load of the channel's wait bits, which pairs with the waiter's
- * seq_cst fetch_or of those bits before its last look at the ring (no lost wake-up).
+ * about which slot is whose. Publishing and freeing a slot are release stores; the
+ * channel then reads its wait bits after an asymmetric light barrier (core/asym.h), which
+ * pairs with the heavy barrier a waiter executes between announcing itself and its last
+ * look at the ring (no lost wake-up).
  */
 #ifndef BAND_CHAN_RING_H
 #define BAND_CHAN_RING_H
@@ -113,7 +114,7 @@ static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t byte
     }
     ring_copy(s->data, elem, r->elem_size);
     atomic_store_explicit(&s->bytes, bytes, memory_order_relaxed);
-    (void)atomic_exchange_explicit(&s->seq, 2 * pos + 1, memory_order_seq_cst);
+    atomic_store_explicit(&s->seq, 2 * pos + 1, memory_order_release);
     return RING_OK;
 }
 
@@ -147,7 +148,7 @@ static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int 
     ring_copy(out, s->data, r->elem_size);
     if (bytes != NULL)
         *bytes = atomic_load_explicit(&s->bytes, memory_order_relaxed);
-    (void)atomic_exchange_explicit(&s->seq, 2 * (pos + r->cap), memory_order_seq_cst);
+    atomic_store_explicit(&s->seq, 2 * (pos + r->cap), memory_order_release);
     return RING_OK;
 }
 

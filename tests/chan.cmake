@@ -25,3 +25,10 @@ band_add_test(NAME model_chan
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_chan"
     TIMEOUT 180 LABELS model)
+
+# The same scenarios with the fence fallback of the asymmetric barriers (as on a kernel
+# without membarrier), so both halves of src/core/asym.h are exercised in every build.
+add_test(NAME stress_chan_fences COMMAND stress_chan)
+set_tests_properties(stress_chan_fences PROPERTIES
+    TIMEOUT 120 LABELS stress RUN_SERIAL ON
+    ENVIRONMENT "BAND_NO_MEMBARRIER=1;${BAND_SANITIZER_TEST_ENV}")
