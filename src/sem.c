@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "band/histo.h"
 #include "core/block.h"
 #include "core/name.h"
 #include "sem_internal.h"
@@ -75,6 +76,7 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     s->is_budget = is_budget;
     s->queued = s->grants = s->timeouts = s->cancels = s->closed_fails = 0;
     s->wait_ns_total = s->wait_ns_max = 0;
+    s->wait_histo = NULL;
     s->nproxy = 0;
     s->admit_max_ticket = 0;
     s->admit_sweep = 0;
@@ -136,6 +138,16 @@ int band_sem_set_name(band_sem *s, const char *name)
     return band__set_name(s->name, name, &s->lock);
 }
 
+int band_sem_set_wait_histo(band_sem *s, struct band_histo *h)
+{
+    if (s == NULL)
+        return BAND_EINVAL;
+    pthread_mutex_lock(&s->lock);
+    s->wait_histo = h;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- helpers (lock held) */
 
 /* Record how long @w waited; *@now caches one clock read per critical section. */
@@ -148,6 +160,8 @@ static void sem_account_wait_locked(band_sem *s, const band_waiter *w, band_time
     s->wait_ns_total += ns;
     if (ns > s->wait_ns_max)
         s->wait_ns_max = ns;
+    if (s->wait_histo != NULL)
+        band_histo_record(s->wait_histo, ns);
 }
 
 /* Take @w off the queue and out of the unit total; its wait is recorded. */

@@ -52,6 +52,7 @@ struct band_sem {
     int admit_sweep;
     int admit_dirty;
     band_sem *admit_next;
+    struct band_histo *wait_histo; /* optional, the caller's (lock) */
     char name[BAND_NAME_MAX];
 };
 

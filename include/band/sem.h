@@ -67,6 +67,17 @@ BAND_API int band_sem_destroy(band_sem *s);
  */
 BAND_API int band_sem_set_name(band_sem *s, const char *name);
 
+struct band_histo;
+
+/**
+ * band_sem_set_wait_histo() - record how long each queued acquisition waited (ns, from
+ * queueing to its grant, timeout, cancel or close) into @h (band/histo.h), from now on;
+ * NULL stops recording. Acquisitions that never queue record nothing. @h stays the
+ * caller's and must outlive @s or the next call. Works for a budget's semaphore too
+ * (band_budget_sem()). Returns 0 or BAND_EINVAL (NULL @s). MT-safe.
+ */
+BAND_API int band_sem_set_wait_histo(band_sem *s, struct band_histo *h);
+
 /**
  * band_sem_try_acquire() - take @n permits now, or refuse without waiting.
  *

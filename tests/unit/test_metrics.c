@@ -76,7 +76,13 @@ static void test_render(void **state)
     assert_int_equal(band_sem_create(&s, 5), 0);
     assert_int_equal(band_sem_try_acquire(s, 2), 0);
     assert_int_equal(band_sem_try_acquire(s, 4), BAND_EAGAIN);
-    assert_int_equal(band_metrics_add_sem(m, "db \"pool\"", s, NULL), 0);
+    band_histo sw;
+    band_histo_init(&sw);
+    assert_int_equal(band_sem_set_wait_histo(s, &sw), 0);
+    assert_int_equal(band_sem_set_wait_histo(NULL, &sw), BAND_EINVAL);
+    /* One queued acquisition that times out: one recorded wait. */
+    assert_int_equal(band_sem_acquire(s, 4, band_now() + 5 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_metrics_add_sem(m, "db \"pool\"", s, &sw), 0);
 
     band_chan *c = NULL;
     assert_int_equal(band_chan_create(&c, sizeof(uint64_t), 2, 0), 0);
@@ -146,8 +152,8 @@ static void test_render(void **state)
     const char *first = strstr(t, "# HELP band_exec_queue_seconds");
     assert_non_null(first);
     assert_null(strstr(first + 1, "# HELP band_exec_queue_seconds"));
-    /* No sem wait histogram was registered: no such family. */
-    assert_null(strstr(t, "band_sem_wait_seconds"));
+    expect_line(t, "band_sem_wait_seconds_count{name=\"db \\\"pool\\\"\"} 1");
+    expect_line(t, "band_sem_refusals_total{name=\"db \\\"pool\\\"\",reason=\"timeout\"} 1");
     free(t);
 
     assert_int_equal(band_metrics_fprint(m, stderr), 0);
