@@ -14,6 +14,9 @@
  */
 #include "test.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <string.h>
 
 #include "band/chan.h"
@@ -1557,6 +1560,51 @@ static void test_lifo_after(void **state)
         expect_recv(c, i, 0);
 }
 
+struct fork_run {
+    band_chan *c;
+    uint64_t n;
+};
+
+static int fork_producer(void *arg)
+{
+    struct fork_run *fr = arg;
+    for (uint64_t i = 0; i < fr->n; i++)
+        if (band_chan_send(fr->c, &i, 0, BAND_FOREVER) != 0)
+            return 1;
+    return 0;
+}
+
+/* A forked child re-registers for the asymmetric barriers (or falls back to fences):
+ * blocking traffic through a one-slot channel, which waits on both sides all the time,
+ * arrives complete and in order in the child. */
+static void test_works_after_fork(void **state)
+{
+    struct fixture *f = *state;
+    band_chan *parent_chan = mk(f, 1, 0); /* the barriers were set up before the fork */
+    assert_int_equal(try_send_u64(parent_chan, 1, 0), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct fork_run fr = {NULL, 20000};
+        if (band_chan_create(&fr.c, sizeof(uint64_t), 1, 0) != 0)
+            _exit(2);
+        struct test_thread th;
+        if (test_thread_start(&th, fork_producer, &fr) != 0)
+            _exit(3);
+        for (uint64_t i = 0; i < fr.n; i++) {
+            uint64_t v = UINT64_MAX;
+            if (band_chan_recv(fr.c, &v, NULL, band_now() + 10 * BAND_SEC) != 0 || v != i)
+                _exit(4);
+        }
+        _exit(test_thread_join(&th) == 0 ? 0 : 5);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    expect_recv(parent_chan, 1, 0);
+}
+
 /* Without a byte bound, bytes are counted but never refused. */
 static void test_no_byte_bound(void **state)
 {
@@ -2530,6 +2578,7 @@ int main(void)
         T(test_byte_bound),
         T(test_huge_bytes_is_e2big),
         T(test_no_byte_bound),
+        T(test_works_after_fork),
         T(test_deadline_aware),
         T(test_deadline_unaware_queues),
         T(test_lifo_after),
