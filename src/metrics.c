@@ -312,6 +312,7 @@ GET(sem_r_big, e->st.sem.too_big)
 GET(sem_r_timeout, e->st.sem.timeouts)
 GET(sem_r_cancel, e->st.sem.cancels)
 GET(sem_r_closed, e->st.sem.closed_fails)
+GET(sem_r_deadline, e->st.sem.refused_deadline)
 GET(chan_len, e->st.chan.len)
 GET(chan_bytes, e->st.chan.bytes)
 GET(chan_capacity, e->st.chan.capacity)
@@ -381,11 +382,10 @@ static void render(struct out *o, const band_metrics *m)
                   "Acquisitions that had to queue.", sem_queued);
     simple_family(o, m, K_SEM, "band_sem_grants_total", "counter",
                   "Queued acquisitions that were granted.", sem_grants);
-    static const struct reason sem_r[] = {{"reason=\"full\"", sem_r_try},
-                                          {"reason=\"too_big\"", sem_r_big},
-                                          {"reason=\"timeout\"", sem_r_timeout},
-                                          {"reason=\"cancelled\"", sem_r_cancel},
-                                          {"reason=\"closed\"", sem_r_closed}};
+    static const struct reason sem_r[] = {
+        {"reason=\"full\"", sem_r_try},        {"reason=\"too_big\"", sem_r_big},
+        {"reason=\"timeout\"", sem_r_timeout}, {"reason=\"cancelled\"", sem_r_cancel},
+        {"reason=\"closed\"", sem_r_closed},   {"reason=\"deadline\"", sem_r_deadline}};
     reason_family(o, m, K_SEM, "band_sem_refusals_total",
                   "Acquisitions refused or ended, by reason.", sem_r,
                   sizeof(sem_r) / sizeof(sem_r[0]));

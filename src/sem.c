@@ -77,6 +77,10 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     s->queued = s->grants = s->timeouts = s->cancels = s->closed_fails = 0;
     s->wait_ns_total = s->wait_ns_max = 0;
     s->wait_histo = NULL;
+    s->deadline_aware = 0;
+    s->last_grant = 0;
+    s->ns_per_unit = 0;
+    s->refused_deadline = 0;
     s->nproxy = 0;
     s->admit_max_ticket = 0;
     s->admit_sweep = 0;
@@ -138,6 +142,16 @@ int band_sem_set_name(band_sem *s, const char *name)
     return band__set_name(s->name, name, &s->lock);
 }
 
+int band_sem_set_deadline_aware(band_sem *s, int on)
+{
+    if (s == NULL || (on != 0 && on != 1))
+        return BAND_EINVAL;
+    pthread_mutex_lock(&s->lock);
+    s->deadline_aware = on;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
 int band_sem_set_wait_histo(band_sem *s, struct band_histo *h)
 {
     if (s == NULL)
@@ -172,6 +186,31 @@ void band__sem_dequeue_locked(band_sem *s, band_waiter *w, band_time *now)
     if (band__unlikely(band__is_proxy(w)))
         s->nproxy--;
     band__waitq_unlink_locked(&s->q, w);
+}
+
+/* The pace of grants to queued waiters: time per granted unit, a moving average (1/8) of
+ * the gaps between grants while the queue stayed non-empty. */
+static void sem_note_grant_locked(band_sem *s, band_time now, uint64_t units)
+{
+    if (s->last_grant != 0 && now > s->last_grant && units > 0) {
+        int64_t sample = (now - s->last_grant) / (int64_t)band__min_u64(units, INT64_MAX);
+        if (sample < 1)
+            sample = 1;
+        s->ns_per_unit =
+            s->ns_per_unit == 0 ? sample : s->ns_per_unit + (sample - s->ns_per_unit) / 8;
+    }
+    s->last_grant = s->q.len > 0 ? now : 0; /* idle time is not service time */
+}
+
+/* Deadline-aware: would @units more units, queued behind @ahead units, miss @deadline? */
+static int sem_predicted_to_miss_locked(const band_sem *s, uint64_t ahead, band_time deadline)
+{
+    if (!s->deadline_aware || deadline == BAND_FOREVER || s->ns_per_unit <= 0)
+        return 0;
+    if (ahead > (uint64_t)(INT64_MAX / s->ns_per_unit))
+        return 1;
+    band_time now = band_now();
+    return now > deadline || (band_time)ahead * s->ns_per_unit > deadline - now;
 }
 
 /* Ask for a multi-budget evaluation of @s once @wl has run (no lock held then). */
@@ -214,8 +253,10 @@ uint64_t band__sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakelis
         }
         pool -= need;
         s->head_got = 0;
+        uint64_t want = w->_u.want; /* the union holds the status once it completes */
         band__sem_dequeue_locked(s, w, &now);
         s->grants++;
+        sem_note_grant_locked(s, now, want);
         band__waiter_complete_locked(w, 0, wl);
     }
     return pool;
@@ -385,9 +426,21 @@ static int sem_enqueue(band_sem *s, uint64_t n, band_waiter *w)
             rc = BAND_EOVERFLOW;
             break;
         }
-        if (s->q.len > 0 || s->debt > 0)
-            break; /* nothing is available: join the tail */
+        if (s->q.len > 0 || s->debt > 0) {
+            /* Nothing is available: join the tail, unless the pace says it is hopeless. */
+            uint64_t queued = s->q_units > s->head_got ? s->q_units - s->head_got : 0;
+            if (sem_predicted_to_miss_locked(s, s->debt + queued + n, w->deadline)) {
+                s->refused_deadline++;
+                rc = BAND_ETIMEDOUT;
+            }
+            break;
+        }
         uint64_t avail = AVAIL(st);
+        if (avail < n && sem_predicted_to_miss_locked(s, n - avail, w->deadline)) {
+            s->refused_deadline++;
+            rc = BAND_ETIMEDOUT;
+            break;
+        }
         if (avail >= n) {
             if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
                                                       memory_order_acquire, memory_order_relaxed)) {
@@ -838,6 +891,8 @@ int band_sem_get_stats(const band_sem *cs, band_sem_stats *out)
     out->closed_fails = s->closed_fails;
     out->wait_ns_total = s->wait_ns_total;
     out->wait_ns_max = s->wait_ns_max;
+    out->refused_deadline = s->refused_deadline;
+    out->grant_pace_ns = (uint64_t)s->ns_per_unit;
     if (s->is_budget) {
         out->capacity = atomic_load_explicit(&s->limit, memory_order_relaxed);
         /* capacity = available + held + head's partial - debt */

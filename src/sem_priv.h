@@ -42,6 +42,11 @@ struct band_sem {
     int is_budget;
     uint64_t queued, grants, timeouts, cancels, closed_fails;
     uint64_t wait_ns_total, wait_ns_max;
+    /* Deadline-aware refusal: the pace at which queued units are granted. */
+    int deadline_aware;
+    band_time last_grant; /* when a queued waiter was last granted; 0: queue emptied since */
+    int64_t ns_per_unit;  /* moving average (1/8) of the time per granted queued unit */
+    uint64_t refused_deadline;
     /* Multi-budget admission (admit*.c). nproxy: queued nodes of band_admit requests
      * (lock). admit_sweep: set under the lock by close and capacity changes when some of
      * those must fail; cleared by the admission once it has failed them. admit_next and

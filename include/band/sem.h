@@ -79,6 +79,16 @@ struct band_histo;
 BAND_API int band_sem_set_wait_histo(band_sem *s, struct band_histo *h);
 
 /**
+ * band_sem_set_deadline_aware() - @on 1: an acquisition that would have to queue is refused
+ * at once with BAND_ETIMEDOUT (holding nothing, no wake) when the measured pace of grants
+ * to queued waiters (grant_pace_ns in the counters) predicts it would miss its deadline:
+ * the blocking call's deadline, or w->deadline for band_sem_acquire_async(). Until a pace
+ * has been measured nobody is refused. @on 0 (the default): waiters queue whatever their
+ * deadline. Multi-budget admissions are not predicted. Returns 0 or BAND_EINVAL. MT-safe.
+ */
+BAND_API int band_sem_set_deadline_aware(band_sem *s, int on);
+
+/**
  * band_sem_try_acquire() - take @n permits now, or refuse without waiting.
  *
  * Returns 0 (the caller holds @n more permits; n == 0 always succeeds on an open
@@ -177,25 +187,28 @@ BAND_API int band_sem_is_closed(const band_sem *s);
  * second atomic operation): "grants" counts acquisitions that had to queue.
  */
 typedef struct band_sem_stats {
-    char name[BAND_NAME_MAX]; /* "" when unnamed */
-    int closed;               /* 1 after close */
-    int is_budget;            /* 1 for a band_budget; capacity and in_use are then set */
-    uint64_t capacity;        /* budgets: current capacity; semaphores: 0 */
-    uint64_t in_use;          /* budgets: units held by callers; semaphores: 0 */
-    uint64_t available;       /* permits available now */
-    uint64_t debt;            /* permits that releases must repay before waiters */
-    uint64_t waiters;         /* queued acquisitions */
-    uint64_t waiting_units;   /* units the queued acquisitions asked for, in total */
-    uint64_t head_granted;    /* units already handed to the head waiter (partial grant) */
-    uint64_t queued;          /* acquisitions that had to queue, since creation */
-    uint64_t grants;          /* queued acquisitions that were granted */
-    uint64_t timeouts;        /* queued acquisitions that ended with BAND_ETIMEDOUT */
-    uint64_t cancels;         /* queued acquisitions cancelled for any other reason */
-    uint64_t closed_fails;    /* queued acquisitions failed by close */
-    uint64_t try_refusals;    /* try_acquire calls that answered BAND_EAGAIN */
-    uint64_t too_big;         /* requests refused with BAND_E2BIG */
-    uint64_t wait_ns_total;   /* time queued acquisitions spent waiting, summed */
-    uint64_t wait_ns_max;     /* the longest any queued acquisition waited */
+    char name[BAND_NAME_MAX];  /* "" when unnamed */
+    int closed;                /* 1 after close */
+    int is_budget;             /* 1 for a band_budget; capacity and in_use are then set */
+    uint64_t capacity;         /* budgets: current capacity; semaphores: 0 */
+    uint64_t in_use;           /* budgets: units held by callers; semaphores: 0 */
+    uint64_t available;        /* permits available now */
+    uint64_t debt;             /* permits that releases must repay before waiters */
+    uint64_t waiters;          /* queued acquisitions */
+    uint64_t waiting_units;    /* units the queued acquisitions asked for, in total */
+    uint64_t head_granted;     /* units already handed to the head waiter (partial grant) */
+    uint64_t queued;           /* acquisitions that had to queue, since creation */
+    uint64_t grants;           /* queued acquisitions that were granted */
+    uint64_t timeouts;         /* queued acquisitions that ended with BAND_ETIMEDOUT */
+    uint64_t cancels;          /* queued acquisitions cancelled for any other reason */
+    uint64_t closed_fails;     /* queued acquisitions failed by close */
+    uint64_t try_refusals;     /* try_acquire calls that answered BAND_EAGAIN */
+    uint64_t too_big;          /* requests refused with BAND_E2BIG */
+    uint64_t wait_ns_total;    /* time queued acquisitions spent waiting, summed */
+    uint64_t wait_ns_max;      /* the longest any queued acquisition waited */
+    uint64_t refused_deadline; /* deadline-aware: refused at once, predicted to miss */
+    uint64_t grant_pace_ns;    /* the measured time per unit granted to queued waiters
+                                  (moving average; 0: not measured yet) */
 } band_sem_stats;
 
 /**

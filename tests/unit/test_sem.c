@@ -1363,6 +1363,57 @@ static void test_no_allocation_per_acquisition(void **state)
 
 /* The semaphore never reads a waiter's deadline: a past deadline on an async waiter does
  * not time it out (front ends enforce deadlines by cancelling). */
+static void pause_for(band_time ns)
+{
+    band_time until = band_now() + ns;
+    while (band_now() < until)
+        ;
+}
+
+/* Deadline-aware (opt-in): once the pace of grants to queued waiters is measured, an
+ * acquisition that would miss its deadline in the queue is refused at once. */
+static void test_deadline_aware(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_sem_set_deadline_aware(f->sem, 2), BAND_EINVAL);
+    assert_int_equal(band_sem_set_deadline_aware(NULL, 1), BAND_EINVAL);
+    assert_int_equal(band_sem_set_deadline_aware(f->sem, 1), 0);
+    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[1].w), BAND_PENDING);
+    assert_u64_equal(stats_of(f->sem).grant_pace_ns, 0); /* not measured: nobody refused */
+    assert_int_equal(band_sem_release(f->sem, 1), 0);    /* grants rec 0 */
+    pause_for(40 * BAND_MSEC);
+    assert_int_equal(band_sem_release(f->sem, 1), 0); /* grants rec 1, 40 ms later */
+    band_sem_stats st = stats_of(f->sem);
+    assert_true(st.grant_pace_ns >= 40 * BAND_MSEC);
+
+    /* Nothing available: 15 ms is not enough for one unit at this pace. */
+    f->rec[2].w.deadline = band_now() + 15 * BAND_MSEC;
+    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[2].w), BAND_ETIMEDOUT);
+    assert_int_equal(band_waiter_status(&f->rec[2].w), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 1, band_now() + 15 * BAND_MSEC), BAND_ETIMEDOUT);
+    /* A second is worth waiting for; and behind it, a FOREVER waiter always queues. */
+    f->rec[3].w.deadline = band_now() + BAND_SEC;
+    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[3].w), BAND_PENDING);
+    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[4].w), BAND_PENDING);
+    st = stats_of(f->sem);
+    assert_u64_equal(st.refused_deadline, 2);
+    assert_u64_equal(st.waiters, 2);
+    assert_u64_equal(st.timeouts, 0);                   /* refused, not timed out in the queue */
+    assert_int_equal(atomic_load(&f->rec[2].count), 0); /* refused at once: no wake */
+    assert_int_equal(band_sem_release(f->sem, 4), 0);   /* rec 0, 1 and the queued two */
+    assert_int_equal(atomic_load(&f->rec[3].count), 1);
+    assert_int_equal(atomic_load(&f->rec[4].count), 1);
+    assert_u64_equal(band_sem_available(f->sem), 2);
+    /* Turned off, the same deadline queues. */
+    assert_int_equal(band_sem_set_deadline_aware(f->sem, 0), 0);
+    assert_int_equal(band_sem_try_acquire(f->sem, 2), 0);
+    f->rec[5].w.deadline = band_now() + BAND_MSEC;
+    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[5].w), BAND_PENDING);
+    assert_int_equal(band_waiter_cancel(&f->rec[5].w, BAND_ECANCELED), 0);
+    CHECK(f->sem);
+}
+
 static void test_async_deadline_is_not_read(void **state)
 {
     struct fixture *f = *state;
@@ -1436,6 +1487,7 @@ int main(void)
         T(test_stats_counters),
         T(test_no_allocation_per_acquisition),
         T(test_async_deadline_is_not_read),
+        T(test_deadline_aware),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
