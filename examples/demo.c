@@ -29,8 +29,8 @@
  * and a plain FIFO channel is compared with a deadline-aware one and with adaptive LIFO.
  *
  * Usage: band_demo [--quick]
- * Prints one table. Exits 1 if a bound that band governs was exceeded or a band call
- * failed unexpectedly, 2 on a usage error.
+ * Prints a table for parts 1-3, then one each for parts 4 and 5. Exits 1 if a bound that
+ * band governs was exceeded or a band call failed unexpectedly, 2 on a usage error.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
