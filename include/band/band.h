@@ -10,6 +10,7 @@
 
 #include "band/admit.h"
 #include "band/broadcast.h"
+#include "band/cancel.h"
 #include "band/budget.h"
 #include "band/chan.h"
 #include "band/core.h"

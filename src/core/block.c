@@ -20,18 +20,52 @@ void band__blocker_done(struct band__blocker *b)
     band__parker_destroy(&b->parker);
 }
 
+static void interrupt_parker(band_cancel_hook *h)
+{
+    band__parker_interrupt(h->data);
+}
+
+int band__block(band_waiter *w, struct band__parker *p, band_time deadline, band_cancel *cancel)
+{
+    band_cancel_hook hook;
+    int hooked = 0;
+    int rc;
+    if (cancel != NULL) {
+        band_cancel_hook_init(&hook, interrupt_parker, p);
+        rc = band_cancel_hook_add(cancel, &hook);
+        hooked = rc == 0;
+        if (rc != 0)
+            goto withdraw; /* requested before we could listen */
+    }
+    rc = band__parker_park(p, deadline);
+    if (rc == 0)
+        goto done;
+withdraw:
+    if (band_waiter_cancel(w, rc) != 0) {
+        /* The operation completed while we were withdrawing it: its wake is imminent.
+         * The token's hook fires at most once, so this park ends with the wake. */
+        while (band__parker_park(p, BAND_FOREVER) != 0)
+            ;
+    }
+done:
+    if (hooked)
+        (void)band_cancel_hook_remove(&hook);
+    return band_waiter_status(w);
+}
+
 int band__park_until(band_waiter *w, struct band__parker *p, band_time deadline)
 {
-    if (band__parker_park(p, deadline) != 0 && band_waiter_cancel(w, BAND_ETIMEDOUT) != 0) {
-        /* The operation completed while we were timing out: its wake is imminent. */
-        (void)band__parker_park(p, BAND_FOREVER);
-    }
-    return band_waiter_status(w);
+    return band__block(w, p, deadline, NULL);
+}
+
+int band__blocker_wait_cancel(struct band__blocker *b, band_time deadline, band_cancel *cancel)
+{
+    int rc = band__block(&b->w, &b->parker, deadline, cancel);
+    band__blocker_done(b);
+    return rc;
 }
 
 int band__blocker_wait(struct band__blocker *b, band_time deadline)
 {
-    int rc = band__park_until(&b->w, &b->parker, deadline);
-    band__blocker_done(b);
-    return rc;
+    return band__blocker_wait_cancel(b, deadline, NULL);
 }

@@ -10,8 +10,38 @@
 #ifndef BAND_CORE_BLOCK_H
 #define BAND_CORE_BLOCK_H
 
+#include <stdbool.h>
+
+#include "core/cancel.h"
 #include "core/parker.h"
 #include "core/waitq.h"
+
+/* True when @deadline is not BAND_FOREVER and is at or before band_now(). */
+static inline bool band__deadline_passed(band_time deadline)
+{
+    return deadline != BAND_FOREVER && deadline <= band_now();
+}
+
+/*
+ * Whether a blocking call may wait: 0 when it may, otherwise what it returns when it
+ * cannot complete at once: BAND_ECANCELED when @cancel was requested, BAND_ETIMEDOUT when
+ * @deadline has passed. Every blocking front end asks this one question the same way.
+ */
+static inline int band__wait_refusal(band_time deadline, const band_cancel *cancel)
+{
+    if (band_cancel_requested(cancel))
+        return BAND_ECANCELED;
+    return band__deadline_passed(deadline) ? BAND_ETIMEDOUT : 0;
+}
+
+/*
+ * The one blocking wait. @w is queued (its submit returned BAND_PENDING) and its wake
+ * unparks @p. Waits for the wake; at @deadline cancels @w with BAND_ETIMEDOUT, and when
+ * @cancel (may be NULL) is requested cancels it with BAND_ECANCELED. When such a cancel
+ * loses to a completion, waits for the imminent wake and returns the completion's result,
+ * so nothing granted is ever lost. Returns @w's status. Does not destroy @p.
+ */
+int band__block(band_waiter *w, struct band__parker *p, band_time deadline, band_cancel *cancel);
 
 struct band__blocker {
     band_waiter w;
@@ -28,15 +58,13 @@ void band__blocker_init(struct band__blocker *b);
  */
 int band__blocker_wait(struct band__blocker *b, band_time deadline);
 
+/* band__blocker_wait() that also ends with BAND_ECANCELED when @cancel is requested. */
+int band__blocker_wait_cancel(struct band__blocker *b, band_time deadline, band_cancel *cancel);
+
 /* Release @b's resources when its waiter was never queued. */
 void band__blocker_done(struct band__blocker *b);
 
-/*
- * The wait behind band__blocker_wait(), for primitives whose blocking calls need a larger
- * op struct: @w (queued, BAND_PENDING) has a wake that unparks @p. Waits for the wake, or
- * cancels @w at @deadline; if the cancel loses, waits for the imminent wake. Returns @w's
- * status. Does not destroy @p.
- */
+/* band__block() without a cancellation token. */
 int band__park_until(band_waiter *w, struct band__parker *p, band_time deadline);
 
 #endif /* BAND_CORE_BLOCK_H */
