@@ -643,6 +643,7 @@ int band_broadcast_get_stats(const band_broadcast *cb, band_broadcast_stats *out
     return 0;
 }
 
+#ifdef BAND_TESTING
 int band__broadcast_check(const band_broadcast *cb)
 {
     band_broadcast *b = (band_broadcast *)cb;
@@ -691,3 +692,4 @@ int band__broadcast_check(const band_broadcast *cb)
     pthread_mutex_unlock(&b->lock);
     return bad;
 }
+#endif /* BAND_TESTING */

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# check_exports.sh - the shared libraries export exactly the API their installed headers
+# declare.
+#
+#   scripts/check_exports.sh headers LIB           LIB's installed headers, one a line
+#   scripts/check_exports.sh api   LIB             the functions LIB's headers declare with
+#                                                  LIB's export macro, one a line, sorted
+#   scripts/check_exports.sh map   LIB NODE        a linker version script that exports
+#                                                  exactly those, in version node NODE
+#   scripts/check_exports.sh check LIB SO [NODE]   compare `nm -D --defined-only SO` with
+#                                                  them; with NODE, also require that every
+#                                                  exported symbol carries version NODE
+#   scripts/check_exports.sh [BUILD_DIR]           check every shared library found in
+#                                                  BUILD_DIR (default build/check)
+#
+# LIB is one of:
+#   band      libband.so     BAND_API     include/band/*.h
+#   band-uv   libband-uv.so  BAND_UV_API  adapters/uv/include/band/*.h
+#   band-fd   libband-fd.so  BAND_API     adapters/fd/include/band/*.h
+#
+# A declaration is any statement of a header (comments and preprocessor lines removed)
+# that contains the export macro; its function is the identifier before its first '('.
+# CMake writes each library's version script with `map` (cmake/BandExports.cmake), and
+# ctest runs `check` on each built library (tests exports_<lib>). A mismatch in either
+# direction fails with the list of symbols that differ: a function declared but not
+# exported (not defined, or hidden), or a symbol exported but declared in no installed
+# header (an internal function or variable marked for export). NM overrides the nm used.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+NM=${NM:-nm}
+
+die()
+{
+    echo "check_exports: $*" >&2
+    exit 2
+}
+
+# lib_spec LIB - sets MACRO, SONAME and HEADERS (absolute paths) for LIB
+lib_spec()
+{
+    case $1 in
+    band)
+        MACRO=BAND_API SONAME=libband.so
+        HEADERS=("$ROOT"/include/band/*.h)
+        ;;
+    band-uv)
+        MACRO=BAND_UV_API SONAME=libband-uv.so
+        HEADERS=("$ROOT"/adapters/uv/include/band/*.h)
+        ;;
+    band-fd)
+        MACRO=BAND_API SONAME=libband-fd.so
+        HEADERS=("$ROOT"/adapters/fd/include/band/*.h)
+        ;;
+    *) die "unknown library '$1' (have: band band-uv band-fd)" ;;
+    esac
+    [[ -f "${HEADERS[0]}" ]] || die "no headers for $1 under $ROOT"
+}
+
+# declared MACRO HEADER... - the functions declared with MACRO, sorted, one a line
+declared()
+{
+    local macro=$1
+    shift
+    awk -v macro="$macro" '
+        {
+            line = $0
+            if (inpp) { inpp = (line ~ /\\$/); next }
+            out = ""
+            while (length(line) > 0) {
+                if (incomment) {
+                    i = index(line, "*/")
+                    if (i == 0) { line = ""; break }
+                    line = substr(line, i + 2); incomment = 0
+                    continue
+                }
+                i = index(line, "/*"); j = index(line, "//")
+                if (j > 0 && (i == 0 || j < i)) { out = out substr(line, 1, j - 1); break }
+                if (i == 0) { out = out line; break }
+                out = out substr(line, 1, i - 1) " "
+                line = substr(line, i + 2); incomment = 1
+            }
+            if (out ~ /^[ \t]*#/) { inpp = (out ~ /\\$/); next }
+            buf = buf " " out
+        }
+        END {
+            n = split(buf, stmt, /[;{}]/)
+            word = "(^|[^A-Za-z0-9_])" macro "([^A-Za-z0-9_]|$)"
+            for (k = 1; k <= n; k++) {
+                s = stmt[k]
+                if (s !~ word) continue
+                p = index(s, "(")
+                if (p == 0) { print "?" s; continue }
+                pre = substr(s, 1, p - 1)
+                if (match(pre, /[A-Za-z_][A-Za-z0-9_]*[ \t]*$/)) {
+                    name = substr(pre, RSTART, RLENGTH)
+                    gsub(/[ \t]/, "", name)
+                    print name
+                } else {
+                    print "?" s
+                }
+            }
+        }' "$@" | LC_ALL=C sort -u
+}
+
+# api LIB - the declared functions of LIB; fails on a declaration it cannot parse
+api()
+{
+    lib_spec "$1"
+    local list
+    list=$(declared "$MACRO" "${HEADERS[@]}")
+    if grep -q '^?' <<<"$list"; then
+        echo "check_exports: a $MACRO declaration with no function name in $1's headers:" >&2
+        grep '^?' <<<"$list" | sed 's/^?/    /' >&2
+        exit 2
+    fi
+    [[ -n "$list" ]] || die "no $MACRO declarations in $1's headers"
+    printf '%s\n' "$list"
+}
+
+# map LIB NODE - a GNU ld version script exporting exactly LIB's API in node NODE
+map()
+{
+    local list
+    list=$(api "$1")
+    echo "/* Generated by scripts/check_exports.sh from $1's installed headers: lib$1.so"
+    echo "   exports exactly the functions they declare with its export macro. */"
+    echo "$2 {"
+    echo "  global:"
+    sed 's/.*/    &;/' <<<"$list"
+    echo "  local:"
+    echo "    *;"
+    echo "};"
+}
+
+# check LIB SO [NODE] - nm -D of SO against LIB's API; 0 when they match
+check()
+{
+    local lib=$1 so=$2 node=${3:-}
+    [[ -f "$so" ]] || die "$so does not exist (build it first)"
+    command -v "$NM" >/dev/null 2>&1 || die "no '$NM' command (binutils)"
+    local want raw got
+    want=$(api "$lib")
+    lib_spec "$lib" # api ran in a subshell: set MACRO here too
+    # posix format: "name[@[@]version] type value size". Version definitions show as
+    # absolute (A) symbols named after the node: they are not functions.
+    raw=$("$NM" -D --defined-only --format=posix "$so") || die "$NM -D failed on $so"
+    got=$(awk '$2 != "A" { print $1 }' <<<"$raw" | sed 's/@.*//' | LC_ALL=C sort -u)
+    local missing extra rc=0
+    missing=$(LC_ALL=C comm -23 <(printf '%s\n' "$want") <(printf '%s\n' "$got"))
+    extra=$(LC_ALL=C comm -13 <(printf '%s\n' "$want") <(printf '%s\n' "$got"))
+    if [[ -n "$missing" ]]; then
+        echo "check_exports: $(basename "$so"): declared with $MACRO in an installed header" \
+            "but not exported (define it, or drop the declaration):"
+        sed 's/^/    - /' <<<"$missing"
+        rc=1
+    fi
+    if [[ -n "$extra" ]]; then
+        echo "check_exports: $(basename "$so"): exported but declared in no installed header" \
+            "(make it static or hidden, or declare it in the public API):"
+        sed 's/^/    + /' <<<"$extra"
+        rc=1
+    fi
+    if [[ -n "$node" ]]; then
+        local unversioned
+        unversioned=$(awk '$2 != "A" { print $1 }' <<<"$raw" | grep -v "@@\?${node}\$" || true)
+        if [[ -n "$unversioned" ]]; then
+            echo "check_exports: $(basename "$so"): exported without version $node" \
+                "(is the version script applied?):"
+            sed 's/^/    ! /' <<<"$unversioned"
+            rc=1
+        fi
+    fi
+    if ((rc == 0)); then
+        echo "check_exports: $(basename "$so"): exports exactly the $(wc -l <<<"$want")" \
+            "functions its headers declare with $MACRO${node:+, all in version $node}"
+    fi
+    return "$rc"
+}
+
+# check_tree BUILD_DIR - check each shared library present in a build tree
+check_tree()
+{
+    local dir=$1 rc=0 n=0 lib so
+    [[ -d "$dir" ]] || die "no build tree $dir (configure and build it first)"
+    for lib in band band-uv band-fd; do
+        lib_spec "$lib"
+        so=$(find "$dir" -name "$SONAME" \( -type f -o -type l \) -not -path '*/tests/install/*' |
+            sort | head -n 1)
+        if [[ -z "$so" ]]; then
+            echo "check_exports: $SONAME not built in $dir: skipped"
+            continue
+        fi
+        n=$((n + 1))
+        check "$lib" "$so" || rc=1
+    done
+    ((n)) || die "no shared library of band in $dir"
+    return "$rc"
+}
+
+case "${1:-}" in
+headers)
+    (($# == 2)) || die "usage: $0 headers LIB"
+    lib_spec "$2"
+    printf '%s\n' "${HEADERS[@]}"
+    ;;
+api)
+    (($# == 2)) || die "usage: $0 api LIB"
+    api "$2"
+    ;;
+map)
+    (($# == 3)) || die "usage: $0 map LIB NODE"
+    map "$2" "$3"
+    ;;
+check)
+    (($# == 3 || $# == 4)) || die "usage: $0 check LIB SO [NODE]"
+    check "$2" "$3" "${4:-}"
+    ;;
+-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+*)
+    (($# <= 1)) || die "usage: $0 [BUILD_DIR] (or api|map|check; --help)"
+    check_tree "${1:-$ROOT/build/check}"
+    ;;
+esac
