@@ -154,8 +154,9 @@ BAND_API int band_waiter_cancel(band_waiter *w, int reason);
  * band_waiter_status() - the result of @w's last operation.
  *
  * 0 when granted, a negative BAND_E* code when it failed or was cancelled, BAND_PENDING
- * while it is queued. Read it after the wake was called (the owner must see the wake with
- * acquire ordering, which every band front end provides) or after a synchronous return.
+ * while it is queued, BAND_EINVAL for a NULL @w. Read it after the wake was called (the
+ * owner must see the wake with acquire ordering, which every band front end provides) or
+ * after a synchronous return.
  */
 BAND_API int band_waiter_status(const band_waiter *w);
 

@@ -265,8 +265,9 @@ BAND_API int band_permit_adopt(band_permit *p, band_sem *s, uint64_t n);
 /**
  * band_permit_release() - return what @p holds and empty it.
  *
- * Idempotent: releasing an empty permit returns 0 and does nothing. Returns the code of
- * band_sem_release(); on BAND_EOVERFLOW @p keeps its permits.
+ * Idempotent: releasing an empty permit returns 0 and does nothing. Returns BAND_EINVAL
+ * for a NULL @p, otherwise the code of band_sem_release(); on BAND_EOVERFLOW @p keeps its
+ * permits.
  */
 BAND_API int band_permit_release(band_permit *p);
 
