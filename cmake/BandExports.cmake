@@ -70,7 +70,7 @@ function(band_export_map target lib node)
     string(STRIP "${_headers}" _headers)
     string(REPLACE "\n" ";" _headers "${_headers}")
     set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-        "${BAND_EXPORTS_SCRIPT}" ${_headers})
+        "${BAND_EXPORTS_SCRIPT}" "${PROJECT_SOURCE_DIR}/scripts/header_decls.awk" ${_headers})
     target_link_options(${target} PRIVATE "LINKER:--version-script=${_file}")
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${_file}")
     set_property(TARGET ${target} PROPERTY BAND_EXPORT_NODE "${node}")

@@ -19,7 +19,8 @@
 #   band-fd   libband-fd.so  BAND_API     adapters/fd/include/band/*.h
 #
 # A declaration is any statement of a header (comments and preprocessor lines removed)
-# that contains the export macro; its function is the identifier before its first '('.
+# that contains the export macro; its function is the identifier before its first '('
+# (scripts/header_decls.awk).
 # CMake writes each library's version script with `map` (cmake/BandExports.cmake), and
 # ctest runs `check` on each built library (tests exports_<lib>). A mismatch in either
 # direction fails with the list of symbols that differ: a function declared but not
@@ -58,49 +59,12 @@ lib_spec()
 }
 
 # declared MACRO HEADER... - the functions declared with MACRO, sorted, one a line
+# ("?<statement>" for a declaration with no function name)
 declared()
 {
     local macro=$1
     shift
-    awk -v macro="$macro" '
-        {
-            line = $0
-            if (inpp) { inpp = (line ~ /\\$/); next }
-            out = ""
-            while (length(line) > 0) {
-                if (incomment) {
-                    i = index(line, "*/")
-                    if (i == 0) { line = ""; break }
-                    line = substr(line, i + 2); incomment = 0
-                    continue
-                }
-                i = index(line, "/*"); j = index(line, "//")
-                if (j > 0 && (i == 0 || j < i)) { out = out substr(line, 1, j - 1); break }
-                if (i == 0) { out = out line; break }
-                out = out substr(line, 1, i - 1) " "
-                line = substr(line, i + 2); incomment = 1
-            }
-            if (out ~ /^[ \t]*#/) { inpp = (out ~ /\\$/); next }
-            buf = buf " " out
-        }
-        END {
-            n = split(buf, stmt, /[;{}]/)
-            word = "(^|[^A-Za-z0-9_])" macro "([^A-Za-z0-9_]|$)"
-            for (k = 1; k <= n; k++) {
-                s = stmt[k]
-                if (s !~ word) continue
-                p = index(s, "(")
-                if (p == 0) { print "?" s; continue }
-                pre = substr(s, 1, p - 1)
-                if (match(pre, /[A-Za-z_][A-Za-z0-9_]*[ \t]*$/)) {
-                    name = substr(pre, RSTART, RLENGTH)
-                    gsub(/[ \t]/, "", name)
-                    print name
-                } else {
-                    print "?" s
-                }
-            }
-        }' "$@" | LC_ALL=C sort -u
+    awk -v macro="$macro" -f "$ROOT/scripts/header_decls.awk" "$@" | cut -f 2 | LC_ALL=C sort -u
 }
 
 # api LIB - the declared functions of LIB; fails on a declaration it cannot parse
