@@ -4,8 +4,8 @@
 #       Links the shared library <target> with a GNU ld version script that exports exactly
 #       the functions <lib>'s installed headers declare with its export macro, all in
 #       version node <node>, and makes every other symbol local. scripts/check_exports.sh
-#       writes the script at configure time (build/exports/lib<lib>.map); editing one of
-#       the headers re-runs CMake. Where the linker takes no version script (not GNU ld,
+#       writes the script at configure time (build/exports/lib<lib>.map); editing or
+#       adding a header re-runs CMake. Where the linker takes no version script (not GNU ld,
 #       gold, lld or mold), nothing is added and hidden visibility alone limits the exports.
 #   band_add_export_test(<target> <lib>)
 #       Registers the ctest test exports_<lib> (labels unit and lint): scripts/check_exports.sh
@@ -71,6 +71,16 @@ function(band_export_map target lib node)
     string(REPLACE "\n" ";" _headers "${_headers}")
     set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
         "${BAND_EXPORTS_SCRIPT}" "${PROJECT_SOURCE_DIR}/scripts/header_decls.awk" ${_headers})
+    # A header added to those directories re-runs CMake too.
+    set(_dirs "")
+    foreach(_h IN LISTS _headers)
+        get_filename_component(_d "${_h}" DIRECTORY)
+        list(APPEND _dirs "${_d}")
+    endforeach()
+    list(REMOVE_DUPLICATES _dirs)
+    foreach(_d IN LISTS _dirs)
+        file(GLOB _unused CONFIGURE_DEPENDS "${_d}/*.h")
+    endforeach()
     target_link_options(${target} PRIVATE "LINKER:--version-script=${_file}")
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${_file}")
     set_property(TARGET ${target} PROPERTY BAND_EXPORT_NODE "${node}")
