@@ -1303,7 +1303,7 @@ int main(int argc, char **argv)
         g_failures += bench_admit_section(cfg.quick, cfg.reps);
     fflush(stdout);
 
-    printf("\ntargets (DESIGN.md)%s:\n", cfg.quick ? " - quick mode, indicative only" : "");
+    printf("\ntargets%s:\n", cfg.quick ? " - quick mode, indicative only" : "");
     if (want('a')) {
         printf("  uncontended pair <= 1.2x bare atomic pair: %.2fx (%.1f ns) %s\n",
                ra.band_x_atomic, ra.band_ns, verdict(ra.band_x_atomic <= 1.2));

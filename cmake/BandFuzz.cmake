@@ -1,4 +1,4 @@
-# BandFuzz.cmake - libFuzzer targets (BAND_BUILD_FUZZ=ON, Clang only; STYLE 2.4).
+# BandFuzz.cmake - libFuzzer targets (BAND_BUILD_FUZZ=ON, Clang only).
 #
 # Defines band_fuzzing: a static library of the same sources as band_testing (BAND_TESTING
 # and BAND_FUZZING defined, src/ on the public include path), compiled with coverage

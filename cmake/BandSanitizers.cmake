@@ -1,4 +1,4 @@
-# BandSanitizers.cmake - BAND_SANITIZE, one cache string like NNG_SANITIZER (STYLE 2.2/2.4).
+# BandSanitizers.cmake - BAND_SANITIZE, one cache string like NNG_SANITIZER.
 #
 #   ""        no sanitizer (default)
 #   address   -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

@@ -1,4 +1,4 @@
-# BandWarnings.cmake - the warning set every band target is built with (STYLE 2.4).
+# BandWarnings.cmake - the warning set every band target is built with.
 #
 #   band_target_warnings(<target>)
 #

@@ -3,9 +3,12 @@
 #
 #   scripts/check.sh [SUITE...]      default: lint plain clang asan fuzz tsan
 #
-#   lint   clang-format --dry-run -Werror on all C files; clang-tidy on src/
+#   lint   clang-format --dry-run -Werror on all C files; clang-tidy on src/; docs/errors.md
+#          against the error table and the headers (scripts/check_errors_doc.sh)
 #   plain  gcc, RelWithDebInfo, -Werror                            build/check  + ctest
-#          (the only suite with the install_consumer test)
+#          (the only suite with the install_consumer test; like every suite's ctest it
+#          runs exports_* and errors_doc: each shared library exports exactly its
+#          headers' API, and docs/errors.md matches them)
 #   clang  clang, RelWithDebInfo, -Werror                          build/clang  + ctest
 #   asan   gcc, Debug, ASan+UBSan (BAND_SANITIZE=address)         build/asan   + ctest
 #   fuzz   clang, libFuzzer + ASan+UBSan, ctest -L fuzz           build/fuzz   (skipped
@@ -87,7 +90,7 @@ suite_fuzz()
 describe()
 {
     case $1 in
-    lint) echo "lint: clang-format and clang-tidy" ;;
+    lint) echo "lint: clang-format, clang-tidy and the result-code docs" ;;
     plain) echo "plain: gcc RelWithDebInfo -Werror, tests + bench + examples -> $BUILD_ROOT/check" ;;
     clang) echo "clang: clang RelWithDebInfo -Werror -> $BUILD_ROOT/clang" ;;
     asan) echo "asan: gcc Debug, AddressSanitizer + UndefinedBehaviorSanitizer -> $BUILD_ROOT/asan" ;;

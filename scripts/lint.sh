@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # lint.sh - formatting and static analysis.
 #
-#   scripts/lint.sh            clang-format check, then clang-tidy (what `make lint` runs)
+#   scripts/lint.sh            clang-format check, clang-tidy, then the docs check (what
+#                              `make lint` runs)
 #   scripts/lint.sh format     rewrite every file with clang-format -i (`make format`)
-#   scripts/lint.sh format-check | tidy
+#   scripts/lint.sh format-check | tidy | docs
 #
 # clang-format covers every *.c/*.h under include src tests bench examples fuzz adapters
 # tools. clang-tidy covers src/ (the library), using the compile_commands.json of the
-# plain build tree build/check, which is configured here when it is missing.
+# plain build tree build/check, which is configured here when it is missing. The docs
+# check is scripts/check_errors_doc.sh: docs/errors.md against the error table and the
+# headers (ctest runs it too, as errors_doc).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -93,18 +96,25 @@ tidy()
     return "$rc"
 }
 
+docs()
+{
+    bash "$BAND_ROOT/scripts/check_errors_doc.sh"
+}
+
 case "${1:-all}" in
 all)
     rc=0
     format_check || rc=1
     tidy || rc=1
+    docs || rc=1
     exit "$rc"
     ;;
 format) format_apply ;;
 format-check) format_check ;;
 tidy) tidy ;;
+docs) docs ;;
 *)
-    echo "usage: $0 [all|format|format-check|tidy]" >&2
+    echo "usage: $0 [all|format|format-check|tidy|docs]" >&2
     exit 2
     ;;
 esac

@@ -30,7 +30,7 @@
  * lag; a lag is only ever reported by the call that discovers it.
  *
  * Wakes. Completed operations go on a local wake list under the lock and are woken after
- * unlocking (STYLE example 2), so a wake may call back into the broadcast. Cancels go
+ * unlocking, so a wake may call back into the broadcast. Cancels go
  * through band_waiter_cancel(), which calls the queue's cancel op with the lock held.
  */
 #include <pthread.h>
@@ -310,7 +310,7 @@ static void recv_cancel_locked(struct band__waitq *q, band_waiter *w, int reason
 /*
  * A thread waiting on its own stack. core/block.h's blocker embeds a bare band_waiter,
  * while this module's queues hold send and receive ops; so the same parker dance is
- * spelled out here (see the report: a blocker over any waiter would remove this).
+ * spelled out here (a blocker generic over the waiter's container would remove this).
  */
 struct bc_blocker {
     union {
@@ -643,6 +643,7 @@ int band_broadcast_get_stats(const band_broadcast *cb, band_broadcast_stats *out
     return 0;
 }
 
+#ifdef BAND_TESTING
 int band__broadcast_check(const band_broadcast *cb)
 {
     band_broadcast *b = (band_broadcast *)cb;
@@ -691,3 +692,4 @@ int band__broadcast_check(const band_broadcast *cb)
     pthread_mutex_unlock(&b->lock);
     return bad;
 }
+#endif /* BAND_TESTING */

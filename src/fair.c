@@ -292,6 +292,7 @@ int band_fair_list_keys(const band_fair *cf, band_fair_key_stats *out, size_t ma
 
 /* ---------------------------------------------------------------- invariants */
 
+#ifdef BAND_TESTING
 #define FAIR_CHECK(cond)                                                                           \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
@@ -368,3 +369,4 @@ out:
     pthread_mutex_unlock(&f->lock);
     return rc;
 }
+#endif /* BAND_TESTING */

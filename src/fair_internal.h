@@ -129,8 +129,10 @@ void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_req *
 /* Unlink queued @r from its flow (counters of the waiting side only). */
 void band__fair_unlink_locked(band_fair *f, band_fair_req *r);
 
+#ifdef BAND_TESTING
 /* The dispatch's fixpoint holds (band__fair_check()): 0 or a negated line. Lock held. */
 int band__fair_check_sched_locked(const band_fair *f);
+#endif
 
 /* ---- fair_acquire.c ---- */
 
@@ -146,11 +148,15 @@ static inline band_fair_req *band__fair_req_of(band_waiter *w)
 /* Fail every queued request of @k whose n exceeds its cap with BAND_E2BIG. */
 void band__fair_fail_too_big_locked(band_fair *f, struct fair_key *k, struct band__wakelist *wl);
 
+#ifdef BAND_TESTING
 /**
- * band__fair_check() - verify @f's invariants under its lock (tests).
+ * band__fair_check() - verify @f's invariants under its lock.
  *
  * Returns 0 when they hold, otherwise the negated source line of the first failed check.
+ * Only in the test-only libraries (BAND_TESTING): libband.so and libband.a neither
+ * contain nor export it.
  */
-BAND_API int band__fair_check(const band_fair *f);
+int band__fair_check(const band_fair *f);
+#endif
 
 #endif /* BAND_FAIR_INTERNAL_H */

@@ -906,6 +906,7 @@ int band_sem_get_stats(const band_sem *cs, band_sem_stats *out)
     return 0;
 }
 
+#ifdef BAND_TESTING
 int band__sem_check(const band_sem *cs)
 {
     band_sem *s = (band_sem *)cs;
@@ -943,3 +944,4 @@ int band__sem_check(const band_sem *cs)
     pthread_mutex_unlock(&s->lock);
     return bad;
 }
+#endif /* BAND_TESTING */

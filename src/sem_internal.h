@@ -1,11 +1,15 @@
 /*
  * sem_internal.h - hooks into the semaphore for tests and fuzz targets (never installed).
+ *
+ * The hooks exist only in the test-only libraries (band_testing, band_fuzzing), which
+ * define BAND_TESTING. libband.so and libband.a neither contain nor export them.
  */
 #ifndef BAND_SEM_INTERNAL_H
 #define BAND_SEM_INTERNAL_H
 
 #include "band/sem.h"
 
+#ifdef BAND_TESTING
 /**
  * band__sem_check() - verify @s's invariants under its lock.
  *
@@ -18,6 +22,7 @@
  * quiescence): an add-first release in flight briefly leaves permits available beside
  * queued waiters until it takes the lock and hands them on.
  */
-BAND_API int band__sem_check(const band_sem *s);
+int band__sem_check(const band_sem *s);
+#endif /* BAND_TESTING */
 
 #endif

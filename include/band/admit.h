@@ -130,9 +130,9 @@ BAND_API int band_admit_try(band_admit_req *r, band_admit_grant *g);
  *
  * Returns 0 (*@g holds every amount), BAND_ETIMEDOUT (a past @deadline means "do not
  * wait"; a grant that races with the deadline wins), or the other codes of
- * band_admit_try() and band_admit_async() except BAND_PENDING. While it blocks it holds
- * nothing. @r's wake and data are used internally for the duration of the call and are
- * restored before it returns. MT-safe.
+ * band_admit_try() and band_admit_async() except BAND_EAGAIN and BAND_PENDING. While it
+ * blocks it holds nothing. @r's wake and data are used internally for the duration of the
+ * call and are restored before it returns. MT-safe.
  */
 BAND_API int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline);
 

@@ -32,10 +32,10 @@
  *    receive), so it cannot fall behind while it waits.
  *  - Unsubscribing a receiver ends its queued receives with BAND_ECLOSED and, in lossless
  *    mode, releases every message only it was still holding (which may let senders in).
- *  - One mutex per broadcast guards everything; messages are copied under it. DESIGN.md
- *    contract 9 wants lock-free fast paths; the lock here is never held while user code
- *    runs, and a lock-free ring (per-slot sequence words, as in Vyukov's MPMC queue) can
- *    replace it later without changing this API.
+ *  - One mutex per broadcast guards everything; messages are copied under it. There is
+ *    no lock-free fast path, but the lock is never held while user code runs, and a
+ *    lock-free ring (per-slot sequence words, as in Vyukov's MPMC queue) can replace it
+ *    later without changing this API.
  *
  * Every band_broadcast_* function is MT-safe. Several threads may even share one receiver:
  * its cursor is guarded by the broadcast's lock, so each of its messages goes to exactly
@@ -82,8 +82,9 @@ typedef struct band_broadcast_rx {
 /**
  * struct band_broadcast_send_op - a pending send, embedded by its owner.
  *
- * Initialise @w with band_waiter_init() (STYLE.md example 9: the waiter is the first
- * member, so adapters can pass &op->w). The other fields are private.
+ * Initialise @w with band_waiter_init(). The waiter is the first member, so adapters can
+ * pass &op->w and a wake function can convert it back to the op with a cast. The other fields are
+ * private.
  */
 typedef struct band_broadcast_send_op {
     band_waiter w;     /* first member */

@@ -144,7 +144,9 @@ struct band_chan_send_op {
  *
  * Returns 0 (sent, no wake), BAND_PENDING (exactly one of {wake, successful cancel} ends
  * it; status 0 means the element was queued, BAND_ECLOSED that it stays with the caller),
- * or a refusal as for band_chan_try_send() (full is never a refusal here).
+ * or a refusal as for band_chan_try_send() (full is never a refusal here), or, on a
+ * deadline-aware channel only, BAND_ETIMEDOUT at once when waiting is predicted to miss
+ * @op->w.deadline.
  */
 BAND_API int band_chan_send_async(band_chan *c, struct band_chan_send_op *op);
 
@@ -188,7 +190,8 @@ BAND_API int band_chan_reserve(band_chan *c, uint64_t bytes, band_time deadline,
 
 /**
  * band_chan_reserve_async() - reserve @op->bytes now or when there is room (@op->elem is
- * ignored). Returns 0 / BAND_PENDING / a refusal. When it succeeds (at once, or a wake with
+ * ignored). Returns 0 / BAND_PENDING / a refusal as for band_chan_send_async() (including
+ * BAND_ETIMEDOUT on a deadline-aware channel). When it succeeds (at once, or a wake with
  * status 0) the caller owns a reservation of @op->bytes: wrap it with
  * band_chan_slot_adopt() to fill or release it.
  */

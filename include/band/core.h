@@ -105,8 +105,10 @@ struct band__node {
 struct band_waiter {
     band_wake_fn *wake; /* public: set by band_waiter_init() */
     void *data;         /* public: the owner's pointer; band never touches it */
-    band_time deadline; /* public: for front ends and adapters that arm a timer; the
-                           primitives never read the clock to decide waiting */
+    band_time deadline; /* public: for front ends and adapters that arm a timer. No
+                           primitive cancels a waiter at it; only a semaphore or channel
+                           in deadline-aware mode reads it, at submission, to refuse a
+                           wait predicted to miss it */
     /* private */
     band_time _since;        /* when it was queued (wait-time counters) */
     struct band__node _link; /* queue node; next also threads the wake list */
@@ -152,8 +154,9 @@ BAND_API int band_waiter_cancel(band_waiter *w, int reason);
  * band_waiter_status() - the result of @w's last operation.
  *
  * 0 when granted, a negative BAND_E* code when it failed or was cancelled, BAND_PENDING
- * while it is queued. Read it after the wake was called (the owner must see the wake with
- * acquire ordering, which every band front end provides) or after a synchronous return.
+ * while it is queued, BAND_EINVAL for a NULL @w. Read it after the wake was called (the
+ * owner must see the wake with acquire ordering, which every band front end provides) or
+ * after a synchronous return.
  */
 BAND_API int band_waiter_status(const band_waiter *w);
 

@@ -82,9 +82,9 @@ enum band_job_state {
  *  the same @job; must not be called while it is queued. NULL @job is ignored. */
 BAND_API void band_job_init(band_job *job, band_job_fn *fn, void *arg);
 
-/** band_job_state() - @job's state (enum band_job_state), read with acquire ordering.
- *  RUNNING stays RUNNING after the function returned: the executor never writes the job
- *  again once it starts it. */
+/** band_job_state() - @job's state (enum band_job_state), read with acquire ordering, or
+ *  BAND_EINVAL for a NULL @job. RUNNING stays RUNNING after the function returned: the
+ *  executor never writes the job again once it starts it. */
 BAND_API int band_job_state(const band_job *job);
 
 /** How a shutdown treats queued jobs. */

@@ -163,7 +163,8 @@ BAND_API void band_fair_req_init(band_fair_req *r, band_wake_fn *wake, void *dat
  * Returns 0 (granted; n == 0 always succeeds on an open fair and creates no key state),
  * BAND_EAGAIN (does not fit now, or it would overtake a waiting request it must not
  * pass), BAND_E2BIG (@n exceeds the key's cap or the class threshold: it could never be
- * granted), BAND_ENOMEM (@key is new and the key table is full), BAND_ECLOSED, or
+ * granted), BAND_ENOMEM (@key is new and the key table is full, or its state could not be
+ * allocated), BAND_ECLOSED, or
  * BAND_EINVAL (NULL @f, @cls out of range). Never waits. A grant can end a stall (this
  * key reached its cap where it had the turn, or it no longer protects its reservation), so
  * this call may run wakes of the requests that lets in, on this thread, after unlocking.

@@ -39,7 +39,8 @@ typedef struct band_metrics band_metrics;
  *  BAND_EINVAL or BAND_ENOMEM. */
 BAND_API int band_metrics_create(band_metrics **out, size_t max_entries);
 
-/** band_metrics_destroy() - free the registry (not what it lists). NULL is a no-op. */
+/** band_metrics_destroy() - free the registry (not what it lists). NULL is a no-op.
+ *  Returns 0. */
 BAND_API int band_metrics_destroy(band_metrics *m);
 
 /*
@@ -79,8 +80,9 @@ BAND_API int band_metrics_add_histo(band_metrics *m, const char *family, const c
  */
 BAND_API int band_metrics_write(const band_metrics *m, char *buf, size_t cap, size_t *len);
 
-/** band_metrics_fprint() - band_metrics_write() to @f. Returns 0, BAND_EINVAL or
- *  BAND_ENOMEM. */
+/** band_metrics_fprint() - band_metrics_write() to @f. Returns 0, BAND_EINVAL (NULL
+ *  argument), BAND_ENOMEM, or BAND_E2BIG when the counters kept outgrowing the buffer
+ *  through four attempts (a stream error stays in ferror(@f)). */
 BAND_API int band_metrics_fprint(const band_metrics *m, FILE *f);
 
 #ifdef __cplusplus

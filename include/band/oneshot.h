@@ -16,12 +16,12 @@
  * value that arrived before the receiver dropped stays receivable with
  * band_oneshot_try_recv(), exactly as a closed channel still hands out what it had queued.
  *
- * Shape. The brief's suggested API, with these decisions (docs/oneshot-watch.md explains
- * them): one object with both ends (not two handles), because a C caller passes one pointer
- * around and frees it once; explicit destruction (no hidden reference count), so ownership
- * is one documented rule (see band_oneshot_destroy()); the receive's output pointer is kept
- * in the oneshot, since at most one receive can be pending, so the blocking receive reuses
- * the core's blocker and the async op stays small.
+ * Shape (docs/oneshot-watch.md explains each choice): one object with both ends (not two
+ * handles), because a C caller passes one pointer around and frees it once; explicit
+ * destruction (no hidden reference count), so ownership is one documented rule (see
+ * band_oneshot_destroy()); the receive's output pointer is kept in the oneshot, since at
+ * most one receive can be pending, so the blocking receive reuses the core's blocker and
+ * the async op stays small.
  *
  * Every band_oneshot_* function is MT-safe. Sends and drops may run the pending receiver's
  * wake on the calling thread, after every band lock is released.
@@ -41,7 +41,7 @@ typedef struct band_oneshot band_oneshot;
 /**
  * struct band_oneshot_recv_op - a pending receive, embedded by its owner.
  *
- * @w comes first (STYLE example 9): a wake function receives &op->w and may convert it back
+ * @w comes first, so a wake function that receives &op->w can convert it back to the op
  * with a cast or container_of. @out is set by band_oneshot_recv_async() and is where the
  * value is copied before the wake runs. Keep the op (and the buffer @out points to) valid
  * and untouched while it is pending.

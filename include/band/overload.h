@@ -101,7 +101,8 @@ typedef struct band_door_opts {
  */
 BAND_API int band_door_create(band_door **out, const band_door_opts *opts);
 
-/** band_door_destroy() - free @d (NULL is a no-op). Permits it handed out stay valid. */
+/** band_door_destroy() - free @d (NULL is a no-op). Permits it handed out stay valid.
+ *  Returns 0. */
 BAND_API int band_door_destroy(band_door *d);
 
 /**

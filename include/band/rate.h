@@ -59,7 +59,8 @@ typedef struct band_rate_opts {
  */
 BAND_API int band_rate_create(band_rate **out, const band_rate_opts *opts);
 
-/** band_rate_create_simple() - @per_second tokens per second, bucket @burst, real clock. */
+/** band_rate_create_simple() - @per_second tokens per second, bucket @burst, real clock.
+ *  Returns as band_rate_create(). */
 BAND_API int band_rate_create_simple(band_rate **out, uint64_t per_second, uint64_t burst);
 
 /** band_rate_destroy() - free @r (NULL is a no-op). Bookings still held become dangling:

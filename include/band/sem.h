@@ -80,11 +80,13 @@ BAND_API int band_sem_set_wait_histo(band_sem *s, struct band_histo *h);
 
 /**
  * band_sem_set_deadline_aware() - @on 1: an acquisition that would have to queue is refused
- * at once with BAND_ETIMEDOUT (holding nothing, no wake) when the measured pace of grants
- * to queued waiters (grant_pace_ns in the counters) predicts it would miss its deadline:
- * the blocking call's deadline, or w->deadline for band_sem_acquire_async(). Until a pace
- * has been measured nobody is refused. @on 0 (the default): waiters queue whatever their
- * deadline. Multi-budget admissions are not predicted. Returns 0 or BAND_EINVAL. MT-safe.
+ * at once with BAND_ETIMEDOUT (holding nothing, no wake; counted in refused_deadline) when
+ * the measured pace of grants to queued waiters (grant_pace_ns in the counters) predicts it
+ * would miss its deadline: the blocking call's @deadline, or @w->deadline for
+ * band_sem_acquire_async(), read once at submission. Until a pace has been measured
+ * nobody is refused, and a deadline of BAND_FOREVER never is. @on 0 (the default): waiters
+ * queue whatever their deadline and @w->deadline is never read. Multi-budget admissions
+ * are not predicted. Returns 0 or BAND_EINVAL (NULL @s, @on not 0 or 1). MT-safe.
  */
 BAND_API int band_sem_set_deadline_aware(band_sem *s, int on);
 
@@ -121,11 +123,12 @@ BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline);
  * any other answer also ends it at once, and except for BAND_EINVAL (which leaves @w
  * untouched) band_waiter_status(@w) then reports it. Other answers:
  * BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL (NULL @s or @w, @w already pending or with no
- * wake function, @n above BAND_SEM_MAX_PERMITS), or BAND_EOVERFLOW when the units asked
- * for by all queued waiters would exceed 2^64 - 1. Never calls wake itself.
- * When the wake reports status 0 the owner holds @n permits. @w must stay valid and
- * untouched while pending. The deadline in @w is not read: front ends cancel at it.
- * MT-safe.
+ * wake function, @n above BAND_SEM_MAX_PERMITS), BAND_EOVERFLOW when the units asked
+ * for by all queued waiters would exceed 2^64 - 1, or BAND_ETIMEDOUT only in deadline-aware
+ * mode (band_sem_set_deadline_aware()), when the wait is predicted to miss @w->deadline.
+ * Never calls wake itself. When the wake reports status 0 the owner holds @n permits. @w
+ * must stay valid and untouched while pending. The semaphore never cancels @w at its
+ * deadline: front ends that arm a timer do that with band_waiter_cancel(). MT-safe.
  */
 BAND_API int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w);
 
@@ -262,8 +265,9 @@ BAND_API int band_permit_adopt(band_permit *p, band_sem *s, uint64_t n);
 /**
  * band_permit_release() - return what @p holds and empty it.
  *
- * Idempotent: releasing an empty permit returns 0 and does nothing. Returns the code of
- * band_sem_release(); on BAND_EOVERFLOW @p keeps its permits.
+ * Idempotent: releasing an empty permit returns 0 and does nothing. Returns BAND_EINVAL
+ * for a NULL @p, otherwise the code of band_sem_release(); on BAND_EOVERFLOW @p keeps its
+ * permits.
  */
 BAND_API int band_permit_release(band_permit *p);
 

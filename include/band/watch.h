@@ -19,12 +19,12 @@
  *    value_size bytes, and a large value makes every waiting receiver's copy part of the
  *    send. For large state, send a pointer to an immutable, reference-counted snapshot.
  *
- * Shape. As the brief suggests, with these decisions: receivers are not registered with the
- * watch (a cursor is two words of caller memory; dropping one is just not using it again,
- * so nothing can leak and rx creation cannot fail); a pending wait keeps its cursor and its
- * output buffer in the op, so the watch needs no per-receiver storage; "try" variants never
- * wait; reads that do not mark seen (band_watch_read) are separate from reads that do
- * (band_watch_rx_read, band_watch_changed).
+ * Shape: receivers are not registered with the watch (a cursor is two words of caller
+ * memory; dropping one is just not using it again, so nothing can leak and rx creation
+ * cannot fail); a pending wait keeps its cursor and its output buffer in the op, so the
+ * watch needs no per-receiver storage; "try" variants never wait; reads that do not mark
+ * seen (band_watch_read) are separate from reads that do (band_watch_rx_read,
+ * band_watch_changed).
  *
  * Every band_watch_* function is MT-safe. Sends and closes run the wakes of the receivers
  * they complete on the calling thread, after every band lock is released.
@@ -58,7 +58,8 @@ typedef struct band_watch_rx {
 /**
  * struct band_watch_changed_op - a pending wait for a change, embedded by its owner.
  *
- * @w comes first (STYLE example 9). band_watch_changed_async() sets @rx and @out. When the
+ * @w comes first, so a wake function can convert &op->w back to the op with a cast or
+ * container_of. band_watch_changed_async() sets @rx and @out. When the
  * wake reports 0, the value of version @version has been copied to @out (unless @out is
  * NULL) and @rx's seen version is @version. Keep the op, the cursor and the buffer valid
  * and untouched while pending.

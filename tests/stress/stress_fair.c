@@ -5,10 +5,11 @@
  * while all that runs. Each scenario is bounded by iterations and wall time (2 s, 2 s and
  * 1 s; 1 s each under sanitizers).
  *
- * Workers never assert (STYLE.md 2.3): they count errors (a wake seen twice, a wake after
- * a successful cancel, a cancel that neither removed nor found a completion, a release
- * that failed) and the main thread checks the counts, the invariants (band__fair_check)
- * and that at quiescence every unit is back and only pinned keys remain.
+ * Workers never assert (an assert belongs on the main thread, see tests/support/test.h):
+ * they count errors (a wake seen twice, a wake after a successful cancel, a cancel that
+ * neither removed nor found a completion, a release that failed) and the main thread
+ * checks the counts, the invariants (band__fair_check) and that at quiescence every unit
+ * is back and only pinned keys remain.
  */
 #include "test.h"
 

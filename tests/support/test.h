@@ -1,7 +1,7 @@
 /*
  * test.h - cmocka includes and small helpers shared by band's unit and stress tests.
  *
- * Rules every test follows (STYLE.md 2.3):
+ * Rules every test follows:
  *  - assert_* only on the test's main thread: a failed assert longjmps to a jmp_buf set on
  *    that thread. Worker threads record what they saw (struct test_thread, struct
  *    wake_rec) and the main thread checks it after join.
@@ -55,7 +55,7 @@ typedef void wake_hook_fn(struct wake_rec *r);
 /*
  * A waiter with a wake counter: the wake function increments count, stores the status it
  * saw, appends to the shared log (if any) and runs the hook (if any). The waiter is the
- * first member, as STYLE.md's example 9 recommends.
+ * first member, so a wake function converts its band_waiter * back with a cast.
  */
 struct wake_rec {
     band_waiter w;

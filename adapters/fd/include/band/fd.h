@@ -242,8 +242,7 @@ typedef void band_fdq_drop_fn(band_fdq_op *op, void *ctx);
  * After this call band never touches any op again. Returns 0, or BAND_EINVAL for NULL
  * (nothing happens). Owner thread only; never from inside a band wake function.
  *
- * (The API sketch had band_fdq_destroy(q) alone. The callback is how destroy reports
- * each pending op exactly once: there is no reap after it.)
+ * @drop is how destroy reports each pending op exactly once: there is no reap after it.
  */
 BAND_API int band_fdq_destroy(band_fdq *q, band_fdq_drop_fn *drop, void *ctx);
 
