@@ -7,7 +7,7 @@
  * soon as the token is requested, holding nothing (a refused send leaves the element with
  * the caller). A requested token means "do not wait", as a past deadline does: a call that
  * can complete at once still completes; one that would have to wait returns
- * BAND_ECANCELED instead of BAND_ETIMEDOUT.
+ * BAND_ECANCELED at once, as it would report an expired deadline.
  *
  * Tokens nest: a child is requested when its parent is (a request of the child does not
  * reach the parent), so a request for the whole program stops every stage, and one stage
