@@ -69,8 +69,8 @@ int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount, band_ti
         return BAND_EINVAL;
     if (amount <= p->count)
         return band_admit_release_part(g, s, p->count - amount);
-    if (amount > atomic_load_explicit(&s->limit, memory_order_relaxed)) {
-        atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+    if (amount > band__sem_limit(s)) {
+        band__sem_count_too_big(s);
         return BAND_E2BIG;
     }
     int rc = band__sem_acquire_front(s, amount - p->count, deadline);

@@ -51,12 +51,14 @@ typedef struct band_admit_entry {
 } band_admit_entry;
 
 typedef struct band_tree band_tree;
+struct band__smart_ops; /* private */
 
 /**
  * struct band_admit_req - one multi-budget request, owned by the caller.
  *
  * The waiter comes first: pass &req->w to band_waiter_cancel(), and recover the request
- * from it in a wake function. About 880 bytes on LP64; nothing is allocated on any admission path.
+ * from it in a wake function. About 890 bytes on LP64; nothing is allocated on any admission
+ * path.
  * Initialise with band_admit_req_init(), then add budgets with band_admit_req_add().
  */
 typedef struct band_admit_req {
@@ -71,6 +73,7 @@ typedef struct band_admit_req {
     band_tree *_tenant[BAND_ADMIT_MAX];
     uint64_t _tenant_amt[BAND_ADMIT_MAX];
     uint32_t _ntenant;
+    const struct band__smart_ops *_ops; /* how the budgets talk to its entries' nodes */
     band_admit_entry e[BAND_ADMIT_MAX];
 } band_admit_req;
 

@@ -874,6 +874,51 @@ static void test_release_overflow_with_request(void **state)
     CHECK(f);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* nothing touches a semaphore after the wakes                                        */
+
+struct cancel_destroy {
+    band_sem *x;
+    band_admit_req *r;
+    int cancel_rc, destroy_rc;
+};
+
+static void cancel_then_destroy(struct wake_rec *rec)
+{
+    struct cancel_destroy *cd = rec->ctx;
+    cd->cancel_rc = band_waiter_cancel(&cd->r->w, BAND_ECANCELED);
+    cd->destroy_rc = band_sem_destroy(cd->x);
+}
+
+static void test_wake_cancels_request_and_destroys_sem(void **state)
+{
+    struct fixture *f = *state;
+    /* X's queue: a plain waiter, then q0's node (q0 also waits for B). A release of 2
+     * grants the plain waiter and sets 1 aside for q0, which covers it there. The plain
+     * waiter's wake cancels q0 and destroys X, now idle: the release may not touch X
+     * after that wake, not even to have q0 evaluated (AddressSanitizer checks). */
+    band_sem *x;
+    assert_int_equal(band_sem_create(&x, 0), 0);
+    struct cancel_destroy cd = {x, &f->q[0].r, 12345, 12345};
+    f->rec[0].hook = cancel_then_destroy;
+    f->rec[0].ctx = &cd;
+    assert_int_equal(band_sem_acquire_async(x, 1, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], x, 1, f->b, 1);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_u64_equal(stats_of(x).waiters, 2);
+    assert_int_equal(band_sem_release(x, 2), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_int_equal(atomic_load(&f->rec[0].status), 0);
+    assert_int_equal(cd.cancel_rc, 0);
+    assert_int_equal(cd.destroy_rc, 0);
+    assert_int_equal(atomic_load(&f->q[0].count), 0); /* cancelled: no wake */
+    assert_int_equal(band_waiter_status(&f->q[0].r.w), BAND_ECANCELED);
+    assert_u64_equal(stats_of(f->b).waiters, 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    CHECK(f);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -907,6 +952,7 @@ int main(void)
         T(test_wake_calls_back),
         T(test_plain_sem_and_debt),
         T(test_release_overflow_with_request),
+        T(test_wake_cancels_request_and_destroys_sem),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
