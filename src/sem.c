@@ -640,6 +640,25 @@ int band_sem_reduce(band_sem *s, uint64_t n)
     return rc;
 }
 
+int band__sem_charge(band_sem *s, uint64_t n)
+{
+    if (n == 0)
+        return 0;
+    if (n > BAND_SEM_MAX_PERMITS)
+        return BAND_EOVERFLOW;
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    while (!(st & SLOW) && AVAIL(st) >= n) {
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 0;
+    }
+    /* The capacity stays: the units are held, and their release repays the debt. */
+    pthread_mutex_lock(&s->lock);
+    int rc = sem_reduce_locked(s, n);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
 uint64_t band_sem_drain(band_sem *s, uint64_t up_to)
 {
     if (s == NULL)

@@ -65,6 +65,16 @@ int band__sem_shrink(band_sem *s, uint64_t n);
 void band__sem_forget(band_sem *s, uint64_t n);
 
 /*
+ * Charge @n units to a holder that has already used them (reconcile): they are taken
+ * from the available units first and the rest becomes debt, which later releases repay
+ * before any waiter, as band_sem_reduce() does on a semaphore; a budget's capacity does
+ * not change. Never waits, refuses nothing for size or close. Returns 0, or
+ * BAND_EOVERFLOW when the debt would pass BAND_SEM_MAX_PERMITS (nothing changed). Lock
+ * taken inside; no waiter completes, so no wake runs.
+ */
+int band__sem_charge(band_sem *s, uint64_t n);
+
+/*
  * Smart nodes in a semaphore (the seam for layers such as multi-budget admission).
  *
  * The semaphore never grants a smart node. When one is the head of the queue, released
