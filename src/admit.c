@@ -3,9 +3,9 @@
  *
  * The try path is lock-free (each budget's own fast path, given back on refusal). A
  * request that must wait takes the admission mutex and all of its budgets' locks in
- * address order, then either takes every amount (all idle) or joins every queue at once;
- * admit_eval.c decides it from then on. Its design notes explain why this is FIFO and
- * deadlock-free.
+ * address order, then either takes every amount (all idle) or joins every queue of its
+ * first stage at once; admit_eval.c decides it from then on. Its design notes explain why
+ * this is FIFO and deadlock-free.
  */
 #include <string.h>
 
@@ -18,8 +18,9 @@ void band_admit_req_init(band_admit_req *r, band_wake_fn *wake, void *data)
         return;
     memset(r, 0, sizeof(*r));
     band_waiter_init(&r->w, wake, data);
+    r->_ops = &band__admit_node_ops;
     for (unsigned i = 0; i < BAND_ADMIT_MAX; i++)
-        band_waiter_init(&r->e[i]._node, band__admit_proxy_wake, r);
+        band__smart_init(&r->e[i]._node, &r->_ops);
 }
 
 /* Sort the entries by semaphore address: the lock order. */
@@ -88,8 +89,8 @@ static int admit_check_size(const band_admit_req *r)
 {
     for (uint32_t i = 0; i < r->n; i++) {
         band_sem *s = r->e[i].sem;
-        if (r->e[i].amount > atomic_load_explicit(&s->limit, memory_order_relaxed)) {
-            atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+        if (r->e[i].amount > band__sem_limit(s)) {
+            band__sem_count_too_big(s);
             return BAND_E2BIG;
         }
     }
@@ -127,11 +128,7 @@ int band_admit_try(band_admit_req *r, band_admit_grant *g)
 static int admit_idle_locked(const band_admit_req *r)
 {
     for (uint32_t i = 0; i < r->n; i++) {
-        band_sem *s = r->e[i].sem;
-        if (r->e[i].amount == 0)
-            continue;
-        uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
-        if (s->q.len > 0 || s->debt > 0 || BAND__SEM_AVAIL(st) < r->e[i].amount)
+        if (r->e[i].amount > 0 && !band__sem_idle_for_locked(r->e[i].sem, r->e[i].amount))
             return 0;
     }
     return 1;
@@ -151,27 +148,19 @@ static int admit_take_locked(const band_admit_req *r)
 }
 
 /* Refusals that need the locks: 0, BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW. */
-static int admit_check_locked(const band_admit_req *r)
+static int admit_check_locked(band_admit_req *r)
 {
-    for (uint32_t i = 0; i < r->n; i++) {
-        band_sem *s = r->e[i].sem;
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) & BAND__SEM_CLOSED)
-            return BAND_ECLOSED;
+    int rc = band__admit_refusal_locked(r, 1);
+    for (uint32_t i = 0; rc == 0 && i < r->n; i++) {
+        if (!band__sem_room_locked(r->e[i].sem, r->e[i].amount))
+            rc = BAND_EOVERFLOW;
     }
-    for (uint32_t i = 0; i < r->n; i++) {
-        band_sem *s = r->e[i].sem;
-        if (r->e[i].amount > atomic_load_explicit(&s->limit, memory_order_relaxed)) {
-            atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
-            return BAND_E2BIG;
-        }
-        if (r->e[i].amount > UINT64_MAX - s->q_units)
-            return BAND_EOVERFLOW;
-    }
-    return 0;
+    return rc;
 }
 
-/* Take everything now or join every queue at once. BAND_PENDING, 0 (granted at once), or
- * a refusal; never wakes @r. Completions of other waiters run before it returns. */
+/* Take everything now or join the queues of the first stage at once. BAND_PENDING, 0
+ * (granted at once), or a refusal; never wakes @r. Completions of other waiters run
+ * before it returns. */
 static int admit_enqueue(band_admit_req *r)
 {
     struct band__wakelist wl;
@@ -181,16 +170,18 @@ static int admit_enqueue(band_admit_req *r)
     int rc = admit_check_locked(r);
     if (rc == 0 && !(admit_idle_locked(r) && admit_take_locked(r) == 0)) {
         r->_flags = 0;
+        band__list_init(&r->w._link); /* out of the inbox */
         band__admit_tree_classify_locked(r);
         band__admit_start_locked(r);
         /* Joins the first stage (every queue, without a tree); all was checked above,
          * so it is either waiting or, for a guaranteed request that finds free units
          * set aside already, granted. */
-        rc = band__admit_advance_locked(r, &wl) == 1 ? 0 : BAND_PENDING;
-        if (rc == 0)
-            band__admit_tree_leave_locked(r);
-        else if (r->_joined < r->_nstages)
-            band__admit_staged_add_locked(r);
+        int adv = band__admit_advance_locked(r);
+        if (adv != 0) {
+            band__admit_leave_locked(r, adv == 1, adv, &wl);
+            band__admit_finish_locked(r);
+        }
+        rc = adv == 1 ? 0 : adv == 0 ? BAND_PENDING : adv;
     }
     if (rc == BAND_PENDING)
         band__waiter_set(&r->w, &band__admit_q, BAND__W_QUEUED);
@@ -199,7 +190,7 @@ static int admit_enqueue(band_admit_req *r)
     if (rc == 0)
         r->_flags |= BAND__ADMIT_GRANTED;
     band__admit_unlock_all(r);
-    band__admit_process_locked(&wl);
+    band__admit_drain_locked(&wl);
     pthread_mutex_unlock(&band__admit_mu);
     band__wakelist_run(&wl);
     return rc;

@@ -1,45 +1,60 @@
 /*
- * admit_eval.c - deciding multi-budget requests: grant, fail, cancel, and the kick that
- * semaphores send when a request may have become grantable.
+ * admit_eval.c - deciding multi-budget requests: the nodes' ops, the inbox, grant, fail,
+ * cancel.
  *
  * Design notes
  * ------------
- * Nodes. A pending request has one proxy waiter in the queue of each budget it names
- * (entry._node, wake = band__admit_proxy_wake, data = the request). The request's own
- * waiter sits on no list; its state points at band__admit_q, whose lock is the admission
- * mutex, so band_waiter_cancel() on it takes that mutex and calls admit_cancel_locked().
+ * Nodes. A pending request has one smart node (core/waitq.h) per budget it names
+ * (entry._node, whose data points at the request's _ops): queued in that budget's wait
+ * queue, or watching it while the request has not reached that tree level. The request's
+ * own waiter sits on no queue; its state points at band__admit_q, whose lock is the
+ * admission mutex, so band_waiter_cancel() on it takes that mutex and calls
+ * admit_cancel_locked().
+ *
+ * The seam. The semaphore calls a node's ops with its lock held: ready when the node is
+ * the head of its queue with its amount set aside, changed when the budget closed or its
+ * capacity fell below the amount. Both do the same here: put the request in the inbox and
+ * set the wake list's post to admit_drain_post(), which takes no argument. So nothing the
+ * admission does after the semaphore's operation unlocked refers to that semaphore, which
+ * a wake may have destroyed by then; it refers only to requests in the inbox.
+ *
+ * The inbox. A FIFO of requests to evaluate, linked through the request's own waiter's
+ * _link (unused while the request is pending), guarded by its own leaf lock, because the
+ * semaphores add to it under their locks. A request is in the inbox only while pending:
+ * it is added with a lock held under which one of its nodes is queued or watching, and it
+ * is taken out, under the admission mutex, before its waiter ends. So a request found in
+ * the inbox under the admission mutex is pending and alive, and so are its budgets (a
+ * budget with a node queued or watching cannot be destroyed).
  *
  * Lock order. band__admit_mu, then semaphore locks in ascending address order (a request's
- * _order). Semaphore operations hold one semaphore lock and never wait for the admission
- * mutex while holding it; when they leave a proxy at the head of a queue with enough free
- * units (head_got), or must fail proxies (close, shrink), they set their wake list's post
- * hook and band__admit_kick() runs after they unlocked. No cycle, so no lock deadlock.
+ * _order), then the inbox lock. Semaphore operations hold one semaphore lock and never wait
+ * for the admission mutex; the post runs after they unlocked. No cycle, so no deadlock.
  *
- * One global order. A request joins all of its queues while holding the admission mutex
- * and all of their locks, i.e. at one instant; a plain acquisition joins its one queue at
- * one instant under that queue's lock. So the order of every queue agrees with one global
- * order of queueing instants (guaranteed-class requests of a hierarchy sort ahead of the
- * rest, by a class fixed for the request in all queues: the order is then lexicographic
- * (class, instant), still global). "X waits behind Y" therefore never forms a cycle, and
- * the globally first waiter is the head of each of its queues.
+ * One global order. A request joins all of the queues of a stage while holding the
+ * admission mutex and all of their locks, i.e. at one instant; a plain acquisition joins
+ * its one queue at one instant under that queue's lock. So the order of every queue agrees
+ * with one global order of queueing instants (guaranteed-class requests of a hierarchy
+ * sort ahead of the rest, by a class fixed for the request in all queues, and later tree
+ * levels sort by the request's first ticket: admit_queue.c). "X waits behind Y" therefore
+ * never forms a cycle, and the globally first waiter is the head of each of its queues.
  *
- * Holds nothing, takes everything at once. A proxy is never granted by the semaphore. The
- * free units FIFO sets aside for the head of a queue (head_got) are not the request's:
- * if it is cancelled they go on to the next waiter. A request is granted only when, with
- * all of its locks held, it is the head of every queue it is in and every head_got covers
- * its amount; it then takes all amounts and leaves all queues in one step.
+ * Holds nothing, takes everything at once. The units set aside for a node at the head
+ * are not the request's: if it is cancelled they go on to the next waiter. A request is
+ * granted only when, with all of its locks held, it is the head of every queue it is in
+ * and every set-aside covers its amount; it then takes all amounts and leaves all queues
+ * in one step.
  *
  * No lost evaluation. A request becomes grantable only through an event on one of its
- * semaphores that makes "head with enough" true there (units released into head_got, the
- * request reaching the head with units), and every such event kicks that semaphore once
- * its lock is dropped. The kick re-reads everything under the locks, so a stale kick is
- * harmless. While the admission mutex is held a queued request cannot be cancelled or
- * completed by anybody else, so a request found at the head of a queue stays valid after
- * that queue's lock is dropped and before its locks are all taken.
+ * budgets that makes "head with enough" true there, and it must fail only through a close
+ * or capacity change of one of them; the semaphore calls the node's ops for each, which
+ * puts the request in the inbox before that lock is dropped. Whoever adds to the inbox
+ * either holds the admission mutex (and drains before releasing it) or has set its post,
+ * which drains after it. An evaluation re-reads everything under the locks, so a stale one
+ * is harmless. While the admission mutex is held a pending request cannot be cancelled or
+ * completed by anybody else.
  *
- * Cascades (a grant frees units that make the next head grantable) go through the dirty
- * list, an intrusive stack of semaphores guarded by the admission mutex: no recursion, no
- * allocation. It is empty whenever the mutex is free.
+ * Cascades (a grant frees units that make the next head grantable) go through the inbox
+ * too: no recursion, no allocation.
  */
 #include "admit_internal.h"
 
@@ -53,187 +68,115 @@ pthread_mutex_t band__admit_mu = PTHREAD_MUTEX_INITIALIZER;
 struct band__waitq band__admit_q = {
     {&band__admit_q.head, &band__admit_q.head}, 0, &band__admit_mu, &admit_ops};
 
-/* Semaphores to evaluate (admission mutex). */
-static band_sem *dirty_first;
+/* Requests to evaluate, in the order they were added. */
+static pthread_mutex_t inbox_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct band__node inbox = {&inbox, &inbox};
 
-/* The wake of proxy nodes: their identity mark. The semaphore never completes a proxy, so
- * it is never called. */
-void band__admit_proxy_wake(band_waiter *w)
+static void admit_drain_post(void);
+
+/* Both ops of a node: its request is to be evaluated (the node's lock held). */
+static void admit_node_notify(band_waiter *node, struct band__wakelist *wl)
 {
-    (void)w;
+    band_admit_req *r = band__admit_owner(node);
+    pthread_mutex_lock(&inbox_mu);
+    if (band__list_empty(&r->w._link))
+        band__list_add_tail(&inbox, &r->w._link);
+    pthread_mutex_unlock(&inbox_mu);
+    wl->post = admit_drain_post;
 }
+
+const struct band__smart_ops band__admit_node_ops = {admit_node_notify, admit_node_notify};
 
 void band__admit_lock_all(band_admit_req *r)
 {
     for (uint32_t k = 0; k < r->n; k++)
-        pthread_mutex_lock(&r->e[r->_order[k]].sem->lock);
+        band__sem_lock(r->e[r->_order[k]].sem);
 }
 
 void band__admit_unlock_all(band_admit_req *r)
 {
     for (uint32_t k = r->n; k > 0; k--)
-        pthread_mutex_unlock(&r->e[r->_order[k - 1]].sem->lock);
+        band__sem_unlock(r->e[r->_order[k - 1]].sem);
 }
 
-void band__admit_mark_dirty(band_sem *s)
-{
-    if (s->admit_dirty)
-        return;
-    s->admit_dirty = 1;
-    s->admit_next = dirty_first;
-    dirty_first = s;
-}
-
-/* Move @src's wakes to @dst and turn its post hook (a kick) into a dirty mark. */
-static void admit_collect(struct band__wakelist *dst, struct band__wakelist *src)
-{
-    if (src->post_arg != NULL)
-        band__admit_mark_dirty(src->post_arg);
-    src->post = NULL;
-    src->post_arg = NULL;
-    band__wakelist_splice(dst, src);
-}
-
-void band__admit_remove_locked(band_admit_req *r, unsigned i, int granted, int status,
-                               struct band__wakelist *wl)
-{
-    band_sem *s = r->e[i].sem;
-    band_waiter *node = &r->e[i]._node;
-    uint64_t pool = 0;
-    if (band__waitq_first(&s->q) == node) {
-        pool = s->head_got;
-        s->head_got = 0;
-        if (granted)
-            pool -= node->_u.want;
-    }
-    band_time now = 0;
-    band__sem_dequeue_locked(s, node, &now);
-    band__waiter_set(node, NULL, BAND__W_IDLE);
-    if (granted)
-        s->grants++;
-    else if (status == BAND_ETIMEDOUT)
-        s->timeouts++;
-    else if (status == BAND_ECLOSED)
-        s->closed_fails++;
-    else if (status == BAND_E2BIG)
-        atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
-    else
-        s->cancels++;
-    struct band__wakelist twl;
-    band__wakelist_init(&twl);
-    band__sem_publish_locked(s, band__sem_grant_locked(s, pool, &twl));
-    admit_collect(wl, &twl);
-}
-
-/* Take every queued node of @r out of its queue (all of @r's locks held). */
-static void admit_remove_all_locked(band_admit_req *r, int granted, int status,
-                                    struct band__wakelist *wl)
+int band__admit_refusal_locked(band_admit_req *r, int submit)
 {
     for (uint32_t i = 0; i < r->n; i++) {
-        if (band__waiter_state(&r->e[i]._node) == BAND__W_QUEUED)
-            band__admit_remove_locked(r, i, granted, status, wl);
+        if ((submit || r->e[i].amount > 0) && band__sem_closed(r->e[i].sem))
+            return BAND_ECLOSED;
+    }
+    for (uint32_t i = 0; i < r->n; i++) {
+        band_sem *s = r->e[i].sem;
+        if (r->e[i].amount > band__sem_limit(s)) {
+            if (submit)
+                band__sem_count_too_big(s);
+            return BAND_E2BIG;
+        }
+    }
+    return 0;
+}
+
+void band__admit_leave_locked(band_admit_req *r, int granted, int status, struct band__wakelist *wl)
+{
+    for (uint32_t i = 0; i < r->n; i++) {
+        band_waiter *node = &r->e[i]._node;
+        if (band__waiter_state(node) == BAND__W_QUEUED)
+            band__sem_smart_leave_locked(r->e[i].sem, node, granted, status, wl);
+        else if (!band__list_empty(&node->_link)) /* watching */
+            band__sem_unwatch_locked(r->e[i].sem, node);
     }
 }
 
-void band__admit_fail_locked(band_admit_req *r, int status, struct band__wakelist *wl)
+void band__admit_finish_locked(band_admit_req *r)
 {
-    band__admit_lock_all(r);
-    admit_remove_all_locked(r, 0, status, wl);
-    band__admit_unlock_all(r);
     band__admit_tree_leave_locked(r);
-    band__waiter_complete_locked(&r->w, status, wl);
+    pthread_mutex_lock(&inbox_mu);
+    band__list_del_init(&r->w._link);
+    pthread_mutex_unlock(&inbox_mu);
 }
 
-/* Move @r on: join its next stage, grant it, or fail it (a stage it joins is closed or
- * too small). Returns 1 when it ended (its wake joins @wl), 0 while it waits. Admission
- * mutex held, no lock held. */
-static int admit_try_grant_locked(band_admit_req *r, struct band__wakelist *wl)
+/* Move @r on: fail it (a budget closed or became too small), join its next stage, or
+ * grant it. Its wake joins @wl when it ends. Admission mutex held, no lock held. */
+static void admit_eval_locked(band_admit_req *r, struct band__wakelist *wl)
 {
     band__admit_lock_all(r);
-    int rc = band__admit_advance_locked(r, wl);
-    if (rc < 0)
-        admit_remove_all_locked(r, 0, rc, wl);
+    int rc = band__admit_refusal_locked(r, 0);
+    if (rc == 0)
+        rc = band__admit_advance_locked(r);
+    if (rc != 0)
+        band__admit_leave_locked(r, rc == 1, rc, wl);
     band__admit_unlock_all(r);
     if (rc == 0)
-        return 0;
-    band__admit_tree_leave_locked(r);
+        return; /* it waits for another budget, whose events will bring it back */
+    band__admit_finish_locked(r);
     if (rc == 1)
         r->_flags |= BAND__ADMIT_GRANTED;
     band__waiter_complete_locked(&r->w, rc == 1 ? 0 : rc, wl);
-    return 1;
 }
 
-/* The first proxy of @s that must fail, and why (lock held), or NULL. */
-static band_admit_req *admit_sweep_victim_locked(band_sem *s, int *status)
-{
-    int closed = (atomic_load_explicit(&s->state, memory_order_relaxed) & BAND__SEM_CLOSED) != 0;
-    uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
-    struct band__node *node;
-    band__list_foreach (node, &s->q.head) {
-        band_waiter *w = band__waiter_of(node);
-        if (!band__is_proxy(w))
-            continue;
-        if (closed) {
-            *status = BAND_ECLOSED;
-            return w->data;
-        }
-        if (w->_u.want > limit) {
-            *status = BAND_E2BIG;
-            return w->data;
-        }
-    }
-    return NULL;
-}
-
-/* Fail what @s's close or shrink left behind, then grant its head while it can be. */
-static void admit_eval_sem_locked(band_sem *s, struct band__wakelist *wl)
+void band__admit_drain_locked(struct band__wakelist *wl)
 {
     for (;;) {
-        pthread_mutex_lock(&s->lock);
-        if (s->admit_sweep) {
-            int status = 0;
-            band_admit_req *victim = admit_sweep_victim_locked(s, &status);
-            if (victim != NULL) {
-                pthread_mutex_unlock(&s->lock);
-                band__admit_fail_locked(victim, status, wl);
-                continue;
-            }
-            s->admit_sweep = 0;
-            /* Requests that have not reached @s yet but name it fail now too. */
-            pthread_mutex_unlock(&s->lock);
-            band__admit_staged_sweep_locked(s, wl);
-            continue;
-        }
-        band_waiter *head = band__waitq_first(&s->q);
-        if (head == NULL || !band__is_proxy(head) || s->head_got < head->_u.want) {
-            pthread_mutex_unlock(&s->lock);
-            return;
-        }
-        band_admit_req *r = head->data; /* a proxy's data is its request, never NULL */
-        pthread_mutex_unlock(&s->lock);
-        if (r == NULL || !admit_try_grant_locked(r, wl))
-            return; /* it waits for another budget, whose events will kick it */
+        pthread_mutex_lock(&inbox_mu);
+        struct band__node *n = band__list_first(&inbox);
+        if (n != NULL)
+            band__list_del_init(n);
+        pthread_mutex_unlock(&inbox_mu);
+        if (n == NULL)
+            break;
+        admit_eval_locked(band__container_of(n, band_admit_req, w._link), wl);
     }
+    /* Every request added while this thread held the admission mutex was evaluated; later
+     * additions come with a post of their own. */
+    wl->post = NULL;
 }
 
-void band__admit_process_locked(struct band__wakelist *wl)
-{
-    band_sem *s;
-    while ((s = dirty_first) != NULL) {
-        dirty_first = s->admit_next;
-        s->admit_next = NULL;
-        s->admit_dirty = 0;
-        admit_eval_sem_locked(s, wl);
-    }
-}
-
-void band__admit_kick(void *sem)
+static void admit_drain_post(void)
 {
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&band__admit_mu);
-    band__admit_mark_dirty(sem);
-    band__admit_process_locked(&wl);
+    band__admit_drain_locked(&wl);
     pthread_mutex_unlock(&band__admit_mu);
     band__wakelist_run(&wl);
 }
@@ -245,8 +188,8 @@ static void admit_cancel_locked(struct band__waitq *q, band_waiter *w, int reaso
     (void)q;
     band_admit_req *r = band__container_of(w, band_admit_req, w);
     band__admit_lock_all(r);
-    admit_remove_all_locked(r, 0, reason, wl);
+    band__admit_leave_locked(r, 0, reason, wl);
     band__admit_unlock_all(r);
-    band__admit_tree_leave_locked(r);
-    band__admit_process_locked(wl);
+    band__admit_finish_locked(r);
+    band__admit_drain_locked(wl);
 }

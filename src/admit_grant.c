@@ -5,7 +5,8 @@
  * band_sem_release(), so freed units reach the budgets' queues (plain and multi-budget
  * waiters alike) in FIFO order. Adjusting up takes the shortfall ahead of every queued
  * waiter (band__sem_acquire_front()): they all arrived after this grant's request was
- * admitted, so it keeps its place in the global order.
+ * admitted, so it keeps its place in the global order. Reconciling up charges what was
+ * already used (band__sem_charge()): available units first, then debt, never a wait.
  */
 #include <string.h>
 
@@ -69,13 +70,27 @@ int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount, band_ti
         return BAND_EINVAL;
     if (amount <= p->count)
         return band_admit_release_part(g, s, p->count - amount);
-    if (amount > atomic_load_explicit(&s->limit, memory_order_relaxed)) {
-        atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+    if (amount > band__sem_limit(s)) {
+        band__sem_count_too_big(s);
         return BAND_E2BIG;
     }
     int rc = band__sem_acquire_front(s, amount - p->count, deadline);
     if (rc == 0)
         p->count = amount;
+    return rc;
+}
+
+int band_admit_reconcile(band_admit_grant *g, band_sem *s, uint64_t used)
+{
+    band_permit *p = grant_find(g, s);
+    if (p == NULL || used > BAND_SEM_MAX_PERMITS)
+        return BAND_EINVAL;
+    if (used <= p->count)
+        return band_admit_release_part(g, s, p->count - used);
+    /* Already consumed: charged at once, never waited for, whatever queues there. */
+    int rc = band__sem_charge(s, used - p->count);
+    if (rc == 0)
+        p->count = used;
     return rc;
 }
 

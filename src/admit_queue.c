@@ -18,7 +18,9 @@
  * waits in the tenant's queue only and does not hold up its ancestors, whose capacity
  * stays with the others (work-conserving). Joining later still sorts by the ticket taken
  * when it first queued, so the order stays global. With no tree all entries are stage 0
- * and a request joins all of its queues at one instant.
+ * and a request joins all of its queues at one instant. Until it joins a stage, each entry
+ * of that stage watches its budget (sem_priv.h), so that a close or shrink there still
+ * fails the request at once.
  */
 #include "admit_internal.h"
 
@@ -37,106 +39,88 @@ static int admit_is_front(const band_waiter *w)
     return w->data == (const void *)&band__sem_front_tag;
 }
 
-/* The node before which @r's node goes in @s's queue (non-empty), &q.head for the tail. */
-static struct band__node *admit_slot(band_sem *s, const band_admit_req *r)
+/* The queued node of @s before which @r's node of stage @stage goes, NULL for the tail. */
+static band_waiter *admit_slot(band_sem *s, const band_admit_req *r, unsigned stage)
 {
+    struct band__waitq *q = band__sem_queue(s);
     struct band__node *node;
+    if (q->len == 0)
+        return NULL;
     if (r->_flags & BAND__ADMIT_GUARANTEED) {
         /* Behind shortfalls of admitted grants and earlier guaranteed requests, ahead of
          * everything else. */
-        band__list_foreach (node, &s->q.head) {
+        band__list_foreach (node, &q->head) {
             band_waiter *w = band__waiter_of(node);
             if (admit_is_front(w))
                 continue;
-            if (band__is_proxy(w) && admit_key_less(w->data, r))
+            if (band__admit_is_node(w) && admit_key_less(band__admit_owner(w), r))
                 continue;
-            return node;
+            return w;
         }
-        return &s->q.head;
+        return NULL;
     }
-    if (r->_ticket > s->admit_max_ticket)
-        return &s->q.head; /* the newest request here: the tail, O(1) */
-    /* A later stage joining: ahead of every request with a later key, behind the rest. */
-    struct band__node *slot = &s->q.head;
-    for (node = s->q.head.prev; node != &s->q.head; node = node->prev) {
+    if (stage == 0)
+        return NULL; /* it just took the newest ticket: every request queued is older */
+    /* A later stage joining: ahead of every request with a later key, behind the rest.
+     * Walks back from the tail over the requests with later keys and the plain waiters
+     * among them (there are none when the node's budget serves only admissions). */
+    band_waiter *slot = NULL;
+    for (node = q->head.prev; node != &q->head; node = node->prev) {
         band_waiter *w = band__waiter_of(node);
         if (admit_is_front(w))
             break;
-        if (band__is_proxy(w)) {
-            if (admit_key_less(w->data, r))
+        if (band__admit_is_node(w)) {
+            if (admit_key_less(band__admit_owner(w), r))
                 break;
-            slot = node;
+            slot = w;
         }
     }
     return slot;
 }
 
-/* Queue @r's node of entry @i in its semaphore (all locks held). */
+/* Queue @r's node of entry @i in its semaphore (all locks held). A node of a later stage
+ * stops watching first. */
 static void admit_push_locked(band_admit_req *r, unsigned i, band_time now)
 {
     band_sem *s = r->e[i].sem;
     band_waiter *node = &r->e[i]._node;
-    node->data = r;
-    if (s->q.len == 0) {
-        /* The first waiter: what is available is set aside for it, as for any head. */
-        s->head_got = band__sem_become_slow_locked(s);
-        band__waitq_push_locked(&s->q, node, r->e[i].amount, now);
-    } else {
-        /* A new head inherits the free units set aside for the old one. */
-        band__waitq_insert_locked(&s->q, node, admit_slot(s, r), r->e[i].amount, now);
-    }
-    if (r->_ticket > s->admit_max_ticket)
-        s->admit_max_ticket = r->_ticket;
-    s->q_units += r->e[i].amount;
-    s->nproxy++;
-    s->queued++;
+    if (r->_stage[i] > 0)
+        band__sem_unwatch_locked(s, node);
+    band__sem_smart_push_locked(s, node, admit_slot(s, r, r->_stage[i]), r->e[i].amount, now);
 }
 
-/* Are @r's nodes of the joined stages each the head of their queue with enough free
- * units (and no sweep pending there)? All locks held. */
+/* Are @r's nodes of the joined stages each the head of their queue with enough set aside?
+ * All locks held. */
 static int admit_joined_ready_locked(const band_admit_req *r)
 {
     for (uint32_t i = 0; i < r->n; i++) {
         if (r->e[i].amount == 0 || r->_stage[i] >= r->_joined)
             continue;
-        const band_waiter *node = &r->e[i]._node;
-        band_sem *s = r->e[i].sem;
-        if (band__waiter_state(node) != BAND__W_QUEUED || band__waitq_first(&s->q) != node ||
-            s->head_got < node->_u.want || s->admit_sweep)
+        if (!band__sem_smart_covered_locked(r->e[i].sem, &r->e[i]._node))
             return 0;
     }
     return 1;
 }
 
-/* Refusals for the entries of stage @k: 0, BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW. */
+/* Room in the queues of stage @k: 0 or BAND_EOVERFLOW. Closed and too-small budgets were
+ * refused before (band__admit_refusal_locked()). */
 static int admit_stage_check_locked(const band_admit_req *r, unsigned k)
 {
     for (uint32_t i = 0; i < r->n; i++) {
-        if (r->_stage[i] != k || r->e[i].amount == 0)
-            continue;
-        band_sem *s = r->e[i].sem;
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) & BAND__SEM_CLOSED)
-            return BAND_ECLOSED;
-        if (r->e[i].amount > atomic_load_explicit(&s->limit, memory_order_relaxed))
-            return BAND_E2BIG;
-        if (r->e[i].amount > UINT64_MAX - s->q_units)
+        if (r->_stage[i] == k && r->e[i].amount > 0 &&
+            !band__sem_room_locked(r->e[i].sem, r->e[i].amount))
             return BAND_EOVERFLOW;
     }
     return 0;
 }
 
-int band__admit_advance_locked(band_admit_req *r, struct band__wakelist *wl)
+int band__admit_advance_locked(band_admit_req *r)
 {
     for (;;) {
         if (!admit_joined_ready_locked(r))
             return 0;
-        if (r->_joined >= r->_nstages) {
-            for (uint32_t i = 0; i < r->n; i++) {
-                if (band__waiter_state(&r->e[i]._node) == BAND__W_QUEUED)
-                    band__admit_remove_locked(r, i, 1, 0, wl);
-            }
+        if (r->_joined >= r->_nstages)
             return 1;
-        }
         int rc = admit_stage_check_locked(r, r->_joined);
         if (rc != 0)
             return rc;
@@ -158,6 +142,9 @@ void band__admit_start_locked(band_admit_req *r)
     for (uint32_t i = 0; i < r->n; i++) {
         if (r->_stage[i] > top)
             top = r->_stage[i];
+        /* A level it has not reached: it hears of that budget's close and shrink. */
+        if (r->_stage[i] > 0 && r->e[i].amount > 0)
+            band__sem_watch_locked(r->e[i].sem, &r->e[i]._node, r->e[i].amount);
     }
     r->_nstages = (uint8_t)(top + 1);
     r->w._since = band_now();

@@ -38,7 +38,7 @@ int band_tree_create(band_tree **out, band_tree *parent, uint64_t cap, uint64_t 
     t->g_pending = 0;
     pthread_mutex_lock(&band__admit_mu);
     if (parent != NULL) {
-        uint64_t pcap = atomic_load_explicit(&parent->sem.limit, memory_order_relaxed);
+        uint64_t pcap = band__sem_limit(&parent->sem);
         if (reserve > pcap - parent->child_reserve) {
             rc = BAND_EINVAL;
         } else {
@@ -62,10 +62,9 @@ int band_tree_destroy(band_tree *t)
         return 0;
     int rc = 0;
     pthread_mutex_lock(&band__admit_mu);
-    pthread_mutex_lock(&t->sem.lock);
-    if (t->children > 0 || t->sem.q.len > 0)
+    /* Waiters queued, or requests that will reach this level (watching it). */
+    if (t->children > 0 || band__sem_busy(&t->sem) != 0)
         rc = BAND_EBUSY;
-    pthread_mutex_unlock(&t->sem.lock);
     if (rc == 0 && t->parent != NULL) {
         t->parent->child_reserve -= t->reserve;
         t->parent->children--;
@@ -148,53 +147,8 @@ void band__admit_tree_classify_locked(band_admit_req *r)
         r->_tenant[k]->g_pending += r->_tenant_amt[k];
 }
 
-/* Requests with stages left to join (admit mutex), and how many. */
-static struct band__node staged = {&staged, &staged};
-_Atomic uint64_t band__admit_nstaged;
-
-void band__admit_staged_add_locked(band_admit_req *r)
-{
-    if (r->_flags & BAND__ADMIT_STAGED)
-        return;
-    band__list_add_tail(&staged, &r->w._link);
-    r->_flags |= BAND__ADMIT_STAGED;
-    atomic_fetch_add_explicit(&band__admit_nstaged, 1, memory_order_relaxed);
-}
-
-/* Does @r name @s in a stage it has not joined, with an amount @s can no longer admit? */
-static int staged_blocked_by(const band_admit_req *r, const band_sem *s, int closed, uint64_t limit)
-{
-    for (uint32_t i = 0; i < r->n; i++) {
-        if (r->e[i].sem == s && r->_stage[i] >= r->_joined && r->e[i].amount > 0 &&
-            (closed || r->e[i].amount > limit))
-            return 1;
-    }
-    return 0;
-}
-
-void band__admit_staged_sweep_locked(band_sem *s, struct band__wakelist *wl)
-{
-    int closed = (atomic_load_explicit(&s->state, memory_order_relaxed) & BAND__SEM_CLOSED) != 0;
-    uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
-    struct band__node *node = staged.next;
-    while (node != &staged) {
-        band_admit_req *r = band__container_of(node, band_admit_req, w._link);
-        if (staged_blocked_by(r, s, closed, limit)) {
-            band__admit_fail_locked(r, closed ? BAND_ECLOSED : BAND_E2BIG, wl);
-            node = staged.next; /* the list changed: start over (failed ones left it) */
-        } else {
-            node = node->next;
-        }
-    }
-}
-
 void band__admit_tree_leave_locked(band_admit_req *r)
 {
-    if (r->_flags & BAND__ADMIT_STAGED) {
-        band__list_del_init(&r->w._link);
-        r->_flags &= ~BAND__ADMIT_STAGED;
-        atomic_fetch_sub_explicit(&band__admit_nstaged, 1, memory_order_relaxed);
-    }
     if (!(r->_flags & BAND__ADMIT_GUARANTEED))
         return;
     r->_flags &= ~BAND__ADMIT_GUARANTEED;

@@ -108,6 +108,27 @@ uint64_t band_permit_forget(band_permit *p)
     return n;
 }
 
+int band_permit_reconcile(band_permit *p, uint64_t used)
+{
+    if (p == NULL || permit_is_empty(p) || used > BAND_SEM_MAX_PERMITS)
+        return BAND_EINVAL;
+    if (used == p->count)
+        return 0;
+    if (used < p->count) {
+        int rc = band_sem_release(p->sem, p->count - used);
+        if (rc == 0) {
+            p->count = used;
+            if (used == 0)
+                permit_clear(p);
+        }
+        return rc;
+    }
+    int rc = band__sem_charge(p->sem, used - p->count);
+    if (rc == 0)
+        p->count = used;
+    return rc;
+}
+
 void band_permit_release_scoped(band_permit *p)
 {
     if (band_permit_release(p) != 0)

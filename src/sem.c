@@ -34,6 +34,13 @@
  *
  * Only the head can hold a partial grant, so it lives in the semaphore (head_got), not in
  * every waiter: that keeps band_waiter at 64 bytes.
+ *
+ * Smart nodes. A layer over the semaphore (multi-budget admission) queues smart nodes
+ * (core/waitq.h) beside plain waiters. The grant loop sets units aside for a smart head and
+ * calls its ops when they cover it; close and capacity changes call them too. All of that
+ * happens under the lock, and the semaphore never learns what the layer does: a layer
+ * that needs other locks defers its work to the wake list's post, which cannot name the
+ * semaphore, because a wake may destroy it. Plain fast paths never look at smart nodes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -81,11 +88,8 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     s->last_grant = 0;
     s->ns_per_unit = 0;
     s->refused_deadline = 0;
-    s->nproxy = 0;
-    s->admit_max_ticket = 0;
-    s->admit_sweep = 0;
-    s->admit_dirty = 0;
-    s->admit_next = NULL;
+    s->nsmart = 0;
+    band__list_init(&s->watch);
     s->name[0] = '\0';
     return 0;
 }
@@ -111,16 +115,21 @@ int band_sem_create(band_sem **out, uint64_t permits)
     return 0;
 }
 
-/* 0, or BAND_EBUSY while waiters are queued. */
-static int sem_fini_if_idle(band_sem *s)
+int band__sem_busy(band_sem *s)
 {
     pthread_mutex_lock(&s->lock);
-    uint64_t waiting = s->q.len;
+    int busy = s->q.len > 0 || !band__list_empty(&s->watch);
     pthread_mutex_unlock(&s->lock);
-    if (waiting > 0)
-        return BAND_EBUSY;
-    band__sem_fini(s);
-    return 0;
+    return busy ? BAND_EBUSY : 0;
+}
+
+/* 0, or BAND_EBUSY while waiters are queued or smart nodes watch. */
+static int sem_fini_if_idle(band_sem *s)
+{
+    int rc = band__sem_busy(s);
+    if (rc == 0)
+        band__sem_fini(s);
+    return rc;
 }
 
 int band_sem_destroy(band_sem *s)
@@ -183,8 +192,8 @@ void band__sem_dequeue_locked(band_sem *s, band_waiter *w, band_time *now)
 {
     sem_account_wait_locked(s, w, now);
     s->q_units -= w->_u.want;
-    if (band__unlikely(band__is_proxy(w)))
-        s->nproxy--;
+    if (band__unlikely(band__waiter_is_smart(w)))
+        s->nsmart--;
     band__waitq_unlink_locked(&s->q, w);
 }
 
@@ -213,19 +222,12 @@ static int sem_predicted_to_miss_locked(const band_sem *s, uint64_t ahead, band_
     return now > deadline || (band_time)ahead * s->ns_per_unit > deadline - now;
 }
 
-/* Ask for a multi-budget evaluation of @s once @wl has run (no lock held then). */
-static void sem_kick_locked(band_sem *s, struct band__wakelist *wl)
-{
-    wl->post = band__admit_kick;
-    wl->post_arg = s;
-}
-
 /*
  * Hand out @pool released permits: the debt first, then the queued waiters in arrival
  * order, the head accumulating a partial grant when the pool runs short. Completed waiters
  * move to @wl. Returns what is left for the available count (0 while waiters remain).
- * A multi-budget proxy at the head is never granted here: the pool is set aside for it in
- * head_got, and once that covers its want the admission is kicked through @wl.
+ * A smart node at the head is never granted here: the pool is set aside for it in
+ * head_got, and its ops->ready is called once that first covers its want.
  */
 uint64_t band__sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakelist *wl)
 {
@@ -236,14 +238,14 @@ uint64_t band__sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakelis
     band_time now = 0;
     band_waiter *w;
     while (pool > 0 && (w = band__waitq_first(&s->q)) != NULL) {
-        if (band__unlikely(band__is_proxy(w))) {
-            /* Kick once, when the set-aside first covers the proxy: if it was covered
-             * already, the kick that found it so (or the admission that queued it there)
-             * has evaluated it, and only an event on another budget can change that. */
+        if (band__unlikely(band__waiter_is_smart(w))) {
+            /* Tell the owner once, when the set-aside first covers the node: if it was
+             * covered already, the owner has been told (or found it so when it queued
+             * the node) and only an event elsewhere can change its decision. */
             uint64_t before = s->head_got;
             s->head_got += pool;
             if (before < w->_u.want && s->head_got >= w->_u.want)
-                sem_kick_locked(s, wl);
+                band__smart_ops_of(w)->ready(w, wl);
             return 0;
         }
         uint64_t need = w->_u.want - s->head_got;
@@ -300,8 +302,8 @@ static int sem_release_locked(band_sem *s, uint64_t n, struct band__wakelist *wl
     /* SLOW is set, so nothing is available and no fast path can add any: the permits
      * left over after the debt and the waiters are exactly what becomes available. */
     uint64_t rest = n - band__min_u64(n, s->debt);
-    if (band__unlikely(s->nproxy > 0)) {
-        /* The units may stop at a proxy and stay free there: free units (head_got while
+    if (band__unlikely(s->nsmart > 0)) {
+        /* The units may stop at a smart node and stay free there: free units (head_got while
          * waiters queue) may not pass the limit, whatever the waiters before it take. */
         if (s->head_got > limit || rest > limit - s->head_got)
             return BAND_EOVERFLOW;
@@ -638,6 +640,25 @@ int band_sem_reduce(band_sem *s, uint64_t n)
     return rc;
 }
 
+int band__sem_charge(band_sem *s, uint64_t n)
+{
+    if (n == 0)
+        return 0;
+    if (n > BAND_SEM_MAX_PERMITS)
+        return BAND_EOVERFLOW;
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    while (!(st & SLOW) && AVAIL(st) >= n) {
+        if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 0;
+    }
+    /* The capacity stays: the units are held, and their release repays the debt. */
+    pthread_mutex_lock(&s->lock);
+    int rc = sem_reduce_locked(s, n);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
 uint64_t band_sem_drain(band_sem *s, uint64_t up_to)
 {
     if (s == NULL)
@@ -677,23 +698,24 @@ int band_sem_close(band_sem *s)
         while (node != &s->q.head) {
             struct band__node *next = node->next;
             band_waiter *w = band__waiter_of(node);
-            if (!band__is_proxy(w)) {
+            if (band__waiter_is_smart(w)) {
+                band__smart_ops_of(w)->changed(w, &wl);
+            } else {
                 band__sem_dequeue_locked(s, w, &now);
                 s->closed_fails++;
                 band__waiter_complete_locked(w, BAND_ECLOSED, &wl);
             }
             node = next;
         }
-        if (s->nproxy > 0) {
-            /* Multi-budget requests need their other semaphores' locks to fail: the
-             * admission does it right after this call (post hook). The pool stays with
-             * whichever proxy is now the head. */
+        band__list_foreach (node, &s->watch) {
+            band_waiter *w = band__waiter_of(node);
+            band__smart_ops_of(w)->changed(w, &wl);
+        }
+        if (s->nsmart > 0) {
+            /* Smart nodes leave only when their owners take them out; until then the
+             * pool stays set aside for whichever of them is now the head. */
             s->head_got = pool;
             pool = 0;
-        }
-        if (s->nproxy > 0 || atomic_load_explicit(&band__admit_nstaged, memory_order_relaxed)) {
-            s->admit_sweep = 1;
-            sem_kick_locked(s, &wl);
         }
         band__sem_publish_locked(s, band__sem_grant_locked(s, pool, &wl));
     }
@@ -740,8 +762,8 @@ static void sem_set_capacity_locked(band_sem *s, uint64_t newcap, struct band__w
     while (node != &s->q.head) {
         struct band__node *next = node->next;
         band_waiter *w = band__waiter_of(node);
-        if (w->_u.want > newcap && band__is_proxy(w)) {
-            s->admit_sweep = 1; /* failed by the admission, which needs more locks */
+        if (w->_u.want > newcap && band__waiter_is_smart(w)) {
+            band__smart_ops_of(w)->changed(w, wl); /* its owner fails it */
         } else if (w->_u.want > newcap) {
             if (band__waitq_first(&s->q) == w) {
                 pool += s->head_got;
@@ -753,12 +775,12 @@ static void sem_set_capacity_locked(band_sem *s, uint64_t newcap, struct band__w
         }
         node = next;
     }
-    uint64_t rest = band__sem_grant_locked(s, pool, wl);
-    if (atomic_load_explicit(&band__admit_nstaged, memory_order_relaxed) > 0)
-        s->admit_sweep = 1; /* requests that have not reached this level yet */
-    if (s->admit_sweep)
-        sem_kick_locked(s, wl);
-    band__sem_publish_locked(s, rest);
+    band__list_foreach (node, &s->watch) {
+        band_waiter *w = band__waiter_of(node);
+        if (w->_u.want > newcap)
+            band__smart_ops_of(w)->changed(w, wl);
+    }
+    band__sem_publish_locked(s, band__sem_grant_locked(s, pool, wl));
 }
 
 int band__sem_shrink(band_sem *s, uint64_t n)
@@ -793,7 +815,67 @@ void band__sem_forget(band_sem *s, uint64_t n)
     band__wakelist_run(&wl);
 }
 
-/* ---------------------------------------------------------------- multi-budget admission */
+/* ---------------------------------------------------------------- smart nodes, layers */
+
+void band__sem_smart_push_locked(band_sem *s, band_waiter *w, band_waiter *before, uint64_t want,
+                                 band_time now)
+{
+    if (s->q.len == 0) {
+        /* The first waiter: what is available is set aside for it, as for any head. */
+        s->head_got = band__sem_become_slow_locked(s);
+        band__waitq_push_locked(&s->q, w, want, now);
+    } else {
+        band__waitq_insert_locked(&s->q, w, before == NULL ? &s->q.head : &before->_link, want,
+                                  now);
+    }
+    s->q_units += want;
+    s->nsmart++;
+    s->queued++;
+}
+
+int band__sem_smart_covered_locked(const band_sem *s, const band_waiter *w)
+{
+    return band__waiter_state(w) == BAND__W_QUEUED && band__waitq_first(&s->q) == w &&
+           s->head_got >= w->_u.want;
+}
+
+void band__sem_smart_leave_locked(band_sem *s, band_waiter *w, int granted, int status,
+                                  struct band__wakelist *wl)
+{
+    uint64_t pool = 0;
+    if (band__waitq_first(&s->q) == w) {
+        pool = s->head_got;
+        s->head_got = 0;
+        if (granted)
+            pool -= w->_u.want;
+    }
+    band_time now = 0;
+    band__sem_dequeue_locked(s, w, &now);
+    band__waiter_set(w, NULL, BAND__W_IDLE);
+    if (granted)
+        s->grants++;
+    else if (status == BAND_ETIMEDOUT)
+        s->timeouts++;
+    else if (status == BAND_ECLOSED)
+        s->closed_fails++;
+    else if (status == BAND_E2BIG)
+        atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+    else
+        s->cancels++;
+    band__sem_publish_locked(s, band__sem_grant_locked(s, pool, wl));
+}
+
+void band__sem_watch_locked(band_sem *s, band_waiter *w, uint64_t want)
+{
+    w->_u.want = want;
+    band__list_add_tail(&s->watch, &w->_link);
+}
+
+void band__sem_unwatch_locked(band_sem *s, band_waiter *w)
+{
+    (void)s;
+    band__list_del_init(&w->_link);
+}
 
 /* Take @n available permits with the lock held (only fast paths race): 0 or BAND_EAGAIN. */
 int band__sem_take_locked(band_sem *s, uint64_t n)
@@ -915,19 +997,30 @@ int band__sem_check(const band_sem *cs)
     uint64_t st = atomic_load_explicit(&s->state, memory_order_acquire);
     uint64_t avail = AVAIL(st);
     uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
-    uint64_t n = 0, units = 0;
+    uint64_t n = 0, units = 0, smart = 0;
     struct band__node *node;
     band__list_foreach (node, &s->q.head) {
         band_waiter *w = band__waiter_of(node);
         n++;
         units += w->_u.want;
+        smart += band__waiter_is_smart(w) ? 1 : 0;
         if (band__waiter_state(w) != BAND__W_QUEUED && bad == 0)
             bad = -__LINE__;
     }
+    int bad_watch = 0;
+    band__list_foreach (node, &s->watch) {
+        band_waiter *w = band__waiter_of(node);
+        if (!band__waiter_is_smart(w) || band__waiter_state(w) == BAND__W_QUEUED)
+            bad_watch = -__LINE__;
+    }
     band_waiter *head = band__waitq_first(&s->q);
-    if (n != s->q.len)
+    if (bad_watch != 0)
+        bad = bad_watch;
+    else if (n != s->q.len)
         bad = -__LINE__;
     else if (units != s->q_units)
+        bad = -__LINE__;
+    else if (smart != s->nsmart)
         bad = -__LINE__;
     else if ((s->q.len > 0 || s->debt > 0) != ((st & SLOW) != 0))
         bad = -__LINE__;
@@ -935,7 +1028,7 @@ int band__sem_check(const band_sem *cs)
         bad = -__LINE__;
     else if (head == NULL && s->head_got != 0)
         bad = -__LINE__;
-    else if (head != NULL && !band__is_proxy(head) && s->head_got >= head->_u.want)
+    else if (head != NULL && !band__waiter_is_smart(head) && s->head_got >= head->_u.want)
         bad = -__LINE__;
     else if (avail > limit)
         bad = -__LINE__;

@@ -14,9 +14,10 @@
  * band__sem_check() - verify @s's invariants under its lock.
  *
  * Returns 0 when they hold, otherwise the negated source line of the first failed check.
- * Checked: waiters queued or debt owed => nothing available; the queue's length and unit
- * total match its nodes; the head's partial grant is below what it asked for; available
- * does not exceed the limit (a budget's capacity).
+ * Checked: waiters queued or debt owed => nothing available; the queue's length, unit
+ * total and count of smart nodes match its nodes; watchers are smart and not queued; a
+ * plain head's partial grant is below what it asked for (a smart head's set-aside may
+ * exceed it); available does not exceed the limit (a budget's capacity).
  *
  * Exact only while no other thread operates on @s (tests call it single-threaded or at
  * quiescence): an add-first release in flight briefly leaves permits available beside

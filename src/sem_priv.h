@@ -47,16 +47,9 @@ struct band_sem {
     band_time last_grant; /* when a queued waiter was last granted; 0: queue emptied since */
     int64_t ns_per_unit;  /* moving average (1/8) of the time per granted queued unit */
     uint64_t refused_deadline;
-    /* Multi-budget admission (admit*.c). nproxy: queued nodes of band_admit requests
-     * (lock). admit_sweep: set under the lock by close and capacity changes when some of
-     * those must fail; cleared by the admission once it has failed them. admit_next and
-     * admit_dirty: the admission's list of semaphores to evaluate, guarded by its global
-     * mutex (never by lock). */
-    uint64_t nproxy;
-    uint64_t admit_max_ticket; /* the newest request ever queued here (lock) */
-    int admit_sweep;
-    int admit_dirty;
-    band_sem *admit_next;
+    /* Smart nodes (core/waitq.h, below): how many are queued, and those watching. */
+    uint64_t nsmart;
+    struct band__node watch;
     struct band_histo *wait_histo; /* optional, the caller's (lock) */
     char name[BAND_NAME_MAX];
 };
@@ -72,32 +65,104 @@ int band__sem_shrink(band_sem *s, uint64_t n);
 void band__sem_forget(band_sem *s, uint64_t n);
 
 /*
- * Multi-budget admission integration (admit_eval.c, docs/admit.md).
- *
- * A band_admit request waits on each of its semaphores through a proxy waiter: a private
- * band_waiter whose wake is band__admit_proxy_wake (never called) and whose data points to
- * the request. The semaphore never grants a proxy. When the head of its queue is a proxy,
- * released units accumulate in head_got (which may then exceed the proxy's want: they are
- * the free units that FIFO sets aside for the head) and, once head_got covers the proxy's
- * want, the operation sets its wake list's post hook to band__admit_kick(s), which (after
- * every semaphore lock is released) takes the admission mutex and evaluates the request
- * with all of its semaphores locked. Close and capacity changes leave failing proxies in
- * the queue, set admit_sweep and kick too.
+ * Charge @n units to a holder that has already used them (reconcile): they are taken
+ * from the available units first and the rest becomes debt, which later releases repay
+ * before any waiter, as band_sem_reduce() does on a semaphore; a budget's capacity does
+ * not change. Never waits, refuses nothing for size or close. Returns 0, or
+ * BAND_EOVERFLOW when the debt would pass BAND_SEM_MAX_PERMITS (nothing changed). Lock
+ * taken inside; no waiter completes, so no wake runs.
  */
-void band__admit_proxy_wake(band_waiter *w);
+int band__sem_charge(band_sem *s, uint64_t n);
 
-/* Requests queued with tree levels still to join (admit_tree.c): they name semaphores
- * without a node in their queues yet, so close and shrink kick the admission while any
- * exist. Changed under the admission mutex and the locks of the request's semaphores. */
-extern _Atomic uint64_t band__admit_nstaged;
-void band__admit_kick(void *sem);
+/*
+ * Smart nodes in a semaphore (the seam for layers such as multi-budget admission).
+ *
+ * The semaphore never grants a smart node. When one is the head of the queue, released
+ * units collect in head_got as for any head; they may then exceed its want (they are free
+ * units that FIFO sets aside for the head and that no later waiter may take), and when
+ * head_got first covers the want, the grant loop calls the node's ops->ready. Close fails
+ * the plain waiters only (the pool stays set aside for the head while smart nodes remain)
+ * and calls ops->changed on every smart node, queued or watching; a capacity change calls
+ * it on those that ask for more than the new capacity. The owner takes its nodes out with
+ * band__sem_smart_leave_locked() or band__sem_unwatch_locked(), with the lock held. The
+ * semaphore knows nothing else about them: not who owns them, not what they wait for
+ * elsewhere. Every function below needs @s's lock held unless it says otherwise.
+ */
 
-static inline int band__is_proxy(const band_waiter *w)
+/* Queue smart node @w wanting @want just before @before (a queued node, or NULL for the
+ * tail). The first waiter takes what is available as its set-aside; a node put at the
+ * head inherits the old head's. Never calls ops->ready: the owner asks
+ * band__sem_smart_covered_locked() itself. The caller checked band__sem_room_locked(). */
+void band__sem_smart_push_locked(band_sem *s, band_waiter *w, band_waiter *before, uint64_t want,
+                                 band_time now);
+
+/* Is smart node @w queued at the head of @s with its want covered by the set-aside? */
+int band__sem_smart_covered_locked(const band_sem *s, const band_waiter *w);
+
+/*
+ * Take queued smart node @w out of @s. @granted: it takes its want from the set-aside
+ * (band__sem_smart_covered_locked() held) and counts as a grant; otherwise it ends with
+ * @status, counted as a timeout, close, E2BIG or cancel. What is left of the set-aside
+ * goes on as a release would send it (debt, next waiters); their wakes, and the ops calls
+ * of smart nodes that this makes ready, go to @wl.
+ */
+void band__sem_smart_leave_locked(band_sem *s, band_waiter *w, int granted, int status,
+                                  struct band__wakelist *wl);
+
+/* Let smart node @w watch @s without queuing (it holds no place, asks for nothing now):
+ * it hears of close, and of a capacity below @want, through ops->changed. A watched
+ * semaphore is busy: destroying it fails with BAND_EBUSY. */
+void band__sem_watch_locked(band_sem *s, band_waiter *w, uint64_t want);
+void band__sem_unwatch_locked(band_sem *s, band_waiter *w);
+
+static inline void band__sem_lock(band_sem *s)
 {
-    return w->wake == band__admit_proxy_wake;
+    pthread_mutex_lock(&s->lock);
 }
 
-/* Helpers for admit*.c; @s's lock held. See sem.c. */
+static inline void band__sem_unlock(band_sem *s)
+{
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The queue, for owners that place their nodes (read it only). */
+static inline struct band__waitq *band__sem_queue(band_sem *s)
+{
+    return &s->q;
+}
+
+static inline int band__sem_closed(const band_sem *s)
+{
+    return (atomic_load_explicit(&((band_sem *)s)->state, memory_order_relaxed) &
+            BAND__SEM_CLOSED) != 0;
+}
+
+/* The capacity of a budget (BAND_SEM_MAX_PERMITS for a semaphore). Any thread. */
+static inline uint64_t band__sem_limit(const band_sem *s)
+{
+    return atomic_load_explicit(&((band_sem *)s)->limit, memory_order_relaxed);
+}
+
+/* Count a request refused for being larger than the capacity. Any thread. */
+static inline void band__sem_count_too_big(band_sem *s)
+{
+    atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+}
+
+/* Can @want more units join the queue without its unit total passing 2^64 - 1? */
+static inline int band__sem_room_locked(const band_sem *s, uint64_t want)
+{
+    return want <= UINT64_MAX - s->q_units;
+}
+
+/* Could @n be taken now: nobody queued, no debt, enough available? */
+static inline int band__sem_idle_for_locked(const band_sem *s, uint64_t n)
+{
+    uint64_t st = atomic_load_explicit(&((band_sem *)s)->state, memory_order_relaxed);
+    return s->q.len == 0 && s->debt == 0 && BAND__SEM_AVAIL(st) >= n;
+}
+
+/* Helpers for layers and budgets; @s's lock held. See sem.c. */
 uint64_t band__sem_grant_locked(band_sem *s, uint64_t pool, struct band__wakelist *wl);
 void band__sem_publish_locked(band_sem *s, uint64_t add);
 void band__sem_dequeue_locked(band_sem *s, band_waiter *w, band_time *now);
@@ -107,6 +172,8 @@ int band__sem_take_locked(band_sem *s, uint64_t n);
  * returns what was taken, to become the head's head_got. */
 uint64_t band__sem_become_slow_locked(band_sem *s);
 uint64_t band__sem_in_use_locked(const band_sem *s);
+/* BAND_EBUSY while waiters are queued or smart nodes watch @s, else 0 (lock taken inside). */
+int band__sem_busy(band_sem *s);
 
 /*
  * Take @n permits of @s ahead of every queued waiter (band_admit_adjust(): a granted
@@ -115,8 +182,8 @@ uint64_t band__sem_in_use_locked(const band_sem *s);
  */
 int band__sem_acquire_front(band_sem *s, uint64_t n, band_time deadline);
 
-/* The data pointer of waiters queued by band__sem_acquire_front(), so that a guaranteed
- * admission (admit_tree.c) queues behind them, not ahead. */
+/* The data pointer of waiters queued by band__sem_acquire_front(), so that a layer that
+ * places its nodes ahead of others (admit_queue.c) can keep behind them. */
 extern const char band__sem_front_tag;
 
 #endif /* BAND_SEM_PRIV_H */

@@ -51,12 +51,14 @@ typedef struct band_admit_entry {
 } band_admit_entry;
 
 typedef struct band_tree band_tree;
+struct band__smart_ops; /* private */
 
 /**
  * struct band_admit_req - one multi-budget request, owned by the caller.
  *
  * The waiter comes first: pass &req->w to band_waiter_cancel(), and recover the request
- * from it in a wake function. About 880 bytes on LP64; nothing is allocated on any admission path.
+ * from it in a wake function. About 890 bytes on LP64; nothing is allocated on any admission
+ * path.
  * Initialise with band_admit_req_init(), then add budgets with band_admit_req_add().
  */
 typedef struct band_admit_req {
@@ -71,6 +73,7 @@ typedef struct band_admit_req {
     band_tree *_tenant[BAND_ADMIT_MAX];
     uint64_t _tenant_amt[BAND_ADMIT_MAX];
     uint32_t _ntenant;
+    const struct band__smart_ops *_ops; /* how the budgets talk to its entries' nodes */
     band_admit_entry e[BAND_ADMIT_MAX];
 } band_admit_req;
 
@@ -180,8 +183,9 @@ BAND_API int band_admit_release(band_admit_grant *g);
 BAND_API int band_admit_release_part(band_admit_grant *g, band_sem *s, uint64_t n);
 
 /**
- * band_admit_adjust() - set what @g holds of @s to @amount (estimate, then reconcile).
+ * band_admit_adjust() - set what @g holds of @s to @amount, before the work uses it.
  *
+ * For units the work has already consumed use band_admit_reconcile(), which never waits.
  * A surplus is returned at once (0). A shortfall is taken without losing the request's
  * place: it ranks ahead of every waiter queued on @s (all of them arrived after this
  * request was admitted, since FIFO granted it before them): it takes free units set aside
@@ -194,6 +198,28 @@ BAND_API int band_admit_release_part(band_admit_grant *g, band_sem *s, uint64_t 
  */
 BAND_API int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount,
                                band_time deadline);
+
+/**
+ * band_admit_reconcile() - set what @g holds of @s to @used, the units the admitted work
+ * has actually consumed (estimate, then reconcile).
+ *
+ * A surplus (@used below what @g holds) is returned at once, as band_admit_release_part()
+ * returns it (@s stays named in @g, with count 0 when @used is 0). A shortfall (@used
+ * above) is charged at once and never waits, since the resource is already consumed:
+ * the missing units are taken from @s's available units first, and the rest becomes debt
+ * that later releases repay before any waiter, exactly as band_sem_reduce()'s deficit (a
+ * queued head's set-aside or partial grant is never taken; waiters queued on @s then wait
+ * for the debt to be repaid). A budget's capacity does not change, and a shortfall is not
+ * refused for size or for a closed budget: `in_use` may exceed the capacity until @g is
+ * released, and the debt shows the excess. Either way @g then holds @used of @s, and
+ * releasing it returns all of them (settling the debt first).
+ *
+ * Returns 0; BAND_EINVAL when @g or @s is NULL, @g does not name @s, or @used exceeds
+ * BAND_SEM_MAX_PERMITS; BAND_EOVERFLOW when the debt would pass BAND_SEM_MAX_PERMITS, or
+ * when returning the surplus fails as band_sem_release() does with it. Nothing changes on
+ * failure. MT-safe for the budget.
+ */
+BAND_API int band_admit_reconcile(band_admit_grant *g, band_sem *s, uint64_t used);
 
 /** band_admit_held() - how many units of @s @g holds (0 when it names no such budget). */
 BAND_API uint64_t band_admit_held(const band_admit_grant *g, const band_sem *s);

@@ -301,6 +301,28 @@ BAND_API int band_permit_merge(band_permit *p, band_permit *other);
 BAND_API uint64_t band_permit_forget(band_permit *p);
 
 /**
+ * band_permit_reconcile() - set what @p holds to @used, the units the work it stood for
+ * has actually consumed (estimate, then reconcile).
+ *
+ * A surplus (@used below the count) is returned as band_sem_release() would return it,
+ * waking waiters it completes on this thread; @used 0 returns everything and empties @p.
+ * A shortfall (@used above the count) is charged at once and never waits, because the
+ * resource is already consumed: the missing units are taken from the available units
+ * first, and the rest becomes debt that later releases repay before any waiter, as
+ * band_sem_reduce()'s deficit is (a queued head's partial grant is never taken). A
+ * budget's capacity does not change, and a shortfall is not refused for size or for a
+ * closed semaphore: `in_use` may then exceed the capacity until the permit is released,
+ * and the debt shows the excess. Either way @p then holds @used, and releasing it later
+ * returns all of them (settling the debt first).
+ *
+ * Returns 0; BAND_EINVAL when @p is NULL or empty (it names no semaphore) or @used exceeds
+ * BAND_SEM_MAX_PERMITS; BAND_EOVERFLOW when the debt would pass BAND_SEM_MAX_PERMITS, or
+ * when returning the surplus fails as band_sem_release() does with it. Nothing changes on
+ * failure. MT-safe with respect to the semaphore.
+ */
+BAND_API int band_permit_reconcile(band_permit *p, uint64_t used);
+
+/**
  * band_permit_release_scoped() - cleanup handler behind BAND_SCOPED_PERMIT.
  *
  * Releases @p. If the release fails with BAND_EOVERFLOW (only possible when extra permits

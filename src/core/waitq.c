@@ -22,7 +22,9 @@
  * because the wake may free the waiter. The wake is band's last access to the waiter.
  *
  * Lifetime. Cancel dereferences the queue it read from the waiter, so the primitive must
- * outlive every cancel of its waiters (documented on band_waiter_cancel()).
+ * outlive every cancel of its waiters (documented on band_waiter_cancel()). A wake may
+ * destroy the primitive that completed it, so after the first wake band__wakelist_run()
+ * touches only the wake list (and its post, which takes no argument).
  */
 #include "core/waitq.h"
 
@@ -118,11 +120,15 @@ void band__wakelist_run(struct band__wakelist *wl)
         w->wake(w);
         n = next;
     }
-    void (*post)(void *) = wl->post;
-    void *arg = wl->post_arg;
+    void (*post)(void) = wl->post;
     band__wakelist_init(wl);
     if (post != NULL)
-        post(arg);
+        post();
+}
+
+void band__smart_wake(band_waiter *w)
+{
+    (void)w;
 }
 
 int band_waiter_cancel(band_waiter *w, int reason)

@@ -46,16 +46,62 @@ struct band__waitq {
 
 /*
  * Waiters completed under a lock, woken after it is released. @post, when set, runs once
- * after the wakes (still with no band lock held): a primitive uses it for follow-up work
- * that needs other locks (the semaphore asks the multi-budget admission to evaluate a
- * request that became grantable; see admit_eval.c).
+ * after the wakes, with no band lock held, for follow-up work that needs other locks. It
+ * takes no argument on purpose: a wake may destroy the primitive whose operation filled
+ * this list (the operation may have ended its last waiter), so the follow-up may not
+ * refer to the primitive. Whatever it needs it finds through objects its owner keeps
+ * alive (smart nodes' owners, below). Every setter of @post in one list sets the same
+ * function.
  */
 struct band__wakelist {
     struct band__node *first;
     struct band__node **tail;
-    void (*post)(void *arg);
-    void *post_arg;
+    void (*post)(void);
 };
+
+/*
+ * Smart nodes: the seam for layers built over a primitive's queue.
+ *
+ * A queue may hold, beside plain waiters, nodes that belong to a layer over the primitive
+ * (a request that waits in several queues at once, for example). A smart node is a
+ * band_waiter whose wake is band__smart_wake (a mark: it is never called) and whose data
+ * points at its owner's `const struct band__smart_ops *` field; the owner recovers itself
+ * from that address (container_of). The primitive never completes a smart node. It tells
+ * the owner, with the primitive's lock held, through the ops below; the owner then takes
+ * the node out itself, with that lock held again, when it has decided. An owner whose
+ * decision needs other locks records the work in its own objects and sets the wake list's
+ * post. What a primitive offers smart nodes (which units it sets aside for them, when it
+ * calls each op) is part of that primitive's internal interface (sem_priv.h for the
+ * semaphore).
+ */
+struct band__smart_ops {
+    /* @w is at the head of its queue, and what the primitive sets aside for the head now
+     * covers what @w asked for. Called once per such crossing. Lock held. */
+    void (*ready)(band_waiter *w, struct band__wakelist *wl);
+    /* The primitive closed, or its capacity fell below what @w asks for; @w is queued or
+     * watching (sem_priv.h). Lock held. */
+    void (*changed)(band_waiter *w, struct band__wakelist *wl);
+};
+
+/* The wake of every smart node: its mark. Never called. */
+void band__smart_wake(band_waiter *w);
+
+static inline int band__waiter_is_smart(const band_waiter *w)
+{
+    return w->wake == band__smart_wake;
+}
+
+/* The ops of smart node @w. */
+static inline const struct band__smart_ops *band__smart_ops_of(const band_waiter *w)
+{
+    return *(const struct band__smart_ops *const *)w->data;
+}
+
+/* Make @w a smart node of the owner whose ops field is *@ops. */
+static inline void band__smart_init(band_waiter *w, const struct band__smart_ops **ops)
+{
+    band_waiter_init(w, band__smart_wake, (void *)ops);
+}
 
 void band__waitq_init(struct band__waitq *q, pthread_mutex_t *lock,
                       const struct band__waitq_ops *ops);
@@ -65,7 +111,6 @@ static inline void band__wakelist_init(struct band__wakelist *wl)
     wl->first = NULL;
     wl->tail = &wl->first;
     wl->post = NULL;
-    wl->post_arg = NULL;
 }
 
 /* Move every waiter of @src to the end of @dst (@src's post is left alone). */

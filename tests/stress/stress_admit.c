@@ -5,8 +5,9 @@
  * semaphores) named in random orders, with random amounts (sometimes too big), through
  * every front end: blocking without a deadline, blocking with short deadlines, async with
  * a cancel raced against the grant, and try. Beside them, plain acquisitions of single
- * budgets. Grants are held briefly, partly released early and adjusted (down at once, up
- * only with a short deadline: waiting for more while holding is incremental acquisition).
+ * budgets. Grants are held briefly, partly released early, adjusted (down at once, up
+ * only with a short deadline: waiting for more while holding is incremental acquisition)
+ * and reconciled (up by debt, never waiting).
  *
  * Scenario "run": must always finish (a deadlock hangs until the watchdog fails it), and
  * at quiescence every budget is whole again (available == capacity, no waiter, no
@@ -108,7 +109,7 @@ static void build(struct worker *k, band_admit_req *r)
     }
 }
 
-/* Use a grant a little: spin, release part, adjust down/up, release the rest. */
+/* Use a grant a little: spin, release part, adjust down/up, reconcile, release the rest. */
 static void use_grant(struct worker *k, band_admit_grant *g)
 {
     k->granted++;
@@ -128,6 +129,14 @@ static void use_grant(struct worker *k, band_admit_grant *g)
         band_time dl = test_rng_range(&k->seed, 0, 1) ? 0 : band_deadline_after(50 * BAND_USEC);
         int rc = band_admit_adjust(g, p->sem, to, dl);
         if (rc != 0 && !refusal_ok(rc))
+            note_bad(k, rc);
+    }
+    if (g->n > 0 && test_rng_range(&k->seed, 0, 3) == 0) {
+        /* The work used more or less than it holds: charged or returned, never waiting
+         * (closed budgets included); the release below settles any debt it left. */
+        band_permit *p = &g->p[test_rng_range(&k->seed, 0, g->n - 1)];
+        int rc = band_admit_reconcile(g, p->sem, test_rng_range(&k->seed, 0, p->count + 2));
+        if (rc != 0)
             note_bad(k, rc);
     }
     int rc = band_admit_release(g);

@@ -2,8 +2,9 @@
  * test_admit.c - multi-budget admission (admit.h): building requests, all-or-nothing try,
  * async grant when the last budget frees up, FIFO across requests and plain acquisitions,
  * order independence, holding nothing while waiting, cancel, close, E2BIG, the grant value
- * (release, release part, adjust with its place kept, scoped), blocking with deadlines,
- * wakes that call back into band, counters.
+ * (release, release part, adjust with its place kept, reconcile, scoped), blocking with
+ * deadlines, wakes that call back into band, counters, and no access to a semaphore
+ * after a wake that may have destroyed it.
  *
  * Fixture: budgets A (cap 4), B (cap 4), C (cap 8) and a plain semaphore S (2 permits).
  * Every step checks band__sem_check() on all four.
@@ -729,6 +730,139 @@ static void test_adjust_closed(void **state)
     CHECK(f);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* reconcile: estimate, then charge what was used                                     */
+
+static void test_reconcile_surplus(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    add2(&f->q[0], f->a, 3, f->c, 5);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_sem_acquire_async(f->c, 4, &f->rec[0].w), BAND_PENDING);
+    assert_u64_equal(stats_of(f->c).head_granted, 3);
+    /* The work used 4 of the 5: the surplus goes to the waiter at once. */
+    assert_int_equal(band_admit_reconcile(&g, f->c, 4), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_int_equal(atomic_load(&f->rec[0].status), 0);
+    assert_u64_equal(band_admit_held(&g, f->c), 4);
+    assert_u64_equal(band_sem_available(f->c), 0);
+    assert_int_equal(band_admit_reconcile(&g, f->c, 4), 0); /* no change */
+    assert_u64_equal(band_admit_held(&g, f->c), 4);
+    /* Used none of A: all returned, A stays named with count 0. */
+    assert_int_equal(band_admit_reconcile(&g, f->a, 0), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_admit_held(&g, f->a), 0);
+    assert_int_equal(g.n, 2);
+    /* ... and can be charged again from 0. */
+    assert_int_equal(band_admit_reconcile(&g, f->a, 2), 0);
+    assert_u64_equal(band_sem_available(f->a), 2);
+    assert_u64_equal(stats_of(f->a).debt, 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_int_equal(band_sem_release(f->c, 4), 0);
+    assert_u64_equal(band_sem_available(f->c), 8);
+    CHECK(f);
+}
+
+static void test_reconcile_shortfall_is_debt(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    add2(&f->q[0], f->a, 2, f->c, 1);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    /* The work used 7 of A (capacity 4): the 2 available are taken, 3 are owed. */
+    assert_int_equal(band_admit_reconcile(&g, f->a, 7), 0);
+    assert_u64_equal(band_admit_held(&g, f->a), 7);
+    band_sem_stats st = stats_of(f->a);
+    assert_u64_equal(st.available, 0);
+    assert_u64_equal(st.debt, 3);
+    assert_u64_equal(st.in_use, 7);
+    assert_u64_equal(st.capacity, 4);
+    assert_int_equal(band_sem_try_acquire(f->a, 1), BAND_EAGAIN);
+    /* Later requests wait until the debt is repaid, in order. */
+    add2(&f->q[1], f->a, 1, f->c, 1);
+    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_sem_acquire_async(f->a, 1, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_admit_release_part(&g, f->a, 3), 0); /* repays the debt only */
+    assert_u64_equal(stats_of(f->a).debt, 0);
+    assert_int_equal(atomic_load(&f->log.len), 0);
+    assert_int_equal(band_admit_release_part(&g, f->a, 1), 0);
+    int one[] = {1};
+    assert_log(&f->log, one, 1);
+    assert_int_equal(band_admit_release_part(&g, f->a, 1), 0);
+    int two[] = {1, 100};
+    assert_log(&f->log, two, 2);
+    assert_int_equal(band_admit_release(&g), 0); /* the last 2 */
+    assert_u64_equal(band_sem_available(f->a), 2);
+    band_admit_grant g1 = BAND_ADMIT_GRANT_INIT;
+    assert_int_equal(band_admit_req_grant(&f->q[1].r, &g1), 0);
+    assert_int_equal(band_admit_release(&g1), 0);
+    assert_int_equal(band_sem_release(f->a, 1), 0);
+    st = stats_of(f->a);
+    assert_u64_equal(st.available, 4);
+    assert_u64_equal(st.in_use, 0);
+    assert_u64_equal(band_sem_available(f->c), 8);
+    CHECK(f);
+}
+
+static void test_reconcile_never_waits(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    add2(&f->q[0], f->b, 2, NULL, 0);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_sem_try_acquire(f->b, 2), 0);
+    assert_int_equal(band_sem_acquire_async(f->b, 3, &f->rec[0].w), BAND_PENDING);
+    /* A waiter is queued and nothing is available: the shortfall is all debt, at once. */
+    band_time t0 = band_now();
+    assert_int_equal(band_admit_reconcile(&g, f->b, 4), 0);
+    assert_true(band_now() - t0 < 5 * BAND_SEC);
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.debt, 2);
+    assert_u64_equal(st.waiters, 1);
+    assert_u64_equal(st.head_granted, 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 0);
+    /* A closed budget still records what was used. */
+    assert_int_equal(band_budget_close(f->bb), 0);
+    assert_int_equal(atomic_load(&f->rec[0].status), BAND_ECLOSED);
+    assert_int_equal(band_admit_reconcile(&g, f->b, 6), 0);
+    assert_u64_equal(stats_of(f->b).debt, 4);
+    assert_int_equal(band_admit_release(&g), 0); /* 6: the debt of 4, then 2 available */
+    assert_u64_equal(band_sem_available(f->b), 2);
+    assert_int_equal(band_sem_release(f->b, 2), 0);
+    st = stats_of(f->b);
+    assert_u64_equal(st.available, 4);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.in_use, 0);
+    CHECK(f);
+}
+
+static void test_reconcile_args(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    add2(&f->q[0], f->s, 1, NULL, 0);
+    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_reconcile(NULL, f->s, 1), BAND_EINVAL);
+    assert_int_equal(band_admit_reconcile(&g, NULL, 1), BAND_EINVAL);
+    assert_int_equal(band_admit_reconcile(&g, f->a, 1), BAND_EINVAL); /* not named */
+    assert_int_equal(band_admit_reconcile(&g, f->s, BAND_SEM_MAX_PERMITS + 1), BAND_EINVAL);
+    assert_u64_equal(band_admit_held(&g, f->s), 1);
+    assert_u64_equal(band_sem_available(f->s), 1);
+    /* The debt may not pass the maximum: S owes all but one unit of it. */
+    assert_int_equal(band_sem_reduce(f->s, BAND_SEM_MAX_PERMITS), 0);
+    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 1);
+    assert_int_equal(band_admit_reconcile(&g, f->s, 3), BAND_EOVERFLOW);
+    assert_u64_equal(band_admit_held(&g, f->s), 1);
+    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 1);
+    assert_int_equal(band_admit_reconcile(&g, f->s, 2), 0);
+    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 2);
+    CHECK(f);
+}
+
 static int scoped_user(struct fixture *f, int fail)
 {
     BAND_SCOPED_ADMIT band_admit_grant g = BAND_ADMIT_GRANT_INIT;
@@ -874,6 +1008,51 @@ static void test_release_overflow_with_request(void **state)
     CHECK(f);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* nothing touches a semaphore after the wakes                                        */
+
+struct cancel_destroy {
+    band_sem *x;
+    band_admit_req *r;
+    int cancel_rc, destroy_rc;
+};
+
+static void cancel_then_destroy(struct wake_rec *rec)
+{
+    struct cancel_destroy *cd = rec->ctx;
+    cd->cancel_rc = band_waiter_cancel(&cd->r->w, BAND_ECANCELED);
+    cd->destroy_rc = band_sem_destroy(cd->x);
+}
+
+static void test_wake_cancels_request_and_destroys_sem(void **state)
+{
+    struct fixture *f = *state;
+    /* X's queue: a plain waiter, then q0's node (q0 also waits for B). A release of 2
+     * grants the plain waiter and sets 1 aside for q0, which covers it there. The plain
+     * waiter's wake cancels q0 and destroys X, now idle: the release may not touch X
+     * after that wake, not even to have q0 evaluated (AddressSanitizer checks). */
+    band_sem *x;
+    assert_int_equal(band_sem_create(&x, 0), 0);
+    struct cancel_destroy cd = {x, &f->q[0].r, 12345, 12345};
+    f->rec[0].hook = cancel_then_destroy;
+    f->rec[0].ctx = &cd;
+    assert_int_equal(band_sem_acquire_async(x, 1, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    add2(&f->q[0], x, 1, f->b, 1);
+    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_u64_equal(stats_of(x).waiters, 2);
+    assert_int_equal(band_sem_release(x, 2), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_int_equal(atomic_load(&f->rec[0].status), 0);
+    assert_int_equal(cd.cancel_rc, 0);
+    assert_int_equal(cd.destroy_rc, 0);
+    assert_int_equal(atomic_load(&f->q[0].count), 0); /* cancelled: no wake */
+    assert_int_equal(band_waiter_status(&f->q[0].r.w), BAND_ECANCELED);
+    assert_u64_equal(stats_of(f->b).waiters, 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    CHECK(f);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -901,12 +1080,17 @@ int main(void)
         T(test_adjust_keeps_place),
         T(test_adjust_waits_at_front),
         T(test_adjust_closed),
+        T(test_reconcile_surplus),
+        T(test_reconcile_shortfall_is_debt),
+        T(test_reconcile_never_waits),
+        T(test_reconcile_args),
         T(test_scoped),
         T(test_blocking_deadline),
         T(test_blocking_granted),
         T(test_wake_calls_back),
         T(test_plain_sem_and_debt),
         T(test_release_overflow_with_request),
+        T(test_wake_cancels_request_and_destroys_sem),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -406,6 +406,92 @@ static void test_shrink_unreached_ancestor(void **state)
     CHECK(f);
 }
 
+/* The wake of a waiter on a semaphore or budget of its own destroys it: allowed, since the
+ * operation that ran the wake has failed its last waiter. */
+static void destroy_sem_hook(struct wake_rec *r)
+{
+    r->hook_rc = band_sem_destroy((band_sem *)r->ctx);
+}
+
+static void destroy_budget_hook(struct wake_rec *r)
+{
+    r->hook_rc = band_budget_destroy((band_budget *)r->ctx);
+}
+
+/* q1 waits at its full leaf p1 with t1 and root still to join (a staged request). */
+static void stage_one(struct fixture *f)
+{
+    assert_int_equal(submit(f, 0, f->p1, 6), 0);
+    take(f, 0);
+    assert_int_equal(submit(f, 1, f->p1, 2), BAND_PENDING);
+    assert_u64_equal(waiters(f->p1), 1);
+    assert_u64_equal(waiters(f->root), 0);
+}
+
+static void unstage_one(struct fixture *f)
+{
+    assert_int_equal(atomic_load(&f->q[1].count), 0); /* untouched by the other budget */
+    give_back(f, 0);
+    assert_int_equal(atomic_load(&f->q[1].status), 0);
+    take(f, 1);
+    give_back(f, 1);
+    assert_u64_equal(in_use(f->root), 0);
+    CHECK(f);
+}
+
+static void test_wake_destroys_unrelated_sem_on_close(void **state)
+{
+    struct fixture *f = *state;
+    stage_one(f);
+    /* An unrelated semaphore: closing it fails its waiter, whose wake destroys it. Nothing
+     * may touch the semaphore after that wake (AddressSanitizer would report it). */
+    band_sem *s;
+    assert_int_equal(band_sem_create(&s, 0), 0);
+    f->rec.hook = destroy_sem_hook;
+    f->rec.ctx = s;
+    assert_int_equal(band_sem_acquire_async(s, 1, &f->rec.w), BAND_PENDING);
+    assert_int_equal(band_sem_close(s), 0);
+    assert_int_equal(atomic_load(&f->rec.count), 1);
+    assert_int_equal(atomic_load(&f->rec.status), BAND_ECLOSED);
+    assert_int_equal(f->rec.hook_rc, 0);
+    unstage_one(f);
+}
+
+static void test_wake_destroys_unrelated_budget_on_shrink(void **state)
+{
+    struct fixture *f = *state;
+    stage_one(f);
+    band_budget *b;
+    assert_int_equal(band_budget_create(&b, 4), 0);
+    assert_int_equal(band_budget_try_acquire(b, 1), 0);
+    f->rec.hook = destroy_budget_hook;
+    f->rec.ctx = b;
+    assert_int_equal(band_budget_acquire_async(b, 4, &f->rec.w), BAND_PENDING);
+    assert_int_equal(band_budget_shrink(b, 1), 0); /* 4 no longer fits: BAND_E2BIG */
+    assert_int_equal(atomic_load(&f->rec.count), 1);
+    assert_int_equal(atomic_load(&f->rec.status), BAND_E2BIG);
+    assert_int_equal(f->rec.hook_rc, 0);
+    unstage_one(f);
+}
+
+static void test_wake_destroys_unrelated_budget_on_forget(void **state)
+{
+    struct fixture *f = *state;
+    stage_one(f);
+    band_budget *b;
+    assert_int_equal(band_budget_create(&b, 4), 0);
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_permit_try_acquire(&p, band_budget_sem(b), 2), 0);
+    f->rec.hook = destroy_budget_hook;
+    f->rec.ctx = b;
+    assert_int_equal(band_budget_acquire_async(b, 3, &f->rec.w), BAND_PENDING);
+    assert_u64_equal(band_permit_forget(&p), 2); /* capacity 2: the 3 can never fit */
+    assert_int_equal(atomic_load(&f->rec.count), 1);
+    assert_int_equal(atomic_load(&f->rec.status), BAND_E2BIG);
+    assert_int_equal(f->rec.hook_rc, 0);
+    unstage_one(f);
+}
+
 static void test_path_too_long(void **state)
 {
     (void)state;
@@ -446,6 +532,9 @@ int main(void)
         T(test_cancel_guaranteed_releases_claim),
         T(test_close_unreached_ancestor),
         T(test_shrink_unreached_ancestor),
+        T(test_wake_destroys_unrelated_sem_on_close),
+        T(test_wake_destroys_unrelated_budget_on_shrink),
+        T(test_wake_destroys_unrelated_budget_on_forget),
         cmocka_unit_test(test_path_too_long),
     };
 #undef T
