@@ -337,7 +337,7 @@ static uint64_t b_band_fn(void *obj, int id, long iters, const uint32_t *weights
     (void)weights;
     (void)spin;
     for (long i = 0; i < iters; i++) {
-        if (band_sem_acquire(s, 1, BAND_FOREVER) != 0)
+        if (band_sem_acquire(s, 1, BAND_FOREVER, NULL) != 0)
             bad++;
         if (band_sem_release(s, 1) != 0)
             bad++;
@@ -836,7 +836,7 @@ static uint64_t d_band_fn(void *obj, int id, long iters, const uint32_t *weights
     (void)id;
     for (long i = 0; i < iters; i++) {
         uint64_t w = weights[i & (BENCH_WEIGHTS - 1)];
-        if (band_sem_acquire(s, w, BAND_FOREVER) != 0)
+        if (band_sem_acquire(s, w, BAND_FOREVER, NULL) != 0)
             bad++;
         acc += bench_tiny_spin(spin, w);
         if (band_sem_release(s, w) != 0)
@@ -972,7 +972,7 @@ static uint64_t e_band_fn(void *obj, int id, long iters, const uint32_t *weights
     (void)weights;
     (void)spin;
     for (long i = 0; i < iters; i++) {
-        if (band_sem_acquire(mine, 1, BAND_FOREVER) != 0)
+        if (band_sem_acquire(mine, 1, BAND_FOREVER, NULL) != 0)
             bad++;
         if (band_sem_release(theirs, 1) != 0)
             bad++;

@@ -52,13 +52,14 @@ static long bench_admit_loop(struct bench_admit_ctx *c, int blocking)
     for (long it = 0; it < c->iters; it++) {
         if (c->plain) {
             for (int i = 0; i < c->k; i++)
-                bad += (blocking ? band_sem_acquire(c->s[i], 1, BAND_FOREVER)
+                bad += (blocking ? band_sem_acquire(c->s[i], 1, BAND_FOREVER, NULL)
                                  : band_sem_try_acquire(c->s[i], 1)) != 0;
             for (int i = c->k; i-- > 0;)
                 bad += band_sem_release(c->s[i], 1) != 0;
         } else {
             band_admit_grant g = BAND_ADMIT_GRANT_INIT;
-            bad += (blocking ? band_admit(&r, &g, BAND_FOREVER) : band_admit_try(&r, &g)) != 0;
+            bad +=
+                (blocking ? band_admit(&r, &g, BAND_FOREVER, NULL) : band_admit_try(&r, &g)) != 0;
             bad += band_admit_release(&g) != 0;
         }
     }

@@ -191,7 +191,7 @@ static double bench_ex_band(long n, int spin)
     }
     uint64_t t0 = bench_now();
     for (long i = 0; i < n; i++)
-        if (band_exec_run(ex, &g_bench_ex_jobs[i].job, BAND_FOREVER) != 0)
+        if (band_exec_run(ex, &g_bench_ex_jobs[i].job, BAND_FOREVER, NULL) != 0)
             g_bench_ex_fail++;
     (void)band_exec_shutdown(ex, BAND_EXEC_DRAIN);
     (void)band_exec_join(ex);

@@ -94,7 +94,7 @@ static uint64_t duo_fn(void *obj, int id, long iters, const uint32_t *weights, i
     (void)id;
     if (weights == NULL) {
         for (long i = 0; i < iters; i++) {
-            if (band_sem_acquire(s, 1, BAND_FOREVER) != 0)
+            if (band_sem_acquire(s, 1, BAND_FOREVER, NULL) != 0)
                 bad++;
             if (band_sem_release(s, 1) != 0)
                 bad++;
@@ -102,7 +102,7 @@ static uint64_t duo_fn(void *obj, int id, long iters, const uint32_t *weights, i
     } else {
         for (long i = 0; i < iters; i++) {
             uint64_t w = weights[i & (BENCH_WEIGHTS - 1)];
-            if (band_sem_acquire(s, w, BAND_FOREVER) != 0)
+            if (band_sem_acquire(s, w, BAND_FOREVER, NULL) != 0)
                 bad++;
             acc += bench_tiny_spin(spin, w);
             if (band_sem_release(s, w) != 0)

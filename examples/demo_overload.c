@@ -78,7 +78,7 @@ static void *server_main(void *arg)
 {
     struct overload_run *run = arg;
     struct request *r;
-    while (band_chan_recv(run->chan, &r, NULL, BAND_FOREVER) == 0) {
+    while (band_chan_recv(run->chan, &r, NULL, BAND_FOREVER, NULL) == 0) {
         spin_until(band_now() + SERVICE_US * BAND_USEC);
         r->done = band_now();
         r->late = r->done > r->deadline;

@@ -85,7 +85,7 @@ static void *client_main(void *arg)
     struct tenant *t = c->t;
     while (!atomic_load(&d->stop)) {
         band_time t0 = band_now();
-        int rc = band_fair_acquire(d->fair, t->key, t->cls, 1, t0 + 2 * BAND_SEC);
+        int rc = band_fair_acquire(d->fair, t->key, t->cls, 1, t0 + 2 * BAND_SEC, NULL);
         if (rc != 0) {
             atomic_fetch_add(&d->errors, 1);
             break;

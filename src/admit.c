@@ -231,15 +231,15 @@ static void admit_block_wake(band_waiter *w)
     band__parker_unpark(w->data);
 }
 
-int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline)
+int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline, band_cancel *cancel)
 {
     if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) || band_waiter_is_pending(&r->w))
         return BAND_EINVAL;
     int rc = admit_check_size(r);
     if (rc == 0)
         rc = admit_try_take(r);
-    if (rc == BAND_EAGAIN && deadline != BAND_FOREVER && deadline <= band_now())
-        rc = BAND_ETIMEDOUT;
+    if (rc == BAND_EAGAIN && band__wait_refusal(deadline, cancel) != 0)
+        rc = band__wait_refusal(deadline, cancel);
     if (rc == BAND_EAGAIN) {
         band_wake_fn *wake = r->w.wake;
         void *data = r->w.data;
@@ -251,7 +251,7 @@ int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline)
         r->w.deadline = deadline;
         rc = admit_enqueue(r);
         if (rc == BAND_PENDING)
-            rc = band__park_until(&r->w, &p, deadline);
+            rc = band__block(&r->w, &p, deadline, cancel);
         band__parker_destroy(&p);
         r->w.wake = wake;
         r->w.data = data;

@@ -63,7 +63,8 @@ int band_admit_release_part(band_admit_grant *g, band_sem *s, uint64_t n)
     return rc;
 }
 
-int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount, band_time deadline)
+int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount, band_time deadline,
+                      band_cancel *cancel)
 {
     band_permit *p = grant_find(g, s);
     if (p == NULL || amount > BAND_SEM_MAX_PERMITS)
@@ -74,7 +75,7 @@ int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount, band_ti
         band__sem_count_too_big(s);
         return BAND_E2BIG;
     }
-    int rc = band__sem_acquire_front(s, amount - p->count, deadline);
+    int rc = band__sem_acquire_front(s, amount - p->count, deadline, cancel);
     if (rc == 0)
         p->count = amount;
     return rc;

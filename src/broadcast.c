@@ -326,16 +326,12 @@ static void bc_blocker_wake(band_waiter *w)
     band__parker_unpark(&bk->parker);
 }
 
-static int bc_blocker_wait(struct bc_blocker *bk, band_waiter *w, band_time deadline)
+static int bc_blocker_wait(struct bc_blocker *bk, band_waiter *w, band_time deadline,
+                           band_cancel *cancel)
 {
-    int rc = band__park_until(w, &bk->parker, deadline);
+    int rc = band__block(w, &bk->parker, deadline, cancel);
     band__parker_destroy(&bk->parker);
     return rc;
-}
-
-static int deadline_passed(band_time deadline)
-{
-    return deadline != BAND_FOREVER && deadline <= band_now();
 }
 
 /* ---------------------------------------------------------------- subscribe */
@@ -447,7 +443,8 @@ int band_broadcast_send_async(band_broadcast *b, band_broadcast_send_op *op, con
     return send_enqueue(b, op, elem);
 }
 
-int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline)
+int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline,
+                        band_cancel *cancel)
 {
     if (b == NULL || elem == NULL)
         return BAND_EINVAL;
@@ -459,8 +456,9 @@ int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline)
     band__wakelist_run(&wl);
     if (rc != BAND_EAGAIN)
         return rc;
-    if (deadline_passed(deadline))
-        return BAND_ETIMEDOUT;
+    rc = band__wait_refusal(deadline, cancel);
+    if (rc != 0)
+        return rc;
 
     struct bc_blocker bk;
     band_waiter_init(&bk.op.send.w, bc_blocker_wake, &bk);
@@ -471,7 +469,7 @@ int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline)
         band__parker_destroy(&bk.parker);
         return rc;
     }
-    return bc_blocker_wait(&bk, &bk.op.send.w, deadline);
+    return bc_blocker_wait(&bk, &bk.op.send.w, deadline, cancel);
 }
 
 /* ---------------------------------------------------------------- receive */
@@ -527,13 +525,14 @@ int band_broadcast_recv_async(band_broadcast_rx *rx, band_broadcast_recv_op *op,
     return recv_enqueue(rx, op, out);
 }
 
-int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline)
+int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline, band_cancel *cancel)
 {
     int rc = band_broadcast_try_recv(rx, out);
     if (rc != BAND_EAGAIN)
         return rc;
-    if (deadline_passed(deadline))
-        return BAND_ETIMEDOUT;
+    rc = band__wait_refusal(deadline, cancel);
+    if (rc != 0)
+        return rc;
 
     struct bc_blocker bk;
     band_waiter_init(&bk.op.recv.w, bc_blocker_wake, &bk);
@@ -544,7 +543,7 @@ int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline)
         band__parker_destroy(&bk.parker);
         return rc;
     }
-    return bc_blocker_wait(&bk, &bk.op.recv.w, deadline);
+    return bc_blocker_wait(&bk, &bk.op.recv.w, deadline, cancel);
 }
 
 uint64_t band_broadcast_rx_lagged(const band_broadcast_rx *rx)

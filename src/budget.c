@@ -71,9 +71,9 @@ int band_budget_try_acquire(band_budget *b, uint64_t n)
     return band_sem_try_acquire(band_budget_sem(b), n);
 }
 
-int band_budget_acquire(band_budget *b, uint64_t n, band_time deadline)
+int band_budget_acquire(band_budget *b, uint64_t n, band_time deadline, band_cancel *cancel)
 {
-    return band_sem_acquire(band_budget_sem(b), n, deadline);
+    return band_sem_acquire(band_budget_sem(b), n, deadline, cancel);
 }
 
 int band_budget_acquire_async(band_budget *b, uint64_t n, band_waiter *w)
@@ -152,7 +152,8 @@ int band_budget_alloc_reserved(band_budget *b, size_t len, void **out)
     return 0;
 }
 
-int band_budget_alloc(band_budget *b, size_t len, band_time deadline, void **out)
+int band_budget_alloc(band_budget *b, size_t len, void **out, band_time deadline,
+                      band_cancel *cancel)
 {
     if (b == NULL || out == NULL)
         return BAND_EINVAL;
@@ -160,7 +161,7 @@ int band_budget_alloc(band_budget *b, size_t len, band_time deadline, void **out
         atomic_fetch_add_explicit(&b->sem.too_big, 1, memory_order_relaxed);
         return BAND_E2BIG;
     }
-    int rc = len > 0                       ? band_sem_acquire(&b->sem, (uint64_t)len, deadline)
+    int rc = len > 0 ? band_sem_acquire(&b->sem, (uint64_t)len, deadline, cancel)
              : band_sem_is_closed(&b->sem) ? BAND_ECLOSED
                                            : 0;
     if (rc != 0)
@@ -171,7 +172,7 @@ int band_budget_alloc(band_budget *b, size_t len, band_time deadline, void **out
     return rc;
 }
 
-int band_budget_realloc(void **buf, size_t len, band_time deadline)
+int band_budget_realloc(void **buf, size_t len, band_time deadline, band_cancel *cancel)
 {
     if (buf == NULL || *buf == NULL)
         return BAND_EINVAL;
@@ -185,7 +186,7 @@ int band_budget_realloc(void **buf, size_t len, band_time deadline)
             atomic_fetch_add_explicit(&b->sem.too_big, 1, memory_order_relaxed);
             return BAND_E2BIG;
         }
-        int rc = band_sem_acquire(&b->sem, (uint64_t)(len - old), deadline);
+        int rc = band_sem_acquire(&b->sem, (uint64_t)(len - old), deadline, cancel);
         if (rc != 0)
             return rc;
     }

@@ -62,14 +62,14 @@ enum { W_SENDERS = 1, W_RECEIVERS = 2 };
 /* Between two fast attempts. Returns 0 when the caller should stop trying and take the
  * lock: its deadline passed during the yields (a yield on a loaded machine can last a
  * whole time slice). */
-static int backoff(int i, band_time deadline)
+static int backoff(int i, band_time deadline, const band_cancel *cancel)
 {
     if (i < CHAN_SPINS) {
         band__cpu_relax();
         return 1;
     }
     sched_yield();
-    return deadline == BAND_FOREVER || band_now() < deadline;
+    return band__wait_refusal(deadline, cancel) == 0;
 }
 
 struct band_chan {
@@ -628,7 +628,7 @@ static void blocking_send_wake(band_waiter *w)
 
 /* A blocking send or reservation: try, then wait in the sender queue until @deadline. */
 static int send_blocking(band_chan *c, int kind, const void *elem, uint64_t bytes,
-                         band_time deadline)
+                         band_time deadline, band_cancel *cancel)
 {
     /* Deadline-aware senders try once and then let the locked path predict: they decide
      * at once instead of spinning toward a deadline they are about to be refused for. */
@@ -638,13 +638,14 @@ static int send_blocking(band_chan *c, int kind, const void *elem, uint64_t byte
             int rc = send_fast(c, elem, bytes);
             if (rc == RING_OK)
                 return 0;
-            if (rc == RING_GATED || i + 1 == tries || !backoff(i, deadline))
+            if (rc == RING_GATED || i + 1 == tries || !backoff(i, deadline, cancel))
                 break;
         }
     }
-    if (deadline != BAND_FOREVER && deadline <= band_now()) {
+    int refusal = band__wait_refusal(deadline, cancel);
+    if (refusal != 0) {
         int rc = send_submit(c, kind, elem, bytes, NULL); /* do not wait */
-        return rc == BAND_EAGAIN ? BAND_ETIMEDOUT : rc;
+        return rc == BAND_EAGAIN ? refusal : rc;
     }
     int rc;
     struct chan_blocking_send b;
@@ -655,7 +656,7 @@ static int send_blocking(band_chan *c, int kind, const void *elem, uint64_t byte
     band__parker_init(&b.parker);
     rc = send_submit(c, kind, elem, bytes, &b.op);
     if (rc == BAND_PENDING)
-        rc = band__park_until(&b.op.w, &b.parker, deadline);
+        rc = band__block(&b.op.w, &b.parker, deadline, cancel);
     band__parker_destroy(&b.parker);
     return rc;
 }
@@ -672,12 +673,13 @@ int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes)
     return send_submit(c, OP_SEND, elem, bytes, NULL);
 }
 
-int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline)
+int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline,
+                   band_cancel *cancel)
 {
     if (c == NULL || elem == NULL)
         return BAND_EINVAL;
     int rc = check_send(c, bytes, 0);
-    return rc != 0 ? rc : send_blocking(c, OP_SEND, elem, bytes, deadline);
+    return rc != 0 ? rc : send_blocking(c, OP_SEND, elem, bytes, deadline, cancel);
 }
 
 /* Submit an async send or reservation. */
@@ -770,13 +772,14 @@ int band_chan_try_reserve(band_chan *c, uint64_t bytes, band_chan_slot *slot)
     return rc;
 }
 
-int band_chan_reserve(band_chan *c, uint64_t bytes, band_time deadline, band_chan_slot *slot)
+int band_chan_reserve(band_chan *c, uint64_t bytes, band_chan_slot *slot, band_time deadline,
+                      band_cancel *cancel)
 {
     if (c == NULL || slot == NULL || slot->chan != NULL)
         return BAND_EINVAL;
     int rc = check_send(c, bytes, 0);
     if (rc == 0)
-        rc = send_blocking(c, OP_RESERVE, NULL, bytes, deadline);
+        rc = send_blocking(c, OP_RESERVE, NULL, bytes, deadline, cancel);
     if (rc == 0) {
         slot->chan = c;
         slot->bytes = bytes;
@@ -937,7 +940,8 @@ static void blocking_recv_wake(band_waiter *w)
     band__parker_unpark(&b->parker);
 }
 
-int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline)
+int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline,
+                   band_cancel *cancel)
 {
     if (c == NULL || out == NULL)
         return BAND_EINVAL;
@@ -945,12 +949,13 @@ int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline)
         int rc = recv_fast(c, out, bytes);
         if (rc == RING_OK)
             return 0;
-        if (rc == RING_GATED || !nothing_coming_but_the_ring(c) || !backoff(i, deadline))
+        if (rc == RING_GATED || !nothing_coming_but_the_ring(c) || !backoff(i, deadline, cancel))
             break;
     }
-    if (deadline != BAND_FOREVER && deadline <= band_now()) {
+    int refusal = band__wait_refusal(deadline, cancel);
+    if (refusal != 0) {
         int rc = recv_submit(c, out, bytes, NULL); /* do not wait */
-        return rc == BAND_EAGAIN ? BAND_ETIMEDOUT : rc;
+        return rc == BAND_EAGAIN ? refusal : rc;
     }
     int rc;
     struct chan_blocking_recv b;
@@ -960,7 +965,7 @@ int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline)
     band__parker_init(&b.parker);
     rc = recv_submit(c, out, bytes, &b.op);
     if (rc == BAND_PENDING) {
-        rc = band__park_until(&b.op.w, &b.parker, deadline);
+        rc = band__block(&b.op.w, &b.parker, deadline, cancel);
         if (rc == 0 && bytes != NULL)
             *bytes = b.op.bytes;
     }
@@ -985,7 +990,7 @@ int band_chan_recv_async(band_chan *c, struct band_chan_recv_op *op)
 }
 
 int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, size_t *n,
-                        band_time deadline)
+                        band_time deadline, band_cancel *cancel)
 {
     if (n != NULL)
         *n = 0;
@@ -1000,7 +1005,7 @@ int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, si
         got++;
     if (got == 0) {
         /* Nothing ready for us: wait for the first element like band_chan_recv(). */
-        int err = band_chan_recv(c, dst, bytes, deadline);
+        int err = band_chan_recv(c, dst, bytes, deadline, cancel);
         if (err != 0)
             return err;
         got = 1;

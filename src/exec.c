@@ -181,7 +181,7 @@ static void *exec_worker(void *arg)
         band_job *job = NULL;
         int rc = last_end != 0 ? band_chan_try_recv(ex->ch, &job, NULL) : BAND_EAGAIN;
         if (rc == BAND_EAGAIN) {
-            rc = band_chan_recv(ex->ch, &job, NULL, BAND_FOREVER);
+            rc = band_chan_recv(ex->ch, &job, NULL, BAND_FOREVER, NULL);
             last_end = 0;
         }
         if (rc != 0)
@@ -279,7 +279,8 @@ static void exec_count_refusal(band_exec *ex, int rc)
 }
 
 /* Submit @job: with @try_only, try_send; otherwise send until @deadline. */
-static int exec_submit(band_exec *ex, band_job *job, band_time deadline, int try_only)
+static int exec_submit(band_exec *ex, band_job *job, band_time deadline, band_cancel *cancel,
+                       int try_only)
 {
     if (ex == NULL || job == NULL || job->fn == NULL)
         return BAND_EINVAL;
@@ -295,7 +296,7 @@ static int exec_submit(band_exec *ex, band_job *job, band_time deadline, int try
         return BAND_EINVAL; /* a concurrent submission of the same job won */
     const band_job *elem = job;
     int rc = try_only ? band_chan_try_send(ex->ch, &elem, 0)
-                      : band_chan_send(ex->ch, &elem, 0, deadline);
+                      : band_chan_send(ex->ch, &elem, 0, deadline, cancel);
     if (rc == 0) {
         atomic_fetch_add_explicit(&ex->accepted, 1, memory_order_relaxed);
         return 0;
@@ -309,14 +310,14 @@ static int exec_submit(band_exec *ex, band_job *job, band_time deadline, int try
     return BAND_ECANCELED;
 }
 
-int band_exec_run(band_exec *ex, band_job *job, band_time deadline)
+int band_exec_run(band_exec *ex, band_job *job, band_time deadline, band_cancel *cancel)
 {
-    return exec_submit(ex, job, deadline, 0);
+    return exec_submit(ex, job, deadline, cancel, 0);
 }
 
 int band_exec_try_run(band_exec *ex, band_job *job)
 {
-    return exec_submit(ex, job, 0, 1);
+    return exec_submit(ex, job, 0, NULL, 1);
 }
 
 int band_exec_cancel(band_job *job)

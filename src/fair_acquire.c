@@ -216,14 +216,16 @@ static void fair_blocker_wake(band_waiter *w)
     band__parker_unpark(&b->parker);
 }
 
-int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n, band_time deadline)
+int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n, band_time deadline,
+                      band_cancel *cancel)
 {
     int rc = fair_check_args(f, cls);
     if (rc != 0)
         return rc;
-    if (deadline != BAND_FOREVER && deadline <= band_now()) {
+    int refusal = band__wait_refusal(deadline, cancel);
+    if (refusal != 0) {
         rc = band_fair_try_acquire(f, key, cls, n);
-        return rc == BAND_EAGAIN ? BAND_ETIMEDOUT : rc;
+        return rc == BAND_EAGAIN ? refusal : rc;
     }
     struct fair_blocker b;
     band_fair_req_init(&b.r, fair_blocker_wake, NULL, key, cls, n);
@@ -231,7 +233,7 @@ int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n, band
     band__parker_init(&b.parker);
     rc = band_fair_acquire_async(f, &b.r);
     if (rc == BAND_PENDING)
-        rc = band__park_until(&b.r.w, &b.parker, deadline);
+        rc = band__block(&b.r.w, &b.parker, deadline, cancel);
     band__parker_destroy(&b.parker);
     return rc;
 }

@@ -205,14 +205,15 @@ int band_group_wait_async(band_group *g, band_waiter *w)
     return group_enqueue(g, w);
 }
 
-int band_group_wait(band_group *g, band_time deadline)
+int band_group_wait(band_group *g, band_time deadline, band_cancel *cancel)
 {
     if (g == NULL)
         return BAND_EINVAL;
     if (atomic_load_explicit(&g->count, memory_order_acquire) == 0)
         return 0;
-    if (deadline != BAND_FOREVER && deadline <= band_now())
-        return BAND_ETIMEDOUT;
+    int refusal = band__wait_refusal(deadline, cancel);
+    if (refusal != 0)
+        return refusal;
     struct band__blocker b;
     band__blocker_init(&b);
     b.w.deadline = deadline;
@@ -221,7 +222,7 @@ int band_group_wait(band_group *g, band_time deadline)
         band__blocker_done(&b);
         return rc;
     }
-    return band__blocker_wait(&b, deadline);
+    return band__blocker_wait_cancel(&b, deadline, cancel);
 }
 
 /* ---------------------------------------------------------------- observability */

@@ -60,11 +60,11 @@ int band_latch_try_wait(const band_latch *l)
     return band_group_count(l->g) == 0 ? 0 : BAND_EAGAIN;
 }
 
-int band_latch_wait(band_latch *l, band_time deadline)
+int band_latch_wait(band_latch *l, band_time deadline, band_cancel *cancel)
 {
     if (l == NULL)
         return BAND_EINVAL;
-    return band_group_wait(l->g, deadline);
+    return band_group_wait(l->g, deadline, cancel);
 }
 
 int band_latch_wait_async(band_latch *l, band_waiter *w)
@@ -74,12 +74,12 @@ int band_latch_wait_async(band_latch *l, band_waiter *w)
     return band_group_wait_async(l->g, w);
 }
 
-int band_latch_arrive_and_wait(band_latch *l, uint64_t n, band_time deadline)
+int band_latch_arrive_and_wait(band_latch *l, uint64_t n, band_time deadline, band_cancel *cancel)
 {
     int rc = band_latch_count_down(l, n);
     if (rc != 0)
         return rc;
-    return band_group_wait(l->g, deadline);
+    return band_group_wait(l->g, deadline, cancel);
 }
 
 uint64_t band_latch_count(const band_latch *l)

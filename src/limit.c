@@ -188,11 +188,11 @@ int band_limit_try_acquire(band_limit *l)
     return rc;
 }
 
-int band_limit_acquire(band_limit *l, band_time deadline)
+int band_limit_acquire(band_limit *l, band_time deadline, band_cancel *cancel)
 {
     if (l == NULL)
         return BAND_EINVAL;
-    int rc = band_sem_acquire(l->sem, 1, deadline);
+    int rc = band_sem_acquire(l->sem, 1, deadline, cancel);
     if (rc == 0)
         atomic_fetch_add_explicit(&l->inflight, 1, memory_order_relaxed);
     return rc;

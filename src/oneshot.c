@@ -254,13 +254,14 @@ int band_oneshot_recv_async(band_oneshot *o, struct band_oneshot_recv_op *op, vo
     return oneshot_enqueue(o, &op->w, out);
 }
 
-int band_oneshot_recv(band_oneshot *o, void *out, band_time deadline)
+int band_oneshot_recv(band_oneshot *o, void *out, band_time deadline, band_cancel *cancel)
 {
     int rc = band_oneshot_try_recv(o, out);
     if (rc != BAND_EAGAIN)
         return rc;
-    if (deadline != BAND_FOREVER && deadline <= band_now())
-        return BAND_ETIMEDOUT;
+    int refusal = band__wait_refusal(deadline, cancel);
+    if (refusal != 0)
+        return refusal;
     struct band__blocker b;
     band__blocker_init(&b);
     b.w.deadline = deadline;
@@ -269,7 +270,7 @@ int band_oneshot_recv(band_oneshot *o, void *out, band_time deadline)
         band__blocker_done(&b);
         return rc;
     }
-    return band__blocker_wait(&b, deadline);
+    return band__blocker_wait_cancel(&b, deadline, cancel);
 }
 
 int band_oneshot_receiver_drop(band_oneshot *o)

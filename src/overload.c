@@ -195,8 +195,8 @@ static int no_room(band_door *d, int cls, int rc, uint64_t n, const void *job, b
     return answer(d, cls, band_answer_from(rc, BAND_FROM_CAPACITY, 0), ans);
 }
 
-int band_door_admit(band_door *d, int cls, uint64_t n, band_time deadline, const void *job,
-                    band_permit *permit, band_answer *ans)
+int band_door_admit(band_door *d, int cls, uint64_t n, const void *job, band_permit *permit,
+                    band_answer *ans, band_time deadline, band_cancel *cancel)
 {
     if (d == NULL || ans == NULL || n == 0 || cls < 0 || cls >= d->classes ||
         (d->sem != NULL && (permit == NULL || permit->sem != NULL)))
@@ -222,7 +222,8 @@ int band_door_admit(band_door *d, int cls, uint64_t n, band_time deadline, const
                 have_tokens = 1;
             }
             band_time until = band_deadline_after(d->wait);
-            rc = band_permit_acquire(permit, d->sem, n, until < deadline ? until : deadline);
+            rc =
+                band_permit_acquire(permit, d->sem, n, until < deadline ? until : deadline, cancel);
             waited = rc == 0;
         }
         if (rc != 0)

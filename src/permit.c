@@ -27,11 +27,12 @@ int band_permit_try_acquire(band_permit *p, band_sem *s, uint64_t n)
     return rc;
 }
 
-int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_time deadline)
+int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_time deadline,
+                        band_cancel *cancel)
 {
     if (p == NULL || !permit_is_empty(p))
         return BAND_EINVAL;
-    int rc = band_sem_acquire(s, n, deadline);
+    int rc = band_sem_acquire(s, n, deadline, cancel);
     if (rc == 0) {
         p->sem = s;
         p->count = n;

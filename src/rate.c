@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "band/rate.h"
+#include "core/block.h"
 #include "core/internal.h"
 
 /* A time with a fraction: ns + fr / den, 0 <= fr < den. */
@@ -334,7 +335,8 @@ int band_rate_ticket_cancel(band_rate_ticket *t)
     return rc;
 }
 
-int band_rate_wait(band_rate *r, uint64_t n, band_time deadline, band_time *retry_after)
+int band_rate_wait(band_rate *r, uint64_t n, band_time *retry_after, band_time deadline,
+                   band_cancel *cancel)
 {
     if (retry_after != NULL)
         *retry_after = 0;
@@ -342,14 +344,26 @@ int band_rate_wait(band_rate *r, uint64_t n, band_time deadline, band_time *retr
         return BAND_EINVAL;
     band_rate_ticket t = BAND_RATE_TICKET_INIT;
     band_time delay = 0;
-    int rc = band_rate_reserve(r, n, deadline, &t, &delay);
+    /* A requested token means "do not wait", as a past deadline does. */
+    int cancelled = band_cancel_requested(cancel);
+    int rc = band_rate_reserve(r, n, cancelled ? 0 : deadline, &t, &delay);
     if (rc == BAND_ETIMEDOUT && retry_after != NULL)
         *retry_after = delay;
+    if (rc == BAND_ETIMEDOUT && cancelled)
+        rc = BAND_ECANCELED;
     if (rc != 0)
         return rc;
-    if (delay > 0)
+    if (delay <= 0)
+        return 0;
+    if (r->sleep != default_sleep || cancel == NULL) {
         r->sleep(r->sleep_ctx, t.at);
-    return 0;
+        return 0;
+    }
+    if (band__sleep_until(t.at, cancel) == 0)
+        return 0;
+    /* Cancelled before the slot came: give the booking back, as a cancelled ticket does. */
+    (void)band_rate_ticket_cancel(&t);
+    return BAND_ECANCELED;
 }
 
 /* ---------------------------------------------------------------- observability */

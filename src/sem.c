@@ -511,7 +511,7 @@ static int sem_try_spin(band_sem *s, uint64_t n)
     return rc;
 }
 
-int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline)
+int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_cancel *cancel)
 {
     if (s == NULL)
         return BAND_EINVAL;
@@ -521,8 +521,9 @@ int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline)
     rc = sem_try_spin(s, n);
     if (rc != BAND_EAGAIN)
         return rc;
-    if (deadline != BAND_FOREVER && deadline <= band_now())
-        return BAND_ETIMEDOUT;
+    rc = band__wait_refusal(deadline, cancel);
+    if (rc != 0)
+        return rc;
 
     struct band__blocker b;
     band__blocker_init(&b);
@@ -532,7 +533,7 @@ int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline)
         band__blocker_done(&b);
         return rc;
     }
-    return band__blocker_wait(&b, deadline);
+    return band__blocker_wait_cancel(&b, deadline, cancel);
 }
 
 /* ---------------------------------------------------------------- release, reduce, drain */
@@ -911,7 +912,7 @@ uint64_t band__sem_in_use_locked(const band_sem *s)
 
 const char band__sem_front_tag = 0;
 
-int band__sem_acquire_front(band_sem *s, uint64_t n, band_time deadline)
+int band__sem_acquire_front(band_sem *s, uint64_t n, band_time deadline, band_cancel *cancel)
 {
     struct band__blocker b;
     int rc = BAND_PENDING;
@@ -925,8 +926,8 @@ int band__sem_acquire_front(band_sem *s, uint64_t n, band_time deadline)
         /* The free units set aside for the head: this caller ranks before the head. */
         s->head_got -= n;
         rc = 0;
-    } else if (deadline != BAND_FOREVER && deadline <= band_now()) {
-        rc = BAND_ETIMEDOUT;
+    } else if (band__wait_refusal(deadline, cancel) != 0) {
+        rc = band__wait_refusal(deadline, cancel);
     } else if (n > UINT64_MAX - s->q_units) {
         rc = BAND_EOVERFLOW;
     } else {
@@ -945,7 +946,7 @@ int band__sem_acquire_front(band_sem *s, uint64_t n, band_time deadline)
     pthread_mutex_unlock(&s->lock);
     if (rc != BAND_PENDING)
         return rc;
-    return band__blocker_wait(&b, deadline);
+    return band__blocker_wait_cancel(&b, deadline, cancel);
 }
 
 /* ---------------------------------------------------------------- observability */

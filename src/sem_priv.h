@@ -180,7 +180,7 @@ int band__sem_busy(band_sem *s);
  * request keeps its place). Waits at the head of the queue until @deadline. Returns 0,
  * BAND_ETIMEDOUT (a past @deadline means "only if free now"), BAND_ECLOSED.
  */
-int band__sem_acquire_front(band_sem *s, uint64_t n, band_time deadline);
+int band__sem_acquire_front(band_sem *s, uint64_t n, band_time deadline, band_cancel *cancel);
 
 /* The data pointer of waiters queued by band__sem_acquire_front(), so that a layer that
  * places its nodes ahead of others (admit_queue.c) can keep behind them. */

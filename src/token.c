@@ -355,12 +355,13 @@ static int token_wait_async(band_token *t, struct band__waitq *q, band_waiter *w
     return token_enqueue(t, q, w);
 }
 
-static int token_wait(band_token *t, struct band__waitq *q, band_time deadline)
+static int token_wait(band_token *t, struct band__waitq *q, band_time deadline, band_cancel *cancel)
 {
     if (token_satisfied(t, q, atomic_load_explicit(&t->state, memory_order_acquire)))
         return 0;
-    if (deadline != BAND_FOREVER && deadline <= band_now())
-        return BAND_ETIMEDOUT;
+    int refusal = band__wait_refusal(deadline, cancel);
+    if (refusal != 0)
+        return refusal;
     struct band__blocker b;
     band__blocker_init(&b);
     b.w.deadline = deadline;
@@ -369,14 +370,14 @@ static int token_wait(band_token *t, struct band__waitq *q, band_time deadline)
         band__blocker_done(&b);
         return rc;
     }
-    return band__blocker_wait(&b, deadline);
+    return band__blocker_wait_cancel(&b, deadline, cancel);
 }
 
-int band_token_wait_requested(band_token *t, band_time deadline)
+int band_token_wait_requested(band_token *t, band_time deadline, band_cancel *cancel)
 {
     if (t == NULL)
         return BAND_EINVAL;
-    return token_wait(t, &t->req_q, deadline);
+    return token_wait(t, &t->req_q, deadline, cancel);
 }
 
 int band_token_wait_requested_async(band_token *t, band_waiter *w)
@@ -386,11 +387,11 @@ int band_token_wait_requested_async(band_token *t, band_waiter *w)
     return token_wait_async(t, &t->req_q, w);
 }
 
-int band_token_wait_drained(band_token *t, band_time deadline)
+int band_token_wait_drained(band_token *t, band_time deadline, band_cancel *cancel)
 {
     if (t == NULL)
         return BAND_EINVAL;
-    return token_wait(t, &t->drain_q, deadline);
+    return token_wait(t, &t->drain_q, deadline, cancel);
 }
 
 int band_token_wait_drained_async(band_token *t, band_waiter *w)

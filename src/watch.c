@@ -365,13 +365,14 @@ static void watch_blocker_wake(band_waiter *wt)
     band__parker_unpark(&b->parker);
 }
 
-int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline)
+int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline, band_cancel *cancel)
 {
     int rc = band_watch_try_changed(rx, out);
     if (rc != BAND_EAGAIN)
         return rc;
-    if (deadline != BAND_FOREVER && deadline <= band_now())
-        return BAND_ETIMEDOUT;
+    int refusal = band__wait_refusal(deadline, cancel);
+    if (refusal != 0)
+        return refusal;
 
     struct watch_blocker b;
     band_waiter_init(&b.op.w, watch_blocker_wake, NULL);
@@ -382,7 +383,7 @@ int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline)
     band__parker_init(&b.parker);
     rc = watch_enqueue(rx->_watch, &b.op);
     if (rc == BAND_PENDING)
-        rc = band__park_until(&b.op.w, &b.parker, deadline);
+        rc = band__block(&b.op.w, &b.parker, deadline, cancel);
     band__parker_destroy(&b.parker);
     return rc;
 }

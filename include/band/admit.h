@@ -33,6 +33,7 @@
 #define BAND_ADMIT_H
 
 #include "band/budget.h"
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/sem.h"
 
@@ -137,7 +138,8 @@ BAND_API int band_admit_try(band_admit_req *r, band_admit_grant *g);
  * blocks it holds nothing. @r's wake and data are used internally for the duration of the
  * call and are restored before it returns. MT-safe.
  */
-BAND_API int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline);
+BAND_API int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline,
+                        band_cancel *cancel);
 
 /**
  * band_admit_async() - admit @r now, or queue it in every budget it names at once.
@@ -197,7 +199,7 @@ BAND_API int band_admit_release_part(band_admit_grant *g, band_sem *s, uint64_t 
  * generous estimate and return the surplus, or a short deadline. MT-safe for the budget.
  */
 BAND_API int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount,
-                               band_time deadline);
+                               band_time deadline, band_cancel *cancel);
 
 /**
  * band_admit_reconcile() - set what @g holds of @s to @used, the units the admitted work
@@ -236,7 +238,7 @@ BAND_API void band_admit_release_scoped(band_admit_grant *g);
  * BAND_SCOPED_ADMIT - declare a band_admit_grant released on every path out of its block:
  *
  *     BAND_SCOPED_ADMIT band_admit_grant g = BAND_ADMIT_GRANT_INIT;
- *     if (band_admit(&req, &g, deadline) != 0)
+ *     if (band_admit(&req, &g, deadline, NULL) != 0)
  *         return -1;
  */
 #define BAND_SCOPED_ADMIT __attribute__((cleanup(band_admit_release_scoped)))

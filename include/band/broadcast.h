@@ -46,6 +46,7 @@
 #ifndef BAND_BROADCAST_H
 #define BAND_BROADCAST_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -172,7 +173,8 @@ BAND_API int band_broadcast_try_send(band_broadcast *b, const void *elem);
  * of band_broadcast_try_send() except BAND_EAGAIN. Refused elements stay with the caller.
  * *@elem is only read while this call runs. MT-safe.
  */
-BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline);
+BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline,
+                                 band_cancel *cancel);
 
 /**
  * band_broadcast_send_async() - send a copy of *@elem now, or queue @op until there is room.
@@ -212,7 +214,8 @@ BAND_API int band_broadcast_try_recv(band_broadcast_rx *rx, void *out);
  * deadline at or before band_now() means "do not wait"). A message that races with the
  * deadline wins: it is returned as 0 and never lost. MT-safe.
  */
-BAND_API int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline);
+BAND_API int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline,
+                                 band_cancel *cancel);
 
 /**
  * band_broadcast_recv_async() - copy @rx's next message into *@out now, or queue @op.

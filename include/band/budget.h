@@ -55,7 +55,8 @@ BAND_API int band_budget_try_acquire(band_budget *b, uint64_t n);
 /** band_budget_acquire() - reserve @n units in one acquisition, blocking until @deadline:
  *  0, BAND_ETIMEDOUT, BAND_E2BIG (at once, never waits), BAND_ECLOSED, BAND_EINVAL, or
  *  BAND_EOVERFLOW as band_sem_acquire(). */
-BAND_API int band_budget_acquire(band_budget *b, uint64_t n, band_time deadline);
+BAND_API int band_budget_acquire(band_budget *b, uint64_t n, band_time deadline,
+                                 band_cancel *cancel);
 
 /** band_budget_acquire_async() - as band_sem_acquire_async(), with BAND_E2BIG at once for
  *  @n > capacity. A queued request that a later shrink makes too big ends with status
@@ -116,7 +117,8 @@ BAND_API int band_budget_get_stats(const band_budget *b, band_sem_stats *out);
  * units are available now". @len 0 reserves nothing and returns a valid buffer (or
  * BAND_ECLOSED once the budget is closed, as every acquisition does).
  */
-BAND_API int band_budget_alloc(band_budget *b, size_t len, band_time deadline, void **out);
+BAND_API int band_budget_alloc(band_budget *b, size_t len, void **out, band_time deadline,
+                               band_cancel *cancel);
 
 /**
  * band_budget_alloc_reserved() - allocate @len bytes against @len units the caller already
@@ -135,7 +137,7 @@ BAND_API int band_budget_alloc_reserved(band_budget *b, size_t len, void **out);
  * Growing while holding a reservation is incremental acquisition: size buffers up front
  * where possible.
  */
-BAND_API int band_budget_realloc(void **buf, size_t len, band_time deadline);
+BAND_API int band_budget_realloc(void **buf, size_t len, band_time deadline, band_cancel *cancel);
 
 /** band_budget_free() - free @buf and return its reservation. NULL does nothing. */
 BAND_API void band_budget_free(void *buf);

@@ -32,6 +32,7 @@
 #ifndef BAND_CHAN_H
 #define BAND_CHAN_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 #include "band/sem.h"
@@ -126,7 +127,8 @@ BAND_API int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes);
 
 /** band_chan_send() - as try_send, but waits in FIFO order until @deadline: 0,
  *  BAND_ETIMEDOUT, BAND_ECLOSED, BAND_E2BIG or BAND_EINVAL. */
-BAND_API int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline);
+BAND_API int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline,
+                            band_cancel *cancel);
 
 /**
  * struct band_chan_send_op - an asynchronous send or reservation. Set @elem (sends only)
@@ -185,8 +187,8 @@ BAND_API int band_chan_try_reserve(band_chan *c, uint64_t bytes, band_chan_slot 
 
 /** band_chan_reserve() - as try_reserve, waiting in FIFO order (with senders) until
  *  @deadline: adds BAND_ETIMEDOUT. */
-BAND_API int band_chan_reserve(band_chan *c, uint64_t bytes, band_time deadline,
-                               band_chan_slot *slot);
+BAND_API int band_chan_reserve(band_chan *c, uint64_t bytes, band_chan_slot *slot,
+                               band_time deadline, band_cancel *cancel);
 
 /**
  * band_chan_reserve_async() - reserve @op->bytes now or when there is room (@op->elem is
@@ -228,7 +230,8 @@ BAND_API int band_chan_try_recv(band_chan *c, void *out, uint64_t *bytes);
 
 /** band_chan_recv() - as try_recv, waiting in FIFO order until @deadline: 0,
  *  BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL. */
-BAND_API int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline);
+BAND_API int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline,
+                            band_cancel *cancel);
 
 /** struct band_chan_recv_op - an asynchronous receive; the element is copied into @out
  *  (and its bytes into @bytes) before the wake. @out must stay valid while pending. */
@@ -250,7 +253,7 @@ BAND_API int band_chan_recv_async(band_chan *c, struct band_chan_recv_op *op);
  * Returns 0 with *@n >= 1, BAND_ETIMEDOUT, BAND_ECLOSED or BAND_EINVAL (*@n is 0 then).
  */
 BAND_API int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, size_t *n,
-                                 band_time deadline);
+                                 band_time deadline, band_cancel *cancel);
 
 /**
  * band_chan_close() - close for both sides.

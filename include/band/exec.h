@@ -27,6 +27,7 @@
 #ifndef BAND_EXEC_H
 #define BAND_EXEC_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 #include "band/histo.h"
@@ -134,7 +135,7 @@ BAND_API int band_exec_create(band_exec **out, const band_exec_opts *opts);
  * such a cancel wins against a refused submission, the job is handed back (BAND_ECANCELED)
  * on this thread and this call returns BAND_ECANCELED.
  */
-BAND_API int band_exec_run(band_exec *ex, band_job *job, band_time deadline);
+BAND_API int band_exec_run(band_exec *ex, band_job *job, band_time deadline, band_cancel *cancel);
 
 /** band_exec_try_run() - queue @job now or refuse: 0, BAND_EAGAIN (full, or older
  *  submitters are waiting), BAND_ECLOSED, BAND_EINVAL; refused jobs stay with the caller. */

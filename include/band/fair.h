@@ -43,6 +43,7 @@
 #ifndef BAND_FAIR_H
 #define BAND_FAIR_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -196,7 +197,7 @@ BAND_API int band_fair_acquire_async(band_fair *f, band_fair_req *r);
  * MT-safe.
  */
 BAND_API int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
-                               band_time deadline);
+                               band_time deadline, band_cancel *cancel);
 
 /**
  * band_fair_release() - return @n units that @key holds.

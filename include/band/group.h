@@ -38,6 +38,7 @@
 #ifndef BAND_GROUP_H
 #define BAND_GROUP_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -110,7 +111,7 @@ BAND_API uint64_t band_group_count(const band_group *g);
  * or before band_now() means "do not wait": 0 if the count is 0 now, else BAND_ETIMEDOUT),
  * or BAND_EINVAL for a NULL @g. MT-safe.
  */
-BAND_API int band_group_wait(band_group *g, band_time deadline);
+BAND_API int band_group_wait(band_group *g, band_time deadline, band_cancel *cancel);
 
 /**
  * band_group_wait_async() - complete now if the count of @g is 0, or queue @w until it is.
@@ -188,7 +189,7 @@ BAND_API int band_latch_try_wait(const band_latch *l);
  * Returns as band_group_wait(): 0, BAND_ETIMEDOUT (a past deadline means "do not wait"),
  * or BAND_EINVAL for NULL. MT-safe.
  */
-BAND_API int band_latch_wait(band_latch *l, band_time deadline);
+BAND_API int band_latch_wait(band_latch *l, band_time deadline, band_cancel *cancel);
 
 /**
  * band_latch_wait_async() - complete now if @l is open, or queue @w until it opens.
@@ -200,12 +201,13 @@ BAND_API int band_latch_wait(band_latch *l, band_time deadline);
 BAND_API int band_latch_wait_async(band_latch *l, band_waiter *w);
 
 /**
- * band_latch_arrive_and_wait() - band_latch_count_down(@l, @n), then band_latch_wait(@l,
- * @deadline) (std::latch::arrive_and_wait with a deadline).
+ * band_latch_arrive_and_wait() - band_latch_count_down(@l, @n), then band_latch_wait(@l, *
+ * @deadline, NULL) (std::latch::arrive_and_wait with a deadline).
  *
  * Returns the count-down's error (then it did not wait), else the wait's result. MT-safe.
  */
-BAND_API int band_latch_arrive_and_wait(band_latch *l, uint64_t n, band_time deadline);
+BAND_API int band_latch_arrive_and_wait(band_latch *l, uint64_t n, band_time deadline,
+                                        band_cancel *cancel);
 
 /** band_latch_count() - the remaining count of @l (0 when open, and for NULL). MT-safe. */
 BAND_API uint64_t band_latch_count(const band_latch *l);
@@ -286,7 +288,7 @@ BAND_API int band_token_reason(const band_token *t);
  * @deadline passed first (a past deadline means "do not wait"), or BAND_EINVAL for NULL.
  * MT-safe.
  */
-BAND_API int band_token_wait_requested(band_token *t, band_time deadline);
+BAND_API int band_token_wait_requested(band_token *t, band_time deadline, band_cancel *cancel);
 
 /**
  * band_token_wait_requested_async() - complete now if shutdown was requested, or queue @w
@@ -331,7 +333,7 @@ BAND_API uint64_t band_token_participants(const band_token *t);
  * A participant that waits for the drain of its own token waits forever (it has not left):
  * leave first. MT-safe.
  */
-BAND_API int band_token_wait_drained(band_token *t, band_time deadline);
+BAND_API int band_token_wait_drained(band_token *t, band_time deadline, band_cancel *cancel);
 
 /**
  * band_token_wait_drained_async() - complete now if @t is drained, or queue @w until it is.

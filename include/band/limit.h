@@ -35,6 +35,7 @@
 #ifndef BAND_LIMIT_H
 #define BAND_LIMIT_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 #include "band/sem.h"
@@ -118,7 +119,7 @@ BAND_API int band_limit_try_acquire(band_limit *l);
 
 /** band_limit_acquire() - take one permit, blocking until @deadline: 0 (counted in
  *  flight), BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL. */
-BAND_API int band_limit_acquire(band_limit *l, band_time deadline);
+BAND_API int band_limit_acquire(band_limit *l, band_time deadline, band_cancel *cancel);
 
 /** band_limit_adopt() - count a permit acquired through band_limit_sem() as in flight.
  *  Returns 0 or BAND_EINVAL. */

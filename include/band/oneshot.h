@@ -29,6 +29,7 @@
 #ifndef BAND_ONESHOT_H
 #define BAND_ONESHOT_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -120,7 +121,7 @@ BAND_API int band_oneshot_try_recv(band_oneshot *o, void *out);
  * the oneshot for a later receive. Returns BAND_ECANCELED when the receiver was dropped
  * by another thread meanwhile. Blocks the calling thread. MT-safe.
  */
-BAND_API int band_oneshot_recv(band_oneshot *o, void *out, band_time deadline);
+BAND_API int band_oneshot_recv(band_oneshot *o, void *out, band_time deadline, band_cancel *cancel);
 
 /**
  * band_oneshot_recv_async() - take the value now, or queue @op until it arrives.

@@ -17,6 +17,7 @@
 #ifndef BAND_OVERLOAD_H
 #define BAND_OVERLOAD_H
 
+#include "band/cancel.h"
 #include "band/chan.h"
 #include "band/core.h"
 #include "band/error.h"
@@ -122,8 +123,9 @@ BAND_API int band_door_destroy(band_door *d);
  * measured mean hold time × (waiters + @n) / capacity, or 1 s before any measurement.
  * MT-safe.
  */
-BAND_API int band_door_admit(band_door *d, int cls, uint64_t n, band_time deadline, const void *job,
-                             band_permit *permit, band_answer *ans);
+BAND_API int band_door_admit(band_door *d, int cls, uint64_t n, const void *job,
+                             band_permit *permit, band_answer *ans, band_time deadline,
+                             band_cancel *cancel);
 
 /**
  * band_door_done() - the admitted work finished: releases *@permit (like

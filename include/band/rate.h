@@ -25,6 +25,7 @@
 #ifndef BAND_RATE_H
 #define BAND_RATE_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -132,7 +133,8 @@ BAND_API int band_rate_ticket_cancel(band_rate_ticket *t);
  * band_rate_reserve(), or a custom clock without a sleep hook). A close while sleeping does
  * not cut the sleep short: the booking stands.
  */
-BAND_API int band_rate_wait(band_rate *r, uint64_t n, band_time deadline, band_time *retry_after);
+BAND_API int band_rate_wait(band_rate *r, uint64_t n, band_time *retry_after, band_time deadline,
+                            band_cancel *cancel);
 
 /** band_rate_available() - whole tokens in the bucket now (0 for NULL). */
 BAND_API uint64_t band_rate_available(const band_rate *r);

@@ -24,6 +24,7 @@
 #ifndef BAND_SEM_H
 #define BAND_SEM_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -113,7 +114,7 @@ BAND_API int band_sem_try_acquire(band_sem *s, uint64_t n);
  * queues it retries the lock-free path for about a microsecond while nobody is queued
  * (never past a waiter). MT-safe.
  */
-BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline);
+BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_cancel *cancel);
 
 /**
  * band_sem_acquire_async() - take @n permits now, or queue @w for them.
@@ -251,7 +252,8 @@ BAND_API int band_permit_try_acquire(band_permit *p, band_sem *s, uint64_t n);
 
 /** band_permit_acquire() - band_sem_acquire() into an empty permit; codes as that, plus
  *  BAND_EINVAL when @p is NULL or not empty. */
-BAND_API int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_time deadline);
+BAND_API int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_time deadline,
+                                 band_cancel *cancel);
 
 /**
  * band_permit_adopt() - wrap @n permits of @s that the caller already holds (for example
@@ -337,7 +339,7 @@ BAND_API void band_permit_release_scoped(band_permit *p);
  * block (GCC/Clang cleanup attribute):
  *
  *     BAND_SCOPED_PERMIT band_permit p = BAND_PERMIT_INIT;
- *     if (band_permit_acquire(&p, sem, 1, deadline) != 0)
+ *     if (band_permit_acquire(&p, sem, 1, deadline, NULL) != 0)
  *         return -1;           // p is empty: nothing to release
  *     ...                      // every return below releases p
  *

@@ -32,6 +32,7 @@
 #ifndef BAND_WATCH_H
 #define BAND_WATCH_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -177,7 +178,8 @@ BAND_API int band_watch_try_changed(band_watch_rx *rx, void *out);
  * happen before the caller runs, it gets the newest value as of the send that woke it.
  * Blocks the calling thread. MT-safe.
  */
-BAND_API int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline);
+BAND_API int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline,
+                                band_cancel *cancel);
 
 /**
  * band_watch_changed_async() - take a newer version now, or queue @op until one is sent.

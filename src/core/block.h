@@ -64,6 +64,12 @@ int band__blocker_wait_cancel(struct band__blocker *b, band_time deadline, band_
 /* Release @b's resources when its waiter was never queued. */
 void band__blocker_done(struct band__blocker *b);
 
+/*
+ * Sleep until @until (CLOCK_MONOTONIC) or until @cancel (may be NULL) is requested.
+ * Returns 0 once @until has passed, BAND_ECANCELED when cancelled first.
+ */
+int band__sleep_until(band_time until, band_cancel *cancel);
+
 /* band__block() without a cancellation token. */
 int band__park_until(band_waiter *w, struct band__parker *p, band_time deadline);
 

@@ -736,7 +736,7 @@ static void op_send_past(struct chan_model *m)
             rc = BAND_ETIMEDOUT; /* counted in refused_full like try_send */
     }
     count_rc(m, rc);
-    expect_int(m, "send(past)", rc, band_chan_send(m->c, &val, bytes, 0));
+    expect_int(m, "send(past)", rc, band_chan_send(m->c, &val, bytes, 0, NULL));
 }
 
 static void op_send_async(struct chan_model *m, int kind)
@@ -796,7 +796,7 @@ static void op_try_reserve(struct chan_model *m, int past)
         int k = next_byte(m) % NHELD;
         band_chan_slot copy = m->held[k];
         expect_int(m, "try_reserve(full slot)", BAND_EINVAL,
-                   past ? band_chan_reserve(m->c, bytes, 0, &copy)
+                   past ? band_chan_reserve(m->c, bytes, &copy, 0, NULL)
                         : band_chan_try_reserve(m->c, bytes, &copy));
         if (copy.chan != m->held[k].chan || copy.bytes != m->held[k].bytes)
             fail(m, "reserve into a full slot changed it");
@@ -809,7 +809,7 @@ static void op_try_reserve(struct chan_model *m, int past)
             rc = BAND_ETIMEDOUT;
     }
     count_rc(m, rc);
-    int got = past ? band_chan_reserve(m->c, bytes, 0, &m->held[h])
+    int got = past ? band_chan_reserve(m->c, bytes, &m->held[h], 0, NULL)
                    : band_chan_try_reserve(m->c, bytes, &m->held[h]);
     expect_int(m, past ? "reserve(past)" : "try_reserve", rc, got);
     if (rc == 0) {
@@ -872,7 +872,7 @@ static void op_try_recv(struct chan_model *m, int past)
         rc = BAND_ETIMEDOUT;
     count_rc(m, rc);
     uint64_t v = NOVALUE, b = NOVALUE;
-    int got = past ? band_chan_recv(m->c, &v, &b, 0) : band_chan_try_recv(m->c, &v, &b);
+    int got = past ? band_chan_recv(m->c, &v, &b, 0, NULL) : band_chan_try_recv(m->c, &v, &b);
     expect_int(m, past ? "recv(past)" : "try_recv", rc, got);
     if (rc == 0 && got == 0)
         expect_elem(m, "try_recv", &e, v, b);
@@ -930,7 +930,7 @@ static void op_recv_many(struct chan_model *m)
     count_rc(m, rc);
     uint64_t v[4] = {NOVALUE, NOVALUE, NOVALUE, NOVALUE}, b[4] = {0, 0, 0, 0};
     size_t got_n = 99;
-    int got = band_chan_recv_many(m->c, v, max, with_bytes ? b : NULL, &got_n, 0);
+    int got = band_chan_recv_many(m->c, v, max, with_bytes ? b : NULL, &got_n, 0, NULL);
     expect_int(m, "recv_many", rc, got);
     expect_u64(m, "recv_many n", n, got_n);
     for (size_t k = 0; k < n && k < got_n && rc == 0 && got == 0; k++)

@@ -571,8 +571,8 @@ static void op_acquire_past(struct sem_model *m)
         if (exp == BAND_EAGAIN)
             exp = BAND_ETIMEDOUT;
     }
-    int rc = via_budget ? band_budget_acquire(m->budget, n, deadline)
-                        : band_sem_acquire(m->sem, n, deadline);
+    int rc = via_budget ? band_budget_acquire(m->budget, n, deadline, NULL)
+                        : band_sem_acquire(m->sem, n, deadline, NULL);
     expect_int(m, "acquire(past deadline)", exp, rc);
 }
 

@@ -127,7 +127,7 @@ static void use_grant(struct worker *k, band_admit_grant *g)
         band_permit *p = &g->p[test_rng_range(&k->seed, 0, g->n - 1)];
         uint64_t to = test_rng_range(&k->seed, 0, p->count + 1);
         band_time dl = test_rng_range(&k->seed, 0, 1) ? 0 : band_deadline_after(50 * BAND_USEC);
-        int rc = band_admit_adjust(g, p->sem, to, dl);
+        int rc = band_admit_adjust(g, p->sem, to, dl, NULL);
         if (rc != 0 && !refusal_ok(rc))
             note_bad(k, rc);
     }
@@ -169,7 +169,7 @@ static void op_blocking(struct worker *k, int forever)
     band_time dl =
         forever ? BAND_FOREVER
                 : band_deadline_after((band_time)test_rng_range(&k->seed, 0, 200) * BAND_USEC);
-    int rc = band_admit(&r, &g, dl);
+    int rc = band_admit(&r, &g, dl, NULL);
     if (rc == 0)
         use_grant(k, &g);
     else if (refusal_ok(rc))
@@ -248,7 +248,7 @@ static void op_plain(struct worker *k)
         test_rng_range(&k->seed, 0, 1)
             ? BAND_FOREVER
             : band_deadline_after((band_time)test_rng_range(&k->seed, 0, 100) * BAND_USEC);
-    int rc = band_sem_acquire(s, n, dl);
+    int rc = band_sem_acquire(s, n, dl, NULL);
     if (rc == 0) {
         for (int i = 0, m = (int)test_rng_range(&k->seed, 0, 30); i < m; i++)
             band__cpu_relax();

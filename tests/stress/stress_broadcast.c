@@ -128,7 +128,7 @@ static int send_once(struct sender *s, const struct msg *m)
     int rc;
     if (how < 4) {
         band_time d = band_deadline_after((band_time)test_rng_range(&s->rng, 0, 500) * BAND_USEC);
-        rc = band_broadcast_send(sc->b, m, d);
+        rc = band_broadcast_send(sc->b, m, d, NULL);
         if (rc == BAND_ETIMEDOUT) {
             s->timeouts++;
             return 0;
@@ -235,7 +235,7 @@ static int recv_once(struct receiver *r)
     int rc;
     if (how < 4) {
         band_time d = band_deadline_after((band_time)test_rng_range(&r->rng, 0, 500) * BAND_USEC);
-        rc = band_broadcast_recv(&r->rx, &m, d);
+        rc = band_broadcast_recv(&r->rx, &m, d, NULL);
         if (rc == BAND_ETIMEDOUT) {
             r->timeouts++;
             return 0;

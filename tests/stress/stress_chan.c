@@ -371,7 +371,7 @@ static void p_try(struct worker *wk, const struct elem *e, uint64_t bytes)
     }
     if (rc == BAND_EAGAIN) {
         cnt(wk)->try_eagain++;
-        rc = band_chan_send(wk->sc->c, e, bytes, short_deadline(wk));
+        rc = band_chan_send(wk->sc->c, e, bytes, short_deadline(wk), NULL);
         if (rc == 0) {
             cnt(wk)->send_ok++;
             return;
@@ -382,7 +382,7 @@ static void p_try(struct worker *wk, const struct elem *e, uint64_t bytes)
 
 static void p_send(struct worker *wk, const struct elem *e, uint64_t bytes)
 {
-    int rc = band_chan_send(wk->sc->c, e, bytes, short_deadline(wk));
+    int rc = band_chan_send(wk->sc->c, e, bytes, short_deadline(wk), NULL);
     if (rc == 0)
         cnt(wk)->send_ok++;
     else
@@ -415,7 +415,7 @@ static void p_reserve(struct worker *wk, const struct elem *e, uint64_t bytes)
 {
     band_chan_slot slot = BAND_CHAN_SLOT_INIT;
     int rc = (wk->rng & 1) ? band_chan_try_reserve(wk->sc->c, bytes, &slot)
-                           : band_chan_reserve(wk->sc->c, bytes, short_deadline(wk), &slot);
+                           : band_chan_reserve(wk->sc->c, bytes, &slot, short_deadline(wk), NULL);
     if (rc != 0) {
         if (slot.chan != NULL)
             record_error(wk->sc, "refused reserve filled the slot");
@@ -611,7 +611,7 @@ static int c_many(struct worker *wk)
     uint64_t bytes[4];
     size_t n = 99;
     int rc = band_chan_recv_many(wk->sc->c, out, 4, (wk->rng & 1) ? bytes : NULL, &n,
-                                 short_deadline(wk));
+                                 short_deadline(wk), NULL);
     cnt(wk)->recv_many_calls++;
     if (rc != 0) {
         if (n != 0)
@@ -642,7 +642,8 @@ static int consumer_main(void *arg)
         if (sc->hot)
             r = r < 60 ? 0 : r < 95 ? 99 : 30; /* recv, recv_many, sometimes try_recv */
         if (r < 30) {
-            done = recv_result(wk, band_chan_recv(sc->c, &e, &b, short_deadline(wk)), &e, "recv");
+            done = recv_result(wk, band_chan_recv(sc->c, &e, &b, short_deadline(wk), NULL), &e,
+                               "recv");
         } else if (r < 55) {
             done = recv_result(wk, band_chan_try_recv(sc->c, &e, NULL), &e, "try_recv");
             if (!done && band_now() >= sc->hard_stop) {

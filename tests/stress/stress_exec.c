@@ -79,11 +79,11 @@ static int submitter(void *arg)
     while ((k = atomic_fetch_add(&r->next, 1)) < POOL) {
         struct sjob *j = &r->jobs[k];
         int rc = (k & 1) ? band_exec_try_run(r->ex, &j->job)
-                         : band_exec_run(r->ex, &j->job, band_now() + 200 * BAND_USEC);
+                         : band_exec_run(r->ex, &j->job, band_now() + 200 * BAND_USEC, NULL);
         j->submit_rc = rc;
         if (rc == BAND_EAGAIN || rc == BAND_ETIMEDOUT) {
             /* one more try with a longer deadline */
-            rc = band_exec_run(r->ex, &j->job, band_now() + 2 * BAND_MSEC);
+            rc = band_exec_run(r->ex, &j->job, band_now() + 2 * BAND_MSEC, NULL);
             j->submit_rc = rc;
         }
     }
@@ -255,7 +255,7 @@ static int lim_worker(void *arg)
     uint64_t rng = (uint64_t)c->id * 31u + 5u;
     for (int i = 0; i < LIM_OPS; i++) {
         int rc = (i & 1) ? band_limit_try_acquire(c->l)
-                         : band_limit_acquire(c->l, band_now() + 100 * BAND_USEC);
+                         : band_limit_acquire(c->l, band_now() + 100 * BAND_USEC, NULL);
         if (rc != 0) {
             c->refused++;
             continue;

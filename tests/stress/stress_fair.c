@@ -69,7 +69,7 @@ static void release_or_count(struct worker *w, uint64_t key, uint64_t n)
 static void op_blocking(struct worker *w, uint64_t key, uint32_t cls, uint64_t n)
 {
     band_time dl = band_deadline_after((band_time)test_rng_range(&w->seed, 0, 200) * BAND_USEC);
-    int rc = band_fair_acquire(w->sh->f, key, cls, n, dl);
+    int rc = band_fair_acquire(w->sh->f, key, cls, n, dl, NULL);
     if (rc == 0) {
         w->grants++;
         release_or_count(w, key, n);

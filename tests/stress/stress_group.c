@@ -126,7 +126,7 @@ static int churn_main(void *arg)
         }
         case 1: {
             band_time dl = band_now() + (band_time)test_rng_range(&wk->rng, 0, 50000);
-            int rc = band_group_wait(c->g, dl);
+            int rc = band_group_wait(c->g, dl, NULL);
             EXPECT(rc == 0 || rc == BAND_ETIMEDOUT, rc, 0);
             atomic_fetch_add(rc == 0 ? &c->waits_ok : &c->waits_timeout, 1);
             break;
@@ -321,7 +321,7 @@ static void group_coordinate(struct rounds *r, int n, uint64_t *rng)
         op_wait_wakes(&op, 1);
         EXPECT(atomic_load(&op.status) == 0, atomic_load(&op.status), n);
     } else {
-        rc = band_group_wait(r->g, band_deadline_after(HANG_NS));
+        rc = band_group_wait(r->g, band_deadline_after(HANG_NS), NULL);
         EXPECT(rc == 0, rc, n);
     }
     for (int i = 0; i < NW; i++) {
@@ -352,7 +352,7 @@ static void test_group_rounds(void **state)
 static void latch_step(struct round_worker *wk, int round)
 {
     atomic_fetch_add(&wk->r->arrived, 1);
-    int rc = band_latch_arrive_and_wait(wk->r->latch, 1, band_deadline_after(HANG_NS));
+    int rc = band_latch_arrive_and_wait(wk->r->latch, 1, band_deadline_after(HANG_NS), NULL);
     EXPECT(rc == 0, rc, round);
     int a = atomic_load(&wk->r->arrived);
     EXPECT(a == NW, a, round);
@@ -467,7 +467,7 @@ static void token_coordinate(struct rounds *r, int n, uint64_t *rng)
     EXPECT(rc == 0, rc, n);
     atomic_store(&r->request_returned, 1);
     EXPECT(atomic_load(&req.wakes) == 1, atomic_load(&req.wakes), n);
-    rc = band_token_wait_drained(r->token, band_deadline_after(HANG_NS));
+    rc = band_token_wait_drained(r->token, band_deadline_after(HANG_NS), NULL);
     EXPECT(rc == 0, rc, n);
     EXPECT(atomic_load(&r->active) == 0, atomic_load(&r->active), n);
     op_wait_wakes(&drained, 1);

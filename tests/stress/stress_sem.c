@@ -173,8 +173,8 @@ static void do_blocking(struct worker *wk)
     struct counters *c = &sc->cnt[wk->idx];
     uint64_t n = rnd(wk, 1, MAX_WEIGHT);
     band_time deadline = band_deadline_after((band_time)rnd(wk, 0, 2000) * BAND_USEC);
-    int rc = sc->budget_mode ? band_budget_acquire(sc->budget, n, deadline)
-                             : band_sem_acquire(sc->sem, n, deadline);
+    int rc = sc->budget_mode ? band_budget_acquire(sc->budget, n, deadline, NULL)
+                             : band_sem_acquire(sc->sem, n, deadline, NULL);
     if (rc == 0) {
         c->blocking_ok++;
         hold(wk);

@@ -138,7 +138,7 @@ static void check_value(struct wrx *r, const struct wval *val, uint64_t ver)
 static int rx_blocking(struct wrx *r, band_time deadline)
 {
     struct wval val;
-    int rc = band_watch_changed(&r->rx, &val, deadline);
+    int rc = band_watch_changed(&r->rx, &val, deadline, NULL);
     if (rc == 0)
         check_value(r, &val, 0);
     else if (rc == BAND_ETIMEDOUT)
@@ -543,13 +543,13 @@ static int os_receiver(void *arg)
         switch (mode) {
         case 0: {
             band_time us = (band_time)test_rng_range(&sc->rng_r, 0, 100);
-            rc = band_oneshot_recv(sc->o, &v, band_deadline_after(us * BAND_USEC));
+            rc = band_oneshot_recv(sc->o, &v, band_deadline_after(us * BAND_USEC), NULL);
             r_result(sc, rc, v);
             break;
         }
         case 1:
             /* The sender always sends or drops, so this always ends. */
-            rc = band_oneshot_recv(sc->o, &v, BAND_FOREVER);
+            rc = band_oneshot_recv(sc->o, &v, BAND_FOREVER, NULL);
             r_result(sc, rc, v);
             break;
         case 2:

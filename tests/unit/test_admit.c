@@ -165,7 +165,7 @@ static void test_submit_args(void **state)
     assert_int_equal(band_admit_try(&q->r, NULL), BAND_EINVAL);
     assert_int_equal(band_admit_try(&q->r, &g), BAND_EINVAL); /* no budgets */
     assert_int_equal(band_admit_async(&q->r), BAND_EINVAL);
-    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_admit_async(NULL), BAND_EINVAL);
 
     add2(q, f->a, 1, NULL, 0);
@@ -248,7 +248,7 @@ static void test_e2big_first(void **state)
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(q, f->b, 1, f->a, 5);
     assert_int_equal(band_admit_try(&q->r, &g), BAND_E2BIG);
-    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER), BAND_E2BIG);
+    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_int_equal(band_admit_async(&q->r), BAND_E2BIG);
     assert_int_equal(band_waiter_status(&q->r.w), BAND_E2BIG);
     assert_int_equal(atomic_load(&q->count), 0);
@@ -267,7 +267,7 @@ static void test_closed(void **state)
     add2(q, f->a, 1, f->b, 1);
     assert_int_equal(band_budget_close(f->bb), 0);
     assert_int_equal(band_admit_try(&q->r, &g), BAND_ECLOSED);
-    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_admit_async(&q->r), BAND_ECLOSED);
     assert_int_equal(band_waiter_status(&q->r.w), BAND_ECLOSED);
     assert_u64_equal(band_sem_available(f->a), 4); /* nothing kept */
@@ -623,17 +623,17 @@ static void test_adjust_down_and_up(void **state)
     assert_int_equal(band_sem_acquire_async(f->c, 3, &f->rec[0].w), BAND_PENDING);
 
     /* Surplus returned at once: the waiter gets it. */
-    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0), 0); /* 2 set aside + 1 */
+    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0, NULL), 0); /* 2 set aside + 1 */
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
-    assert_int_equal(band_admit_adjust(&g, f->c, 4, 0), 0);
+    assert_int_equal(band_admit_adjust(&g, f->c, 4, 0, NULL), 0);
     assert_u64_equal(band_sem_available(f->c), 1);
     assert_u64_equal(band_admit_held(&g, f->c), 4);
 
-    assert_int_equal(band_admit_adjust(&g, f->c, 9, 0), BAND_E2BIG);
-    assert_int_equal(band_admit_adjust(&g, f->b, 1, 0), BAND_EINVAL);
-    assert_int_equal(band_admit_adjust(&g, f->c, 6, 0), BAND_ETIMEDOUT); /* 1 free, 2 short */
+    assert_int_equal(band_admit_adjust(&g, f->c, 9, 0, NULL), BAND_E2BIG);
+    assert_int_equal(band_admit_adjust(&g, f->b, 1, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_admit_adjust(&g, f->c, 6, 0, NULL), BAND_ETIMEDOUT); /* 1 free, 2 short */
     assert_u64_equal(band_admit_held(&g, f->c), 4);
-    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0), 0); /* shortfall of 1, free now */
+    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0, NULL), 0); /* shortfall of 1, free now */
     assert_u64_equal(band_sem_available(f->c), 0);
     assert_int_equal(band_admit_release(&g), 0);
     assert_int_equal(band_sem_release(f->c, 3), 0);
@@ -655,7 +655,7 @@ static void test_adjust_keeps_place(void **state)
     assert_u64_equal(stats_of(f->c).head_granted, 1);
 
     /* Adjusting up by 1 takes the unit set aside for the head: the grant ranks first. */
-    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0), 0);
+    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0, NULL), 0);
     assert_u64_equal(stats_of(f->c).head_granted, 0);
     /* Surplus back: the waiters proceed in order. */
     assert_int_equal(band_sem_release(f->c, 3), 0);
@@ -681,7 +681,7 @@ struct adj_arg {
 static int adjust_thread(void *arg)
 {
     struct adj_arg *a = arg;
-    return band_admit_adjust(a->g, a->s, a->amount, band_deadline_after(10 * BAND_SEC));
+    return band_admit_adjust(a->g, a->s, a->amount, band_deadline_after(10 * BAND_SEC), NULL);
 }
 
 static void test_adjust_waits_at_front(void **state)
@@ -721,8 +721,8 @@ static void test_adjust_closed(void **state)
     add2(&f->q[0], f->a, 2, f->b, 1);
     assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
     assert_int_equal(band_budget_close(f->ba), 0);
-    assert_int_equal(band_admit_adjust(&g, f->a, 3, 0), BAND_ECLOSED); /* no new units */
-    assert_int_equal(band_admit_adjust(&g, f->a, 1, 0), 0);            /* returns still work */
+    assert_int_equal(band_admit_adjust(&g, f->a, 3, 0, NULL), BAND_ECLOSED); /* no new units */
+    assert_int_equal(band_admit_adjust(&g, f->a, 1, 0, NULL), 0); /* returns still work */
     assert_u64_equal(band_admit_held(&g, f->a), 1);
     assert_int_equal(band_admit_release(&g), 0);
     assert_u64_equal(band_sem_available(f->a), 4);
@@ -897,10 +897,10 @@ static void test_blocking_deadline(void **state)
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(&f->q[0], f->a, 1, f->b, 1);
-    assert_int_equal(band_admit(&f->q[0].r, &g, 0), BAND_ETIMEDOUT); /* past: no wait */
+    assert_int_equal(band_admit(&f->q[0].r, &g, 0, NULL), BAND_ETIMEDOUT); /* past: no wait */
     assert_u64_equal(stats_of(f->a).queued, 0);
     band_time t0 = band_now();
-    assert_int_equal(band_admit(&f->q[0].r, &g, band_deadline_after(20 * BAND_MSEC)),
+    assert_int_equal(band_admit(&f->q[0].r, &g, band_deadline_after(20 * BAND_MSEC), NULL),
                      BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     assert_int_equal(g.n, 0);
@@ -910,7 +910,7 @@ static void test_blocking_deadline(void **state)
     assert_ptr_equal(f->q[0].r.w.wake, areq_wake);
     assert_ptr_equal(f->q[0].r.w.data, &f->q[0]);
     assert_int_equal(band_sem_release(f->b, 4), 0);
-    assert_int_equal(band_admit(&f->q[0].r, &g, BAND_FOREVER), 0);
+    assert_int_equal(band_admit(&f->q[0].r, &g, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_admit_release(&g), 0);
     CHECK(f);
 }
@@ -923,7 +923,7 @@ struct admit_arg {
 static int admit_thread(void *arg)
 {
     struct admit_arg *a = arg;
-    return band_admit(a->r, &a->g, band_deadline_after(10 * BAND_SEC));
+    return band_admit(a->r, &a->g, band_deadline_after(10 * BAND_SEC), NULL);
 }
 
 static void test_blocking_granted(void **state)

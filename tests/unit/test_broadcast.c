@@ -157,8 +157,8 @@ static void test_null_args(void **state)
     assert_int_equal(band_broadcast_unsubscribe(&idle), BAND_EINVAL);
     assert_int_equal(band_broadcast_try_send(NULL, &v), BAND_EINVAL);
     assert_int_equal(band_broadcast_try_send(b, NULL), BAND_EINVAL);
-    assert_int_equal(band_broadcast_send(NULL, &v, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_broadcast_send(b, NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_broadcast_send(NULL, &v, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_broadcast_send(b, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     init_sop(f, 0, 1);
     assert_int_equal(band_broadcast_send_async(NULL, &f->sop[0], &v), BAND_EINVAL);
     assert_int_equal(band_broadcast_send_async(b, NULL, &v), BAND_EINVAL);
@@ -168,8 +168,8 @@ static void test_null_args(void **state)
     assert_int_equal(band_broadcast_try_recv(NULL, &v), BAND_EINVAL);
     assert_int_equal(band_broadcast_try_recv(&rx, NULL), BAND_EINVAL);
     assert_int_equal(band_broadcast_try_recv(&idle, &v), BAND_EINVAL);
-    assert_int_equal(band_broadcast_recv(NULL, &v, 0), BAND_EINVAL);
-    assert_int_equal(band_broadcast_recv(&idle, &v, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_broadcast_recv(NULL, &v, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_broadcast_recv(&idle, &v, BAND_FOREVER, NULL), BAND_EINVAL);
     init_rop(f, 0);
     assert_int_equal(band_broadcast_recv_async(NULL, &f->rop[0], &v), BAND_EINVAL);
     assert_int_equal(band_broadcast_recv_async(&rx, NULL, &v), BAND_EINVAL);
@@ -284,7 +284,7 @@ static void test_lossless_no_receivers_never_blocks(void **state)
     for (uint64_t v = 0; v < 5; v++)
         send_val(b, v);
     uint64_t v = 5;
-    assert_int_equal(band_broadcast_send(b, &v, 0), 0); /* past deadline: no wait needed */
+    assert_int_equal(band_broadcast_send(b, &v, 0, NULL), 0); /* past deadline: no wait needed */
     band_broadcast_stats st = stats_of(b);
     assert_u64_equal(st.next_seq, 6);
     assert_u64_equal(st.retained, 0);
@@ -308,8 +308,8 @@ static void test_lossless_slowest_holds_back(void **state)
     send_val(b, 2);
     uint64_t v = 3;
     assert_int_equal(band_broadcast_try_send(b, &v), BAND_EAGAIN);
-    assert_int_equal(band_broadcast_send(b, &v, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_broadcast_send(b, &v, band_now() - 1), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_send(b, &v, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_send(b, &v, band_now() - 1, NULL), BAND_ETIMEDOUT);
     expect_val(&fast, 1);
     expect_val(&fast, 2);
     assert_int_equal(band_broadcast_try_send(b, &v), BAND_EAGAIN); /* slow holds both */
@@ -438,7 +438,7 @@ static void test_lossy_lag_exact(void **state)
     assert_int_equal(band_broadcast_subscribe(b, &keep), 0);
     for (uint64_t v = 0; v < 10; v++) {
         uint64_t x = v;
-        assert_int_equal(band_broadcast_send(b, &x, 0), 0); /* never waits */
+        assert_int_equal(band_broadcast_send(b, &x, 0, NULL), 0); /* never waits */
         expect_val(&keep, v);
     }
     assert_u64_equal(band_broadcast_rx_backlog(&lag), 10);
@@ -491,10 +491,10 @@ static void test_lossy_async_lag_and_send(void **state)
     assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[1], &f->out[1]), 0);
     assert_u64_equal(f->rop[1].lagged, 0);
     assert_u64_equal(f->out[1], 3);
-    assert_int_equal(band_broadcast_recv(&rx, &f->out[1], BAND_FOREVER), 0);
+    assert_int_equal(band_broadcast_recv(&rx, &f->out[1], BAND_FOREVER, NULL), 0);
     assert_u64_equal(f->out[1], 4);
     assert_int_equal(atomic_load(&f->log.len), 0); /* nothing queued, nothing woken */
-    assert_int_equal(band_broadcast_recv(&rx, &f->out[1], 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_recv(&rx, &f->out[1], 0, NULL), BAND_ETIMEDOUT);
     destroy(b, &rx, 1);
 }
 
@@ -683,13 +683,13 @@ static void test_close(void **state)
     expect_rc(&idle, BAND_ECLOSED);
     uint64_t v = 4;
     assert_int_equal(band_broadcast_try_send(b, &v), BAND_ECLOSED);
-    assert_int_equal(band_broadcast_send(b, &v, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_broadcast_send(b, &v, BAND_FOREVER, NULL), BAND_ECLOSED);
     init_sop(f, 2, 5);
     assert_int_equal(band_broadcast_send_async(b, &f->sop[2], &f->val[2]), BAND_ECLOSED);
     assert_int_equal(band_waiter_status(&f->sop[2].w), BAND_ECLOSED);
     init_rop(f, 3);
     assert_int_equal(band_broadcast_recv_async(&slow, &f->rop[3], &f->out[3]), BAND_ECLOSED);
-    assert_int_equal(band_broadcast_recv(&slow, &v, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_broadcast_recv(&slow, &v, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_broadcast_subscribe(b, &late), BAND_ECLOSED);
     assert_int_equal(band_broadcast_unsubscribe(&late), BAND_EINVAL);
     assert_int_equal(band_broadcast_close(b), 0); /* twice is harmless */
@@ -796,13 +796,13 @@ struct blocking_arg {
 static int blocking_send(void *p)
 {
     struct blocking_arg *a = p;
-    return band_broadcast_send(a->b, &a->v, a->deadline);
+    return band_broadcast_send(a->b, &a->v, a->deadline, NULL);
 }
 
 static int blocking_recv(void *p)
 {
     struct blocking_arg *a = p;
-    return band_broadcast_recv(a->rx, &a->v, a->deadline);
+    return band_broadcast_recv(a->rx, &a->v, a->deadline, NULL);
 }
 
 static bool cond_waiting_senders(void *p)
@@ -854,22 +854,22 @@ static void test_deadlines(void **state)
     assert_int_equal(band_broadcast_subscribe(b, &rx), 0);
     uint64_t v = 0;
     /* Past deadlines: do not wait, and do not queue. */
-    assert_int_equal(band_broadcast_recv(&rx, &v, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_broadcast_recv(&rx, &v, INT64_MIN), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_recv(&rx, &v, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_recv(&rx, &v, INT64_MIN, NULL), BAND_ETIMEDOUT);
     send_val(b, 1);
-    assert_int_equal(band_broadcast_send(b, &v, band_now()), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_send(b, &v, band_now(), NULL), BAND_ETIMEDOUT);
     band_broadcast_stats st = stats_of(b);
     assert_u64_equal(st.recv_queued + st.send_queued, 0);
     /* But if it need not wait, a past deadline still succeeds. */
-    assert_int_equal(band_broadcast_recv(&rx, &v, 0), 0);
+    assert_int_equal(band_broadcast_recv(&rx, &v, 0, NULL), 0);
     assert_u64_equal(v, 1);
     /* Short real deadlines: queue, time out, counted. */
     band_time t0 = band_now();
-    assert_int_equal(band_broadcast_recv(&rx, &v, band_deadline_after(20 * BAND_MSEC)),
+    assert_int_equal(band_broadcast_recv(&rx, &v, band_deadline_after(20 * BAND_MSEC), NULL),
                      BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     send_val(b, 2);
-    assert_int_equal(band_broadcast_send(b, &v, band_deadline_after(20 * BAND_MSEC)),
+    assert_int_equal(band_broadcast_send(b, &v, band_deadline_after(20 * BAND_MSEC), NULL),
                      BAND_ETIMEDOUT);
     st = stats_of(b);
     assert_u64_equal(st.recv_timeouts, 1);

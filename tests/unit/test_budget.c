@@ -125,7 +125,7 @@ static void test_in_use(void **state)
 {
     struct fixture *f = *state;
     assert_int_equal(band_budget_try_acquire(f->b, 3), 0);
-    assert_int_equal(band_budget_acquire(f->b, 4, BAND_FOREVER), 0);
+    assert_int_equal(band_budget_acquire(f->b, 4, BAND_FOREVER, NULL), 0);
     band_sem_stats st = stats_of(f->b);
     assert_u64_equal(st.in_use, 7);
     assert_u64_equal(st.available, 3);
@@ -152,13 +152,13 @@ static void test_e2big_at_once(void **state)
 {
     struct fixture *f = *state;
     assert_int_equal(band_budget_try_acquire(f->b, 11), BAND_E2BIG);
-    assert_int_equal(band_budget_acquire(f->b, 11, BAND_FOREVER), BAND_E2BIG); /* no wait */
+    assert_int_equal(band_budget_acquire(f->b, 11, BAND_FOREVER, NULL), BAND_E2BIG); /* no wait */
     assert_int_equal(band_budget_acquire_async(f->b, 11, &f->rec[0].w), BAND_E2BIG);
     assert_int_equal(band_waiter_is_pending(&f->rec[0].w), 0);
     assert_int_equal(band_waiter_status(&f->rec[0].w), BAND_E2BIG); /* ended, and says so */
     assert_int_equal(band_waiter_cancel(&f->rec[0].w, BAND_ECANCELED), BAND_EINVAL);
     assert_int_equal(band_sem_try_acquire(f->s, UINT64_C(1) << 40), BAND_E2BIG);
-    assert_int_equal(band_sem_acquire(f->s, 11, BAND_FOREVER), BAND_E2BIG);
+    assert_int_equal(band_sem_acquire(f->s, 11, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_int_equal(band_sem_acquire_async(f->s, 11, &f->rec[0].w), BAND_E2BIG);
     assert_int_equal(atomic_load(&f->rec[0].count), 0);
 
@@ -185,10 +185,10 @@ static void test_check_order(void **state)
     band_waiter nowake;
     band_waiter_init(&nowake, NULL, NULL);
     assert_int_equal(band_budget_try_acquire(NULL, 11), BAND_EINVAL);
-    assert_int_equal(band_budget_acquire(NULL, 11, 0), BAND_EINVAL);
+    assert_int_equal(band_budget_acquire(NULL, 11, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_budget_acquire_async(NULL, 11, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_budget_try_acquire(f->b, MAXP + 1), BAND_EINVAL);
-    assert_int_equal(band_budget_acquire(f->b, MAXP + 1, 0), BAND_EINVAL);
+    assert_int_equal(band_budget_acquire(f->b, MAXP + 1, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_budget_acquire_async(f->b, MAXP + 1, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_budget_acquire_async(f->b, 11, &nowake), BAND_EINVAL);
     assert_int_equal(band_budget_acquire_async(f->b, 11, NULL), BAND_EINVAL);
@@ -196,10 +196,10 @@ static void test_check_order(void **state)
 
     assert_int_equal(band_budget_close(f->b), 0);
     assert_int_equal(band_budget_try_acquire(f->b, 11), BAND_E2BIG);
-    assert_int_equal(band_budget_acquire(f->b, 11, BAND_FOREVER), BAND_E2BIG);
+    assert_int_equal(band_budget_acquire(f->b, 11, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_int_equal(band_budget_acquire_async(f->b, 11, &f->rec[0].w), BAND_E2BIG);
     assert_int_equal(band_budget_try_acquire(f->b, 10), BAND_ECLOSED);
-    assert_int_equal(band_budget_acquire(f->b, 10, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_budget_acquire(f->b, 10, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_budget_acquire_async(f->b, 10, &f->rec[0].w), BAND_ECLOSED);
     assert_int_equal(band_budget_try_acquire(f->b, MAXP + 1), BAND_EINVAL);
     assert_u64_equal(stats_of(f->b).too_big, 3);
@@ -535,7 +535,7 @@ static void test_alloc_free(void **state)
 {
     struct fixture *f = *state;
     void *buf = NULL;
-    assert_int_equal(band_budget_alloc(f->b, 7, BAND_FOREVER, &buf), 0);
+    assert_int_equal(band_budget_alloc(f->b, 7, &buf, BAND_FOREVER, NULL), 0);
     assert_non_null(buf);
     assert_int_equal((uintptr_t)buf % alignof(max_align_t), 0);
     memset(buf, 0x5a, 7); /* the payload is writable (ASan checks the bounds) */
@@ -545,7 +545,7 @@ static void test_alloc_free(void **state)
     assert_u64_equal(stats_of(f->b).in_use, 7);
 
     void *buf2 = NULL;
-    assert_int_equal(band_budget_alloc(f->b, 3, 0, &buf2), 0);
+    assert_int_equal(band_budget_alloc(f->b, 3, &buf2, 0, NULL), 0);
     assert_u64_equal(band_budget_available(f->b), 0);
     band_budget_free(buf);
     assert_u64_equal(band_budget_available(f->b), 7);
@@ -563,7 +563,7 @@ static void test_alloc_zero(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_budget_try_acquire(f->b, 10), 0);
     void *buf = NULL;
-    assert_int_equal(band_budget_alloc(f->b, 0, 0, &buf), 0); /* reserves nothing */
+    assert_int_equal(band_budget_alloc(f->b, 0, &buf, 0, NULL), 0); /* reserves nothing */
     assert_non_null(buf);
     assert_int_equal(band_budget_buf_size(buf), 0);
     assert_ptr_equal(band_budget_buf_owner(buf), f->b);
@@ -577,26 +577,26 @@ static void test_alloc_errors(void **state)
     struct fixture *f = *state;
     void *const sentinel = (void *)(uintptr_t)0x1234;
     void *buf = sentinel;
-    assert_int_equal(band_budget_alloc(NULL, 1, 0, &buf), BAND_EINVAL);
-    assert_int_equal(band_budget_alloc(f->b, 1, 0, NULL), BAND_EINVAL);
-    assert_int_equal(band_budget_alloc(f->b, 11, BAND_FOREVER, &buf), BAND_E2BIG);
+    assert_int_equal(band_budget_alloc(NULL, 1, &buf, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_budget_alloc(f->b, 1, NULL, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_budget_alloc(f->b, 11, &buf, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_ptr_equal(buf, sentinel);
     assert_u64_equal(stats_of(f->b).too_big, 1);
 
     assert_int_equal(band_budget_try_acquire(f->b, 6), 0);
     band_time t0 = band_now();
-    assert_int_equal(band_budget_alloc(f->b, 5, 0, &buf), BAND_ETIMEDOUT);
-    assert_int_equal(band_budget_alloc(f->b, 5, t0 - BAND_SEC, &buf), BAND_ETIMEDOUT);
+    assert_int_equal(band_budget_alloc(f->b, 5, &buf, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_budget_alloc(f->b, 5, &buf, t0 - BAND_SEC, NULL), BAND_ETIMEDOUT);
     assert_ptr_equal(buf, sentinel);
     assert_u64_equal(band_budget_available(f->b), 4);
     /* A past deadline still allocates when the units are there now. */
-    assert_int_equal(band_budget_alloc(f->b, 4, 0, &buf), 0);
+    assert_int_equal(band_budget_alloc(f->b, 4, &buf, 0, NULL), 0);
     assert_int_equal(band_budget_buf_size(buf), 4);
     band_budget_free(buf);
 
     assert_int_equal(band_budget_close(f->b), 0);
     buf = sentinel;
-    assert_int_equal(band_budget_alloc(f->b, 1, BAND_FOREVER, &buf), BAND_ECLOSED);
+    assert_int_equal(band_budget_alloc(f->b, 1, &buf, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_ptr_equal(buf, sentinel);
     assert_int_equal(band_budget_release(f->b, 6), 0);
     CHECK(f);
@@ -610,7 +610,7 @@ static void test_alloc_enomem_returns_reservation(void **state)
     band_budget *b;
     assert_int_equal(band_budget_create(&b, MAXP), 0);
     void *buf = NULL;
-    assert_int_equal(band_budget_alloc(b, (size_t)MAXP, BAND_FOREVER, &buf), BAND_ENOMEM);
+    assert_int_equal(band_budget_alloc(b, (size_t)MAXP, &buf, BAND_FOREVER, NULL), BAND_ENOMEM);
     assert_null(buf);
     assert_u64_equal(band_budget_available(b), MAXP);
     assert_int_equal(band_budget_destroy(b), 0);
@@ -625,7 +625,7 @@ struct alloc_arg {
 static int alloc_thread(void *p)
 {
     struct alloc_arg *a = p;
-    return band_budget_alloc(a->b, a->len, BAND_FOREVER, &a->buf);
+    return band_budget_alloc(a->b, a->len, &a->buf, BAND_FOREVER, NULL);
 }
 
 /* alloc blocks until a free returns enough units; the reservation is one acquisition. */
@@ -633,7 +633,7 @@ static void test_alloc_blocks_until_free(void **state)
 {
     struct fixture *f = *state;
     void *big = NULL;
-    assert_int_equal(band_budget_alloc(f->b, 8, 0, &big), 0);
+    assert_int_equal(band_budget_alloc(f->b, 8, &big, 0, NULL), 0);
     struct alloc_arg a = {f->b, 5, NULL};
     struct test_thread t;
     assert_int_equal(test_thread_start(&t, alloc_thread, &a), 0);
@@ -676,10 +676,10 @@ static void test_realloc_grow_and_shrink(void **state)
     struct fixture *f = *state;
     char *buf = NULL;
     void *vp = NULL;
-    assert_int_equal(band_budget_alloc(f->b, 3, 0, &vp), 0);
+    assert_int_equal(band_budget_alloc(f->b, 3, &vp, 0, NULL), 0);
     buf = vp;
     memcpy(buf, "abc", 3);
-    assert_int_equal(band_budget_realloc(&vp, 8, 0), 0); /* reserves 5 more */
+    assert_int_equal(band_budget_realloc(&vp, 8, 0, NULL), 0); /* reserves 5 more */
     buf = vp;
     assert_int_equal(band_budget_buf_size(vp), 8);
     assert_memory_equal(buf, "abc", 3);
@@ -687,15 +687,15 @@ static void test_realloc_grow_and_shrink(void **state)
     assert_u64_equal(band_budget_available(f->b), 2);
     assert_u64_equal(stats_of(f->b).in_use, 8);
 
-    assert_int_equal(band_budget_realloc(&vp, 2, 0), 0); /* returns 6 */
+    assert_int_equal(band_budget_realloc(&vp, 2, 0, NULL), 0); /* returns 6 */
     buf = vp;
     assert_int_equal(band_budget_buf_size(vp), 2);
     assert_memory_equal(buf, "ab", 2);
     assert_u64_equal(band_budget_available(f->b), 8);
 
-    assert_int_equal(band_budget_realloc(&vp, 2, 0), 0); /* same size: nothing changes */
+    assert_int_equal(band_budget_realloc(&vp, 2, 0, NULL), 0); /* same size: nothing changes */
     assert_u64_equal(band_budget_available(f->b), 8);
-    assert_int_equal(band_budget_realloc(&vp, 0, 0), 0);
+    assert_int_equal(band_budget_realloc(&vp, 0, 0, NULL), 0);
     assert_int_equal(band_budget_buf_size(vp), 0);
     assert_u64_equal(band_budget_available(f->b), 10);
     band_budget_free(vp);
@@ -707,35 +707,35 @@ static void test_realloc_failure_keeps_buffer(void **state)
 {
     struct fixture *f = *state;
     void *vp = NULL;
-    assert_int_equal(band_budget_alloc(f->b, 4, 0, &vp), 0);
+    assert_int_equal(band_budget_alloc(f->b, 4, &vp, 0, NULL), 0);
     memcpy(vp, "wxyz", 4);
     void *const orig = vp;
     assert_int_equal(band_budget_try_acquire(f->b, 4), 0); /* 2 left */
 
     /* No room and a past deadline: ETIMEDOUT, buffer and reservation unchanged. */
-    assert_int_equal(band_budget_realloc(&vp, 7, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_budget_realloc(&vp, 7, 0, NULL), BAND_ETIMEDOUT);
     assert_ptr_equal(vp, orig);
     assert_int_equal(band_budget_buf_size(vp), 4);
     assert_memory_equal(vp, "wxyz", 4);
     assert_u64_equal(band_budget_available(f->b), 2);
 
     /* Larger than the capacity: E2BIG at once, counted. */
-    assert_int_equal(band_budget_realloc(&vp, 11, BAND_FOREVER), BAND_E2BIG);
+    assert_int_equal(band_budget_realloc(&vp, 11, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_ptr_equal(vp, orig);
     assert_int_equal(band_budget_buf_size(vp), 4);
     assert_u64_equal(band_budget_available(f->b), 2);
     assert_u64_equal(stats_of(f->b).too_big, 1);
 
-    assert_int_equal(band_budget_realloc(NULL, 1, 0), BAND_EINVAL);
+    assert_int_equal(band_budget_realloc(NULL, 1, 0, NULL), BAND_EINVAL);
     void *nullbuf = NULL;
-    assert_int_equal(band_budget_realloc(&nullbuf, 1, 0), BAND_EINVAL);
+    assert_int_equal(band_budget_realloc(&nullbuf, 1, 0, NULL), BAND_EINVAL);
 
     /* Closed: growing fails, the buffer stays; shrinking and freeing still work. */
     assert_int_equal(band_budget_close(f->b), 0);
-    assert_int_equal(band_budget_realloc(&vp, 5, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_budget_realloc(&vp, 5, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_ptr_equal(vp, orig);
     assert_int_equal(band_budget_buf_size(vp), 4);
-    assert_int_equal(band_budget_realloc(&vp, 1, BAND_FOREVER), 0);
+    assert_int_equal(band_budget_realloc(&vp, 1, BAND_FOREVER, NULL), 0);
     assert_memory_equal(vp, "w", 1);
     assert_u64_equal(band_budget_available(f->b), 5);
     band_budget_free(vp);

@@ -303,8 +303,8 @@ static void test_null_args(void **state)
 
     assert_int_equal(band_chan_try_send(NULL, &v, 1), BAND_EINVAL);
     assert_int_equal(band_chan_try_send(c, NULL, 1), BAND_EINVAL);
-    assert_int_equal(band_chan_send(NULL, &v, 1, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_send(c, NULL, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_chan_send(NULL, &v, 1, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_send(c, NULL, 1, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_chan_send_async(NULL, &f->s[0].op), BAND_EINVAL);
     assert_int_equal(band_chan_send_async(c, NULL), BAND_EINVAL);
     f->s[0].op.elem = NULL;
@@ -314,8 +314,8 @@ static void test_null_args(void **state)
     assert_int_equal(band_chan_offer(NULL, &v, 1, &out, &b, &dropped_out), BAND_EINVAL);
     assert_int_equal(band_chan_try_reserve(NULL, 1, &slot), BAND_EINVAL);
     assert_int_equal(band_chan_try_reserve(c, 1, NULL), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve(NULL, 1, BAND_FOREVER, &slot), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve(c, 1, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_reserve(NULL, 1, &slot, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_reserve(c, 1, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_chan_reserve_async(NULL, &f->s[0].op), BAND_EINVAL);
     assert_int_equal(band_chan_reserve_async(c, NULL), BAND_EINVAL);
     assert_int_equal(band_chan_slot_adopt(NULL, c, 1), BAND_EINVAL);
@@ -327,17 +327,17 @@ static void test_null_args(void **state)
     assert_int_equal(band_chan_slot_release(&slot), 0); /* empty: nothing to do */
     assert_int_equal(band_chan_try_recv(NULL, &out, &b), BAND_EINVAL);
     assert_int_equal(band_chan_try_recv(c, NULL, &b), BAND_EINVAL);
-    assert_int_equal(band_chan_recv(NULL, &out, &b, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_recv(c, NULL, &b, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_chan_recv(NULL, &out, &b, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_recv(c, NULL, &b, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_chan_recv_async(NULL, &f->r[0].op), BAND_EINVAL);
     assert_int_equal(band_chan_recv_async(c, NULL), BAND_EINVAL);
     f->r[0].op.out = NULL;
     assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->r[0].op.w), 0);
     f->r[0].op.out = &f->r[0].out;
-    assert_int_equal(band_chan_recv_many(NULL, &out, 1, NULL, &n, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_recv_many(c, NULL, 1, NULL, &n, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_recv_many(c, &out, 1, NULL, NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_chan_recv_many(NULL, &out, 1, NULL, &n, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_recv_many(c, NULL, 1, NULL, &n, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_recv_many(c, &out, 1, NULL, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_chan_close(NULL), BAND_EINVAL);
     assert_int_equal(band_chan_sender_join(NULL), BAND_EINVAL);
     assert_int_equal(band_chan_sender_leave(NULL), BAND_EINVAL);
@@ -374,16 +374,16 @@ static void test_check_order(void **state)
     assert_int_equal(band_chan_try_send(c, NULL, 11), BAND_EINVAL);
     assert_int_equal(try_send_u64(c, 2, 11), BAND_E2BIG);
     assert_int_equal(try_send_u64(c, 2, 1), BAND_ECLOSED);
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 11, BAND_FOREVER), BAND_E2BIG);
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 1, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 11, BAND_FOREVER, NULL), BAND_E2BIG);
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
     f->s[0].op.bytes = 11;
     assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_E2BIG);
     f->s[0].op.bytes = 1;
     assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_ECLOSED);
     assert_int_equal(band_chan_try_reserve(c, 11, &slot), BAND_E2BIG);
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_ECLOSED);
-    assert_int_equal(band_chan_reserve(c, 11, BAND_FOREVER, &slot), BAND_E2BIG);
-    assert_int_equal(band_chan_reserve(c, 1, BAND_FOREVER, &slot), BAND_ECLOSED);
+    assert_int_equal(band_chan_reserve(c, 11, &slot, BAND_FOREVER, NULL), BAND_E2BIG);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, BAND_FOREVER, NULL), BAND_ECLOSED);
     f->s[1].op.bytes = 11;
     assert_int_equal(band_chan_reserve_async(c, &f->s[1].op), BAND_E2BIG);
     f->s[1].op.bytes = 1;
@@ -413,7 +413,7 @@ static void test_misuse_is_einval(void **state)
     assert_ptr_equal(slot.chan, c);
     band_chan_slot other = slot;
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve(c, 1, 0, &slot), BAND_EINVAL);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_chan_slot_adopt(&other, c, 1), BAND_EINVAL);
 
     assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
@@ -593,8 +593,8 @@ static void test_try_send_never_barges(void **state)
     assert_int_equal(try_send_u64(c, 2, 0), BAND_EAGAIN);
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_EAGAIN);
     assert_u64_equal(stats_of(c).refused_full, 3);
-    assert_int_equal(band_chan_send(c, &f->s[1].val, 1, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_reserve(c, 1, 0, &slot), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &f->s[1].val, 1, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, 0, NULL), BAND_ETIMEDOUT);
     assert_ptr_equal(slot.chan, NULL);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.len, 1);
@@ -689,7 +689,7 @@ static void test_handoff_to_waiting_receivers(void **state)
     assert_u64_equal(st.waiting_receivers, 3);
     assert_int_equal(try_recv_rc(c), BAND_EAGAIN);
     uint64_t v = 0;
-    assert_int_equal(band_chan_recv(c, &v, NULL, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv(c, &v, NULL, 0, NULL), BAND_ETIMEDOUT);
 
     assert_int_equal(try_send_u64(c, 7, 5), 0);
     assert_int_equal(wakes(&f->r[0].rec), 1);
@@ -704,7 +704,7 @@ static void test_handoff_to_waiting_receivers(void **state)
     assert_u64_equal(st.received, 1);
     assert_u64_equal(st.waiting_receivers, 2);
 
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 2, 0), 0); /* past deadline, no wait */
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 2, 0, NULL), 0); /* past deadline, no wait */
     f->s[1].op.bytes = 3;
     assert_int_equal(band_chan_send_async(c, &f->s[1].op), 0); /* at once: no wake */
     assert_int_equal(wakes(&f->s[1].rec), 0);
@@ -921,12 +921,12 @@ static void test_reserve_basic(void **state)
 
     /* Too big is refused before anything else. */
     assert_int_equal(band_chan_try_reserve(c, 11, &a), BAND_E2BIG);
-    assert_int_equal(band_chan_reserve(c, 11, BAND_FOREVER, &a), BAND_E2BIG);
+    assert_int_equal(band_chan_reserve(c, 11, &a, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_u64_equal(stats_of(c).refused_too_big, 2);
     assert_ptr_equal(a.chan, NULL);
     /* Blocking reserve: at once with room, ETIMEDOUT past its deadline without. */
-    assert_int_equal(band_chan_reserve(c, 10, 0, &a), 0);
-    assert_int_equal(band_chan_reserve(c, 1, 0, &b), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_reserve(c, 10, &a, 0, NULL), 0);
+    assert_int_equal(band_chan_reserve(c, 1, &b, 0, NULL), BAND_ETIMEDOUT);
     assert_ptr_equal(b.chan, NULL);
     assert_int_equal(band_chan_slot_release(&a), 0);
 }
@@ -1048,7 +1048,7 @@ static void test_blocking_recv_takes_waiting_senders_element(void **state)
     assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
     assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
     uint64_t v = 0, b = 0;
-    assert_int_equal(band_chan_recv(c, &v, &b, BAND_FOREVER), 0);
+    assert_int_equal(band_chan_recv(c, &v, &b, BAND_FOREVER, NULL), 0);
     assert_u64_equal(v, 100);
     assert_u64_equal(b, 1);
     assert_int_equal(wakes(&f->s[0].rec), 1);
@@ -1074,7 +1074,7 @@ static void test_try_recv_takes_waiting_senders_element(void **state)
     expect_recv(c, 100, 6);
     assert_int_equal(wakes(&f->s[0].rec), 1);
     uint64_t v = 0, b = 0;
-    assert_int_equal(band_chan_recv(c, &v, &b, 0), 0);
+    assert_int_equal(band_chan_recv(c, &v, &b, 0, NULL), 0);
     assert_u64_equal(v, 101);
     assert_int_equal(wakes(&f->s[1].rec), 1);
     assert_int_equal(try_recv_rc(c), BAND_EAGAIN); /* only the reservation is left */
@@ -1172,11 +1172,11 @@ static void test_close_with_queued_elements(void **state)
     assert_u64_equal(st.len, 2);
 
     assert_int_equal(try_send_u64(c, 3, 1), BAND_ECLOSED);
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 1, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_ECLOSED);
     assert_int_equal(band_waiter_is_pending(&f->s[0].op.w), 0);
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_ECLOSED);
-    assert_int_equal(band_chan_reserve(c, 1, BAND_FOREVER, &slot), BAND_ECLOSED);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_chan_reserve_async(c, &f->s[1].op), BAND_ECLOSED);
     assert_u64_equal(stats_of(c).refused_closed, 6);
 
@@ -1186,12 +1186,12 @@ static void test_close_with_queued_elements(void **state)
     assert_u64_equal(f->r[0].out, 2);
     assert_int_equal(try_recv_rc(c), BAND_ECLOSED);
     uint64_t v = 0;
-    assert_int_equal(band_chan_recv(c, &v, NULL, BAND_FOREVER), BAND_ECLOSED);
-    assert_int_equal(band_chan_recv(c, &v, NULL, 0), BAND_ECLOSED);
+    assert_int_equal(band_chan_recv(c, &v, NULL, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(band_chan_recv(c, &v, NULL, 0, NULL), BAND_ECLOSED);
     assert_int_equal(band_chan_recv_async(c, &f->r[1].op), BAND_ECLOSED);
     assert_int_equal(band_waiter_is_pending(&f->r[1].op.w), 0);
     size_t n = 7;
-    assert_int_equal(band_chan_recv_many(c, &v, 1, NULL, &n, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_chan_recv_many(c, &v, 1, NULL, &n, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(n, 0);
 
     /* Idempotent. */
@@ -1260,8 +1260,8 @@ static void test_close_with_held_reservation_filled(void **state)
     assert_int_equal(try_recv_rc(c), BAND_EAGAIN); /* reservations left to fill */
     uint64_t v = 0;
     size_t n = 9;
-    assert_int_equal(band_chan_recv(c, &v, NULL, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_recv_many(c, &v, 1, NULL, &n, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv(c, &v, NULL, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv_many(c, &v, 1, NULL, &n, 0, NULL), BAND_ETIMEDOUT);
     assert_int_equal(n, 0);
 
     uint64_t x = 31;
@@ -1356,7 +1356,7 @@ static void test_byte_bound(void **state)
     assert_int_equal(try_send_u64(c, 3, 0), 0); /* zero bytes fit a full byte bound */
     assert_int_equal(try_send_u64(c, 4, 1), BAND_EAGAIN);
     assert_int_equal(try_send_u64(c, 5, 101), BAND_E2BIG);
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 101, BAND_FOREVER), BAND_E2BIG);
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 101, BAND_FOREVER, NULL), BAND_E2BIG);
     f->s[0].op.bytes = 101;
     assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_E2BIG);
     assert_int_equal(band_waiter_is_pending(&f->s[0].op.w), 0);
@@ -1494,7 +1494,7 @@ static void test_deadline_aware(void **state)
     assert_int_equal(band_chan_send_async(c, &f->s[2].op), BAND_ETIMEDOUT);
     assert_int_equal(band_waiter_status(&f->s[2].op.w), BAND_ETIMEDOUT);
     uint64_t v = 5;
-    assert_int_equal(band_chan_send(c, &v, 0, band_now() + 15 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &v, 0, band_now() + 15 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     /* A deadline a second away is worth waiting for. */
     f->s[3].val = 6;
     f->s[3].op.w.deadline = band_now() + BAND_SEC;
@@ -1569,7 +1569,7 @@ static int fork_producer(void *arg)
 {
     struct fork_run *fr = arg;
     for (uint64_t i = 0; i < fr->n; i++)
-        if (band_chan_send(fr->c, &i, 0, BAND_FOREVER) != 0)
+        if (band_chan_send(fr->c, &i, 0, BAND_FOREVER, NULL) != 0)
             return 1;
     return 0;
 }
@@ -1593,7 +1593,7 @@ static void test_works_after_fork(void **state)
             _exit(3);
         for (uint64_t i = 0; i < fr.n; i++) {
             uint64_t v = UINT64_MAX;
-            if (band_chan_recv(fr.c, &v, NULL, band_now() + 10 * BAND_SEC) != 0 || v != i)
+            if (band_chan_recv(fr.c, &v, NULL, band_now() + 10 * BAND_SEC, NULL) != 0 || v != i)
                 _exit(4);
         }
         _exit(test_thread_join(&th) == 0 ? 0 : 5);
@@ -1627,19 +1627,19 @@ static void test_past_deadlines(void **state)
     uint64_t v = 3, out = 0;
     size_t n = 5;
     band_time past = band_now() - BAND_SEC;
-    assert_int_equal(band_chan_recv(c, &out, NULL, past), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_recv(c, &out, NULL, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_recv_many(c, &out, 1, NULL, &n, past), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv(c, &out, NULL, past, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv(c, &out, NULL, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv_many(c, &out, 1, NULL, &n, past, NULL), BAND_ETIMEDOUT);
     assert_int_equal(n, 0);
-    assert_int_equal(band_chan_send(c, &v, 1, past), 0); /* room: no wait needed */
-    assert_int_equal(band_chan_send(c, &v, 1, past), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_send(c, &v, 1, INT64_MIN), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &v, 1, past, NULL), 0); /* room: no wait needed */
+    assert_int_equal(band_chan_send(c, &v, 1, past, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &v, 1, INT64_MIN, NULL), BAND_ETIMEDOUT);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.waiting_senders, 0);
     assert_u64_equal(st.waiting_receivers, 0);
     assert_u64_equal(st.len, 1);
     assert_u64_equal(st.sent, 1);
-    assert_int_equal(band_chan_recv(c, &out, NULL, past), 0);
+    assert_int_equal(band_chan_recv(c, &out, NULL, past, NULL), 0);
     assert_u64_equal(out, 3);
 }
 
@@ -1654,20 +1654,20 @@ static void test_recv_many(void **state)
         assert_int_equal(try_send_u64(c, 10 + i, i), 0);
     uint64_t out[4] = {0}, bytes[4] = {0};
     size_t n = 0;
-    assert_int_equal(band_chan_recv_many(c, out, 3, bytes, &n, BAND_FOREVER), 0);
+    assert_int_equal(band_chan_recv_many(c, out, 3, bytes, &n, BAND_FOREVER, NULL), 0);
     assert_int_equal(n, 3);
     for (uint64_t i = 0; i < 3; i++) {
         assert_u64_equal(out[i], 10 + i);
         assert_u64_equal(bytes[i], i);
     }
-    assert_int_equal(band_chan_recv_many(c, out, 4, NULL, &n, 0), 0);
+    assert_int_equal(band_chan_recv_many(c, out, 4, NULL, &n, 0, NULL), 0);
     assert_int_equal(n, 2);
     assert_u64_equal(out[0], 13);
     assert_u64_equal(out[1], 14);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.received, 5);
     assert_u64_equal(st.len, 0);
-    assert_int_equal(band_chan_recv_many(c, out, 4, NULL, &n, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv_many(c, out, 4, NULL, &n, 0, NULL), BAND_ETIMEDOUT);
     assert_int_equal(n, 0);
 }
 
@@ -1682,13 +1682,13 @@ static void test_recv_many_grants_senders(void **state)
         assert_int_equal(band_chan_send_async(c, &f->s[i].op), BAND_PENDING);
     uint64_t out[2];
     size_t n = 0;
-    assert_int_equal(band_chan_recv_many(c, out, 2, NULL, &n, BAND_FOREVER), 0);
+    assert_int_equal(band_chan_recv_many(c, out, 2, NULL, &n, BAND_FOREVER, NULL), 0);
     assert_int_equal(n, 2);
     assert_u64_equal(out[0], 1);
     assert_u64_equal(out[1], 2);
     const int order[] = {0, 1};
     assert_log(&f->log, order, 2);
-    assert_int_equal(band_chan_recv_many(c, out, 2, NULL, &n, BAND_FOREVER), 0);
+    assert_int_equal(band_chan_recv_many(c, out, 2, NULL, &n, BAND_FOREVER, NULL), 0);
     assert_int_equal(n, 2);
     assert_u64_equal(out[0], 100);
     assert_u64_equal(out[1], 101);
@@ -1881,10 +1881,10 @@ static void test_drop_policy_misuse(void **state)
     uint64_t v = 1, dropped = 0;
     int out = 0;
     assert_int_equal(try_send_u64(c, 1, 1), BAND_EINVAL);
-    assert_int_equal(band_chan_send(c, &v, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_chan_send(c, &v, 1, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_EINVAL);
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve(c, 1, BAND_FOREVER, &slot), BAND_EINVAL);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_chan_reserve_async(c, &f->s[0].op), BAND_EINVAL);
     assert_int_equal(band_chan_offer(c, NULL, 1, &dropped, NULL, &out), BAND_EINVAL);
     assert_int_equal(band_chan_offer(c, &v, 1, NULL, NULL, &out), BAND_EINVAL);
@@ -2085,13 +2085,13 @@ static int worker_fn(void *arg)
     a->self = pthread_self();
     switch (a->kind) {
     case W_SEND:
-        return band_chan_send(a->c, &a->val, a->bytes, a->deadline);
+        return band_chan_send(a->c, &a->val, a->bytes, a->deadline, NULL);
     case W_RECV:
-        return band_chan_recv(a->c, &a->out[0], &a->out_bytes, a->deadline);
+        return band_chan_recv(a->c, &a->out[0], &a->out_bytes, a->deadline, NULL);
     case W_RESERVE:
-        return band_chan_reserve(a->c, a->bytes, a->deadline, &a->slot);
+        return band_chan_reserve(a->c, a->bytes, &a->slot, a->deadline, NULL);
     case W_RECV_MANY:
-        return band_chan_recv_many(a->c, a->out, 4, NULL, &a->n, a->deadline);
+        return band_chan_recv_many(a->c, a->out, 4, NULL, &a->n, a->deadline, NULL);
     }
     return -1;
 }
@@ -2482,7 +2482,7 @@ static void test_exactly_once_accounting(void **state)
         case 9: { /* recv_many */
             uint64_t out[3];
             size_t n = 0;
-            rc = band_chan_recv_many(e.c, out, 3, NULL, &n, 0);
+            rc = band_chan_recv_many(e.c, out, 3, NULL, &n, 0, NULL);
             if (rc == 0) {
                 assert_true(n >= 1 && n <= 3);
                 for (size_t j = 0; j < n; j++)

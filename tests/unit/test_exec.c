@@ -53,7 +53,7 @@ static void gate_fn(band_job *job)
     struct fixture *f = job->arg;
     atomic_fetch_add(&f->ran[job_index(f, job)], 1);
     atomic_store(&f->gate_started, 1);
-    (void)band_latch_wait(f->gate, BAND_FOREVER);
+    (void)band_latch_wait(f->gate, BAND_FOREVER, NULL);
 }
 
 static void handback_fn(band_job *job, int reason, void *ctx)
@@ -179,7 +179,7 @@ static void test_create_args(void **state)
     band_job nofn;
     band_job_init(&nofn, NULL, NULL);
     assert_int_equal(band_exec_try_run(f->ex, &nofn), BAND_EINVAL);
-    assert_int_equal(band_exec_run(NULL, &f->jobs[0], 0), BAND_EINVAL);
+    assert_int_equal(band_exec_run(NULL, &f->jobs[0], 0, NULL), BAND_EINVAL);
     band_exec_stats st = stats_of(f);
     assert_int_equal(st.workers, 2);
     assert_u64_equal(st.capacity, 4);
@@ -193,7 +193,7 @@ static void test_fifo_and_counts(void **state)
     assert_int_equal(make_exec(f, 1, 8), 0);
     start_gate(f, 0);
     for (int i = 1; i <= 8; i++) {
-        assert_int_equal(band_exec_run(f->ex, &f->jobs[i], BAND_FOREVER), 0);
+        assert_int_equal(band_exec_run(f->ex, &f->jobs[i], BAND_FOREVER, NULL), 0);
         assert_int_equal(band_job_state(&f->jobs[i]), BAND_JOB_QUEUED);
     }
     /* Submitting a queued job again is refused and changes nothing. */
@@ -234,8 +234,8 @@ static void test_full(void **state)
     assert_int_equal(band_job_state(j3), BAND_JOB_IDLE);
     assert_ptr_equal(j3->fn, job_fn);
     assert_ptr_equal(j3->arg, f);
-    assert_int_equal(band_exec_run(f->ex, j3, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_exec_run(f->ex, j3, band_now() + BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_exec_run(f->ex, j3, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_exec_run(f->ex, j3, band_now() + BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_int_equal(band_job_state(j3), BAND_JOB_IDLE);
     band_exec_stats st = stats_of(f);
     assert_u64_equal(st.refused_full, 3);
@@ -243,7 +243,7 @@ static void test_full(void **state)
     assert_int_equal(band_exec_cancel(j3), BAND_EINVAL);
     open_gate(f);
     /* Now there is room again (the worker drains); run waits for it. */
-    assert_int_equal(band_exec_run(f->ex, j3, BAND_FOREVER), 0);
+    assert_int_equal(band_exec_run(f->ex, j3, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_exec_shutdown(f->ex, BAND_EXEC_DRAIN), 0);
     assert_int_equal(band_exec_join(f->ex), 0);
     for (int i = 1; i <= 3; i++)
@@ -300,7 +300,7 @@ static void test_shutdown_drain(void **state)
     assert_int_equal(band_exec_shutdown(f->ex, BAND_EXEC_DRAIN), 0);
     assert_int_equal(band_exec_shutdown(f->ex, BAND_EXEC_DRAIN), 0); /* harmless */
     assert_int_equal(band_exec_try_run(f->ex, &f->jobs[11]), BAND_ECLOSED);
-    assert_int_equal(band_exec_run(f->ex, &f->jobs[11], BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_exec_run(f->ex, &f->jobs[11], BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_job_state(&f->jobs[11]), BAND_JOB_IDLE);
     open_gate(f);
     assert_int_equal(band_exec_join(f->ex), 0);
@@ -373,7 +373,7 @@ struct blocked_run {
 static int blocked_run_fn(void *arg)
 {
     struct blocked_run *b = arg;
-    return band_exec_run(b->f->ex, b->job, BAND_FOREVER);
+    return band_exec_run(b->f->ex, b->job, BAND_FOREVER, NULL);
 }
 
 /* A submitter blocked on a full queue fails with BAND_ECLOSED when the executor shuts
@@ -450,7 +450,7 @@ static void test_reentrant_jobs(void **state)
         sched_yield();
     assert_int_equal(atomic_load(&g_self_runs), 50);
     band_job_init(&f->jobs[1], shutdown_fn, f);
-    assert_int_equal(band_exec_run(f->ex, &f->jobs[1], BAND_FOREVER), 0);
+    assert_int_equal(band_exec_run(f->ex, &f->jobs[1], BAND_FOREVER, NULL), 0);
     /* The shutdown from inside the job closes the executor; join from here succeeds. */
     until = band_now() + 10 * BAND_SEC;
     while (stats_of(f).closed == 0 && band_now() < until)
@@ -530,7 +530,7 @@ static void test_destroy_drains(void **state)
     struct fixture *f = *state;
     assert_int_equal(make_exec(f, 2, 32), 0);
     for (int i = 0; i < 32; i++)
-        assert_int_equal(band_exec_run(f->ex, &f->jobs[i], BAND_FOREVER), 0);
+        assert_int_equal(band_exec_run(f->ex, &f->jobs[i], BAND_FOREVER, NULL), 0);
     assert_int_equal(band_exec_destroy(f->ex), 0);
     f->ex = NULL;
     for (int i = 0; i < 32; i++)

@@ -129,7 +129,7 @@ static void test_create_args(void **state)
 
     /* NULLs everywhere else */
     assert_int_equal(band_fair_try_acquire(NULL, 1, 0, 1), BAND_EINVAL);
-    assert_int_equal(band_fair_acquire(NULL, 1, 0, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_fair_acquire(NULL, 1, 0, 1, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_fair_acquire_async(NULL, NULL), BAND_EINVAL);
     assert_int_equal(band_fair_release(NULL, 1, 1), BAND_EINVAL);
     assert_int_equal(band_fair_close(NULL), BAND_EINVAL);
@@ -184,7 +184,7 @@ static void test_too_big(void **state)
     assert_int_equal(band_fair_create(&x->f, &cfg), 0);
     assert_int_equal(band_fair_try_acquire(x->f, 1, 1, 9), BAND_E2BIG); /* over the cap */
     assert_int_equal(band_fair_try_acquire(x->f, 1, 0, 7), BAND_E2BIG); /* over threshold */
-    assert_int_equal(band_fair_acquire(x->f, 1, 0, 7, BAND_FOREVER), BAND_E2BIG);
+    assert_int_equal(band_fair_acquire(x->f, 1, 0, 7, BAND_FOREVER, NULL), BAND_E2BIG);
     submit(x, 0, 1, 1, 9, BAND_E2BIG);
     assert_int_equal(band_waiter_status(&x->q[0].r.w), BAND_E2BIG);
     assert_int_equal(band_waiter_is_pending(&x->q[0].r.w), 0);
@@ -547,7 +547,7 @@ struct blocker_arg {
 static int blocker_main(void *p)
 {
     struct blocker_arg *a = p;
-    return band_fair_acquire(a->f, a->key, 0, a->n, a->deadline);
+    return band_fair_acquire(a->f, a->key, 0, a->n, a->deadline, NULL);
 }
 
 static bool cond_waiters(void *p)
@@ -561,13 +561,13 @@ static void test_blocking(void **state)
 {
     struct fixture *x = *state;
     x->f = fair_new(4, 1, 1);
-    assert_int_equal(band_fair_acquire(x->f, 1, 0, 4, BAND_FOREVER), 0);
+    assert_int_equal(band_fair_acquire(x->f, 1, 0, 4, BAND_FOREVER, NULL), 0);
     /* a past deadline does not wait and does not queue */
-    assert_int_equal(band_fair_acquire(x->f, 2, 0, 1, band_now() - 1), BAND_ETIMEDOUT);
-    assert_int_equal(band_fair_acquire(x->f, 2, 0, 1, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_fair_acquire(x->f, 2, 0, 1, band_now() - 1, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_fair_acquire(x->f, 2, 0, 1, 0, NULL), BAND_ETIMEDOUT);
     assert_u64_equal(stats_of(x->f).cls[0].queued, 0);
     /* a short deadline times out through a cancel */
-    assert_int_equal(band_fair_acquire(x->f, 2, 0, 1, band_deadline_after(2 * BAND_MSEC)),
+    assert_int_equal(band_fair_acquire(x->f, 2, 0, 1, band_deadline_after(2 * BAND_MSEC), NULL),
                      BAND_ETIMEDOUT);
     assert_u64_equal(stats_of(x->f).cls[0].timeouts, 1);
     assert_int_equal(key_stats(x->f, 2).live, 0);

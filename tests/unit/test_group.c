@@ -85,7 +85,7 @@ static void test_null_args(void **state)
     assert_int_equal(band_group_done(NULL), BAND_EINVAL);
     assert_int_equal(band_group_done_n(NULL, 1), BAND_EINVAL);
     assert_u64_equal(band_group_count(NULL), 0);
-    assert_int_equal(band_group_wait(NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_group_wait(NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_group_wait_async(NULL, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_group_wait_async(f->g, NULL), BAND_EINVAL);
     assert_int_equal(band_group_get_stats(NULL, &st), BAND_EINVAL);
@@ -270,11 +270,11 @@ static void test_destroy_busy(void **state)
 static void test_wait_past_deadline(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(band_group_wait(f->g, 0), 0); /* count 0: satisfied, no waiting */
-    assert_int_equal(band_group_wait(f->g, band_now() - BAND_SEC), 0);
+    assert_int_equal(band_group_wait(f->g, 0, NULL), 0); /* count 0: satisfied, no waiting */
+    assert_int_equal(band_group_wait(f->g, band_now() - BAND_SEC, NULL), 0);
     assert_int_equal(band_group_add(f->g, 1), 0);
-    assert_int_equal(band_group_wait(f->g, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_group_wait(f->g, band_now()), BAND_ETIMEDOUT);
+    assert_int_equal(band_group_wait(f->g, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_group_wait(f->g, band_now(), NULL), BAND_ETIMEDOUT);
     band_group_stats st = stats_of(f->g);
     assert_u64_equal(st.queued, 0); /* never queued: counts nowhere */
     assert_u64_equal(st.timeouts, 0);
@@ -286,7 +286,7 @@ static void test_wait_times_out(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_group_add(f->g, 1), 0);
     band_time t0 = band_now();
-    assert_int_equal(band_group_wait(f->g, t0 + 20 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_group_wait(f->g, t0 + 20 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     band_group_stats st = stats_of(f->g);
     assert_u64_equal(st.queued, 1);
@@ -303,7 +303,7 @@ struct waiter_arg {
 static int blocking_waiter(void *arg)
 {
     struct waiter_arg *a = arg;
-    return band_group_wait(a->g, a->deadline);
+    return band_group_wait(a->g, a->deadline, NULL);
 }
 
 static bool cond_waiters(void *arg)
@@ -452,7 +452,7 @@ static void test_done_publishes_writes(void **state)
         args[i].slot = &slots[i];
         assert_int_equal(test_thread_start(&th[i], task, &args[i]), 0);
     }
-    assert_int_equal(band_group_wait(f->g, BAND_FOREVER), 0);
+    assert_int_equal(band_group_wait(f->g, BAND_FOREVER, NULL), 0);
     for (int i = 0; i < N; i++)
         assert_int_equal(slots[i], 42);
     for (int i = 0; i < N; i++)

@@ -72,10 +72,10 @@ static void test_null_args(void **state)
     band_group_stats st;
     assert_int_equal(band_latch_count_down(NULL, 1), BAND_EINVAL);
     assert_int_equal(band_latch_try_wait(NULL), BAND_EINVAL);
-    assert_int_equal(band_latch_wait(NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_latch_wait(NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_latch_wait_async(NULL, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_latch_wait_async(f->l, NULL), BAND_EINVAL);
-    assert_int_equal(band_latch_arrive_and_wait(NULL, 1, 0), BAND_EINVAL);
+    assert_int_equal(band_latch_arrive_and_wait(NULL, 1, 0, NULL), BAND_EINVAL);
     assert_u64_equal(band_latch_count(NULL), 0);
     assert_int_equal(band_latch_get_stats(NULL, &st), BAND_EINVAL);
     assert_int_equal(band_latch_get_stats(f->l, NULL), BAND_EINVAL);
@@ -94,8 +94,8 @@ static void test_zero_is_open(void **state)
     wake_rec_init(&r, 0, NULL);
     assert_int_equal(band_latch_create(&l, 0), 0);
     assert_int_equal(band_latch_try_wait(l), 0);
-    assert_int_equal(band_latch_wait(l, 0), 0);
-    assert_int_equal(band_latch_wait(l, BAND_FOREVER), 0);
+    assert_int_equal(band_latch_wait(l, 0, NULL), 0);
+    assert_int_equal(band_latch_wait(l, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_latch_wait_async(l, &r.w), 0);
     assert_int_equal(atomic_load(&r.count), 0);
     assert_int_equal(band_latch_count_down(l, 0), 0);
@@ -143,7 +143,7 @@ static void test_open_releases_waiters_once(void **state)
     /* Stays open: later waits complete at once, without a wake. */
     assert_int_equal(band_latch_wait_async(f->l, &f->rec[5].w), 0);
     assert_int_equal(count_of(&f->rec[5]), 0);
-    assert_int_equal(band_latch_wait(f->l, 0), 0);
+    assert_int_equal(band_latch_wait(f->l, 0, NULL), 0);
     assert_int_equal(band_latch_try_wait(f->l), 0);
     band_group_stats st = stats_of(f->l);
     assert_u64_equal(st.queued, 4);
@@ -178,22 +178,22 @@ static void test_destroy_busy(void **state)
 static void test_deadlines(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(band_latch_wait(f->l, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_latch_wait(f->l, 0, NULL), BAND_ETIMEDOUT);
     assert_u64_equal(stats_of(f->l).queued, 0);
     band_time t0 = band_now();
-    assert_int_equal(band_latch_wait(f->l, t0 + 10 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_latch_wait(f->l, t0 + 10 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 10 * BAND_MSEC);
     band_group_stats st = stats_of(f->l);
     assert_u64_equal(st.queued, 1);
     assert_u64_equal(st.timeouts, 1);
     assert_u64_equal(st.waiters, 0);
     /* arrive_and_wait counts down even when its wait times out. */
-    assert_int_equal(band_latch_arrive_and_wait(f->l, 1, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_latch_arrive_and_wait(f->l, 1, 0, NULL), BAND_ETIMEDOUT);
     assert_u64_equal(band_latch_count(f->l), 2);
     /* A refused count-down does not wait at all. */
-    assert_int_equal(band_latch_arrive_and_wait(f->l, 5, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_latch_arrive_and_wait(f->l, 5, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_u64_equal(band_latch_count(f->l), 2);
-    assert_int_equal(band_latch_arrive_and_wait(f->l, 2, 0), 0); /* opens: satisfied */
+    assert_int_equal(band_latch_arrive_and_wait(f->l, 2, 0, NULL), 0); /* opens: satisfied */
 }
 
 struct arrive_arg {
@@ -206,7 +206,7 @@ static int arriver(void *arg)
 {
     struct arrive_arg *a = arg;
     atomic_fetch_add(a->before, 1);
-    int rc = band_latch_arrive_and_wait(a->l, 1, band_deadline_after(60 * BAND_SEC));
+    int rc = band_latch_arrive_and_wait(a->l, 1, band_deadline_after(60 * BAND_SEC), NULL);
     a->seen = atomic_load(a->before);
     return rc;
 }

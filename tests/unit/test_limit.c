@@ -99,9 +99,9 @@ static void test_acquire_release_inflight(void **state)
     (void)state;
     band_limit *l = make(BAND_LIMIT_AIMD, 2, 1, 10);
     assert_int_equal(band_limit_try_acquire(l), 0);
-    assert_int_equal(band_limit_acquire(l, BAND_FOREVER), 0);
+    assert_int_equal(band_limit_acquire(l, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_limit_try_acquire(l), BAND_EAGAIN);
-    assert_int_equal(band_limit_acquire(l, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_limit_acquire(l, 0, NULL), BAND_ETIMEDOUT);
     band_limit_stats st;
     assert_int_equal(band_limit_get_stats(l, &st), 0);
     assert_u64_equal(st.inflight, 2);
@@ -118,7 +118,7 @@ static void test_acquire_release_inflight(void **state)
     assert_int_equal(band_limit_on_done(NULL, 0, 5, BAND_LIMIT_OK), BAND_EINVAL);
     assert_int_equal(band_limit_sample(NULL, 0, 5, BAND_LIMIT_OK), BAND_EINVAL);
     assert_int_equal(band_limit_try_acquire(NULL), BAND_EINVAL);
-    assert_int_equal(band_limit_acquire(NULL, 0), BAND_EINVAL);
+    assert_int_equal(band_limit_acquire(NULL, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_limit_adopt(NULL), BAND_EINVAL);
     assert_int_equal(band_limit_close(NULL), BAND_EINVAL);
     assert_int_equal(band_limit_get_stats(NULL, &st), BAND_EINVAL);

@@ -81,7 +81,7 @@ static void test_render(void **state)
     assert_int_equal(band_sem_set_wait_histo(s, &sw), 0);
     assert_int_equal(band_sem_set_wait_histo(NULL, &sw), BAND_EINVAL);
     /* One queued acquisition that times out: one recorded wait. */
-    assert_int_equal(band_sem_acquire(s, 4, band_now() + 5 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(s, 4, band_now() + 5 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_int_equal(band_metrics_add_sem(m, "db \"pool\"", s, &sw), 0);
 
     band_chan *c = NULL;
@@ -95,7 +95,7 @@ static void test_render(void **state)
     assert_int_equal(band_chan_try_send(c, &v, 20), 0);
     assert_int_equal(band_chan_try_send(c, &v, 1), BAND_EAGAIN);
     /* It queues (after a brief spin) and times out: one recorded wait. */
-    assert_int_equal(band_chan_send(c, &v, 1, band_now() + 50 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &v, 1, band_now() + 50 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_int_equal(band_metrics_add_chan(m, "stage", c, &cw), 0);
 
     band_rate *r = NULL;
@@ -111,10 +111,10 @@ static void test_render(void **state)
     assert_int_equal(band_door_create(&d, &o), 0);
     band_permit p = BAND_PERMIT_INIT;
     band_answer a;
-    assert_int_equal(band_door_admit(d, 0, 3, BAND_FOREVER, NULL, &p, &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 3, NULL, &p, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
     band_permit q = BAND_PERMIT_INIT;
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &q, &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &q, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);
     assert_int_equal(band_metrics_add_door(m, "front", d, NULL), 0);
 

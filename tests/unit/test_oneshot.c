@@ -114,8 +114,8 @@ static void test_null_and_misuse(void **state)
     assert_int_equal(band_oneshot_receiver_drop(NULL), BAND_EINVAL);
     assert_int_equal(band_oneshot_try_recv(NULL, &v), BAND_EINVAL);
     assert_int_equal(band_oneshot_try_recv(f->o, NULL), BAND_EINVAL);
-    assert_int_equal(band_oneshot_recv(NULL, &v, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_oneshot_recv(f->o, NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv(NULL, &v, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv(f->o, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_oneshot_recv_async(NULL, &f->rx[0].op, &v), BAND_EINVAL);
     assert_int_equal(band_oneshot_recv_async(f->o, NULL, &v), BAND_EINVAL);
     assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, NULL), BAND_EINVAL);
@@ -168,7 +168,7 @@ static void test_send_then_try_recv(void **state)
     /* One value: a second receive says it was already received, and out is untouched. */
     out = 5;
     assert_int_equal(band_oneshot_try_recv(f->o, &out), BAND_EALREADY);
-    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER), BAND_EALREADY);
+    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER, NULL), BAND_EALREADY);
     assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_EALREADY);
     assert_int_equal(band_waiter_status(&f->rx[0].op.w), BAND_EALREADY);
     assert_u64_equal(out, 5);
@@ -244,7 +244,7 @@ static void test_large_value(void **state)
     /* Stored, then received. */
     assert_int_equal(band_oneshot_create(&o, N), 0);
     assert_int_equal(band_oneshot_send(o, in), 0);
-    assert_int_equal(band_oneshot_recv(o, out2, 0), 0);
+    assert_int_equal(band_oneshot_recv(o, out2, 0, NULL), 0);
     assert_memory_equal(in, out2, N);
     assert_int_equal(band_oneshot_destroy(o), 0);
 }
@@ -265,7 +265,7 @@ static void test_sender_drop_wakes_receiver(void **state)
     /* Every later receive learns it too; drop is idempotent; a late send is refused and
      * the value stays with the caller. */
     assert_int_equal(band_oneshot_try_recv(f->o, &out), BAND_ECLOSED);
-    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[1].op, &out), BAND_ECLOSED);
     assert_int_equal(band_waiter_status(&f->rx[1].op.w), BAND_ECLOSED);
     assert_int_equal(band_oneshot_sender_drop(f->o), 0);
@@ -288,7 +288,7 @@ static void test_sender_drop_after_send_keeps_value(void **state)
     band_oneshot_stats st = stats_of(f->o);
     assert_int_equal(st.sender_dropped, 0);
     assert_int_equal(st.holds_value, 1);
-    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER), 0);
+    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER, NULL), 0);
     assert_u64_equal(out, 11);
 }
 
@@ -353,8 +353,8 @@ static void test_second_receive_is_busy(void **state)
     uint64_t v = 9, out = 0, out2 = 0;
     assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
     assert_int_equal(band_oneshot_try_recv(f->o, &out2), BAND_EBUSY);
-    assert_int_equal(band_oneshot_recv(f->o, &out2, BAND_FOREVER), BAND_EBUSY);
-    assert_int_equal(band_oneshot_recv(f->o, &out2, 0), BAND_EBUSY);
+    assert_int_equal(band_oneshot_recv(f->o, &out2, BAND_FOREVER, NULL), BAND_EBUSY);
+    assert_int_equal(band_oneshot_recv(f->o, &out2, 0, NULL), BAND_EBUSY);
     assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[1].op, &out2), BAND_EBUSY);
     assert_int_equal(band_waiter_status(&f->rx[1].op.w), BAND_EBUSY);
     assert_int_equal(band_waiter_is_pending(&f->rx[1].op.w), 0);
@@ -413,15 +413,15 @@ static void test_past_deadline_does_not_wait(void **state)
 {
     struct fixture *f = *state;
     uint64_t v = 8, out = 0;
-    assert_int_equal(band_oneshot_recv(f->o, &out, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_oneshot_recv(f->o, &out, band_now()), BAND_ETIMEDOUT);
-    assert_int_equal(band_oneshot_recv(f->o, &out, INT64_MIN), BAND_ETIMEDOUT);
+    assert_int_equal(band_oneshot_recv(f->o, &out, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_oneshot_recv(f->o, &out, band_now(), NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_oneshot_recv(f->o, &out, INT64_MIN, NULL), BAND_ETIMEDOUT);
     band_oneshot_stats st = stats_of(f->o);
     assert_u64_equal(st.queued, 0); /* never queued */
     assert_u64_equal(st.timeouts, 0);
     /* With the value there, a past deadline still receives it. */
     assert_int_equal(band_oneshot_send(f->o, &v), 0);
-    assert_int_equal(band_oneshot_recv(f->o, &out, 0), 0);
+    assert_int_equal(band_oneshot_recv(f->o, &out, 0, NULL), 0);
     assert_u64_equal(out, 8);
 }
 
@@ -430,7 +430,7 @@ static void test_deadline_expires_then_value_stays(void **state)
     struct fixture *f = *state;
     uint64_t v = 65, out = 0;
     band_time t0 = band_now();
-    assert_int_equal(band_oneshot_recv(f->o, &out, t0 + 20 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_oneshot_recv(f->o, &out, t0 + 20 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     band_oneshot_stats st = stats_of(f->o);
     assert_u64_equal(st.queued, 1);
@@ -438,7 +438,7 @@ static void test_deadline_expires_then_value_stays(void **state)
     assert_int_equal(st.waiting, 0);
     assert_int_equal(band_oneshot_send(f->o, &v), 0);
     assert_u64_equal(out, 0);
-    assert_int_equal(band_oneshot_recv(f->o, &out, 0), 0);
+    assert_int_equal(band_oneshot_recv(f->o, &out, 0, NULL), 0);
     assert_u64_equal(out, 65);
 }
 
@@ -454,7 +454,7 @@ struct recv_arg {
 static int recv_thread(void *arg)
 {
     struct recv_arg *a = arg;
-    return band_oneshot_recv(a->o, &a->out, a->deadline);
+    return band_oneshot_recv(a->o, &a->out, a->deadline, NULL);
 }
 
 static bool cond_waiting(void *arg)

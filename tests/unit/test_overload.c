@@ -101,12 +101,12 @@ static void test_door_args(void **state)
     o.backlog = NULL;
     assert_int_equal(band_door_create(&d, &o), 0); /* no bounds: everything is accepted */
     band_answer a;
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, NULL, &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, NULL, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
-    assert_int_equal(band_door_admit(d, 2, 1, BAND_FOREVER, NULL, NULL, &a), BAND_EINVAL);
-    assert_int_equal(band_door_admit(d, 0, 0, BAND_FOREVER, NULL, NULL, &a), BAND_EINVAL);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, NULL, NULL), BAND_EINVAL);
-    assert_int_equal(band_door_admit(NULL, 0, 1, BAND_FOREVER, NULL, NULL, &a), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 2, 1, NULL, NULL, &a, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 0, NULL, NULL, &a, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, NULL, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_door_admit(NULL, 0, 1, NULL, NULL, &a, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_door_destroy(d), 0);
     assert_int_equal(band_door_destroy(NULL), 0);
     assert_int_equal(band_chan_destroy(q), 0);
@@ -128,14 +128,14 @@ static void test_door_capacity(void **state)
     assert_int_equal(band_door_create(&d, &o), 0);
     band_permit p[3] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, NULL, &a), BAND_EINVAL);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, NULL, &a, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[0], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
     assert_u64_equal(p[0].count, 1);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), BAND_EINVAL);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[0], &a, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[1], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[2], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);
     assert_int_equal(a.http_status, 503);
     assert_int_equal(a.retry_after, BAND_SEC); /* nothing measured yet */
@@ -146,8 +146,8 @@ static void test_door_capacity(void **state)
     assert_u64_equal(band_sem_available(s), 1);
     band_door_stats st = door_stats(d);
     assert_true(st.mean_hold >= 100 * BAND_MSEC && st.mean_hold < 5 * BAND_SEC);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[0], &a, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[2], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);
     /* (0 waiters + 1) / 2 in flight at most -> one round of the mean hold time. */
     assert_int_equal(a.retry_after, st.mean_hold);
@@ -182,18 +182,18 @@ static void test_door_sheds_by_priority(void **state)
         p[i] = z;
     }
     band_answer a;
-    assert_int_equal(band_door_admit(d, 2, 5, BAND_FOREVER, NULL, &p[0], &a), 0);
+    assert_int_equal(band_door_admit(d, 2, 5, NULL, &p[0], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT); /* leaves 5 */
-    assert_int_equal(band_door_admit(d, 2, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(band_door_admit(d, 2, 1, NULL, &p[1], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_SHED); /* would leave 4 < 5 */
     assert_int_equal(a.http_status, 503);
-    assert_int_equal(band_door_admit(d, 1, 3, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(band_door_admit(d, 1, 3, NULL, &p[1], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT); /* leaves 2 */
-    assert_int_equal(band_door_admit(d, 1, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(band_door_admit(d, 1, 1, NULL, &p[2], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_SHED);
-    assert_int_equal(band_door_admit(d, 0, 2, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 2, NULL, &p[2], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT); /* urgent work always finds the room */
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[3], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[3], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);
     band_door_stats st = door_stats(d);
     assert_u64_equal(st.answers[BAND_ANSWER_SHED], 2);
@@ -238,10 +238,10 @@ static void test_door_rate_and_capacity(void **state)
     band_door *d = door(s, r, NULL, 1, NULL, 0);
     band_permit p[3] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[0], &a, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[1], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[2], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_OVER_QUOTA);
     assert_int_equal(a.http_status, 429);
     assert_int_equal(a.retry_after, 250 * BAND_MSEC); /* exact, from the bucket */
@@ -249,9 +249,9 @@ static void test_door_rate_and_capacity(void **state)
     assert_null(p[2].sem);
     assert_u64_equal(band_sem_available(s), 3); /* the permit went back */
     fc.now += 250 * BAND_MSEC;
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[2], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[2], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
-    assert_int_equal(band_door_admit(d, 0, 3, BAND_FOREVER, NULL, &p[2], &a), BAND_EINVAL);
+    assert_int_equal(band_door_admit(d, 0, 3, NULL, &p[2], &a, BAND_FOREVER, NULL), BAND_EINVAL);
     for (int i = 0; i < 3; i++)
         assert_int_equal(band_door_done(d, &p[i], 0), 0);
     assert_u64_equal(band_sem_available(s), 5);
@@ -275,16 +275,16 @@ static void test_door_backlog(void **state)
     band_permit p[2] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
     uint64_t job = 42;
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, &job, &p[0], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, &job, &p[0], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, &job, &p[1], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, &job, &p[1], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_LATER);
     assert_int_equal(a.http_status, 202);
     assert_null(p[1].sem);
     job = 43;
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, &job, &p[1], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, &job, &p[1], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY); /* the backlog is full too */
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[1], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY); /* no job: nothing to queue */
     uint64_t got = 0;
     assert_int_equal(band_chan_try_recv(q, &got, NULL), 0);
@@ -322,11 +322,11 @@ static void test_door_wait(void **state)
     band_door *d = door(s, NULL, NULL, 1, NULL, 10 * BAND_SEC); /* wide: a loaded machine */
     band_permit p[2] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[0], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[0], &a, BAND_FOREVER, NULL), 0);
     struct releaser rl = {&p[0], d};
     struct test_thread th;
     assert_int_equal(test_thread_start(&th, release_later, &rl), 0);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p[1], &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[1], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
     assert_int_equal(test_thread_join(&th), 0);
     assert_u64_equal(door_stats(d).waited, 1);
@@ -335,12 +335,12 @@ static void test_door_wait(void **state)
     d = door(s, NULL, NULL, 1, NULL, 20 * BAND_MSEC);
     band_permit q = BAND_PERMIT_INIT;
     band_time t0 = band_now();
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &q, &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &q, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);
     assert_int_equal(a.reason, BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     /* A deadline already past: no wait at all. */
-    assert_int_equal(band_door_admit(d, 0, 1, band_now() - 1, NULL, &q, &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &q, &a, band_now() - 1, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);
     band_permit_release(&p[1]); /* admitted by the first door: a plain permit now */
     assert_u64_equal(band_sem_available(s), 1);
@@ -357,13 +357,13 @@ static void test_door_too_big_and_closed(void **state)
     band_door *d = door(band_budget_sem(b), NULL, NULL, 1, NULL, 10 * BAND_MSEC);
     band_permit p = BAND_PERMIT_INIT;
     band_answer a;
-    assert_int_equal(band_door_admit(d, 0, 5, BAND_FOREVER, NULL, &p, &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 5, NULL, &p, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_TOO_BIG);
     assert_int_equal(a.http_status, 413);
     assert_int_equal(a.reason, BAND_E2BIG);
     assert_int_equal(band_door_close(d), 0);
     assert_int_equal(band_door_close(NULL), BAND_EINVAL);
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &p, &a), 0);
+    assert_int_equal(band_door_admit(d, 0, 1, NULL, &p, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_GONE);
     assert_null(p.sem);
     band_door_stats st = door_stats(d);

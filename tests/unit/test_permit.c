@@ -87,16 +87,16 @@ static void test_acquire_blocking(void **state)
 {
     struct fixture *f = *state;
     band_permit p = BAND_PERMIT_INIT;
-    assert_int_equal(band_permit_acquire(&p, f->sem, 10, BAND_FOREVER), 0);
+    assert_int_equal(band_permit_acquire(&p, f->sem, 10, BAND_FOREVER, NULL), 0);
     assert_permit(&p, f->sem, 10);
-    assert_int_equal(band_permit_acquire(&p, f->sem, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_permit_acquire(&p, f->sem, 1, BAND_FOREVER, NULL), BAND_EINVAL);
     band_permit q = BAND_PERMIT_INIT;
-    assert_int_equal(band_permit_acquire(&q, f->sem, 1, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_permit_acquire(&q, f->sem, 1, 0, NULL), BAND_ETIMEDOUT);
     assert_null(q.sem);
-    assert_int_equal(band_permit_acquire(NULL, f->sem, 1, 0), BAND_EINVAL);
+    assert_int_equal(band_permit_acquire(NULL, f->sem, 1, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_permit_release(&p), 0);
     assert_int_equal(band_sem_close(f->sem), 0);
-    assert_int_equal(band_permit_acquire(&q, f->sem, 1, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_permit_acquire(&q, f->sem, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_null(q.sem);
     assert_u64_equal(band_sem_available(f->sem), 10);
 }
@@ -317,9 +317,9 @@ static void test_budget_sem_permit(void **state)
     band_sem *s = band_budget_sem(b);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_try_acquire(&p, s, 101), BAND_E2BIG);
-    assert_int_equal(band_permit_acquire(&p, s, 101, BAND_FOREVER), BAND_E2BIG);
+    assert_int_equal(band_permit_acquire(&p, s, 101, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_null(p.sem);
-    assert_int_equal(band_permit_acquire(&p, s, 60, BAND_FOREVER), 0);
+    assert_int_equal(band_permit_acquire(&p, s, 60, BAND_FOREVER, NULL), 0);
     band_permit q = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_try_acquire(&q, s, 41), BAND_EAGAIN);
     assert_int_equal(band_permit_split(&p, 20, &q), 0);

@@ -122,7 +122,7 @@ static void test_too_big(void **state)
     band_rate_ticket t = BAND_RATE_TICKET_INIT;
     assert_int_equal(band_rate_try(r, 5, NULL), BAND_E2BIG);
     assert_int_equal(band_rate_reserve(r, 5, BAND_FOREVER, &t, NULL), BAND_E2BIG);
-    assert_int_equal(band_rate_wait(r, 5, BAND_FOREVER, NULL), BAND_E2BIG);
+    assert_int_equal(band_rate_wait(r, 5, NULL, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_null(t.rate);
     assert_int_equal(band_rate_try(r, 4, NULL), 0);
     assert_int_equal(band_rate_try(r, 0, NULL), BAND_EINVAL);
@@ -232,16 +232,16 @@ static void test_wait(void **state)
     (void)state;
     struct fake_clock fc = {7, 0};
     band_rate *r = mk(&fc, 1, 10 * BAND_MSEC, 1);
-    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, NULL), 0);
     assert_int_equal(fc.sleeps, 0);
-    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, NULL), 0);
     assert_int_equal(fc.sleeps, 1);
     assert_int_equal(fc.now, 7 + 10 * BAND_MSEC);
     band_time retry = 0;
-    assert_int_equal(band_rate_wait(r, 1, fc.now + 5 * BAND_MSEC, &retry), BAND_ETIMEDOUT);
+    assert_int_equal(band_rate_wait(r, 1, &retry, fc.now + 5 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_int_equal(retry, 10 * BAND_MSEC);
     assert_int_equal(fc.sleeps, 1);
-    assert_int_equal(band_rate_wait(r, 1, fc.now + 10 * BAND_MSEC, &retry), 0);
+    assert_int_equal(band_rate_wait(r, 1, &retry, fc.now + 10 * BAND_MSEC, NULL), 0);
     assert_int_equal(fc.now, 7 + 20 * BAND_MSEC);
     band_rate_stats st = stats_of(r);
     assert_u64_equal(st.granted, 3);
@@ -257,7 +257,7 @@ static void test_wait(void **state)
     o.clock = fake_now;
     o.clock_ctx = &fc;
     assert_int_equal(band_rate_create(&r, &o), 0);
-    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_rate_try(r, 1, NULL), 0);
     assert_int_equal(band_rate_destroy(r), 0);
 }
@@ -268,9 +268,9 @@ static void test_wait_real_clock_never_early(void **state)
     (void)state;
     band_rate *r = NULL;
     assert_int_equal(band_rate_create_simple(&r, 200, 1), 0); /* 5 ms per token */
-    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, NULL), 0);
     band_time t0 = band_now();
-    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, NULL), 0);
     assert_true(band_now() - t0 >= 4 * BAND_MSEC); /* its slot was about 5 ms after t0 */
     assert_int_equal(band_rate_destroy(r), 0);
 }
@@ -325,7 +325,7 @@ static void test_close(void **state)
     assert_int_equal(band_rate_close(r), 0);
     assert_int_equal(band_rate_close(NULL), BAND_EINVAL);
     assert_int_equal(band_rate_try(r, 1, NULL), BAND_ECLOSED);
-    assert_int_equal(band_rate_wait(r, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, NULL), BAND_ECLOSED);
     band_rate_ticket v = BAND_RATE_TICKET_INIT;
     assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &v, &d), BAND_ECLOSED);
     assert_int_equal(band_rate_ticket_cancel(&u), 0); /* bookings can still be given back */

@@ -170,7 +170,7 @@ static void test_null_sem(void **state)
     band_waiter_init(&w, wake_rec_fn, NULL);
     band_sem_stats st;
     assert_int_equal(band_sem_try_acquire(NULL, 1), BAND_EINVAL);
-    assert_int_equal(band_sem_acquire(NULL, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_sem_acquire(NULL, 1, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_sem_acquire_async(NULL, 1, &w), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&w), 0);
     assert_int_equal(band_sem_release(NULL, 1), BAND_EINVAL);
@@ -194,13 +194,13 @@ static void test_too_many_permits_is_einval(void **state)
     assert_int_equal(band_sem_release(f->sem, 5), 0);
     assert_int_equal(band_sem_try_acquire(f->sem, MAXP + 1), BAND_EINVAL);
     assert_int_equal(band_sem_try_acquire(f->sem, UINT64_MAX), BAND_EINVAL);
-    assert_int_equal(band_sem_acquire(f->sem, MAXP + 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_sem_acquire(f->sem, MAXP + 1, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_sem_acquire_async(f->sem, MAXP + 1, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->rec[0].w), 0);
     /* EINVAL comes before ECLOSED. */
     assert_int_equal(band_sem_close(f->sem), 0);
     assert_int_equal(band_sem_try_acquire(f->sem, MAXP + 1), BAND_EINVAL);
-    assert_int_equal(band_sem_acquire(f->sem, MAXP + 1, 0), BAND_EINVAL);
+    assert_int_equal(band_sem_acquire(f->sem, MAXP + 1, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_sem_acquire_async(f->sem, MAXP + 1, &f->rec[0].w), BAND_EINVAL);
     band_waiter nowake;
     band_waiter_init(&nowake, NULL, NULL);
@@ -298,7 +298,7 @@ static void test_zero_succeeds_with_waiters(void **state)
     assert_int_equal(band_sem_try_acquire(f->sem, 0), 0);
     assert_int_equal(band_sem_acquire_async(f->sem, 0, &f->rec[1].w), 0);
     assert_int_equal(band_waiter_is_pending(&f->rec[1].w), 0);
-    assert_int_equal(band_sem_acquire(f->sem, 0, 0), 0);
+    assert_int_equal(band_sem_acquire(f->sem, 0, 0, NULL), 0);
     band_sem_stats st = stats_of(f->sem);
     assert_u64_equal(st.waiters, 1);
     assert_u64_equal(st.queued, 1);
@@ -318,7 +318,7 @@ static void test_try_never_barges(void **state)
     assert_u64_equal(st.available, 0);
     assert_u64_equal(st.head_granted, 2);
     assert_int_equal(band_sem_try_acquire(f->sem, 1), BAND_EAGAIN);
-    assert_int_equal(band_sem_acquire(f->sem, 1, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 1, 0, NULL), BAND_ETIMEDOUT);
     /* An async acquisition queues behind it rather than barging. */
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[1].w), BAND_PENDING);
     assert_int_equal(band_sem_release(f->sem, 1), 0);
@@ -1025,8 +1025,8 @@ static void test_close_with_pending_waiters(void **state)
     /* Future acquisitions fail; n == 0 too. */
     assert_int_equal(band_sem_try_acquire(f->sem, 1), BAND_ECLOSED);
     assert_int_equal(band_sem_try_acquire(f->sem, 0), BAND_ECLOSED);
-    assert_int_equal(band_sem_acquire(f->sem, 1, BAND_FOREVER), BAND_ECLOSED);
-    assert_int_equal(band_sem_acquire(f->sem, 0, 0), BAND_ECLOSED);
+    assert_int_equal(band_sem_acquire(f->sem, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(band_sem_acquire(f->sem, 0, 0, NULL), BAND_ECLOSED);
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[3].w), BAND_ECLOSED);
     assert_int_equal(band_sem_acquire_async(f->sem, 0, &f->rec[3].w), BAND_ECLOSED);
     assert_int_equal(atomic_load(&f->rec[3].count), 0);
@@ -1086,8 +1086,8 @@ static void test_acquire_immediate(void **state)
 {
     struct fixture *f = *state;
     assert_int_equal(band_sem_release(f->sem, 3), 0);
-    assert_int_equal(band_sem_acquire(f->sem, 2, BAND_FOREVER), 0);
-    assert_int_equal(band_sem_acquire(f->sem, 1, 0), 0); /* past deadline but available */
+    assert_int_equal(band_sem_acquire(f->sem, 2, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_sem_acquire(f->sem, 1, 0, NULL), 0); /* past deadline but available */
     assert_u64_equal(band_sem_available(f->sem), 0);
     band_sem_stats st = stats_of(f->sem);
     assert_u64_equal(st.queued, 0);
@@ -1099,9 +1099,9 @@ static void test_acquire_past_deadline(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_sem_release(f->sem, 1), 0);
     band_time t0 = band_now();
-    assert_int_equal(band_sem_acquire(f->sem, 2, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_sem_acquire(f->sem, 2, t0 - 1), BAND_ETIMEDOUT);
-    assert_int_equal(band_sem_acquire(f->sem, 2, band_now()), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 2, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 2, t0 - 1, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 2, band_now(), NULL), BAND_ETIMEDOUT);
     band_sem_stats st = stats_of(f->sem);
     assert_u64_equal(st.available, 1); /* nothing kept */
     assert_u64_equal(st.waiters, 0);
@@ -1110,7 +1110,7 @@ static void test_acquire_past_deadline(void **state)
     assert_u64_equal(st.timeouts, 0);
     /* With a waiter queued, a past deadline times out even if n would fit. */
     assert_int_equal(band_sem_acquire_async(f->sem, 3, &f->rec[0].w), BAND_PENDING);
-    assert_int_equal(band_sem_acquire(f->sem, 1, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 1, 0, NULL), BAND_ETIMEDOUT);
     assert_u64_equal(stats_of(f->sem).waiters, 1);
     assert_int_equal(band_waiter_cancel(&f->rec[0].w, BAND_ECANCELED), 0);
     assert_u64_equal(band_sem_available(f->sem), 1);
@@ -1128,7 +1128,7 @@ static int acquire_thread(void *p)
 {
     struct acq_arg *a = p;
     band_time d = a->rel_timeout != 0 ? band_deadline_after(a->rel_timeout) : a->deadline;
-    return band_sem_acquire(a->sem, a->n, d);
+    return band_sem_acquire(a->sem, a->n, d, NULL);
 }
 
 static void wait_waiters(band_sem *s, uint64_t n)
@@ -1243,7 +1243,7 @@ static void test_acquire_times_out_while_blocked(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_sem_release(f->sem, 1), 0);
     band_time t0 = band_now();
-    assert_int_equal(band_sem_acquire(f->sem, 2, band_deadline_after(20 * BAND_MSEC)),
+    assert_int_equal(band_sem_acquire(f->sem, 2, band_deadline_after(20 * BAND_MSEC), NULL),
                      BAND_ETIMEDOUT);
     band_time t1 = band_now();
     assert_true(t1 - t0 >= 20 * BAND_MSEC); /* did not give up early */
@@ -1391,7 +1391,8 @@ static void test_deadline_aware(void **state)
     f->rec[2].w.deadline = band_now() + 15 * BAND_MSEC;
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[2].w), BAND_ETIMEDOUT);
     assert_int_equal(band_waiter_status(&f->rec[2].w), BAND_ETIMEDOUT);
-    assert_int_equal(band_sem_acquire(f->sem, 1, band_now() + 15 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 1, band_now() + 15 * BAND_MSEC, NULL),
+                     BAND_ETIMEDOUT);
     /* A second is worth waiting for; and behind it, a FOREVER waiter always queues. */
     f->rec[3].w.deadline = band_now() + BAND_SEC;
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[3].w), BAND_PENDING);

@@ -94,10 +94,10 @@ static void test_null_args(void **state)
     assert_int_equal(band_token_request(NULL, BAND_ECANCELED), BAND_EINVAL);
     assert_int_equal(band_token_requested(NULL), 0);
     assert_int_equal(band_token_reason(NULL), 0);
-    assert_int_equal(band_token_wait_requested(NULL, 0), BAND_EINVAL);
+    assert_int_equal(band_token_wait_requested(NULL, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_token_wait_requested_async(NULL, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_token_wait_requested_async(f->t, NULL), BAND_EINVAL);
-    assert_int_equal(band_token_wait_drained(NULL, 0), BAND_EINVAL);
+    assert_int_equal(band_token_wait_drained(NULL, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_token_wait_drained_async(NULL, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_token_wait_drained_async(f->t, NULL), BAND_EINVAL);
     assert_int_equal(band_token_join(NULL), BAND_EINVAL);
@@ -158,7 +158,7 @@ static void test_wait_requested_async(void **state)
     assert_int_equal(band_token_wait_requested_async(f->t, &f->rec[4].w), 0);
     assert_int_equal(band_waiter_status(&f->rec[4].w), 0);
     assert_int_equal(count_of(&f->rec[4]), 0);
-    assert_int_equal(band_token_wait_requested(f->t, 0), 0);
+    assert_int_equal(band_token_wait_requested(f->t, 0, NULL), 0);
     band_token_stats st = stats_of(f->t);
     assert_u64_equal(st.queued, 3);
     assert_u64_equal(st.released, 3);
@@ -191,7 +191,7 @@ static void test_join_leave(void **state)
 static void test_drain_needs_request_and_leaves(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(band_token_wait_drained(f->t, 0), BAND_ETIMEDOUT); /* not requested */
+    assert_int_equal(band_token_wait_drained(f->t, 0, NULL), BAND_ETIMEDOUT); /* not requested */
     assert_int_equal(band_token_join(f->t), 0);
     assert_int_equal(band_token_join(f->t), 0);
     assert_int_equal(band_token_wait_drained_async(f->t, &f->rec[0].w), BAND_PENDING);
@@ -199,7 +199,7 @@ static void test_drain_needs_request_and_leaves(void **state)
     assert_int_equal(band_token_leave(f->t), 0);
     assert_int_equal(band_token_request(f->t, BAND_ECANCELED), 0);
     assert_int_equal(count_of(&f->rec[0]), 0); /* one participant left */
-    assert_int_equal(band_token_wait_drained(f->t, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_token_wait_drained(f->t, 0, NULL), BAND_ETIMEDOUT);
     assert_int_equal(band_token_leave(f->t), 0); /* the last: releases, on this thread */
     assert_int_equal(atomic_load(&f->log.len), 2);
     for (int i = 0; i < 2; i++) {
@@ -208,7 +208,7 @@ static void test_drain_needs_request_and_leaves(void **state)
         assert_int_equal(count_of(&f->rec[i]), 1);
         assert_true(pthread_equal(f->rec[i].thread, pthread_self()));
     }
-    assert_int_equal(band_token_wait_drained(f->t, 0), 0);
+    assert_int_equal(band_token_wait_drained(f->t, 0, NULL), 0);
     assert_int_equal(band_token_wait_drained_async(f->t, &f->rec[2].w), 0);
     assert_int_equal(count_of(&f->rec[2]), 0);
     band_token_stats st = stats_of(f->t);
@@ -277,12 +277,13 @@ static void test_destroy_busy(void **state)
 static void test_deadlines(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(band_token_wait_requested(f->t, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_token_wait_drained(f->t, band_now()), BAND_ETIMEDOUT);
+    assert_int_equal(band_token_wait_requested(f->t, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_token_wait_drained(f->t, band_now(), NULL), BAND_ETIMEDOUT);
     assert_u64_equal(stats_of(f->t).queued, 0);
     band_time t0 = band_now();
-    assert_int_equal(band_token_wait_requested(f->t, t0 + 10 * BAND_MSEC), BAND_ETIMEDOUT);
-    assert_int_equal(band_token_wait_drained(f->t, band_now() + 10 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_token_wait_requested(f->t, t0 + 10 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_token_wait_drained(f->t, band_now() + 10 * BAND_MSEC, NULL),
+                     BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     band_token_stats st = stats_of(f->t);
     assert_u64_equal(st.queued, 2);
@@ -299,8 +300,8 @@ static int blocking_waiter(void *arg)
 {
     struct thread_arg *a = arg;
     band_time dl = band_deadline_after(60 * BAND_SEC);
-    return a->which == 0 ? band_token_wait_requested(a->t, dl)
-                         : band_token_wait_drained(a->t, BAND_FOREVER);
+    return a->which == 0 ? band_token_wait_requested(a->t, dl, NULL)
+                         : band_token_wait_drained(a->t, BAND_FOREVER, NULL);
 }
 
 static bool cond_two_waiting(void *arg)

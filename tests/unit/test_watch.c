@@ -160,8 +160,8 @@ static void test_null_and_misuse(void **state)
     assert_int_equal(band_watch_mark_seen(&zero_rx), BAND_EINVAL);
     assert_int_equal(band_watch_try_changed(NULL, &v), BAND_EINVAL);
     assert_int_equal(band_watch_try_changed(&zero_rx, &v), BAND_EINVAL);
-    assert_int_equal(band_watch_changed(NULL, &v, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_watch_changed(&zero_rx, &v, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_watch_changed(NULL, &v, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_watch_changed(&zero_rx, &v, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_watch_changed_async(NULL, &f->ops[0].op, &v), BAND_EINVAL);
     assert_int_equal(band_watch_changed_async(&zero_rx, &f->ops[0].op, &v), BAND_EINVAL);
     assert_int_equal(band_watch_changed_async(&f->rx[0], NULL, &v), BAND_EINVAL);
@@ -233,7 +233,7 @@ static void test_try_changed_and_skipping(void **state)
     assert_u64_equal(band_watch_rx_seen(&f->rx[0]), 4);
     assert_int_equal(band_watch_try_changed(&f->rx[0], &v), BAND_EAGAIN);
     /* Another cursor, not read since creation, also jumps to the newest. */
-    assert_int_equal(band_watch_changed(&f->rx[1], &v, 0), 0);
+    assert_int_equal(band_watch_changed(&f->rx[1], &v, 0, NULL), 0);
     assert_u64_equal(v.a, 4);
     assert_u64_equal(band_watch_rx_seen(&f->rx[1]), 4);
     /* out may be NULL: the change is only marked seen. */
@@ -340,7 +340,7 @@ static void test_one_wait_per_cursor(void **state)
     assert_int_equal(band_waiter_status(&f->ops[1].op.w), BAND_EBUSY);
     assert_int_equal(band_waiter_is_pending(&f->ops[1].op.w), 0);
     assert_int_equal(band_watch_try_changed(&f->rx[0], &out2), BAND_EBUSY);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out2, BAND_FOREVER), BAND_EBUSY);
+    assert_int_equal(band_watch_changed(&f->rx[0], &out2, BAND_FOREVER, NULL), BAND_EBUSY);
     assert_int_equal(band_watch_rx_read(&f->rx[0], &out2, &ver), BAND_EBUSY);
     assert_int_equal(band_watch_mark_seen(&f->rx[0]), BAND_EBUSY);
     assert_u64_equal(ver, 99);
@@ -392,9 +392,9 @@ static void test_close(void **state)
 
     /* A cursor behind (rx[2] saw version 0) still gets the last version, then ECLOSED. */
     struct val got = mk(0);
-    assert_int_equal(band_watch_changed(&f->rx[2], &got, BAND_FOREVER), 0);
+    assert_int_equal(band_watch_changed(&f->rx[2], &got, BAND_FOREVER, NULL), 0);
     assert_u64_equal(got.a, 2);
-    assert_int_equal(band_watch_changed(&f->rx[2], &got, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_watch_changed(&f->rx[2], &got, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_watch_try_changed(&f->rx[2], &got), BAND_ECLOSED);
     assert_int_equal(band_watch_changed_async(&f->rx[3], &f->ops[3].op, &got), 0);
     assert_int_equal(band_watch_changed_async(&f->rx[3], &f->ops[3].op, &got), BAND_ECLOSED);
@@ -455,13 +455,14 @@ static void test_deadlines(void **state)
 {
     struct fixture *f = *state;
     struct val out = mk(0);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, band_now()), BAND_ETIMEDOUT);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, INT64_MIN), BAND_ETIMEDOUT);
+    assert_int_equal(band_watch_changed(&f->rx[0], &out, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_watch_changed(&f->rx[0], &out, band_now(), NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_watch_changed(&f->rx[0], &out, INT64_MIN, NULL), BAND_ETIMEDOUT);
     assert_u64_equal(stats_of(f->w).queued, 0); /* never queued */
 
     band_time t0 = band_now();
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, t0 + 20 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_watch_changed(&f->rx[0], &out, t0 + 20 * BAND_MSEC, NULL),
+                     BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     band_watch_stats st = stats_of(f->w);
     assert_u64_equal(st.queued, 1);
@@ -471,7 +472,7 @@ static void test_deadlines(void **state)
     assert_u64_equal(out.a, 0);
     /* A change present before the deadline is returned even with a past deadline. */
     send_val(f->w, 1);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, 0), 0);
+    assert_int_equal(band_watch_changed(&f->rx[0], &out, 0, NULL), 0);
     assert_u64_equal(out.a, 1);
 }
 
@@ -487,7 +488,7 @@ struct wait_arg {
 static int wait_thread(void *arg)
 {
     struct wait_arg *a = arg;
-    return band_watch_changed(a->rx, &a->out, a->deadline);
+    return band_watch_changed(a->rx, &a->out, a->deadline, NULL);
 }
 
 struct waiters_cond {

@@ -115,7 +115,7 @@ static int holder_main(void *arg)
     uint64_t rng = (uint64_t)(uintptr_t)&rng;
     while (!atomic_load(&w->stop)) {
         uint64_t k = test_rng_range(&rng, 1, 2);
-        int rc = band_sem_acquire(w->sem, k, band_deadline_after(300 * BAND_USEC));
+        int rc = band_sem_acquire(w->sem, k, band_deadline_after(300 * BAND_USEC), NULL);
         if (rc == 0) {
             for (int i = 0; i < (int)test_rng_range(&rng, 0, 50); i++)
                 sched_yield();
@@ -135,7 +135,7 @@ static int producer_main(void *arg)
         struct elem e = {FROM_PRODUCER, 0, seq};
         /* Marked sent before the send: a receiver may take it before send returns. */
         atomic_store(&w->led.sent[FROM_PRODUCER][seq], 1);
-        int rc = band_chan_send(w->ch, &e, 1, band_deadline_after(500 * BAND_USEC));
+        int rc = band_chan_send(w->ch, &e, 1, band_deadline_after(500 * BAND_USEC), NULL);
         if (rc != 0) {
             atomic_store(&w->led.sent[FROM_PRODUCER][seq], 2);
             if (atomic_load(&w->led.received[FROM_PRODUCER][seq]) != 0)
@@ -152,7 +152,7 @@ static int consumer_main(void *arg)
     struct world *w = arg;
     while (!atomic_load(&w->stop)) {
         struct elem e;
-        int rc = band_chan_recv(w->ch, &e, NULL, band_deadline_after(500 * BAND_USEC));
+        int rc = band_chan_recv(w->ch, &e, NULL, band_deadline_after(500 * BAND_USEC), NULL);
         if (rc == 0)
             mark_received(w, &e, 1);
         else if (rc != BAND_ETIMEDOUT)

@@ -303,7 +303,7 @@ static int sender_main(void *arg)
     struct chan_peer *p = arg;
     for (uint64_t i = 0; i < p->n; i++) {
         uint64_t v = 1000 + i;
-        if (band_chan_send(p->ch, &v, i, band_deadline_after(5 * BAND_SEC)) != 0)
+        if (band_chan_send(p->ch, &v, i, band_deadline_after(5 * BAND_SEC), NULL) != 0)
             return -1;
     }
     return 0;
@@ -313,7 +313,7 @@ static int receiver_main(void *arg)
 {
     struct chan_peer *p = arg;
     for (uint64_t i = 0; i < p->n; i++) {
-        if (band_chan_recv(p->ch, &p->got[i], NULL, band_deadline_after(5 * BAND_SEC)) != 0)
+        if (band_chan_recv(p->ch, &p->got[i], NULL, band_deadline_after(5 * BAND_SEC), NULL) != 0)
             return -1;
     }
     return 0;

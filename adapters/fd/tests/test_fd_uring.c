@@ -177,7 +177,7 @@ static int sender_main(void *arg)
     struct sender *s = arg;
     for (uint64_t i = 0; i < s->n; i++) {
         uint64_t v = 500 + i;
-        if (band_chan_send(s->ch, &v, i + 1, band_deadline_after(5 * BAND_SEC)) != 0)
+        if (band_chan_send(s->ch, &v, i + 1, band_deadline_after(5 * BAND_SEC), NULL) != 0)
             return -1;
     }
     return 0;

@@ -353,7 +353,7 @@ static int producer_main(void *arg)
         uint64_t v = item(p->id, seq);
         band_time dl =
             test_rng_range(&p->rng, 0, 1) ? BAND_FOREVER : band_deadline_after(200 * BAND_USEC);
-        int rc = band_chan_send(sc->in, &v, seq % 8 + 1, dl);
+        int rc = band_chan_send(sc->in, &v, seq % 8 + 1, dl, NULL);
         if (rc == 0)
             seq++;
         else if (rc == BAND_ETIMEDOUT)
@@ -375,7 +375,7 @@ static int consumer_main(void *arg)
     int first = 1;
     for (;;) {
         uint64_t v;
-        int rc = band_chan_recv(sc->out, &v, NULL, BAND_FOREVER);
+        int rc = band_chan_recv(sc->out, &v, NULL, BAND_FOREVER, NULL);
         if (rc == BAND_ECLOSED)
             return 0;
         if (rc != 0 || v >= MAX_VALS) {

@@ -782,7 +782,7 @@ static int producer_main(void *arg)
 {
     struct xfer *x = arg;
     for (uint64_t i = 0; i < XFER; i++)
-        if (band_chan_send(x->chan, &i, i, band_deadline_after(10 * BAND_SEC)) != 0)
+        if (band_chan_send(x->chan, &i, i, band_deadline_after(10 * BAND_SEC), NULL) != 0)
             return -1;
     return 0;
 }
@@ -792,7 +792,8 @@ static int consumer_main(void *arg)
     struct xfer *x = arg;
     for (uint64_t i = 0; i < XFER; i++) {
         uint64_t bytes = 0;
-        if (band_chan_recv(x->chan, &x->seen[i], &bytes, band_deadline_after(10 * BAND_SEC)) != 0)
+        if (band_chan_recv(x->chan, &x->seen[i], &bytes, band_deadline_after(10 * BAND_SEC),
+                           NULL) != 0)
             return -1;
         if (bytes != x->seen[i] + 1)
             return -2;
