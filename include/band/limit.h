@@ -32,8 +32,8 @@
  * runs on a fake clock in tests. Any origin works, negative included; a round trip is
  * now - start and must fit in a band_time (a report whose difference overflows is refused
  * with BAND_EINVAL). Round trips up to INT64_MAX are valid and saturate the estimates
- * (smoothed, window and minimum RTT) at INT64_MAX; no estimate ever wraps. docs/limit.md has the simulation bounds and the tuning.
- * Every function is MT-safe.
+ * (smoothed, window and minimum RTT) at INT64_MAX; no estimate ever wraps.
+ * docs/limit.md has the simulation bounds and the tuning. Every function is MT-safe.
  */
 #ifndef BAND_LIMIT_H
 #define BAND_LIMIT_H
