@@ -20,6 +20,19 @@
  * the requests in flight when the limit was cut report the same congestion, and cutting
  * again for each of them would collapse the limit (TCP's one reduction per round trip).
  *
+ * Time arithmetic. Times are caller-supplied int64 nanoseconds with any origin, so every
+ * difference is computed with overflow checks: a round trip that does not fit in a
+ * band_time is refused with BAND_EINVAL before anything changes, and an elapsed time that
+ * does not fit (a report from the far past) is treated as "not elapsed". Estimates kept
+ * in doubles (the window's mean) are converted back saturating at INT64_MAX, and the
+ * smoothed RTT moves by a step that is clamped to never pass the sample, so an RTT of
+ * INT64_MAX saturates the estimates instead of wrapping them.
+ *
+ * In flight. on_done() and adopt() change the in-flight count with a compare-and-swap
+ * that refuses to go below 0 or above max (no caller can hold more permits than the
+ * highest limit), and on_done() decides that before it records anything: a report
+ * without a permit changes nothing.
+ *
  * Applying a change: under mu, the new rounded limit is compared with the applied one and
  * the difference is recorded as applied; after mu is released the delta goes to the
  * semaphore (band_sem_release for growth, band_sem_reduce for shrink). Wakes of acquirers
@@ -29,6 +42,7 @@
  * exactly their amount (debt absorbs a reduce below zero and is repaid first), so the
  * balance after both is the same.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -55,7 +69,9 @@ struct band_limit {
     double limit_f;
     band_time window_start;  /* samples of requests started before it are stale */
     band_time last_decrease; /* congestion from requests started before it is ignored */
-    band_time min_rtt, srtt, window_rtt, min_rtt_since;
+    band_time min_rtt, srtt, window_rtt;
+    band_time min_rtt_since; /* when min_rtt started collecting (valid while min_rtt > 0) */
+    int have_srtt;           /* srtt holds a sample (an RTT of 0 is one) */
     double gradient;
     uint64_t win_n, win_max_inflight;
     double win_sum;
@@ -80,6 +96,34 @@ static double limit_sqrt(double x)
 static double clampd(double v, double lo, double hi)
 {
     return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* A non-negative double as a band_time, saturating at INT64_MAX (2^63 is the first double
+ * that does not fit). */
+static band_time time_of(double v)
+{
+    if (!(v > 0))
+        return 0;
+    if (v >= 9223372036854775808.0)
+        return INT64_MAX;
+    return (band_time)v;
+}
+
+/* One step of an exponential moving average of non-negative times: @avg moves the
+ * fraction @w (0 < w <= 1) of the way to @sample. The step is clamped to the distance, so
+ * double rounding never carries the average past the sample or out of [0, INT64_MAX]. */
+static band_time ewma_time(band_time avg, band_time sample, double w)
+{
+    band_time delta = sample - avg; /* both in [0, INT64_MAX]: no overflow */
+    double step = w * (double)delta;
+    band_time s;
+    if (delta >= 0)
+        s = step >= (double)delta ? delta : (band_time)step;
+    else
+        s = step <= (double)delta ? delta : (band_time)step;
+    if ((delta >= 0 && s > delta) || (delta < 0 && s < delta))
+        s = delta;
+    return avg + s;
 }
 
 /* Fill in defaults and check @in; 0 or BAND_EINVAL. */
@@ -107,8 +151,9 @@ static int limit_opts(band_limit_opts *o, const band_limit_opts *in)
     if (o->min > o->max || o->max > BAND_SEM_MAX_PERMITS || o->initial < o->min ||
         o->initial > o->max)
         return BAND_EINVAL;
-    if (!(o->backoff > 0 && o->backoff < 1) || !(o->increase > 0) ||
-        !(o->smoothing > 0 && o->smoothing <= 1) || !(o->tolerance >= 1) || !(o->queue >= 0) ||
+    if (!(o->backoff > 0 && o->backoff < 1) || !(o->increase > 0) || !isfinite(o->increase) ||
+        !(o->smoothing > 0 && o->smoothing <= 1) || !(o->tolerance >= 1) ||
+        !isfinite(o->tolerance) || !(o->queue >= 0) || !isfinite(o->queue) ||
         !(o->rtt_smoothing > 0 && o->rtt_smoothing <= 1) || o->rtt_limit < 0 ||
         o->min_rtt_reset < 0)
         return BAND_EINVAL;
@@ -202,7 +247,14 @@ int band_limit_adopt(band_limit *l)
 {
     if (l == NULL)
         return BAND_EINVAL;
-    atomic_fetch_add_explicit(&l->inflight, 1, memory_order_relaxed);
+    /* Nobody can hold more permits than the highest limit: more adoptions than that are
+     * permits the semaphore never handed out. */
+    uint64_t n = atomic_load_explicit(&l->inflight, memory_order_relaxed);
+    do {
+        if (n >= l->o.max)
+            return BAND_EINVAL;
+    } while (!atomic_compare_exchange_weak_explicit(&l->inflight, &n, n + 1, memory_order_relaxed,
+                                                    memory_order_relaxed));
     return 0;
 }
 
@@ -243,7 +295,7 @@ static int64_t limit_window_locked(band_limit *l, band_time now)
     /* Half the permits unused: demand, not capacity, bounded this window. */
     int app_limited = (double)l->win_max_inflight * 2 < lim;
     double avg = l->win_sum / (double)l->win_n;
-    l->window_rtt = (band_time)avg;
+    l->window_rtt = time_of(avg);
     l->windows++;
     double target;
     if (l->o.algorithm == BAND_LIMIT_AIMD) {
@@ -261,13 +313,23 @@ static int64_t limit_window_locked(band_limit *l, band_time now)
     return limit_set_locked(l, target, now);
 }
 
-int band_limit_sample(band_limit *l, band_time start, band_time now, int outcome)
+/* Check a report: 0 with its round trip in *@rtt, or BAND_EINVAL (nothing changes). */
+static int sample_check(const band_limit *l, band_time start, band_time now, int outcome,
+                        band_time *rtt)
 {
     if (l == NULL || now < start ||
         (outcome != BAND_LIMIT_OK && outcome != BAND_LIMIT_DROPPED && outcome != BAND_LIMIT_IGNORE))
         return BAND_EINVAL;
-    uint64_t inflight = atomic_load_explicit(&l->inflight, memory_order_relaxed);
-    band_time rtt = now - start;
+    if (__builtin_sub_overflow(now, start, rtt))
+        return BAND_EINVAL; /* longer than any band_time: not a measurement */
+    return 0;
+}
+
+/* Record a checked sample of a request that ran with @inflight permits counted in flight
+ * (itself included), and apply the change of the limit it causes. */
+static void sample_record(band_limit *l, band_time start, band_time now, band_time rtt, int outcome,
+                          uint64_t inflight)
+{
     int64_t delta = 0;
 
     (void)pthread_mutex_lock(&l->mu);
@@ -280,16 +342,23 @@ int band_limit_sample(band_limit *l, band_time start, band_time now, int outcome
     if (dropped) {
         l->drops++;
     } else {
-        if (l->o.min_rtt_reset > 0 && now - l->min_rtt_since >= l->o.min_rtt_reset) {
+        band_time elapsed;
+        if (l->o.min_rtt_reset > 0 && l->min_rtt > 0 &&
+            !__builtin_sub_overflow(now, l->min_rtt_since, &elapsed) &&
+            elapsed >= l->o.min_rtt_reset)
             l->min_rtt = 0;
-            l->min_rtt_since = now;
-        }
-        if (l->min_rtt == 0 || rtt < l->min_rtt)
+        if (l->min_rtt == 0) {
             l->min_rtt = rtt > 0 ? rtt : 1;
-        if (l->srtt == 0)
+            l->min_rtt_since = now;
+        } else if (rtt < l->min_rtt) {
+            l->min_rtt = rtt > 0 ? rtt : 1;
+        }
+        if (!l->have_srtt) {
             l->srtt = rtt;
-        else
-            l->srtt += (band_time)(l->o.rtt_smoothing * (double)(rtt - l->srtt));
+            l->have_srtt = 1;
+        } else {
+            l->srtt = ewma_time(l->srtt, rtt, l->o.rtt_smoothing);
+        }
     }
     int congested = dropped || (l->o.algorithm == BAND_LIMIT_AIMD && l->o.rtt_limit > 0 &&
                                 rtt > l->o.rtt_limit);
@@ -313,18 +382,34 @@ int band_limit_sample(band_limit *l, band_time start, band_time now, int outcome
 out:
     (void)pthread_mutex_unlock(&l->mu);
     limit_apply(l, delta);
+}
+
+int band_limit_sample(band_limit *l, band_time start, band_time now, int outcome)
+{
+    band_time rtt;
+    int rc = sample_check(l, start, now, outcome, &rtt);
+    if (rc != 0)
+        return rc;
+    sample_record(l, start, now, rtt, outcome,
+                  atomic_load_explicit(&l->inflight, memory_order_relaxed));
     return 0;
 }
 
 int band_limit_on_done(band_limit *l, band_time start, band_time now, int outcome)
 {
-    int rc = band_limit_sample(l, start, now, outcome);
+    band_time rtt;
+    int rc = sample_check(l, start, now, outcome, &rtt);
     if (rc != 0)
         return rc;
+    /* Only a permit counted in flight goes back: a report without one would add a permit
+     * the limit never had. Decided before anything is recorded. */
     uint64_t n = atomic_load_explicit(&l->inflight, memory_order_relaxed);
-    while (n > 0 && !atomic_compare_exchange_weak_explicit(
-                        &l->inflight, &n, n - 1, memory_order_relaxed, memory_order_relaxed)) {
-    }
+    do {
+        if (n == 0)
+            return BAND_EINVAL;
+    } while (!atomic_compare_exchange_weak_explicit(&l->inflight, &n, n - 1, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    sample_record(l, start, now, rtt, outcome, n);
     (void)band_sem_release(l->sem, 1);
     return 0;
 }

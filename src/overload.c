@@ -7,7 +7,18 @@
  * give back, except one case: permits are taken before tokens (a permit try is a CAS and
  * its release another), because a rate token spent on a request that then finds no
  * capacity would be lost for good, while a permit given back a few nanoseconds later is
- * not. Counters are relaxed atomics: the door takes no lock of its own.
+ * not. That order holds on every path, the wait for permits included: tokens are taken
+ * only once the permits are held, and a rate refusal then gives the permits back, so a
+ * request ends holding both or neither whether its wait times out, a bound closes, or it
+ * is shed. Before it waits the door reads the rate budget's counters (nothing taken): no
+ * tokens now means OVER_QUOTA at once instead of a wait whose permits would be given
+ * back. Counters are relaxed atomics: the door takes no lock of its own.
+
+ * A request that can never be admitted (more than a semaphore can hold, more than a
+ * budget's capacity minus the class's headroom, more tokens than the rate's burst) is
+ * TOO_BIG, never "retry later". Those checks read the bounds' counters, which takes their
+ * locks briefly, so they run only on the paths that are refusing or about to wait; the
+ * path that admits at once costs a CAS and one rate try as before.
  *
  * Retry-After for BUSY and SHED: a request queued now would start after about
  * (waiters + n) / concurrency mean hold times. The mean hold time is an exponential moving
@@ -101,8 +112,8 @@ int band_door_create(band_door **out, const band_door_opts *o)
         o->wait < 0 || (o->backlog != NULL && o->sem == NULL))
         return BAND_EINVAL;
     int classes = o->classes == 0 ? 1 : o->classes;
-    for (int c = 1; c < classes; c++)
-        if (o->headroom[c] < o->headroom[c - 1])
+    for (int c = 0; c < classes; c++)
+        if (o->headroom[c] > BAND_SEM_MAX_PERMITS || (c > 0 && o->headroom[c] < o->headroom[c - 1]))
             return BAND_EINVAL;
     band_door *d = calloc(1, sizeof(*d));
     if (d == NULL)
@@ -148,7 +159,10 @@ static band_time busy_retry_after(band_door *d, uint64_t n)
     uint64_t conc = atomic_load_explicit(&d->peak, memory_order_relaxed);
     if (conc == 0)
         conc = 1;
-    uint64_t rounds = (waiters + n + conc - 1) / conc;
+    uint64_t units; /* waiters + n, saturating: 2^64 - 1 units never drain anyway */
+    if (__builtin_add_overflow(waiters, n, &units))
+        units = UINT64_MAX;
+    uint64_t rounds = units / conc + (units % conc != 0);
     if (rounds > (uint64_t)(INT64_MAX / hold))
         return INT64_MAX;
     return (band_time)rounds * hold;
@@ -181,6 +195,70 @@ static band_answer make(int kind, int reason, band_time retry_after)
     return a;
 }
 
+/* 1 when the semaphore can never give class @cls @n permits: more than any semaphore
+ * holds, or than a budget's current capacity leaves after the class's headroom. */
+static int sem_never_fits(band_door *d, int cls, uint64_t n)
+{
+    uint64_t h = d->headroom[cls]; /* <= BAND_SEM_MAX_PERMITS (create checks it) */
+    if (n > BAND_SEM_MAX_PERMITS || h > BAND_SEM_MAX_PERMITS - n)
+        return 1;
+    band_sem_stats st;
+    return band_sem_get_stats(d->sem, &st) == 0 && st.is_budget &&
+           (n > st.capacity || h > st.capacity - n);
+}
+
+/*
+ * What the rate budget would answer for @n tokens now, read from its counters without
+ * taking anything: 0 (they are there), BAND_E2BIG (more than the burst), BAND_ECLOSED, or
+ * BAND_EAGAIN with *@retry the time until the missing whole tokens have flowed in (at most
+ * one token interval above the bucket's exact figure, since the counters show whole
+ * tokens only).
+ */
+static int rate_peek(band_door *d, uint64_t n, band_time *retry)
+{
+    band_rate_stats st;
+    *retry = 0;
+    if (band_rate_get_stats(d->rate, &st) != 0)
+        return 0; /* cannot happen for a valid rate; the rate try decides then */
+    if (st.closed)
+        return BAND_ECLOSED;
+    if (n > st.burst)
+        return BAND_E2BIG;
+    if (st.available >= n)
+        return 0;
+    uint64_t need = n - st.available, ns;
+    if (st.period <= 0 || st.tokens == 0 || __builtin_mul_overflow(need, (uint64_t)st.period, &ns))
+        *retry = INT64_MAX;
+    else
+        *retry = (band_time)(ns / st.tokens + (ns % st.tokens != 0));
+    if (*retry < 0)
+        *retry = INT64_MAX;
+    return BAND_EAGAIN;
+}
+
+static int too_big(band_door *d, int cls, band_answer *ans)
+{
+    return answer(d, cls, make(BAND_ANSWER_TOO_BIG, BAND_E2BIG, 0), ans);
+}
+
+/* Class @cls has less room than its headroom: SHED, or TOO_BIG when it never will. */
+static int shed(band_door *d, int cls, uint64_t n, band_answer *ans)
+{
+    band_time retry = 0;
+    if (sem_never_fits(d, cls, n) || (d->rate != NULL && rate_peek(d, n, &retry) == BAND_E2BIG))
+        return too_big(d, cls, ans);
+    return answer(d, cls, make(BAND_ANSWER_SHED, BAND_EAGAIN, busy_retry_after(d, n)), ans);
+}
+
+/* Return permits taken for a request that is then refused, so that only ACCEPT hands
+ * permits over. A release can fail only with BAND_EOVERFLOW, when other code released
+ * extra permits into the semaphore until it is full; the permits are forgotten then, as
+ * band_permit_release_scoped() does, since the semaphore cannot take them back. */
+static void give_back(band_permit *permit)
+{
+    band_permit_release_scoped(permit);
+}
+
 /* No permits now: the backlog if it has room, else BUSY (or TOO_BIG, GONE). */
 static int no_room(band_door *d, int cls, int rc, uint64_t n, const void *job, band_answer *ans)
 {
@@ -204,37 +282,53 @@ int band_door_admit(band_door *d, int cls, uint64_t n, const void *job, band_per
     if (atomic_load_explicit(&d->closed, memory_order_acquire))
         return answer(d, cls, make(BAND_ANSWER_GONE, BAND_ECLOSED, 0), ans);
 
-    int waited = 0, have_tokens = 0;
+    int waited = 0;
     if (d->sem != NULL) {
+        /* The semaphore would call this BAND_EINVAL; for the door it is a request that
+         * can never fit. */
+        if (n > BAND_SEM_MAX_PERMITS)
+            return too_big(d, cls, ans);
         /* Shed first: class cls must leave headroom[cls] permits for the classes above. */
-        uint64_t avail = band_sem_available(d->sem);
-        if (d->headroom[cls] > 0 && (avail < n || avail - n < d->headroom[cls]))
-            return answer(d, cls, make(BAND_ANSWER_SHED, BAND_EAGAIN, busy_retry_after(d, n)), ans);
+        uint64_t h = d->headroom[cls];
+        if (h > 0) {
+            uint64_t avail = band_sem_available(d->sem);
+            if (avail < n || avail - n < h)
+                return shed(d, cls, n, ans);
+        }
         int rc = band_permit_try_acquire(permit, d->sem, n);
-        if (rc == BAND_EAGAIN && d->wait > 0) {
-            /* Never wait for permits that a rate refusal would then throw away: take the
-             * tokens first. If the wait fails they stay spent (the price of waiting). */
-            if (d->rate != NULL) {
-                band_time retry = 0;
-                int rrc = band_rate_try(d->rate, n, &retry);
-                if (rrc != 0)
-                    return answer(d, cls, band_answer_from(rrc, BAND_FROM_RATE, retry), ans);
-                have_tokens = 1;
+        if (rc == BAND_EAGAIN) {
+            /* The room fell below the headroom since the check: shed. Such a class never
+             * queues for permits, where it would stand ahead of more urgent work. */
+            if (h > 0)
+                return shed(d, cls, n, ans);
+            band_time retry = 0;
+            int rrc = d->rate != NULL ? rate_peek(d, n, &retry) : 0;
+            if (rrc == BAND_E2BIG || rrc == BAND_ECLOSED)
+                return answer(d, cls, band_answer_from(rrc, BAND_FROM_RATE, 0), ans);
+            if (d->wait > 0) {
+                /* Never wait for permits that a rate refusal would then give back. */
+                if (rrc == BAND_EAGAIN)
+                    return answer(d, cls, make(BAND_ANSWER_OVER_QUOTA, BAND_EAGAIN, retry), ans);
+                band_time until = band_deadline_after(d->wait);
+                rc = band_permit_acquire(permit, d->sem, n, until < deadline ? until : deadline,
+                                         cancel);
+                waited = rc == 0;
+                if (rc == 0 && atomic_load_explicit(&d->closed, memory_order_acquire)) {
+                    give_back(permit); /* closed while it waited */
+                    return answer(d, cls, make(BAND_ANSWER_GONE, BAND_ECLOSED, 0), ans);
+                }
             }
-            band_time until = band_deadline_after(d->wait);
-            rc =
-                band_permit_acquire(permit, d->sem, n, until < deadline ? until : deadline, cancel);
-            waited = rc == 0;
         }
         if (rc != 0)
             return no_room(d, cls, rc, n, job, ans);
     }
-    if (d->rate != NULL && !have_tokens) {
+    /* Tokens only now, with the permits held: both or neither. */
+    if (d->rate != NULL) {
         band_time retry = 0;
         int rrc = band_rate_try(d->rate, n, &retry);
         if (rrc != 0) {
             if (d->sem != NULL)
-                band_permit_release(permit); /* both or neither */
+                give_back(permit); /* both or neither */
             return answer(d, cls, band_answer_from(rrc, BAND_FROM_RATE, retry), ans);
         }
     }
@@ -247,16 +341,32 @@ int band_door_admit(band_door *d, int cls, uint64_t n, const void *job, band_per
 
 int band_door_done(band_door *d, band_permit *permit, band_time admitted_at)
 {
-    if (d == NULL || permit == NULL)
+    if (d == NULL || admitted_at < 0)
         return BAND_EINVAL;
-    uint64_t n = permit->count;
-    if (permit->sem != NULL) {
-        band_permit_release(permit);
-        atomic_fetch_sub_explicit(&d->in_flight, n, memory_order_relaxed);
+    band_time now = admitted_at > 0 ? band_now() : 0;
+    if (admitted_at > now)
+        return BAND_EINVAL; /* admitted in the future: not a band_now() of an admission */
+    if (d->sem != NULL) {
+        /* Only permits of this door's semaphore, and no more than it handed out. */
+        if (permit == NULL || permit->sem != d->sem || permit->count == 0)
+            return BAND_EINVAL;
+        uint64_t n = permit->count;
+        uint64_t cur = atomic_load_explicit(&d->in_flight, memory_order_relaxed);
+        do {
+            if (cur < n)
+                return BAND_EINVAL;
+        } while (!atomic_compare_exchange_weak_explicit(
+            &d->in_flight, &cur, cur - n, memory_order_relaxed, memory_order_relaxed));
+        int rc = band_permit_release(permit);
+        if (rc != 0) { /* BAND_EOVERFLOW: the permit keeps its permits, still in flight */
+            atomic_fetch_add_explicit(&d->in_flight, n, memory_order_relaxed);
+            return rc;
+        }
+    } else if (permit != NULL && permit->sem != NULL) {
+        return BAND_EINVAL; /* a door without a semaphore hands out no permits */
     }
     if (admitted_at > 0) {
-        band_time now = band_now();
-        int64_t sample = now > admitted_at ? now - admitted_at : 0;
+        int64_t sample = now - admitted_at;
         if (d->hold != NULL)
             band_histo_record(d->hold, (uint64_t)sample);
         int64_t old = atomic_load_explicit(&d->mean_hold, memory_order_relaxed);

@@ -29,8 +29,11 @@
  * semaphore's balance always converges to the reported limit minus what is in flight.
  *
  * Time is passed in by the caller (start and finish of each request), so the controller
- * runs on a fake clock in tests. docs/limit.md has the simulation bounds and the tuning.
- * Every function is MT-safe.
+ * runs on a fake clock in tests. Any origin works, negative included; a round trip is
+ * now - start and must fit in a band_time (a report whose difference overflows is refused
+ * with BAND_EINVAL). Round trips up to INT64_MAX are valid and saturate the estimates
+ * (smoothed, window and minimum RTT) at INT64_MAX; no estimate ever wraps.
+ * docs/limit.md has the simulation bounds and the tuning. Every function is MT-safe.
  */
 #ifndef BAND_LIMIT_H
 #define BAND_LIMIT_H
@@ -61,8 +64,8 @@ enum band_limit_outcome {
 
 /**
  * Creation options; zero-initialise, then set what you need. Zero fields take the default
- * shown. Invalid values (min > max, initial outside [min, max], a factor out of range) are
- * refused with BAND_EINVAL.
+ * shown. Invalid values (min > max, initial outside [min, max], a factor out of range,
+ * NaN or infinite) are refused with BAND_EINVAL.
  */
 typedef struct band_limit_opts {
     int algorithm;           /* enum band_limit_algorithm (AIMD) */
@@ -122,7 +125,9 @@ BAND_API int band_limit_try_acquire(band_limit *l);
 BAND_API int band_limit_acquire(band_limit *l, band_time deadline, band_cancel *cancel);
 
 /** band_limit_adopt() - count a permit acquired through band_limit_sem() as in flight.
- *  Returns 0 or BAND_EINVAL. */
+ *  Returns 0, or BAND_EINVAL (NULL @l, or @max permits are already counted in flight: no
+ *  caller can hold more than the highest limit, so this permit was never handed out;
+ *  nothing changes). */
 BAND_API int band_limit_adopt(band_limit *l);
 
 /**
@@ -130,9 +135,12 @@ BAND_API int band_limit_adopt(band_limit *l);
  * (band_limit_sample()), then return its permit and count it out of flight.
  *
  * @start and @now are the request's start and end (same clock, any origin). Returns 0,
- * or BAND_EINVAL (NULL @l, @now before @start, unknown @outcome; the permit is not
- * returned then). Wakes of acquirers that the returned permit or a raised limit completed
- * run on this thread, under no lock.
+ * or BAND_EINVAL with nothing changed (no sample recorded, no permit returned, the
+ * in-flight count as it was): NULL @l, @now before @start, @now - @start not
+ * representable in a band_time, an unknown @outcome, or no permit counted in flight (a
+ * report for a request that took no permit, or a second report for one request; returning
+ * a permit anyway would raise the semaphore above the limit). Wakes of acquirers that the
+ * returned permit or a raised limit completed run on this thread, under no lock.
  */
 BAND_API int band_limit_on_done(band_limit *l, band_time start, band_time now, int outcome);
 
@@ -140,7 +148,8 @@ BAND_API int band_limit_on_done(band_limit *l, band_time start, band_time now, i
  * band_limit_sample() - feed one measurement without touching permits or the in-flight
  * count (for callers that hold permits some other way).
  *
- * Returns 0 or BAND_EINVAL as band_limit_on_done(). May change the limit.
+ * Returns 0, or BAND_EINVAL (nothing recorded) for NULL @l, @now before @start, @now -
+ * @start not representable in a band_time, or an unknown @outcome. May change the limit.
  */
 BAND_API int band_limit_sample(band_limit *l, band_time start, band_time now, int outcome);
 
@@ -155,7 +164,8 @@ typedef struct band_limit_stats {
     uint64_t min, max;      /* bounds */
     uint64_t inflight;      /* permits counted in flight */
     band_time min_rtt;      /* smallest round trip seen (since the last reset), 0: none yet */
-    band_time smoothed_rtt; /* exponentially smoothed round trip, 0: none yet */
+    band_time smoothed_rtt; /* exponentially smoothed round trip, 0: none yet (or only
+                               round trips of 0) */
     band_time window_rtt;   /* mean round trip of the last closed window, 0: none yet */
     double gradient;        /* GRADIENT: last gradient (1 before the first window) */
     uint64_t samples;       /* samples recorded (not ignored ones) */

@@ -90,15 +90,19 @@ typedef struct band_door_opts {
                            the most urgent */
     uint64_t headroom[BAND_DOOR_CLASSES]; /* class c is shed while fewer than headroom[c]
                                              permits would stay available after it; must not
-                                             decrease with c; headroom[0] is usually 0 */
-    band_time wait;          /* the longest a request may wait for permits (0: never wait) */
+                                             decrease with c, at most BAND_SEM_MAX_PERMITS;
+                                             headroom[0] is usually 0. A class with headroom
+                                             never waits for permits */
+    band_time wait;          /* the longest a request of a class without headroom may wait
+                                for permits (0: never wait) */
     struct band_histo *hold; /* optional, the caller's: band_door_done() records each hold
                                 time (ns) into it (band/histo.h) */
 } band_door_opts;
 
 /**
  * band_door_create() - a front door. Returns 0, BAND_EINVAL (NULL, classes out of range,
- * headroom decreasing, a negative wait, a backlog without a semaphore), or BAND_ENOMEM.
+ * headroom decreasing or above BAND_SEM_MAX_PERMITS, a negative wait, a backlog without a
+ * semaphore), or BAND_ENOMEM.
  */
 BAND_API int band_door_create(band_door **out, const band_door_opts *opts);
 
@@ -110,18 +114,33 @@ BAND_API int band_door_destroy(band_door *d);
  * band_door_admit() - decide one request of @n units at priority @cls, cheapest checks
  * first, before the caller does any expensive work.
  *
- * Order: closed → GONE; shedding (class @cls would leave less than headroom[@cls]) → SHED;
- * permits (try; then wait up to opts.wait, capped by @deadline) and tokens, both or neither
- * (a rate refusal gives the permits back at once) → ACCEPT with the permits in *@permit;
- * no permits but @job and a backlog with room → LATER (the element *@job was sent);
- * otherwise BUSY, OVER_QUOTA or TOO_BIG.
+ * Order: closed → GONE; a request the door can never admit → TOO_BIG (more than
+ * BAND_SEM_MAX_PERMITS with a semaphore, more than a budget's capacity minus
+ * headroom[@cls], more tokens than the rate budget's burst; no Retry-After, the job is not
+ * queued); shedding (class @cls would leave less than headroom[@cls], also when the room
+ * vanished between the check and the try) → SHED; permits (try; then, for a class without
+ * headroom, wait up to opts.wait, capped by @deadline) and then tokens, both or neither →
+ * ACCEPT with the permits in *@permit; no permits but @job and a backlog with room → LATER
+ * (the element *@job was sent); otherwise BUSY, OVER_QUOTA or GONE (the semaphore or the
+ * rate budget closed, or the door closed while the request waited).
+ *
+ * Both or neither holds on every path: tokens are taken only once the permits are held,
+ * and a rate refusal gives the permits back at once, so a request that is refused (a wait
+ * that timed out, a close, a shed, a rate refusal) holds no permit and spent no token.
+ * Before waiting, the door reads the rate budget's counters without taking anything: with
+ * too few tokens now it answers OVER_QUOTA at once instead of waiting for permits it would
+ * have to give back.
  *
  * Returns 0 with *@ans filled (the kind says what to do; only ACCEPT hands permits over,
  * and they go back with band_door_done()), or BAND_EINVAL (NULL @d/@ans, @n 0, @cls out of
  * range, @permit NULL while the door has a semaphore or not empty) with *@ans untouched.
- * Retry-After: a rate budget's exact retry-after for OVER_QUOTA; for BUSY and SHED, the
- * measured mean hold time × (waiters + @n) / capacity, or 1 s before any measurement.
- * MT-safe.
+ * Retry-After: a rate budget's exact retry-after for OVER_QUOTA after the permits were
+ * taken; for OVER_QUOTA found before a wait, the time for the missing whole tokens to flow
+ * in (at most one token interval above the exact figure); for BUSY and SHED, the measured
+ * mean hold time × ceil((waiters + @n) / capacity), saturating at INT64_MAX, or 1 s before
+ * any measurement; 0 for TOO_BIG and GONE. The never-fits checks read the semaphore's and
+ * the rate budget's counters (each takes its lock briefly) and run only on paths that are
+ * refusing or about to wait. MT-safe.
  */
 BAND_API int band_door_admit(band_door *d, int cls, uint64_t n, const void *job,
                              band_permit *permit, band_answer *ans, band_time deadline,
@@ -129,9 +148,16 @@ BAND_API int band_door_admit(band_door *d, int cls, uint64_t n, const void *job,
 
 /**
  * band_door_done() - the admitted work finished: releases *@permit (like
- * band_permit_release()) and feeds its hold time into the Retry-After estimate. Returns 0
- * or BAND_EINVAL (NULL). @admitted_at is the band_now() of the admission, 0 to skip the
- * measurement.
+ * band_permit_release()) and feeds its hold time into the Retry-After estimate.
+ * @admitted_at is the band_now() of the admission, 0 to skip the measurement. For a door
+ * without a semaphore @permit may be NULL (or empty): done() only measures.
+ *
+ * Returns 0, BAND_EOVERFLOW as band_permit_release() (the permit keeps its permits), or
+ * BAND_EINVAL with nothing changed (nothing released, nothing measured): NULL @d; a
+ * negative @admitted_at or one after band_now(); for a door with a semaphore, @permit NULL,
+ * empty (a second done() for one admission) or of another semaphore, or holding more
+ * permits than the door has handed out and not yet taken back; for a door without one, a
+ * non-empty @permit. MT-safe.
  */
 BAND_API int band_door_done(band_door *d, band_permit *permit, band_time admitted_at);
 
