@@ -137,6 +137,10 @@ BAND_API int band_admit_try(band_admit_req *r, band_admit_grant *g);
  * band_admit_try() and band_admit_async() except BAND_EAGAIN and BAND_PENDING. While it
  * blocks it holds nothing. @r's wake and data are used internally for the duration of the
  * call and are restored before it returns. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline,
                         band_cancel *cancel);
@@ -197,6 +201,10 @@ BAND_API int band_admit_release_part(band_admit_grant *g, band_sem *s, uint64_t 
  * Waiting for a shortfall while holding the rest of the grant is incremental acquisition:
  * two grants that each wait for what the other holds wait until their deadlines. Prefer a
  * generous estimate and return the surplus, or a short deadline. MT-safe for the budget.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (the grant is unchanged); a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount,
                                band_time deadline, band_cancel *cancel);

@@ -10,8 +10,8 @@
 
 #include "band/admit.h"
 #include "band/broadcast.h"
-#include "band/cancel.h"
 #include "band/budget.h"
+#include "band/cancel.h"
 #include "band/chan.h"
 #include "band/core.h"
 #include "band/error.h"

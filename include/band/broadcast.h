@@ -172,6 +172,10 @@ BAND_API int band_broadcast_try_send(band_broadcast *b, const void *elem);
  * before band_now() means "do not wait" and such a call never queues), or the other codes
  * of band_broadcast_try_send() except BAND_EAGAIN. Refused elements stay with the caller.
  * *@elem is only read while this call runs. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (the message is not sent); a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline,
                                  band_cancel *cancel);
@@ -213,6 +217,10 @@ BAND_API int band_broadcast_try_recv(band_broadcast_rx *rx, void *out);
  * (none of them waits), or BAND_ETIMEDOUT when nothing was sent before @deadline (a
  * deadline at or before band_now() means "do not wait"). A message that races with the
  * deadline wins: it is returned as 0 and never lost. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline,
                                  band_cancel *cancel);

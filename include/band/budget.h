@@ -116,6 +116,10 @@ BAND_API int band_budget_get_stats(const band_budget *b, band_sem_stats *out);
  * (NULL argument). *@out is untouched on failure. A past @deadline means "only if the
  * units are available now". @len 0 reserves nothing and returns a valid buffer (or
  * BAND_ECLOSED once the budget is closed, as every acquisition does).
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (nothing reserved or allocated); a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_budget_alloc(band_budget *b, size_t len, void **out, band_time deadline,
                                band_cancel *cancel);
@@ -136,6 +140,10 @@ BAND_API int band_budget_alloc_reserved(band_budget *b, size_t len, void **out);
  * argument); on failure *@buf is unchanged, still valid, and keeps its reservation.
  * Growing while holding a reservation is incremental acquisition: size buffers up front
  * where possible.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (the buffer is unchanged); a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_budget_realloc(void **buf, size_t len, band_time deadline, band_cancel *cancel);
 

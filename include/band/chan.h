@@ -251,6 +251,10 @@ BAND_API int band_chan_recv_async(band_chan *c, struct band_chan_recv_op *op);
  * bytes into @bytes (NULL, or an array of @max). *@n receives the count.
  *
  * Returns 0 with *@n >= 1, BAND_ETIMEDOUT, BAND_ECLOSED or BAND_EINVAL (*@n is 0 then).
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, size_t *n,
                                  band_time deadline, band_cancel *cancel);

@@ -134,6 +134,10 @@ BAND_API int band_exec_create(band_exec **out, const band_exec_opts *opts);
  * Cancelling a job before its submission returned is a race of the caller's making; if
  * such a cancel wins against a refused submission, the job is handed back (BAND_ECANCELED)
  * on this thread and this call returns BAND_ECANCELED.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (the job is not queued); a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_exec_run(band_exec *ex, band_job *job, band_time deadline, band_cancel *cancel);
 

@@ -195,6 +195,10 @@ BAND_API int band_fair_acquire_async(band_fair *f, band_fair_req *r);
  * Returns 0 (a grant that races with the deadline wins), BAND_ETIMEDOUT (a past deadline
  * means "do not wait": such a call never queues), or a code as band_fair_acquire_async().
  * MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
                                band_time deadline, band_cancel *cancel);

@@ -110,6 +110,10 @@ BAND_API uint64_t band_group_count(const band_group *g);
  * wins and is returned as 0), BAND_ETIMEDOUT when @deadline passed first (a deadline at
  * or before band_now() means "do not wait": 0 if the count is 0 now, else BAND_ETIMEDOUT),
  * or BAND_EINVAL for a NULL @g. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_group_wait(band_group *g, band_time deadline, band_cancel *cancel);
 
@@ -188,6 +192,10 @@ BAND_API int band_latch_try_wait(const band_latch *l);
  *
  * Returns as band_group_wait(): 0, BAND_ETIMEDOUT (a past deadline means "do not wait"),
  * or BAND_EINVAL for NULL. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_latch_wait(band_latch *l, band_time deadline, band_cancel *cancel);
 
@@ -205,6 +213,10 @@ BAND_API int band_latch_wait_async(band_latch *l, band_waiter *w);
  * @deadline, NULL) (std::latch::arrive_and_wait with a deadline).
  *
  * Returns the count-down's error (then it did not wait), else the wait's result. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_latch_arrive_and_wait(band_latch *l, uint64_t n, band_time deadline,
                                         band_cancel *cancel);
@@ -287,6 +299,10 @@ BAND_API int band_token_reason(const band_token *t);
  * Returns 0 once requested (the reason is band_token_reason()), BAND_ETIMEDOUT when
  * @deadline passed first (a past deadline means "do not wait"), or BAND_EINVAL for NULL.
  * MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_token_wait_requested(band_token *t, band_time deadline, band_cancel *cancel);
 
@@ -332,6 +348,10 @@ BAND_API uint64_t band_token_participants(const band_token *t);
  * means "do not wait"), or BAND_EINVAL for NULL. It does not request shutdown itself.
  * A participant that waits for the drain of its own token waits forever (it has not left):
  * leave first. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_token_wait_drained(band_token *t, band_time deadline, band_cancel *cancel);
 

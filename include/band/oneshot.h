@@ -120,6 +120,10 @@ BAND_API int band_oneshot_try_recv(band_oneshot *o, void *out);
  * deadline passes is returned (0), never dropped; a value sent after the timeout stays in
  * the oneshot for a later receive. Returns BAND_ECANCELED when the receiver was dropped
  * by another thread meanwhile. Blocks the calling thread. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_oneshot_recv(band_oneshot *o, void *out, band_time deadline, band_cancel *cancel);
 

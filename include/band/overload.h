@@ -141,6 +141,10 @@ BAND_API int band_door_destroy(band_door *d);
  * any measurement; 0 for TOO_BIG and GONE. The never-fits checks read the semaphore's and
  * the rate budget's counters (each takes its lock briefly) and run only on paths that are
  * refusing or about to wait. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and answers GONE
+ * with reason BAND_ECANCELED, nothing taken; a token requested before the call means
+ * "do not wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_door_admit(band_door *d, int cls, uint64_t n, const void *job,
                              band_permit *permit, band_answer *ans, band_time deadline,

@@ -132,6 +132,10 @@ BAND_API int band_rate_ticket_cancel(band_rate_ticket *t);
  * slot has come; also BAND_E2BIG, BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL (as
  * band_rate_reserve(), or a custom clock without a sleep hook). A close while sleeping does
  * not cut the sleep short: the booking stands.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (a booking made before the request is returned); a token requested before the call
+ * means "do not wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_rate_wait(band_rate *r, uint64_t n, band_time *retry_after, band_time deadline,
                             band_cancel *cancel);

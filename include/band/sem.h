@@ -113,6 +113,10 @@ BAND_API int band_sem_try_acquire(band_sem *s, uint64_t n);
  * band_sem_try_acquire(), or BAND_EOVERFLOW as for band_sem_acquire_async(). Before it
  * queues it retries the lock-free path for about a microsecond while nobody is queued
  * (never past a waiter). MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_cancel *cancel);
 

@@ -177,6 +177,10 @@ BAND_API int band_watch_try_changed(band_watch_rx *rx, void *out);
  * change that races with the deadline is returned (0), never half-applied. If several sends
  * happen before the caller runs, it gets the newest value as of the send that woke it.
  * Blocks the calling thread. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline,
                                 band_cancel *cancel);
