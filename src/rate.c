@@ -288,7 +288,7 @@ int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, band_rate_ti
         band_time at = vt_cmp(slot, vt_of(now)) <= 0 ? now : vt_ceil(slot);
         if (delay != NULL)
             *delay = at - now;
-        if (at > deadline) {
+        if (at > now && at > deadline) { /* a past deadline still takes what is there */
             r->refused_deadline++;
             rc = BAND_ETIMEDOUT; /* nothing booked; *delay is the retry-after */
         } else {

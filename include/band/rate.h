@@ -12,7 +12,9 @@
  *    arms its own timer for it); a booking can be cancelled before it is due, which gives
  *    its tokens back;
  *  - wait books and sleeps until the slot; a wait whose slot lies past its deadline is
- *    refused at once, with the retry-after it would have needed, and takes nothing.
+ *    refused at once, with the retry-after it would have needed, and takes nothing. A
+ *    deadline at or before now means "only if the tokens are there now", as everywhere
+ *    in band.
  *
  * All arithmetic is integer and exact: the emission interval period/tokens is kept as a
  * quotient and a remainder, so a rate of 3 per second never drifts. Sums that would
@@ -105,9 +107,11 @@ typedef struct band_rate_ticket {
  *
  * On 0 the tokens are taken and *@t says when the work may start (t->at; *@delay, when not
  * NULL, is t->at - now, 0 when it may start at once). An event loop arms its own timer for
- * the delay. BAND_ETIMEDOUT: the slot would lie after @deadline; nothing is booked and
- * *@delay is the retry-after the request would have needed. Also BAND_E2BIG, BAND_ECLOSED,
- * BAND_EOVERFLOW, BAND_EINVAL (NULL @r or @t, @n 0, @t not empty).
+ * the delay. BAND_ETIMEDOUT: the slot lies in the future and after @deadline; nothing is
+ * booked and *@delay is the retry-after the request would have needed. Tokens that are in
+ * the bucket now are taken whatever the deadline, so a deadline at or before now means
+ * "only if it can start now". Also BAND_E2BIG, BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL
+ * (NULL @r or @t, @n 0, @t not empty).
  */
 BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, band_rate_ticket *t,
                                band_time *delay);
@@ -125,11 +129,13 @@ BAND_API int band_rate_ticket_cancel(band_rate_ticket *t);
 /**
  * band_rate_wait() - take @n tokens, sleeping until their slot if needed (this thread).
  *
- * A request whose slot lies after @deadline is refused at once with BAND_ETIMEDOUT, takes
- * nothing, and stores the retry-after in *@retry_after (when not NULL). Returns 0 once the
- * slot has come; also BAND_E2BIG, BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL (as
- * band_rate_reserve(), or a custom clock without a sleep hook). A close while sleeping does
- * not cut the sleep short: the booking stands.
+ * A request whose slot lies in the future and after @deadline is refused at once with
+ * BAND_ETIMEDOUT, takes nothing, and stores the retry-after in *@retry_after (when not
+ * NULL); with a deadline at or before now it succeeds, without sleeping, exactly when the
+ * tokens are in the bucket now. Returns 0 once the slot has come; also BAND_E2BIG,
+ * BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL (as band_rate_reserve(), or a custom clock
+ * without a sleep hook). A close while sleeping does not cut the sleep short: the booking
+ * stands.
  */
 BAND_API int band_rate_wait(band_rate *r, uint64_t n, band_time deadline, band_time *retry_after);
 

@@ -312,6 +312,39 @@ static void test_set_rate(void **state)
     assert_int_equal(band_rate_destroy(r), 0);
 }
 
+/* A deadline at or before now means "only if it can be had now", as everywhere else. */
+static void test_past_deadline_takes_what_is_there(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {10 * BAND_SEC, 0};
+    band_rate *r = mk(&fc, 1, BAND_SEC, 3);
+    band_rate_ticket t = BAND_RATE_TICKET_INIT;
+    band_time d = -1;
+    assert_int_equal(band_rate_reserve(r, 1, fc.now - 1, &t, &d), 0);
+    assert_int_equal(d, 0);
+    assert_int_equal(t.at, fc.now);
+    band_rate_ticket u = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, INT64_MIN, &u, &d), 0);
+    assert_int_equal(d, 0);
+    band_time retry = -1;
+    assert_int_equal(band_rate_wait(r, 1, fc.now - BAND_SEC, &retry), 0);
+    assert_int_equal(retry, 0);
+    assert_int_equal(fc.sleeps, 0);
+    /* Empty now: a past deadline refuses at once, with the retry-after. */
+    band_rate_ticket v = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, fc.now, &v, &d), BAND_ETIMEDOUT);
+    assert_int_equal(d, BAND_SEC);
+    assert_null(v.rate);
+    assert_int_equal(band_rate_wait(r, 1, 0, &retry), BAND_ETIMEDOUT);
+    assert_int_equal(retry, BAND_SEC);
+    assert_int_equal(fc.sleeps, 0);
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.granted, 3);
+    assert_u64_equal(st.delayed, 0);
+    assert_u64_equal(st.refused_deadline, 2);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
 static void test_close(void **state)
 {
     (void)state;
@@ -372,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_wait),
         cmocka_unit_test(test_wait_real_clock_never_early),
         cmocka_unit_test(test_set_rate),
+        cmocka_unit_test(test_past_deadline_takes_what_is_there),
         cmocka_unit_test(test_close),
         cmocka_unit_test(test_overflow_is_refused),
     };
