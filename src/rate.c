@@ -42,6 +42,7 @@ struct band_rate {
     struct vt interval; /* T = period / tokens */
     struct vt tau;      /* burst * T */
     struct vt tat;
+    band_time last; /* the latest time the clock hook returned */
     int closed;
     uint64_t granted, granted_tokens, delayed, cancelled;
     uint64_t refused_rate, refused_deadline, refused_too_big, refused_closed;
@@ -165,6 +166,7 @@ int band_rate_create(band_rate **out, const band_rate_opts *o)
     r->interval = interval;
     r->tau = tau;
     r->tat = vt_of(INT64_MIN / 2); /* long ago: the bucket starts full */
+    r->last = INT64_MIN;
     *out = r;
     return 0;
 }
@@ -220,6 +222,18 @@ int band_rate_close(band_rate *r)
 
 /* ---------------------------------------------------------------- taking tokens */
 
+/* The time now (lock held). A clock that steps back is read as no time elapsed: the
+ * bucket's time never goes backwards, so no booking made at once turns "not due" again and
+ * no counter is taken back for what it never counted. */
+static band_time now_locked(band_rate *r)
+{
+    band_time now = r->clock(r->clock_ctx);
+    if (now < r->last)
+        return r->last;
+    r->last = now;
+    return now;
+}
+
 /*
  * The slot of @n tokens at @now (lock held): *@slot when it may start, *@end the TAT
  * after taking it. 0, BAND_E2BIG, BAND_ECLOSED or BAND_EOVERFLOW; refusals are counted.
@@ -256,7 +270,7 @@ int band_rate_try(band_rate *r, uint64_t n, band_time *retry_after)
     if (r == NULL || n == 0)
         return BAND_EINVAL;
     pthread_mutex_lock(&r->lock);
-    band_time now = r->clock(r->clock_ctx);
+    band_time now = now_locked(r);
     struct vt slot, end, cost;
     int rc = slot_locked(r, n, now, &slot, &end, &cost);
     if (rc == 0) {
@@ -281,7 +295,7 @@ int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, band_rate_ti
     if (r == NULL || t == NULL || t->rate != NULL || n == 0)
         return BAND_EINVAL;
     pthread_mutex_lock(&r->lock);
-    band_time now = r->clock(r->clock_ctx);
+    band_time now = now_locked(r);
     struct vt slot, end, cost;
     int rc = slot_locked(r, n, now, &slot, &end, &cost);
     if (rc == 0) {
@@ -313,7 +327,7 @@ int band_rate_ticket_cancel(band_rate_ticket *t)
     band_rate *r = t->rate;
     int rc = 0;
     pthread_mutex_lock(&r->lock);
-    band_time now = r->clock(r->clock_ctx);
+    band_time now = now_locked(r);
     if (t->at <= now) {
         rc = BAND_EALREADY; /* due: the work may start, the tokens stay spent */
     } else {
@@ -380,7 +394,7 @@ uint64_t band_rate_available(const band_rate *cr)
         return 0;
     band_rate *r = (band_rate *)cr; /* the lock is logically const */
     pthread_mutex_lock(&r->lock);
-    uint64_t n = available_locked(r, r->clock(r->clock_ctx));
+    uint64_t n = available_locked(r, now_locked(r));
     pthread_mutex_unlock(&r->lock);
     return n;
 }
@@ -395,7 +409,7 @@ int band_rate_get_stats(const band_rate *cr, band_rate_stats *out)
     out->tokens = r->tokens;
     out->burst = r->burst;
     out->period = r->period;
-    out->available = available_locked(r, r->clock(r->clock_ctx));
+    out->available = available_locked(r, now_locked(r));
     out->granted = r->granted;
     out->granted_tokens = r->granted_tokens;
     out->delayed = r->delayed;

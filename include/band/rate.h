@@ -19,7 +19,8 @@
  * All arithmetic is integer and exact: the emission interval period/tokens is kept as a
  * quotient and a remainder, so a rate of 3 per second never drifts. Sums that would
  * overflow are refused with BAND_EOVERFLOW and change nothing. Time comes from a clock
- * hook (default band_now()), so tests run on a fake clock.
+ * hook (default band_now()), so tests run on a fake clock. A clock that steps back is read
+ * as no time elapsed: the bucket's time is the latest time the hook returned.
  *
  * Every function is MT-safe. Each takes the bucket's mutex for a few dozen instructions:
  * no allocation, no system call (except the sleep of band_rate_wait()).
@@ -36,7 +37,8 @@ extern "C" {
 
 typedef struct band_rate band_rate;
 
-/** The clock hook: the current time in nanoseconds (monotonic). */
+/** The clock hook: the current time in nanoseconds. It should be monotonic; a step back is
+ *  read as no time elapsed (until the clock passes the latest time it returned). */
 typedef band_time band_clock_fn(void *ctx);
 /** The sleep hook of band_rate_wait(): return once the clock reads @until or later. */
 typedef void band_sleep_fn(void *ctx, band_time until);

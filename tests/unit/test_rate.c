@@ -345,6 +345,45 @@ static void test_past_deadline_takes_what_is_there(void **state)
     assert_int_equal(band_rate_destroy(r), 0);
 }
 
+/* A clock that steps back: no time elapsed. No counter wraps, the bucket is not drained
+ * by the step, and a booking made at once stays due. */
+static void test_clock_steps_back(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {1000 * BAND_MSEC, 0};
+    band_rate *r = mk(&fc, 10, BAND_SEC, 1);
+    band_rate_ticket t = BAND_RATE_TICKET_INIT;
+    band_time d = -1, retry = -1;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &t, &d), 0);
+    assert_int_equal(d, 0); /* at once: not delayed */
+    fc.now = 500 * BAND_MSEC;
+    assert_int_equal(band_rate_ticket_cancel(&t), BAND_EALREADY); /* it was due at 1 s */
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.delayed, 0);
+    assert_u64_equal(st.cancelled, 0);
+    assert_u64_equal(st.granted, 1);
+    /* The next token is 100 ms after 1 s, whatever the clock says meanwhile. */
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 100 * BAND_MSEC);
+    fc.now = 1050 * BAND_MSEC;
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 50 * BAND_MSEC);
+    /* A delayed booking, then a step back: cancelling it gives its token back once. */
+    band_rate_ticket u = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &u, &d), 0);
+    assert_int_equal(u.at, 1100 * BAND_MSEC);
+    fc.now = 0;
+    assert_int_equal(band_rate_ticket_cancel(&u), 0);
+    st = stats_of(r);
+    assert_u64_equal(st.delayed, 0);
+    assert_u64_equal(st.cancelled, 1);
+    assert_u64_equal(st.granted, 1);
+    assert_u64_equal(st.available, 0);
+    fc.now = 1100 * BAND_MSEC;
+    assert_u64_equal(band_rate_available(r), 1);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
 static void test_close(void **state)
 {
     (void)state;
@@ -406,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_wait_real_clock_never_early),
         cmocka_unit_test(test_set_rate),
         cmocka_unit_test(test_past_deadline_takes_what_is_there),
+        cmocka_unit_test(test_clock_steps_back),
         cmocka_unit_test(test_close),
         cmocka_unit_test(test_overflow_is_refused),
     };
