@@ -16,11 +16,12 @@
  *    deadline at or before now means "only if the tokens are there now", as everywhere
  *    in band.
  *
- * All arithmetic is integer and exact: the emission interval period/tokens is kept as a
- * quotient and a remainder, so a rate of 3 per second never drifts. Sums that would
- * overflow are refused with BAND_EOVERFLOW and change nothing. Time comes from a clock
- * hook (default band_now()), so tests run on a fake clock. A clock that steps back is read
- * as no time elapsed: the bucket's time is the latest time the hook returned.
+ * All arithmetic is integer and exact: time is counted in 1/tokens of a nanosecond, so a
+ * rate of 3 per second never drifts. A request that would leave the bucket full again only
+ * after INT64_MAX, or more than INT64_MAX ns from now, is refused with BAND_EOVERFLOW and
+ * changes nothing; the clock itself may read anything in the band_time range. Time comes
+ * from a clock hook (default band_now()), so tests run on a fake clock. A clock that steps
+ * back is read as no time elapsed: the bucket's time is the latest time the hook returned.
  *
  * Every function is MT-safe. Each takes the bucket's mutex for a few dozen instructions:
  * no allocation, no system call (except the sleep of band_rate_wait()).
@@ -73,9 +74,17 @@ BAND_API int band_rate_destroy(band_rate *r);
 /**
  * band_rate_set() - change the rate and the burst at run time.
  *
- * Tokens taken from now on cost the new interval; time already booked stays booked (a
- * booking is never moved). Shrinking the burst applies at once. Returns 0, BAND_EINVAL or
- * BAND_EOVERFLOW as band_rate_create() (nothing changes on error).
+ * A change keeps what has accrued: the bucket is first brought to now under the old rate,
+ * and the tokens it then holds (a fraction included, fewer than none while bookings run
+ * ahead) stay in it, clamped to the new burst when that is lower. From then on it refills
+ * at the new rate up to the new burst, and tokens taken cost the new interval. A change of
+ * burst alone mints nothing: an empty bucket of 3 raised to 20 is still empty. Bookings
+ * already made keep their slots (a booking is never moved). The tokens held are re-counted
+ * in the new units rounding down, by less than 1/@period of a token.
+ *
+ * Returns 0, BAND_EINVAL or BAND_EOVERFLOW as band_rate_create(), or BAND_EOVERFLOW when
+ * the tokens owed, at the new rate, would take the bucket past INT64_MAX (or more than
+ * INT64_MAX ns) to refill. Nothing changes on error.
  */
 BAND_API int band_rate_set(band_rate *r, uint64_t tokens, band_time period, uint64_t burst);
 
@@ -85,23 +94,21 @@ BAND_API int band_rate_set(band_rate *r, uint64_t tokens, band_time period, uint
  * Returns 0 (taken); BAND_EAGAIN (not enough tokens; nothing taken; *@retry_after, when not
  * NULL, is the wait in nanoseconds after which the same request would succeed if nobody
  * else took tokens meanwhile); BAND_E2BIG (@n > burst: it can never succeed);
- * BAND_ECLOSED; BAND_EINVAL (NULL @r, @n 0); BAND_EOVERFLOW.
+ * BAND_ECLOSED; BAND_EINVAL (NULL @r, @n 0); BAND_EOVERFLOW (the bucket would be full
+ * again only after INT64_MAX; nothing taken).
  */
 BAND_API int band_rate_try(band_rate *r, uint64_t n, band_time *retry_after);
 
 /** A booked slot: a value with one owner. Initialise with BAND_RATE_TICKET_INIT. */
 typedef struct band_rate_ticket {
-    band_rate *rate;   /* NULL when empty */
-    band_time at;      /* when the booked work may start (clock of the bucket) */
-    uint64_t _n;       /* private: its tokens */
-    int64_t _cost_ns;  /* private: the booking's cost, for cancel */
-    uint64_t _cost_fr; /* private */
-    uint64_t _gen;     /* private: the settings it was booked under */
+    band_rate *rate; /* NULL when empty */
+    band_time at;    /* when the booked work may start (clock of the bucket) */
+    uint64_t _n;     /* private: its tokens */
 } band_rate_ticket;
 
 #define BAND_RATE_TICKET_INIT                                                                      \
     {                                                                                              \
-        NULL, 0, 0, 0, 0, 0                                                                        \
+        NULL, 0, 0                                                                                 \
     }
 
 /**
@@ -112,8 +119,9 @@ typedef struct band_rate_ticket {
  * the delay. BAND_ETIMEDOUT: the slot lies in the future and after @deadline; nothing is
  * booked and *@delay is the retry-after the request would have needed. Tokens that are in
  * the bucket now are taken whatever the deadline, so a deadline at or before now means
- * "only if it can start now". Also BAND_E2BIG, BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL
- * (NULL @r or @t, @n 0, @t not empty).
+ * "only if it can start now". BAND_EOVERFLOW: the bucket would be full again only after
+ * INT64_MAX, or more than INT64_MAX ns from now; nothing is booked. Also BAND_E2BIG,
+ * BAND_ECLOSED, BAND_EINVAL (NULL @r or @t, @n 0, @t not empty).
  */
 BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, band_rate_ticket *t,
                                band_time *delay);
@@ -123,8 +131,9 @@ BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, ban
  *
  * Returns 0 (its tokens are returned: later bookings may start earlier; @t is emptied),
  * BAND_EALREADY (it is due: the work may start, the tokens stay spent; @t is emptied), or
- * BAND_EINVAL (NULL or empty @t). After band_rate_set(), a cancel returns what the booking
- * cost when it was made.
+ * BAND_EINVAL (NULL or empty @t). The tokens go back as tokens: after band_rate_set(), a
+ * cancel returns the booking's @n tokens at the current rate, never more than fills the
+ * bucket.
  */
 BAND_API int band_rate_ticket_cancel(band_rate_ticket *t);
 
@@ -154,7 +163,8 @@ typedef struct band_rate_stats {
     band_time period;
     uint64_t available;        /* whole tokens in the bucket now */
     uint64_t granted;          /* requests that took tokens (try, reserve, wait) */
-    uint64_t granted_tokens;   /* their tokens, cancelled bookings excluded */
+    uint64_t granted_tokens;   /* their tokens, cancelled bookings excluded; saturates at
+                                  UINT64_MAX (and then stays there) instead of wrapping */
     uint64_t delayed;          /* bookings that had to wait for their slot */
     uint64_t refused_rate;     /* try refused: BAND_EAGAIN */
     uint64_t refused_deadline; /* reserve/wait refused at once: BAND_ETIMEDOUT */
