@@ -16,6 +16,7 @@ band_add_test(NAME model_rate
     TIMEOUT 120 LABELS model)
 
 # Threads trying, booking and cancelling on the real clock: the rate is never exceeded and
-# the counters agree (about half a second).
+# the counters agree; then the same while a fifth thread keeps changing the burst (two
+# scenarios of about half a second each).
 band_add_test(NAME stress_rate
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_rate.c" TIMEOUT 120 LABELS stress)
