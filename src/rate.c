@@ -71,6 +71,10 @@ static u128 depth_of(uint64_t burst, band_time period)
 /* ceil(@a / @b) for @b >= 1 (no wrap: the + 1 only happens when @b >= 2). */
 static u128 ceil_div(u128 a, uint64_t b)
 {
+    if (a >> 64 == 0) { /* the common case, without a call to a 128-bit division */
+        uint64_t lo = (uint64_t)a;
+        return lo / b + (lo % b != 0);
+    }
     return a / b + (a % b != 0);
 }
 
@@ -96,11 +100,12 @@ static int muldiv_ceil(u128 a, uint64_t b, uint64_t c, u128 *out)
 }
 
 /* 1 when a bucket @missing units (1/@tokens ns) from full at @now is full again within
- * INT64_MAX ns and no later than INT64_MAX (so every slot and delay fits in a band_time). */
+ * INT64_MAX ns and no later than INT64_MAX (so every slot and delay fits in a band_time):
+ * ceil(missing / tokens) <= room, that is missing <= room x tokens. */
 static int fits(u128 missing, uint64_t tokens, band_time now)
 {
     uint64_t room = now >= 0 ? (uint64_t)(INT64_MAX - now) : (uint64_t)INT64_MAX;
-    return ceil_div(missing, tokens) <= room;
+    return missing <= (u128)room * tokens;
 }
 
 /* ---------------------------------------------------------------- settings */
