@@ -3,9 +3,10 @@
  *
  * A semaphore bounds how much work is in flight; a rate budget bounds how fast work may
  * start. Tokens flow in at @tokens per @period; the bucket holds at most @burst. Taking
- * n tokens is allowed when n are in the bucket. The state is one "theoretical arrival
- * time" (the generic cell rate algorithm), so nothing ticks in the background and a
- * bucket costs the same whether it is used once a day or a million times a second.
+ * n tokens is allowed when n are in the bucket. The state is how long until the bucket is
+ * full again (the "theoretical arrival time" of the generic cell rate algorithm), so
+ * nothing ticks in the background and a bucket costs the same whether it is used once a
+ * day or a million times a second.
  *
  *  - try takes tokens now or refuses, telling how long until it would succeed;
  *  - reserve books the next slot and reports the delay (the async form: an event loop
@@ -59,8 +60,9 @@ typedef struct band_rate_opts {
  * band_rate_create() - a bucket that starts full.
  *
  * Returns 0 and stores it in *@out; BAND_EINVAL (NULL, tokens, period or burst 0, a negative
- * period, a sleep hook without a clock hook); BAND_EOVERFLOW (burst × period does not fit
- * in 63 bits: the bucket's depth in time must be representable); BAND_ENOMEM.
+ * period, tokens above INT64_MAX, a sleep hook without a clock hook); BAND_EOVERFLOW
+ * (burst × period does not fit in 63 bits: the bucket's depth in time must be
+ * representable); BAND_ENOMEM.
  */
 BAND_API int band_rate_create(band_rate **out, const band_rate_opts *opts);
 
@@ -131,9 +133,9 @@ BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, ban
  *
  * Returns 0 (its tokens are returned: later bookings may start earlier; @t is emptied),
  * BAND_EALREADY (it is due: the work may start, the tokens stay spent; @t is emptied), or
- * BAND_EINVAL (NULL or empty @t). The tokens go back as tokens: after band_rate_set(), a
- * cancel returns the booking's @n tokens at the current rate, never more than fills the
- * bucket.
+ * BAND_EINVAL (NULL or empty @t). The tokens go back as tokens, never more than fills the
+ * bucket: after band_rate_set(), a booking made before it returns its tokens at the
+ * current rate. "Due" is judged on the bucket's time (see the clock hook).
  */
 BAND_API int band_rate_ticket_cancel(band_rate_ticket *t);
 
