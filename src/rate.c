@@ -3,17 +3,34 @@
  *
  * Design notes
  * ------------
- * The whole state is the theoretical arrival time TAT: the moment the bucket will be
- * full again if nobody takes more. With emission interval T = period / tokens and
- * tolerance tau = burst * T, a request for n tokens has its slot at
- *     slot = max(TAT, now) + n*T - tau
- * and may start then (at once when slot <= now); taking it moves TAT to
- * max(TAT, now) + n*T. This is the token bucket, minus the refill bookkeeping.
+ * GCRA keeps one time, the moment the bucket will be full again. Here it is kept relative
+ * to the bucket's own time @last (the latest time the clock hook returned): @missing is
+ * how far the bucket is from full at @last, in units of 1/tokens of a nanosecond. One
+ * token is @period of those units (period / tokens ns), so the same number also reads as
+ * "tokens missing × period":
  *
- * Times are kept exactly as (nanoseconds, fraction/tokens): T is a quotient and a
- * remainder, so no rounding accumulates. A rate change starts a new generation: the
- * fraction of TAT is rounded up to a whole nanosecond (less than 1 ns, in the bucket's
- * favour) so that it can be re-expressed in the new denominator.
+ *   - time refills: dt nanoseconds later, missing -= dt × tokens (not below 0: full);
+ *   - n tokens cost n × period units; the bucket holds burst × period units (its depth);
+ *   - a request for n tokens may start once missing + n × period <= depth, that is after
+ *     (missing + n × period - depth) / tokens nanoseconds, rounded up (never early);
+ *   - whole tokens in the bucket: (depth - missing) / period, rounded down.
+ *
+ * Every step is an exact integer operation, so a rate of 3 per second gives slots at
+ * exactly 1/3 s, 2/3 s, 1 s, and no rounding accumulates. Keeping the state relative to
+ * @last means no absolute time is ever computed except a booking's slot, so the clock may
+ * read anything from INT64_MIN to INT64_MAX.
+ *
+ * Bounds: derive() keeps burst × period <= INT64_MAX. A booking is refused with
+ * BAND_EOVERFLOW unless the bucket would be full again within INT64_MAX ns and no later
+ * than INT64_MAX (the invariant fits()), so every delay, retry-after and slot fits in a
+ * band_time and @missing < 2^63 × tokens < 2^126. The sums below stay under 2^128.
+ *
+ * A change of settings keeps what has accrued (as the token bucket of Go's x/time/rate
+ * does): the bucket is first brought to now under the old rate, then the tokens it holds
+ * (negative when bookings run ahead) are kept, clamped to a lower burst:
+ *     tokens missing after = max(0, tokens missing before + new burst - old burst)
+ *     missing' = ceil(that × old period × new period / old period)
+ * The one rounding is up, by less than 1/tokens' ns, in the bucket's favour.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,11 +42,10 @@
 #include "core/block.h"
 #include "core/internal.h"
 
-/* A time with a fraction: ns + fr / den, 0 <= fr < den. */
-struct vt {
-    int64_t ns;
-    uint64_t fr;
-};
+#if !defined(__SIZEOF_INT128__)
+#error "src/rate.c needs a compiler with 128-bit integers (GCC or Clang on a 64-bit target)"
+#endif
+__extension__ typedef unsigned __int128 u128;
 
 struct band_rate {
     pthread_mutex_t lock; /* guards everything below */
@@ -39,76 +55,58 @@ struct band_rate {
     void *sleep_ctx;
     uint64_t tokens, burst;
     band_time period;
-    uint64_t gen;       /* bumped by band_rate_set() */
-    struct vt interval; /* T = period / tokens */
-    struct vt tau;      /* burst * T */
-    struct vt tat;
+    band_time last; /* the bucket's time: the latest time the clock hook returned */
+    u128 missing;   /* how far from full at @last, in 1/tokens ns (see above); 0: full */
     int closed;
     uint64_t granted, granted_tokens, delayed, cancelled;
     uint64_t refused_rate, refused_deadline, refused_too_big, refused_closed;
 };
 
-/* ---------------------------------------------------------------- exact time arithmetic */
+/* ---------------------------------------------------------------- arithmetic */
 
-static int vt_cmp(struct vt a, struct vt b)
+static u128 depth_of(uint64_t burst, band_time period)
 {
-    if (a.ns != b.ns)
-        return a.ns < b.ns ? -1 : 1;
-    return a.fr < b.fr ? -1 : a.fr > b.fr;
+    return (u128)burst * (uint64_t)period;
 }
 
-static struct vt vt_max(struct vt a, struct vt b)
+/* ceil(@a / @b) for @b >= 1 (no wrap: the + 1 only happens when @b >= 2). */
+static u128 ceil_div(u128 a, uint64_t b)
 {
-    return vt_cmp(a, b) >= 0 ? a : b;
+    if (a >> 64 == 0) { /* the common case, without a call to a 128-bit division */
+        uint64_t lo = (uint64_t)a;
+        return lo / b + (lo % b != 0);
+    }
+    return a / b + (a % b != 0);
 }
 
-/* a + b; 0, or BAND_EOVERFLOW (nothing stored). */
-static int vt_add(struct vt a, struct vt b, uint64_t den, struct vt *out)
+/* ceil(@a × @b / @c) for @c >= 1, through a 192-bit product: 0, or BAND_EOVERFLOW when the
+ * result does not fit in 128 bits. */
+static int muldiv_ceil(u128 a, uint64_t b, uint64_t c, u128 *out)
 {
-    uint64_t fr = a.fr + b.fr; /* both < den, so no wrap while den <= 2^63 */
-    int64_t carry = fr >= den;
-    int64_t ns;
-    if (__builtin_add_overflow(a.ns, b.ns, &ns) || __builtin_add_overflow(ns, carry, &ns))
+    /* a × b = hi × 2^64 + lo, and hi = qh × c + rh, lo = ql × c + rl, so
+     * a × b / c = qh × 2^64 + ql + (rh × 2^64 + rl) / c, where rh, rl < c < 2^64. */
+    u128 hi = (a >> 64) * b;
+    u128 lo = (u128)(uint64_t)a * b;
+    u128 qh = hi / c, rh = hi % c;
+    u128 ql = lo / c, rl = lo % c;
+    if (qh >> 64 != 0)
         return BAND_EOVERFLOW;
-    out->ns = ns;
-    out->fr = carry ? fr - den : fr;
+    u128 mid = (rh << 64) + rl;
+    u128 low = ql + mid / c + (mid % c != 0); /* ql < 2^127 and mid / c < 2^64 */
+    u128 q = (qh << 64) + low;
+    if (q < low)
+        return BAND_EOVERFLOW;
+    *out = q;
     return 0;
 }
 
-/* a - b, for a and b whose difference fits (callers compare first). */
-static struct vt vt_sub(struct vt a, struct vt b, uint64_t den)
+/* 1 when a bucket @missing units (1/@tokens ns) from full at @now is full again within
+ * INT64_MAX ns and no later than INT64_MAX (so every slot and delay fits in a band_time):
+ * ceil(missing / tokens) <= room, that is missing <= room x tokens. */
+static int fits(u128 missing, uint64_t tokens, band_time now)
 {
-    struct vt d;
-    int borrow = a.fr < b.fr;
-    d.ns = a.ns - b.ns - borrow;
-    d.fr = borrow ? a.fr + den - b.fr : a.fr - b.fr;
-    return d;
-}
-
-/* n * interval; 0 or BAND_EOVERFLOW. */
-static int vt_mul(struct vt t, uint64_t n, uint64_t den, struct vt *out)
-{
-    uint64_t ns, fr;
-    if (__builtin_mul_overflow((uint64_t)t.ns, n, &ns) || __builtin_mul_overflow(t.fr, n, &fr))
-        return BAND_EOVERFLOW;
-    uint64_t whole = ns + fr / den;
-    if (whole < ns || whole > (uint64_t)INT64_MAX)
-        return BAND_EOVERFLOW;
-    out->ns = (int64_t)whole;
-    out->fr = fr % den;
-    return 0;
-}
-
-/* Whole nanoseconds, rounded up (a slot is never reported early). */
-static band_time vt_ceil(struct vt t)
-{
-    return t.fr > 0 && t.ns < INT64_MAX ? t.ns + 1 : t.ns;
-}
-
-static struct vt vt_of(band_time ns)
-{
-    struct vt t = {ns, 0};
-    return t;
+    uint64_t room = now >= 0 ? (uint64_t)(INT64_MAX - now) : (uint64_t)INT64_MAX;
+    return missing <= (u128)room * tokens;
 }
 
 /* ---------------------------------------------------------------- settings */
@@ -127,26 +125,21 @@ static void default_sleep(void *ctx, band_time until)
         ;
 }
 
-/* Interval and tolerance for a setting; 0, BAND_EINVAL or BAND_EOVERFLOW. */
-static int derive(uint64_t tokens, band_time period, uint64_t burst, struct vt *interval,
-                  struct vt *tau)
+/* 0, BAND_EINVAL or BAND_EOVERFLOW for a setting. */
+static int check_settings(uint64_t tokens, band_time period, uint64_t burst)
 {
     if (tokens == 0 || period <= 0 || burst == 0 || tokens > (uint64_t)INT64_MAX)
         return BAND_EINVAL;
-    uint64_t depth;
-    if (__builtin_mul_overflow(burst, (uint64_t)period, &depth) || depth > (uint64_t)INT64_MAX)
-        return BAND_EOVERFLOW;
-    interval->ns = (int64_t)((uint64_t)period / tokens);
-    interval->fr = (uint64_t)period % tokens;
-    return vt_mul(*interval, burst, tokens, tau);
+    if (depth_of(burst, period) > (u128)INT64_MAX)
+        return BAND_EOVERFLOW; /* the bucket's depth in time must be representable */
+    return 0;
 }
 
 int band_rate_create(band_rate **out, const band_rate_opts *o)
 {
     if (out == NULL || o == NULL || (o->sleep != NULL && o->clock == NULL))
         return BAND_EINVAL;
-    struct vt interval, tau;
-    int rc = derive(o->tokens, o->period, o->burst, &interval, &tau);
+    int rc = check_settings(o->tokens, o->period, o->burst);
     if (rc != 0)
         return rc;
     band_rate *r = calloc(1, sizeof(*r));
@@ -163,9 +156,8 @@ int band_rate_create(band_rate **out, const band_rate_opts *o)
     r->tokens = o->tokens;
     r->period = o->period;
     r->burst = o->burst;
-    r->interval = interval;
-    r->tau = tau;
-    r->tat = vt_of(INT64_MIN / 2); /* long ago: the bucket starts full */
+    r->last = INT64_MIN; /* the first clock reading is at or after it */
+    r->missing = 0;      /* the bucket starts full */
     *out = r;
     return 0;
 }
@@ -189,24 +181,49 @@ int band_rate_destroy(band_rate *r)
     return 0;
 }
 
+/*
+ * Bring the bucket to the clock's time (lock held) and return that time. A clock that
+ * steps back is read as no time elapsed: the bucket's time never goes backwards, so no
+ * booking made at once turns "not due" again and nothing refills twice.
+ */
+static band_time advance_locked(band_rate *r)
+{
+    band_time now = r->clock(r->clock_ctx);
+    if (now <= r->last)
+        return r->last;
+    uint64_t dt = (uint64_t)now - (uint64_t)r->last; /* up to 2^64 - 1 */
+    u128 refill = (u128)dt * r->tokens;              /* < 2^127 */
+    r->missing = refill >= r->missing ? 0 : r->missing - refill;
+    r->last = now;
+    return now;
+}
+
 int band_rate_set(band_rate *r, uint64_t tokens, band_time period, uint64_t burst)
 {
     if (r == NULL)
         return BAND_EINVAL;
-    struct vt interval, tau;
-    int rc = derive(tokens, period, burst, &interval, &tau);
+    int rc = check_settings(tokens, period, burst);
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&r->lock);
-    r->tat = vt_of(vt_ceil(r->tat)); /* re-expressed in the new denominator */
-    r->tokens = tokens;
-    r->period = period;
-    r->burst = burst;
-    r->interval = interval;
-    r->tau = tau;
-    r->gen++;
+    band_time now = advance_locked(r);
+    /* Tokens missing under the new burst, times the old period: what the bucket holds is
+     * kept, and a lower burst clamps it (the bucket cannot be more than full). */
+    u128 gap = r->missing + depth_of(burst, r->period); /* < 2^126 + 2^127 */
+    u128 old_depth = depth_of(r->burst, r->period);
+    gap = gap > old_depth ? gap - old_depth : 0;
+    u128 missing;
+    if (muldiv_ceil(gap, (uint64_t)period, (uint64_t)r->period, &missing) != 0 ||
+        !fits(missing, tokens, now)) {
+        rc = BAND_EOVERFLOW; /* owed for longer than a band_time can say: nothing changes */
+    } else {
+        r->missing = missing;
+        r->tokens = tokens;
+        r->period = period;
+        r->burst = burst;
+    }
     pthread_mutex_unlock(&r->lock);
-    return 0;
+    return rc;
 }
 
 int band_rate_close(band_rate *r)
@@ -222,11 +239,12 @@ int band_rate_close(band_rate *r)
 /* ---------------------------------------------------------------- taking tokens */
 
 /*
- * The slot of @n tokens at @now (lock held): *@slot when it may start, *@end the TAT
- * after taking it. 0, BAND_E2BIG, BAND_ECLOSED or BAND_EOVERFLOW; refusals are counted.
+ * @n tokens at the bucket's time (lock held, advanced): *@after is @missing once they are
+ * taken, *@wait the nanoseconds until they may start (0: now). 0, BAND_ECLOSED or
+ * BAND_E2BIG; refusals are counted. *@wait always fits: it is at most the time until the
+ * bucket is full now, since n × period <= depth.
  */
-static int slot_locked(band_rate *r, uint64_t n, band_time now, struct vt *slot, struct vt *end,
-                       struct vt *cost)
+static int book_locked(band_rate *r, uint64_t n, u128 *after, band_time *wait)
 {
     if (r->closed) {
         r->refused_closed++;
@@ -236,18 +254,20 @@ static int slot_locked(band_rate *r, uint64_t n, band_time now, struct vt *slot,
         r->refused_too_big++;
         return BAND_E2BIG;
     }
-    struct vt start = vt_max(r->tat, vt_of(now));
-    if (vt_mul(r->interval, n, r->tokens, cost) != 0 || vt_add(start, *cost, r->tokens, end) != 0)
-        return BAND_EOVERFLOW;
-    *slot = vt_sub(*end, r->tau, r->tokens); /* tau >= cost: slot <= start */
+    u128 depth = depth_of(r->burst, r->period);
+    *after = r->missing + (u128)n * (uint64_t)r->period;
+    *wait = *after > depth ? (band_time)ceil_div(*after - depth, r->tokens) : 0;
     return 0;
 }
 
-static void take_locked(band_rate *r, uint64_t n, struct vt end)
+static void take_locked(band_rate *r, uint64_t n, u128 after)
 {
-    r->tat = end;
+    r->missing = after;
     r->granted++;
-    r->granted_tokens += n;
+    /* Saturates: once it reaches UINT64_MAX it stays there (a cancel cannot tell how much
+     * of it is real). */
+    if (__builtin_add_overflow(r->granted_tokens, n, &r->granted_tokens))
+        r->granted_tokens = UINT64_MAX;
 }
 
 int band_rate_try(band_rate *r, uint64_t n, band_time *retry_after)
@@ -257,17 +277,20 @@ int band_rate_try(band_rate *r, uint64_t n, band_time *retry_after)
     if (r == NULL || n == 0)
         return BAND_EINVAL;
     pthread_mutex_lock(&r->lock);
-    band_time now = r->clock(r->clock_ctx);
-    struct vt slot, end, cost;
-    int rc = slot_locked(r, n, now, &slot, &end, &cost);
+    band_time now = advance_locked(r);
+    u128 after;
+    band_time wait;
+    int rc = book_locked(r, n, &after, &wait);
     if (rc == 0) {
-        if (vt_cmp(slot, vt_of(now)) <= 0) {
-            take_locked(r, n, end);
-        } else {
+        if (wait > 0) {
             r->refused_rate++;
             if (retry_after != NULL)
-                *retry_after = vt_ceil(vt_sub(slot, vt_of(now), r->tokens));
+                *retry_after = wait;
             rc = BAND_EAGAIN;
+        } else if (!fits(after, r->tokens, now)) {
+            rc = BAND_EOVERFLOW; /* full again only after INT64_MAX */
+        } else {
+            take_locked(r, n, after);
         }
     }
     pthread_mutex_unlock(&r->lock);
@@ -282,25 +305,25 @@ int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, band_rate_ti
     if (r == NULL || t == NULL || t->rate != NULL || n == 0)
         return BAND_EINVAL;
     pthread_mutex_lock(&r->lock);
-    band_time now = r->clock(r->clock_ctx);
-    struct vt slot, end, cost;
-    int rc = slot_locked(r, n, now, &slot, &end, &cost);
+    band_time now = advance_locked(r);
+    u128 after;
+    band_time wait;
+    int rc = book_locked(r, n, &after, &wait);
+    if (rc == 0 && !fits(after, r->tokens, now))
+        rc = BAND_EOVERFLOW; /* nothing booked */
     if (rc == 0) {
-        band_time at = vt_cmp(slot, vt_of(now)) <= 0 ? now : vt_ceil(slot);
+        band_time at = now + wait; /* fits() bounds it by INT64_MAX */
         if (delay != NULL)
-            *delay = at - now;
-        if (at > deadline) {
+            *delay = wait;
+        if (wait > 0 && at > deadline) { /* a past deadline still takes what is there */
             r->refused_deadline++;
             rc = BAND_ETIMEDOUT; /* nothing booked; *delay is the retry-after */
         } else {
-            take_locked(r, n, end);
-            r->delayed += at > now;
+            take_locked(r, n, after);
+            r->delayed += wait > 0;
             t->rate = r;
             t->at = at;
             t->_n = n;
-            t->_cost_ns = cost.ns;
-            t->_cost_fr = cost.fr;
-            t->_gen = r->gen;
         }
     }
     pthread_mutex_unlock(&r->lock);
@@ -314,24 +337,25 @@ int band_rate_ticket_cancel(band_rate_ticket *t)
     band_rate *r = t->rate;
     int rc = 0;
     pthread_mutex_lock(&r->lock);
-    band_time now = r->clock(r->clock_ctx);
+    band_time now = advance_locked(r);
     if (t->at <= now) {
         rc = BAND_EALREADY; /* due: the work may start, the tokens stay spent */
     } else {
-        /* After a rate change the fraction has another denominator: give back the whole
-         * nanoseconds only (never more than the booking took). */
-        struct vt cost = {t->_cost_ns, t->_gen == r->gen ? t->_cost_fr : 0};
-        /* Not due means TAT lies past this booking's slot, so TAT - cost is a real time;
-         * never below now (a bucket is never more than full). */
-        r->tat = vt_max(vt_sub(r->tat, cost, r->tokens), vt_of(now));
+        /* Not due, so it was delayed when it was booked (the bucket's time never goes
+         * back). Its tokens go back at the current rate: a change of settings keeps
+         * tokens, not time. Never beyond full. */
+        u128 back = (u128)t->_n * (uint64_t)r->period;
+        r->missing = back >= r->missing ? 0 : r->missing - back;
         r->cancelled++;
         r->granted--;
-        r->granted_tokens -= t->_n;
+        if (r->granted_tokens != UINT64_MAX)
+            r->granted_tokens -= t->_n;
         r->delayed--;
     }
     pthread_mutex_unlock(&r->lock);
     t->rate = NULL;
     t->at = 0;
+    t->_n = 0;
     return rc;
 }
 
@@ -368,33 +392,23 @@ int band_rate_wait(band_rate *r, uint64_t n, band_time *retry_after, band_time d
 
 /* ---------------------------------------------------------------- observability */
 
-/* Whole tokens in the bucket at @now (lock held). */
-static uint64_t available_locked(const band_rate *r, band_time now)
+/* Whole tokens in the bucket (lock held, advanced). */
+static uint64_t available_locked(const band_rate *r)
 {
-    /* free = now + tau - max(TAT, now): the part of the bucket's depth not yet spent. */
-    struct vt top, free;
-    if (vt_add(vt_of(now), r->tau, r->tokens, &top) != 0)
-        return r->burst;
-    struct vt used = vt_max(r->tat, vt_of(now));
-    if (vt_cmp(top, used) <= 0)
+    u128 depth = depth_of(r->burst, r->period);
+    if (r->missing >= depth)
         return 0;
-    free = vt_sub(top, used, r->tokens);
-    /* tokens = floor(free / T) = floor((free.ns * den + free.fr) / period) */
-    uint64_t scaled;
-    if (__builtin_mul_overflow((uint64_t)free.ns, r->tokens, &scaled) ||
-        __builtin_add_overflow(scaled, free.fr, &scaled))
-        return r->burst;
-    uint64_t n = scaled / (uint64_t)r->period;
-    return n < r->burst ? n : r->burst;
+    return (uint64_t)((depth - r->missing) / (uint64_t)r->period); /* <= burst */
 }
 
 uint64_t band_rate_available(const band_rate *cr)
 {
     if (cr == NULL)
         return 0;
-    band_rate *r = (band_rate *)cr; /* the lock is logically const */
+    band_rate *r = (band_rate *)cr; /* the lock and the refill are logically const */
     pthread_mutex_lock(&r->lock);
-    uint64_t n = available_locked(r, r->clock(r->clock_ctx));
+    (void)advance_locked(r);
+    uint64_t n = available_locked(r);
     pthread_mutex_unlock(&r->lock);
     return n;
 }
@@ -406,10 +420,11 @@ int band_rate_get_stats(const band_rate *cr, band_rate_stats *out)
     band_rate *r = (band_rate *)cr;
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&r->lock);
+    (void)advance_locked(r);
     out->tokens = r->tokens;
     out->burst = r->burst;
     out->period = r->period;
-    out->available = available_locked(r, r->clock(r->clock_ctx));
+    out->available = available_locked(r);
     out->granted = r->granted;
     out->granted_tokens = r->granted_tokens;
     out->delayed = r->delayed;

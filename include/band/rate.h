@@ -3,21 +3,26 @@
  *
  * A semaphore bounds how much work is in flight; a rate budget bounds how fast work may
  * start. Tokens flow in at @tokens per @period; the bucket holds at most @burst. Taking
- * n tokens is allowed when n are in the bucket. The state is one "theoretical arrival
- * time" (the generic cell rate algorithm), so nothing ticks in the background and a
- * bucket costs the same whether it is used once a day or a million times a second.
+ * n tokens is allowed when n are in the bucket. The state is how long until the bucket is
+ * full again (the "theoretical arrival time" of the generic cell rate algorithm), so
+ * nothing ticks in the background and a bucket costs the same whether it is used once a
+ * day or a million times a second.
  *
  *  - try takes tokens now or refuses, telling how long until it would succeed;
  *  - reserve books the next slot and reports the delay (the async form: an event loop
  *    arms its own timer for it); a booking can be cancelled before it is due, which gives
  *    its tokens back;
  *  - wait books and sleeps until the slot; a wait whose slot lies past its deadline is
- *    refused at once, with the retry-after it would have needed, and takes nothing.
+ *    refused at once, with the retry-after it would have needed, and takes nothing. A
+ *    deadline at or before now means "only if the tokens are there now", as everywhere
+ *    in band.
  *
- * All arithmetic is integer and exact: the emission interval period/tokens is kept as a
- * quotient and a remainder, so a rate of 3 per second never drifts. Sums that would
- * overflow are refused with BAND_EOVERFLOW and change nothing. Time comes from a clock
- * hook (default band_now()), so tests run on a fake clock.
+ * All arithmetic is integer and exact: time is counted in 1/tokens of a nanosecond, so a
+ * rate of 3 per second never drifts. A request that would leave the bucket full again only
+ * after INT64_MAX, or more than INT64_MAX ns from now, is refused with BAND_EOVERFLOW and
+ * changes nothing; the clock itself may read anything in the band_time range. Time comes
+ * from a clock hook (default band_now()), so tests run on a fake clock. A clock that steps
+ * back is read as no time elapsed: the bucket's time is the latest time the hook returned.
  *
  * Every function is MT-safe. Each takes the bucket's mutex for a few dozen instructions:
  * no allocation, no system call (except the sleep of band_rate_wait()).
@@ -35,7 +40,8 @@ extern "C" {
 
 typedef struct band_rate band_rate;
 
-/** The clock hook: the current time in nanoseconds (monotonic). */
+/** The clock hook: the current time in nanoseconds. It should be monotonic; a step back is
+ *  read as no time elapsed (until the clock passes the latest time it returned). */
 typedef band_time band_clock_fn(void *ctx);
 /** The sleep hook of band_rate_wait(): return once the clock reads @until or later. */
 typedef void band_sleep_fn(void *ctx, band_time until);
@@ -55,8 +61,9 @@ typedef struct band_rate_opts {
  * band_rate_create() - a bucket that starts full.
  *
  * Returns 0 and stores it in *@out; BAND_EINVAL (NULL, tokens, period or burst 0, a negative
- * period, a sleep hook without a clock hook); BAND_EOVERFLOW (burst × period does not fit
- * in 63 bits: the bucket's depth in time must be representable); BAND_ENOMEM.
+ * period, tokens above INT64_MAX, a sleep hook without a clock hook); BAND_EOVERFLOW
+ * (burst × period does not fit in 63 bits: the bucket's depth in time must be
+ * representable); BAND_ENOMEM.
  */
 BAND_API int band_rate_create(band_rate **out, const band_rate_opts *opts);
 
@@ -71,9 +78,17 @@ BAND_API int band_rate_destroy(band_rate *r);
 /**
  * band_rate_set() - change the rate and the burst at run time.
  *
- * Tokens taken from now on cost the new interval; time already booked stays booked (a
- * booking is never moved). Shrinking the burst applies at once. Returns 0, BAND_EINVAL or
- * BAND_EOVERFLOW as band_rate_create() (nothing changes on error).
+ * A change keeps what has accrued: the bucket is first brought to now under the old rate,
+ * and the tokens it then holds (a fraction included, fewer than none while bookings run
+ * ahead) stay in it, clamped to the new burst when that is lower. From then on it refills
+ * at the new rate up to the new burst, and tokens taken cost the new interval. A change of
+ * burst alone mints nothing: an empty bucket of 3 raised to 20 is still empty. Bookings
+ * already made keep their slots (a booking is never moved). The tokens held are re-counted
+ * in the new units rounding down, by less than 1/@period of a token.
+ *
+ * Returns 0, BAND_EINVAL or BAND_EOVERFLOW as band_rate_create(), or BAND_EOVERFLOW when
+ * the tokens owed, at the new rate, would take the bucket past INT64_MAX (or more than
+ * INT64_MAX ns) to refill. Nothing changes on error.
  */
 BAND_API int band_rate_set(band_rate *r, uint64_t tokens, band_time period, uint64_t burst);
 
@@ -83,23 +98,21 @@ BAND_API int band_rate_set(band_rate *r, uint64_t tokens, band_time period, uint
  * Returns 0 (taken); BAND_EAGAIN (not enough tokens; nothing taken; *@retry_after, when not
  * NULL, is the wait in nanoseconds after which the same request would succeed if nobody
  * else took tokens meanwhile); BAND_E2BIG (@n > burst: it can never succeed);
- * BAND_ECLOSED; BAND_EINVAL (NULL @r, @n 0); BAND_EOVERFLOW.
+ * BAND_ECLOSED; BAND_EINVAL (NULL @r, @n 0); BAND_EOVERFLOW (the bucket would be full
+ * again only after INT64_MAX; nothing taken).
  */
 BAND_API int band_rate_try(band_rate *r, uint64_t n, band_time *retry_after);
 
 /** A booked slot: a value with one owner. Initialise with BAND_RATE_TICKET_INIT. */
 typedef struct band_rate_ticket {
-    band_rate *rate;   /* NULL when empty */
-    band_time at;      /* when the booked work may start (clock of the bucket) */
-    uint64_t _n;       /* private: its tokens */
-    int64_t _cost_ns;  /* private: the booking's cost, for cancel */
-    uint64_t _cost_fr; /* private */
-    uint64_t _gen;     /* private: the settings it was booked under */
+    band_rate *rate; /* NULL when empty */
+    band_time at;    /* when the booked work may start (clock of the bucket) */
+    uint64_t _n;     /* private: its tokens */
 } band_rate_ticket;
 
 #define BAND_RATE_TICKET_INIT                                                                      \
     {                                                                                              \
-        NULL, 0, 0, 0, 0, 0                                                                        \
+        NULL, 0, 0                                                                                 \
     }
 
 /**
@@ -107,9 +120,12 @@ typedef struct band_rate_ticket {
  *
  * On 0 the tokens are taken and *@t says when the work may start (t->at; *@delay, when not
  * NULL, is t->at - now, 0 when it may start at once). An event loop arms its own timer for
- * the delay. BAND_ETIMEDOUT: the slot would lie after @deadline; nothing is booked and
- * *@delay is the retry-after the request would have needed. Also BAND_E2BIG, BAND_ECLOSED,
- * BAND_EOVERFLOW, BAND_EINVAL (NULL @r or @t, @n 0, @t not empty).
+ * the delay. BAND_ETIMEDOUT: the slot lies in the future and after @deadline; nothing is
+ * booked and *@delay is the retry-after the request would have needed. Tokens that are in
+ * the bucket now are taken whatever the deadline, so a deadline at or before now means
+ * "only if it can start now". BAND_EOVERFLOW: the bucket would be full again only after
+ * INT64_MAX, or more than INT64_MAX ns from now; nothing is booked. Also BAND_E2BIG,
+ * BAND_ECLOSED, BAND_EINVAL (NULL @r or @t, @n 0, @t not empty).
  */
 BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, band_rate_ticket *t,
                                band_time *delay);
@@ -119,23 +135,26 @@ BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, ban
  *
  * Returns 0 (its tokens are returned: later bookings may start earlier; @t is emptied),
  * BAND_EALREADY (it is due: the work may start, the tokens stay spent; @t is emptied), or
- * BAND_EINVAL (NULL or empty @t). After band_rate_set(), a cancel returns what the booking
- * cost when it was made.
+ * BAND_EINVAL (NULL or empty @t). The tokens go back as tokens, never more than fills the
+ * bucket: after band_rate_set(), a booking made before it returns its tokens at the
+ * current rate. "Due" is judged on the bucket's time (see the clock hook).
  */
 BAND_API int band_rate_ticket_cancel(band_rate_ticket *t);
 
 /**
  * band_rate_wait() - take @n tokens, sleeping until their slot if needed (this thread).
  *
- * A request whose slot lies after @deadline is refused at once with BAND_ETIMEDOUT, takes
- * nothing, and stores the retry-after in *@retry_after (when not NULL). Returns 0 once the
- * slot has come; also BAND_E2BIG, BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL (as
- * band_rate_reserve(), or a custom clock without a sleep hook). A close while sleeping does
- * not cut the sleep short: the booking stands.
+ * A request whose slot lies in the future and after @deadline is refused at once with
+ * BAND_ETIMEDOUT, takes nothing, and stores the retry-after in *@retry_after (when not
+ * NULL); with a deadline at or before now it succeeds, without sleeping, exactly when the
+ * tokens are in the bucket now. Returns 0 once the slot has come; also BAND_E2BIG,
+ * BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL (as band_rate_reserve(), or a custom clock
+ * without a sleep hook). A close while sleeping does not cut the sleep short: the booking
+ * stands.
  *
  * @cancel (NULL for none): when it is requested the call stops waiting and returns
- * BAND_ECANCELED (a booking made before the request is returned); a token requested before the call
- * means "do not wait", as a past deadline does (band/cancel.h).
+ * BAND_ECANCELED (a booking made before the request is returned); a token requested
+ * before the call means "do not wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_rate_wait(band_rate *r, uint64_t n, band_time *retry_after, band_time deadline,
                             band_cancel *cancel);
@@ -153,7 +172,8 @@ typedef struct band_rate_stats {
     band_time period;
     uint64_t available;        /* whole tokens in the bucket now */
     uint64_t granted;          /* requests that took tokens (try, reserve, wait) */
-    uint64_t granted_tokens;   /* their tokens, cancelled bookings excluded */
+    uint64_t granted_tokens;   /* their tokens, cancelled bookings excluded; saturates at
+                                  UINT64_MAX (and then stays there) instead of wrapping */
     uint64_t delayed;          /* bookings that had to wait for their slot */
     uint64_t refused_rate;     /* try refused: BAND_EAGAIN */
     uint64_t refused_deadline; /* reserve/wait refused at once: BAND_ETIMEDOUT */

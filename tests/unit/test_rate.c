@@ -287,10 +287,12 @@ static void test_set_rate(void **state)
     assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &t, &d), 0);
     assert_int_equal(d, BAND_SEC);
     assert_int_equal(band_rate_set(r, 10, BAND_SEC, 2), 0); /* 100 ms per token, burst 2 */
-    /* TAT is 2 s; tau is now 200 ms: the next token's slot is 2 s + 100 ms - 200 ms. */
+    assert_int_equal(t.at, BAND_SEC);                       /* a booking is never moved */
+    /* The bucket holds -1 token (one booked ahead): the next token needs two more, 200 ms
+     * at the new rate. */
     band_rate_ticket u = BAND_RATE_TICKET_INIT;
     assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &u, &d), 0);
-    assert_int_equal(d, 1900 * BAND_MSEC);
+    assert_int_equal(d, 200 * BAND_MSEC);
     assert_int_equal(band_rate_set(r, 0, BAND_SEC, 1), BAND_EINVAL);
     assert_int_equal(band_rate_set(r, 1, INT64_MAX, 2), BAND_EOVERFLOW);
     assert_int_equal(band_rate_set(NULL, 1, BAND_SEC, 1), BAND_EINVAL);
@@ -298,17 +300,299 @@ static void test_set_rate(void **state)
     assert_u64_equal(st.tokens, 10);
     assert_u64_equal(st.burst, 2);
     assert_int_equal(st.period, BAND_SEC);
-    /* A booking from before the change gives back what it cost then. */
+    /* A cancel gives the booking's token back at the current rate, also for the booking
+     * made before the change: the bucket is left two tokens short, full at 200 ms. */
     assert_int_equal(band_rate_ticket_cancel(&u), 0);
     assert_int_equal(band_rate_ticket_cancel(&t), 0);
-    /* Only the first token (1 s at the old rate) is still spent: TAT is 1 s, tau 200 ms,
-     * so 2 tokens (200 ms) have their slot at 1 s. */
     band_time retry = 0;
-    fc.now = BAND_SEC - 1;
+    fc.now = 200 * BAND_MSEC - 1;
     assert_int_equal(band_rate_try(r, 2, &retry), BAND_EAGAIN);
     assert_int_equal(retry, 1);
-    fc.now = BAND_SEC;
+    fc.now = 200 * BAND_MSEC;
     assert_int_equal(band_rate_try(r, 2, NULL), 0);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* A rate change keeps what has accrued: the state is advanced to now under the old rate,
+ * and what remains is repaid at the new one. */
+static void test_set_rate_keeps_accrual(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0, 0};
+    band_rate *r = mk(&fc, 10, BAND_SEC, 10); /* 100 ms per token */
+    band_time retry = 0, d = 0;
+    assert_int_equal(band_rate_try(r, 10, NULL), 0); /* drained at 0 */
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 100 * BAND_MSEC);
+    fc.now = 50 * BAND_MSEC;                                 /* half a token has accrued */
+    assert_int_equal(band_rate_set(r, 20, BAND_SEC, 10), 0); /* 50 ms per token */
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 25 * BAND_MSEC); /* the other half at the new rate */
+    band_rate_ticket t = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &t, &d), 0);
+    assert_int_equal(t.at, 75 * BAND_MSEC);
+    assert_int_equal(d, 25 * BAND_MSEC);
+    fc.now = 75 * BAND_MSEC + 50 * BAND_MSEC * 9; /* the other nine refill at 50 ms each */
+    assert_u64_equal(band_rate_available(r), 9);
+    fc.now += 50 * BAND_MSEC - 1;
+    assert_u64_equal(band_rate_available(r), 9);
+    fc.now += 1;
+    assert_u64_equal(band_rate_available(r), 10);
+    assert_int_equal(band_rate_destroy(r), 0);
+
+    /* Lowering the rate: half of a 100 ms token has accrued at 50 ms; at 5 per second the
+     * other half takes 100 ms. */
+    fc.now = 0;
+    r = mk(&fc, 10, BAND_SEC, 1);
+    assert_int_equal(band_rate_try(r, 1, NULL), 0);
+    fc.now = 50 * BAND_MSEC;
+    assert_int_equal(band_rate_set(r, 5, BAND_SEC, 1), 0);
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 100 * BAND_MSEC);
+    fc.now = 150 * BAND_MSEC;
+    assert_int_equal(band_rate_try(r, 1, NULL), 0);
+    assert_int_equal(band_rate_destroy(r), 0);
+
+    /* A debt of booked tokens stays owed in tokens: two bookings ahead at 1 per second
+     * (the bucket is two tokens short at 0) are repaid in 200 ms at 10 per second. */
+    fc.now = 0;
+    r = mk(&fc, 1, BAND_SEC, 1);
+    band_rate_ticket a = BAND_RATE_TICKET_INIT, b = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &a, &d), 0);
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &b, &d), 0);
+    assert_int_equal(d, BAND_SEC);
+    assert_int_equal(band_rate_set(r, 10, BAND_SEC, 1), 0);
+    assert_int_equal(b.at, BAND_SEC); /* a booking is never moved */
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 200 * BAND_MSEC);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* A burst change keeps what has accrued: the bucket holds what it held (clamped to a
+ * lower burst) and refills at the rate up to the new burst. */
+static void test_set_burst_keeps_accrual(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0, 0};
+    band_rate *r = mk(&fc, 1, BAND_SEC, 3);
+    band_time retry = 0;
+    assert_int_equal(band_rate_try(r, 3, NULL), 0); /* empty */
+    assert_int_equal(band_rate_set(r, 1, BAND_SEC, 20), 0);
+    assert_u64_equal(band_rate_available(r), 0); /* nothing minted */
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, BAND_SEC);
+    fc.now = 5 * BAND_SEC;
+    assert_u64_equal(band_rate_available(r), 5);
+    fc.now = 20 * BAND_SEC;
+    assert_u64_equal(band_rate_available(r), 20);
+    fc.now = 30 * BAND_SEC;
+    assert_u64_equal(band_rate_available(r), 20);
+    /* Lowered below what it holds: clamped. */
+    assert_int_equal(band_rate_try(r, 10, NULL), 0); /* 10 held */
+    assert_int_equal(band_rate_set(r, 1, BAND_SEC, 5), 0);
+    assert_u64_equal(band_rate_available(r), 5);
+    fc.now += 100 * BAND_SEC;
+    assert_u64_equal(band_rate_available(r), 5);
+    /* Lowered above what it holds: kept, and the refill stops at the new burst. */
+    assert_int_equal(band_rate_try(r, 4, NULL), 0); /* 1 held */
+    fc.now += BAND_SEC / 2;                         /* 1.5 held */
+    assert_int_equal(band_rate_set(r, 1, BAND_SEC, 2), 0);
+    assert_u64_equal(band_rate_available(r), 1);
+    assert_int_equal(band_rate_try(r, 2, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, BAND_SEC / 2);
+    fc.now += BAND_SEC / 2;
+    assert_u64_equal(band_rate_available(r), 2);
+    fc.now += 10 * BAND_SEC;
+    assert_u64_equal(band_rate_available(r), 2);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* A deadline at or before now means "only if it can be had now", as everywhere else. */
+static void test_past_deadline_takes_what_is_there(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {10 * BAND_SEC, 0};
+    band_rate *r = mk(&fc, 1, BAND_SEC, 3);
+    band_rate_ticket t = BAND_RATE_TICKET_INIT;
+    band_time d = -1;
+    assert_int_equal(band_rate_reserve(r, 1, fc.now - 1, &t, &d), 0);
+    assert_int_equal(d, 0);
+    assert_int_equal(t.at, fc.now);
+    band_rate_ticket u = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, INT64_MIN, &u, &d), 0);
+    assert_int_equal(d, 0);
+    band_time retry = -1;
+    assert_int_equal(band_rate_wait(r, 1, &retry, fc.now - BAND_SEC, NULL), 0);
+    assert_int_equal(retry, 0);
+    assert_int_equal(fc.sleeps, 0);
+    /* Empty now: a past deadline refuses at once, with the retry-after. */
+    band_rate_ticket v = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, fc.now, &v, &d), BAND_ETIMEDOUT);
+    assert_int_equal(d, BAND_SEC);
+    assert_null(v.rate);
+    assert_int_equal(band_rate_wait(r, 1, &retry, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(retry, BAND_SEC);
+    assert_int_equal(fc.sleeps, 0);
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.granted, 3);
+    assert_u64_equal(st.delayed, 0);
+    assert_u64_equal(st.refused_deadline, 2);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* A clock that steps back: no time elapsed. No counter wraps, the bucket is not drained
+ * by the step, and a booking made at once stays due. */
+static void test_clock_steps_back(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {1000 * BAND_MSEC, 0};
+    band_rate *r = mk(&fc, 10, BAND_SEC, 1);
+    band_rate_ticket t = BAND_RATE_TICKET_INIT;
+    band_time d = -1, retry = -1;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &t, &d), 0);
+    assert_int_equal(d, 0); /* at once: not delayed */
+    fc.now = 500 * BAND_MSEC;
+    assert_int_equal(band_rate_ticket_cancel(&t), BAND_EALREADY); /* it was due at 1 s */
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.delayed, 0);
+    assert_u64_equal(st.cancelled, 0);
+    assert_u64_equal(st.granted, 1);
+    /* The next token is 100 ms after 1 s, whatever the clock says meanwhile. */
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 100 * BAND_MSEC);
+    fc.now = 1050 * BAND_MSEC;
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 50 * BAND_MSEC);
+    /* A delayed booking, then a step back: cancelling it gives its token back once. */
+    band_rate_ticket u = BAND_RATE_TICKET_INIT;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &u, &d), 0);
+    assert_int_equal(u.at, 1100 * BAND_MSEC);
+    fc.now = 0;
+    assert_int_equal(band_rate_ticket_cancel(&u), 0);
+    st = stats_of(r);
+    assert_u64_equal(st.delayed, 0);
+    assert_u64_equal(st.cancelled, 1);
+    assert_u64_equal(st.granted, 1);
+    assert_u64_equal(st.available, 0);
+    fc.now = 1100 * BAND_MSEC;
+    assert_u64_equal(band_rate_available(r), 1);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* The ends of the clock's range: a bucket starts full whatever the clock reads; near
+ * INT64_MAX the tokens still in the bucket are counted, and what cannot be represented
+ * is refused with EOVERFLOW, changing nothing. */
+static void test_clock_extremes(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {INT64_MIN, 0};
+    band_rate *r = mk(&fc, 1, INT64_MAX / 2, 1);
+    assert_u64_equal(band_rate_available(r), 1);
+    assert_int_equal(band_rate_try(r, 1, NULL), 0);
+    assert_u64_equal(band_rate_available(r), 0);
+    band_rate_ticket t = BAND_RATE_TICKET_INIT, u = BAND_RATE_TICKET_INIT;
+    band_time d = -1;
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &t, &d), 0);
+    assert_int_equal(d, INT64_MAX / 2);
+    assert_int_equal(t.at, INT64_MIN + INT64_MAX / 2);
+    /* A third token would leave the bucket 3 x (INT64_MAX / 2) ns from full. */
+    assert_int_equal(band_rate_reserve(r, 1, BAND_FOREVER, &u, &d), BAND_EOVERFLOW);
+    assert_null(u.rate);
+    fc.now = INT64_MAX; /* 2^64 - 1 ns later: full again */
+    assert_u64_equal(band_rate_available(r), 1);
+    assert_int_equal(band_rate_ticket_cancel(&t), BAND_EALREADY);
+    assert_int_equal(band_rate_try(r, 1, NULL), BAND_EOVERFLOW); /* refill past INT64_MAX */
+    assert_u64_equal(band_rate_available(r), 1);
+    assert_int_equal(band_rate_destroy(r), 0);
+
+    fc.now = INT64_MAX - 2 * BAND_SEC;
+    r = mk(&fc, 1, BAND_SEC, 5);
+    assert_int_equal(band_rate_try(r, 2, NULL), 0); /* full again exactly at INT64_MAX */
+    assert_u64_equal(band_rate_available(r), 3);
+    assert_int_equal(band_rate_try(r, 1, NULL), BAND_EOVERFLOW);
+    assert_u64_equal(band_rate_available(r), 3);
+    fc.now += BAND_SEC;
+    assert_u64_equal(band_rate_available(r), 4);
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.granted, 1);
+    assert_u64_equal(st.granted_tokens, 2);
+    assert_int_equal(band_rate_destroy(r), 0);
+}
+
+/* The ends of the settings' range. */
+static void test_settings_extremes(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0, 0};
+    band_rate_opts o;
+    memset(&o, 0, sizeof(o));
+    o.clock = fake_now;
+    o.clock_ctx = &fc;
+    o.sleep = fake_sleep;
+    o.sleep_ctx = &fc;
+    band_rate *r = NULL;
+    o.tokens = (uint64_t)INT64_MAX + 1;
+    o.period = BAND_SEC;
+    o.burst = 1;
+    assert_int_equal(band_rate_create(&r, &o), BAND_EINVAL);
+    o.tokens = 1;
+    o.period = INT64_MIN;
+    assert_int_equal(band_rate_create(&r, &o), BAND_EINVAL);
+    o.period = 1;
+    o.burst = UINT64_MAX;
+    assert_int_equal(band_rate_create(&r, &o), BAND_EOVERFLOW);
+    o.burst = (uint64_t)INT64_MAX; /* INT64_MAX tokens of 1 ns each */
+    assert_int_equal(band_rate_create(&r, &o), 0);
+    assert_u64_equal(band_rate_available(r), (uint64_t)INT64_MAX);
+    assert_int_equal(band_rate_try(r, UINT64_MAX, NULL), BAND_E2BIG);
+    assert_int_equal(band_rate_try(r, (uint64_t)INT64_MAX, NULL), 0);
+    band_time retry = 0;
+    assert_int_equal(band_rate_try(r, (uint64_t)INT64_MAX, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, INT64_MAX);
+    assert_int_equal(band_rate_set(r, (uint64_t)INT64_MAX, 1, 1), 0);
+    assert_u64_equal(band_rate_available(r), 0);
+    assert_int_equal(band_rate_set(r, (uint64_t)INT64_MAX, INT64_MAX, 1), 0);
+    assert_int_equal(band_rate_set(r, (uint64_t)INT64_MAX + 1, 1, 1), BAND_EINVAL);
+    assert_int_equal(band_rate_set(r, 1, 0, 1), BAND_EINVAL);
+    assert_int_equal(band_rate_set(r, 1, 1, 0), BAND_EINVAL);
+    band_rate_stats st = stats_of(r);
+    assert_u64_equal(st.tokens, (uint64_t)INT64_MAX);
+    assert_int_equal(st.period, INT64_MAX);
+    assert_u64_equal(st.burst, 1);
+    assert_int_equal(band_rate_destroy(r), 0);
+
+    /* A change that would leave the bucket too far from full to represent is refused and
+     * changes nothing: 8 tokens owed at 1 per ns become 6 at 1 per 2^62 ns. */
+    o.tokens = 1;
+    o.period = 1;
+    o.burst = 4;
+    assert_int_equal(band_rate_create(&r, &o), 0);
+    band_rate_ticket t = BAND_RATE_TICKET_INIT;
+    band_time d = -1;
+    assert_int_equal(band_rate_try(r, 4, NULL), 0);
+    assert_int_equal(band_rate_reserve(r, 4, BAND_FOREVER, &t, &d), 0);
+    assert_int_equal(d, 4);
+    assert_int_equal(band_rate_set(r, 1, INT64_MAX / 2, 2), BAND_EOVERFLOW);
+    st = stats_of(r);
+    assert_u64_equal(st.tokens, 1);
+    assert_int_equal(st.period, 1);
+    assert_u64_equal(st.burst, 4);
+    assert_int_equal(band_rate_try(r, 1, &retry), BAND_EAGAIN);
+    assert_int_equal(retry, 5);
+    assert_int_equal(band_rate_destroy(r), 0);
+
+    /* granted_tokens saturates instead of wrapping: four takes of 2^62 tokens. */
+    o.tokens = 4;
+    o.period = 1;
+    o.burst = UINT64_C(1) << 62;
+    assert_int_equal(band_rate_create(&r, &o), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(band_rate_try(r, UINT64_C(1) << 62, NULL), 0);
+        fc.now += INT64_C(1) << 60;
+    }
+    st = stats_of(r);
+    assert_u64_equal(st.granted, 4);
+    assert_u64_equal(st.granted_tokens, UINT64_MAX);
     assert_int_equal(band_rate_destroy(r), 0);
 }
 
@@ -372,6 +656,12 @@ int main(void)
         cmocka_unit_test(test_wait),
         cmocka_unit_test(test_wait_real_clock_never_early),
         cmocka_unit_test(test_set_rate),
+        cmocka_unit_test(test_set_rate_keeps_accrual),
+        cmocka_unit_test(test_set_burst_keeps_accrual),
+        cmocka_unit_test(test_past_deadline_takes_what_is_there),
+        cmocka_unit_test(test_clock_steps_back),
+        cmocka_unit_test(test_clock_extremes),
+        cmocka_unit_test(test_settings_extremes),
         cmocka_unit_test(test_close),
         cmocka_unit_test(test_overflow_is_refused),
     };
