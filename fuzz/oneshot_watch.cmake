@@ -1,9 +1,10 @@
-# fuzz/oneshot_watch.cmake - fuzz_oneshot: the op interpreter and reference model of
-# tests/model/oneshot_model.c driven by libFuzzer's bytes (see fuzz/fuzz_oneshot.c).
-# Included by fuzz/CMakeLists.txt after its Clang/TSan checks; ctest runs it as test
-# "fuzz_oneshot" (label fuzz, BAND_FUZZ_SECONDS) over fuzz/corpus/fuzz_oneshot.
+# fuzz/oneshot_watch.cmake - fuzz_oneshot and fuzz_watch: the op interpreters and reference
+# models of tests/model/oneshot_model.c and tests/model/watch_model.c driven by libFuzzer's
+# bytes (see fuzz/fuzz_oneshot.c, fuzz/fuzz_watch.c). Included by fuzz/CMakeLists.txt after
+# its Clang/TSan checks; ctest runs them as tests "fuzz_oneshot" and "fuzz_watch" (label
+# fuzz, BAND_FUZZ_SECONDS each) over fuzz/corpus/fuzz_oneshot and fuzz/corpus/fuzz_watch.
 
-foreach(_prim IN ITEMS oneshot)
+foreach(_prim IN ITEMS oneshot watch)
     band_add_fuzzer(NAME fuzz_${_prim}
         SOURCES
             "${CMAKE_CURRENT_SOURCE_DIR}/fuzz_${_prim}.c"
