@@ -300,9 +300,15 @@ static int sem_release_locked(band_sem *s, uint64_t n, struct band__wakelist *wl
     /* SLOW is set, so nothing is available and no fast path can add any: the permits
      * left over after the debt and the waiters are exactly what becomes available. */
     uint64_t rest = n - band__min_u64(n, s->debt);
-    if (band__unlikely(s->nproxy > 0)) {
-        /* The units may stop at a proxy and stay free there: free units (head_got while
-         * waiters queue) may not pass the limit, whatever the waiters before it take. */
+    if (s->is_budget || band__unlikely(s->nproxy > 0)) {
+        /* A budget's units are conserved: capacity + debt = available + head_got + held.
+         * The head's partial grant is not held by any caller, so a release may return at
+         * most capacity + debt - head_got (nothing is available while SLOW is set): what
+         * the debt takes, plus what still fits beside head_got. Counting only what is left
+         * after the waiters took their share would accept units never acquired, and the
+         * waiters' own releases would be refused later.
+         * On a semaphore the units may stop at a proxy and stay free there: free units
+         * (head_got while waiters queue) may not pass the limit either. */
         if (s->head_got > limit || rest > limit - s->head_got)
             return BAND_EOVERFLOW;
     } else {

@@ -62,9 +62,9 @@ BAND_API int band_budget_acquire(band_budget *b, uint64_t n, band_time deadline)
  *  BAND_E2BIG through its wake. */
 BAND_API int band_budget_acquire_async(band_budget *b, uint64_t n, band_waiter *w);
 
-/** band_budget_release() - return @n units: 0, BAND_EOVERFLOW when the available units
- *  would exceed the capacity (a release of units never acquired; nothing changes), or
- *  BAND_EINVAL. */
+/** band_budget_release() - return @n units: 0, BAND_EOVERFLOW when @n is more than
+ *  callers hold - available + the head waiter's partial grant + @n would exceed capacity +
+ *  debt (a release of units never acquired; nothing changes) - or BAND_EINVAL. */
 BAND_API int band_budget_release(band_budget *b, uint64_t n);
 
 /** band_budget_close() - as band_sem_close(). */

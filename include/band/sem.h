@@ -134,9 +134,11 @@ BAND_API int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w);
  *
  * The permits repay the debt first, then go to queued waiters in order, then become
  * available. Wakes of waiters completed by this release run on the calling thread before
- * it returns. Returns 0, BAND_EOVERFLOW when the permits left available afterwards would
- * exceed BAND_SEM_MAX_PERMITS (or a budget's capacity) - nothing changes then - or
- * BAND_EINVAL for a NULL @s. Works after close. MT-safe; lock-free when nobody waits.
+ * it returns. Returns 0, BAND_EOVERFLOW - nothing changes then - when the permits left
+ * available afterwards would exceed BAND_SEM_MAX_PERMITS or, for a budget, when @n is
+ * more than callers hold (available + the head's partial grant + @n would exceed the
+ * capacity + the debt), or BAND_EINVAL for a NULL @s. Works after close. MT-safe;
+ * lock-free when nobody waits.
  * One corner near the maximum: a plain semaphore's release adds first and checks after,
  * so an acquisition that races with an overflowing release can take the excess before the
  * release undoes it; those permits are then charged as debt, leaving the balance as it was.

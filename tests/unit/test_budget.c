@@ -222,21 +222,87 @@ static void test_release_beyond_capacity(void **state)
     CHECK(f);
 }
 
-/* With a waiter: what is left after it completes is what must fit. */
+/* With a waiter: the units the waiter will hold once granted are not the releaser's to
+ * return. 10 held, the waiter wants 4: at most 10 come back, then the waiter's 4. */
 static void test_release_beyond_capacity_with_waiter(void **state)
 {
     struct fixture *f = *state;
     assert_int_equal(band_budget_try_acquire(f->b, 10), 0);
     assert_int_equal(band_budget_acquire_async(f->b, 4, &f->rec[0].w), BAND_PENDING);
     assert_int_equal(band_budget_release(f->b, 15), BAND_EOVERFLOW);
+    assert_int_equal(band_budget_release(f->b, 11), BAND_EOVERFLOW);
     band_sem_stats st = stats_of(f->b);
     assert_u64_equal(st.waiters, 1);
     assert_u64_equal(st.head_granted, 0);
     assert_u64_equal(st.available, 0);
     assert_int_equal(atomic_load(&f->rec[0].count), 0);
-    assert_int_equal(band_budget_release(f->b, 14), 0);
+    assert_int_equal(band_budget_release(f->b, 10), 0);
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_u64_equal(band_budget_available(f->b), 6);
+    assert_int_equal(band_budget_release(f->b, 4), 0);
     assert_u64_equal(band_budget_available(f->b), 10);
+    CHECK(f);
+}
+
+/* The head's partial grant is held for the waiter, not free: a release that, counted with
+ * it, would return more than callers hold is refused. Capacity 10, 8 taken, the head wants
+ * 5 and holds the other 2, so at most 8 can come back. */
+static void test_release_counts_head_partial_grant(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
+    assert_u64_equal(stats_of(f->b).head_granted, 2);
+    assert_int_equal(band_sem_release(f->s, 9), BAND_EOVERFLOW);
+    assert_int_equal(band_budget_release(f->b, 9), BAND_EOVERFLOW);
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_permit_adopt(&p, f->s, 9), 0);
+    assert_int_equal(band_permit_release(&p), BAND_EOVERFLOW);
+    assert_u64_equal(p.count, 9); /* it keeps what it could not return */
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.waiters, 1);
+    assert_u64_equal(st.head_granted, 2);
+    assert_u64_equal(st.available, 0);
+    assert_u64_equal(st.in_use, 8);
+    assert_int_equal(atomic_load(&f->rec[0].count), 0);
+    CHECK(f);
+
+    /* What is held comes back, then the waiter's own units. */
+    assert_int_equal(band_budget_release(f->b, 8), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_int_equal(band_waiter_status(&f->rec[0].w), 0);
+    assert_u64_equal(band_budget_available(f->b), 5);
+    assert_int_equal(band_budget_release(f->b, 5), 0);
+    assert_u64_equal(band_budget_available(f->b), 10);
+    assert_int_equal(band_budget_release(f->b, 1), BAND_EOVERFLOW);
+    CHECK(f);
+}
+
+/* The same with a debt: the units owed are held by callers too. Capacity 10, 8 taken, the
+ * head holds 2 of its 5, a shrink by 3 owes 3: callers hold 8, and 8 may come back. */
+static void test_release_counts_head_partial_grant_with_debt(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_budget_shrink(f->b, 3), 0);
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.capacity, 7);
+    assert_u64_equal(st.debt, 3);
+    assert_u64_equal(st.head_granted, 2);
+    assert_u64_equal(st.in_use, 8);
+    assert_int_equal(band_budget_release(f->b, 9), BAND_EOVERFLOW);
+    st = stats_of(f->b);
+    assert_u64_equal(st.debt, 3);
+    assert_u64_equal(st.head_granted, 2);
+    assert_int_equal(atomic_load(&f->rec[0].count), 0);
+
+    assert_int_equal(band_budget_release(f->b, 8), 0); /* 3 to the debt, 3 to the head */
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_u64_equal(band_budget_available(f->b), 2);
+    assert_int_equal(band_budget_release(f->b, 5), 0);
+    assert_u64_equal(band_budget_available(f->b), 7);
+    assert_int_equal(band_budget_release(f->b, 1), BAND_EOVERFLOW);
     CHECK(f);
 }
 
@@ -757,6 +823,8 @@ int main(void)
         T(test_check_order),
         T(test_release_beyond_capacity),
         T(test_release_beyond_capacity_with_waiter),
+        T(test_release_counts_head_partial_grant),
+        T(test_release_counts_head_partial_grant_with_debt),
         T(test_head_of_line_blocking),
         T(test_shrink_args),
         T(test_shrink_creates_debt),
