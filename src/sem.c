@@ -607,16 +607,20 @@ int band_sem_release(band_sem *s, uint64_t n)
             return 0;
         return sem_release_fixup(s, n, old);
     }
-    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    /* A budget: the word first, then the limit it is checked against, both with acquire.
+     * Capacity changes (under the lock) order their two writes so that no CAS can succeed
+     * on a word paired with a limit it was never valid under: band__sem_shrink() stores
+     * the lower limit before it takes units from the word, band__sem_grow() adds units to
+     * the word before it stores the higher limit. A pair that looks like an overflow may
+     * be a change in progress; the lock, under which changes are made, tells. */
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_acquire);
     while (!(st & SLOW)) {
-        /* The capacity may change between the two loads; only the lock, under which it
-         * changes, can tell a real overflow from a stale snapshot. */
-        uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+        uint64_t limit = atomic_load_explicit(&s->limit, memory_order_acquire);
         uint64_t avail = AVAIL(st);
         if (avail > limit || n > limit - avail)
             break;
         if (atomic_compare_exchange_weak_explicit(&s->state, &st, st + (n << SHIFT),
-                                                  memory_order_release, memory_order_relaxed))
+                                                  memory_order_release, memory_order_acquire))
             return 0;
     }
     return sem_release_slow(s, n);
@@ -724,11 +728,24 @@ int band__sem_grow(band_sem *s, uint64_t n)
     pthread_mutex_lock(&s->lock);
     uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
     int rc = BAND_EOVERFLOW;
-    if (n <= BAND_SEM_MAX_PERMITS - cap) {
-        atomic_store_explicit(&s->limit, cap + n, memory_order_relaxed);
+    if (n > BAND_SEM_MAX_PERMITS - cap) {
+        /* refused, nothing changes */
+    } else if (s->q.len == 0 && s->debt == 0) {
+        /* Fast releases race here. The units join the word before the limit rises, so a
+         * release can never pair the word from before the grow with the higher limit: the
+         * limit's store is a release and the fast path loads it with acquire after the
+         * word, so a release that reads the higher limit sees the added units, and its CAS
+         * on the older word fails. The add cannot pass the new limit: available is at
+         * most the old capacity. */
+        atomic_fetch_add_explicit(&s->state, n << SHIFT, memory_order_release);
+        atomic_store_explicit(&s->limit, cap + n, memory_order_release);
+        rc = 0;
+    } else {
+        /* SLOW is set, so every release takes the lock: the order does not matter. */
+        atomic_store_explicit(&s->limit, cap + n, memory_order_release);
         rc = sem_release_locked(s, n, &wl);
         if (rc != 0)
-            atomic_store_explicit(&s->limit, cap, memory_order_relaxed);
+            atomic_store_explicit(&s->limit, cap, memory_order_release);
     }
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
@@ -773,9 +790,19 @@ int band__sem_shrink(band_sem *s, uint64_t n)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&s->lock);
     uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
-    int rc = n >= cap ? BAND_EINVAL : sem_reduce_locked(s, n);
-    if (rc == 0 && n > 0)
-        sem_set_capacity_locked(s, cap - n, &wl);
+    int rc = n >= cap ? BAND_EINVAL : 0;
+    if (rc == 0 && n > 0) {
+        /* The limit drops before the units leave the state word, which a fast release
+         * reads first (acquire): one that sees the word after the reduce also sees the
+         * lower limit, and one that sees it before can only meet a limit lower than the
+         * one it would be valid under, and falls back to the lock. */
+        atomic_store_explicit(&s->limit, cap - n, memory_order_release);
+        rc = sem_reduce_locked(s, n);
+        if (rc == 0)
+            sem_set_capacity_locked(s, cap - n, &wl);
+        else
+            atomic_store_explicit(&s->limit, cap, memory_order_release);
+    }
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
     return rc;

@@ -306,6 +306,63 @@ static void test_release_counts_head_partial_grant_with_debt(void **state)
     CHECK(f);
 }
 
+/*
+ * Releases racing with capacity changes. Nothing is ever held, so every release is one of
+ * units never acquired and must be refused, whatever capacity change it meets half done;
+ * and each shrink and grow must succeed, leaving the budget as it was.
+ */
+struct capacity_race {
+    band_budget *b;
+    atomic_int stop;
+    atomic_int accepted; /* releases that answered 0 (there must be none) */
+    uint64_t releases;
+};
+
+static int capacity_race_releaser(void *arg)
+{
+    struct capacity_race *r = arg;
+    while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+        int rc = band_budget_release(r->b, 5);
+        r->releases++;
+        if (rc != BAND_EOVERFLOW) {
+            atomic_fetch_add(&r->accepted, 1);
+            return rc;
+        }
+    }
+    return BAND_EOVERFLOW;
+}
+
+static void test_release_races_capacity_change(void **state)
+{
+    struct fixture *f = *state;
+    struct capacity_race r = {f->b, 0, 0, 0};
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, capacity_race_releaser, &r), 0);
+    band_time end = band_now() + (test_under_sanitizer() ? 3 : 1) * BAND_SEC;
+    int failed = 0;
+    uint64_t rounds = 0;
+    while (rounds < 2000000 && band_now() < end && atomic_load(&r.accepted) == 0) {
+        if (band_budget_shrink(f->b, 5) != 0 || band_budget_grow(f->b, 5) != 0) {
+            failed = 1;
+            break;
+        }
+        rounds++;
+    }
+    atomic_store(&r.stop, 1);
+    int rc = test_thread_join(&t);
+    print_message("capacity race: %llu rounds, %llu releases\n", (unsigned long long)rounds,
+                  (unsigned long long)r.releases);
+    assert_int_equal(atomic_load(&r.accepted), 0);
+    assert_int_equal(rc, BAND_EOVERFLOW);
+    assert_int_equal(failed, 0);
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.capacity, 10);
+    assert_u64_equal(st.available, 10);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.in_use, 0);
+    CHECK(f);
+}
+
 /* The article's budget: three left, the head wants five, the one-unit waiter waits. */
 static void test_head_of_line_blocking(void **state)
 {
@@ -825,6 +882,7 @@ int main(void)
         T(test_release_beyond_capacity_with_waiter),
         T(test_release_counts_head_partial_grant),
         T(test_release_counts_head_partial_grant_with_debt),
+        T(test_release_races_capacity_change),
         T(test_head_of_line_blocking),
         T(test_shrink_args),
         T(test_shrink_creates_debt),
