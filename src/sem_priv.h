@@ -31,6 +31,9 @@ struct band_sem {
     /* A budget's capacity (the release limit); BAND_SEM_MAX_PERMITS for a semaphore.
      * Written under the lock, read anywhere. */
     _Atomic uint64_t limit;
+    /* Odd while a capacity change is under way, bumped by each (lock): a budget's fast
+     * release that sees it move knows its limit may have been stale (sem.c). */
+    _Atomic uint64_t cap_seq;
     int add_release; /* constant: release may add first and check after (not budgets) */
 
     /* Slow path: everything below is guarded by lock. */

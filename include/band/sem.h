@@ -142,6 +142,11 @@ BAND_API int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w);
  * One corner near the maximum: a plain semaphore's release adds first and checks after,
  * so an acquisition that races with an overflowing release can take the excess before the
  * release undoes it; those permits are then charged as debt, leaving the balance as it was.
+ * A budget's release that overlaps a capacity change is checked again under the lock, so
+ * it meets the capacity before or after the change, never a mix; a release of units
+ * callers hold is always accepted. The one gap: when a change lands between the release's
+ * loads and its compare-and-swap and an acquisition takes the released units before the
+ * recheck, a release of units never acquired can pass.
  */
 BAND_API int band_sem_release(band_sem *s, uint64_t n);
 

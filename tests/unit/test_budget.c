@@ -363,6 +363,62 @@ static void test_release_races_capacity_change(void **state)
     CHECK(f);
 }
 
+/* Legal releases racing with capacity changes: a worker takes 3 units and returns them,
+ * over and over, while the main thread shrinks and grows. Every release returns units
+ * the worker holds, so each must be accepted, whichever change it meets. */
+struct capacity_churn {
+    band_budget *b;
+    atomic_int stop;
+    int refused; /* releases that did not answer 0 (there must be none) */
+    uint64_t cycles;
+};
+
+static int capacity_churn_worker(void *arg)
+{
+    struct capacity_churn *c = arg;
+    while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+        if (band_budget_try_acquire(c->b, 3) != 0)
+            continue;
+        int rc = band_budget_release(c->b, 3);
+        c->cycles++;
+        if (rc != 0) {
+            c->refused++;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void test_held_release_races_capacity_change(void **state)
+{
+    struct fixture *f = *state;
+    struct capacity_churn c = {f->b, 0, 0, 0};
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, capacity_churn_worker, &c), 0);
+    band_time end = band_now() + (test_under_sanitizer() ? 3 : 1) * BAND_SEC;
+    int failed = 0;
+    uint64_t rounds = 0;
+    while (rounds < 1000000 && band_now() < end) {
+        if (band_budget_shrink(f->b, 5) != 0 || band_budget_grow(f->b, 5) != 0) {
+            failed = 1;
+            break;
+        }
+        rounds++;
+    }
+    atomic_store(&c.stop, 1);
+    assert_int_equal(test_thread_join(&t), 0);
+    print_message("capacity churn: %llu rounds, %llu acquire/release cycles\n",
+                  (unsigned long long)rounds, (unsigned long long)c.cycles);
+    assert_int_equal(c.refused, 0);
+    assert_int_equal(failed, 0);
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.capacity, 10);
+    assert_u64_equal(st.available, 10);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.in_use, 0);
+    CHECK(f);
+}
+
 /* The article's budget: three left, the head wants five, the one-unit waiter waits. */
 static void test_head_of_line_blocking(void **state)
 {
@@ -883,6 +939,7 @@ int main(void)
         T(test_release_counts_head_partial_grant),
         T(test_release_counts_head_partial_grant_with_debt),
         T(test_release_races_capacity_change),
+        T(test_held_release_races_capacity_change),
         T(test_head_of_line_blocking),
         T(test_shrink_args),
         T(test_shrink_creates_debt),
