@@ -130,8 +130,10 @@ BAND_API int band_budget_alloc_reserved(band_budget *b, size_t len, void **out);
  *
  * Growing reserves the difference first (blocking until @deadline), then reallocates;
  * shrinking reallocates, then returns the difference. Returns 0 (the new buffer is in
- * *@buf), or BAND_E2BIG, BAND_ETIMEDOUT, BAND_ECLOSED, BAND_ENOMEM, BAND_EINVAL (NULL
- * argument); on failure *@buf is unchanged, still valid, and keeps its reservation.
+ * *@buf), or BAND_E2BIG (growing to more than the capacity, at once, for any @len up to
+ * SIZE_MAX, before anything is reserved or allocated), BAND_ETIMEDOUT, BAND_ECLOSED,
+ * BAND_ENOMEM, BAND_EINVAL (NULL argument); on failure *@buf is unchanged, still valid,
+ * and keeps its reservation.
  * Growing while holding a reservation is incremental acquisition: size buffers up front
  * where possible.
  */

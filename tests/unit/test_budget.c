@@ -924,6 +924,35 @@ static void test_realloc_failure_keeps_buffer(void **state)
     CHECK(f);
 }
 
+/* A size above the capacity is BAND_E2BIG at once, whatever the size: even one too big
+ * for the allocator's arithmetic, which must not turn into BAND_ENOMEM. Nothing is
+ * reserved or allocated, and the buffer is unchanged. */
+static void test_realloc_huge_is_e2big(void **state)
+{
+    struct fixture *f = *state;
+    void *vp = NULL;
+    assert_int_equal(band_budget_alloc(f->b, 4, 0, &vp), 0);
+    memcpy(vp, "wxyz", 4);
+    void *const orig = vp;
+    const size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - sizeof(max_align_t)};
+    for (size_t i = 0; i < TEST_COUNTOF(huge); i++) {
+        assert_int_equal(band_budget_alloc(f->b, huge[i], BAND_FOREVER, &vp), BAND_E2BIG);
+        assert_ptr_equal(vp, orig);
+        if (band_budget_realloc(&vp, huge[i], BAND_FOREVER) != BAND_E2BIG)
+            fail_msg("realloc to SIZE_MAX - %zu: not BAND_E2BIG", SIZE_MAX - huge[i]);
+        assert_ptr_equal(vp, orig);
+        assert_int_equal(band_budget_buf_size(vp), 4);
+        assert_memory_equal(vp, "wxyz", 4);
+    }
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.too_big, 2 * TEST_COUNTOF(huge));
+    assert_u64_equal(st.available, 6);
+    assert_u64_equal(st.in_use, 4);
+    band_budget_free(vp);
+    assert_u64_equal(band_budget_available(f->b), 10);
+    CHECK(f);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -960,6 +989,7 @@ int main(void)
         T(test_alloc_reserved),
         T(test_realloc_grow_and_shrink),
         T(test_realloc_failure_keeps_buffer),
+        T(test_realloc_huge_is_e2big),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
