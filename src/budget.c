@@ -165,6 +165,11 @@ int band_budget_alloc_reserved(band_budget *b, size_t len, void **out)
 {
     if (b == NULL || out == NULL)
         return BAND_EINVAL;
+    /* Callers hold at most the capacity plus what a shrink left owed: anything larger was
+     * never reserved. */
+    int rc = band__sem_check_holdable(&b->sem, (uint64_t)len);
+    if (rc != 0)
+        return rc;
     return buf_alloc(b, len, out);
 }
 

@@ -879,6 +879,20 @@ int band__sem_shrink(band_sem *s, uint64_t n)
     return rc;
 }
 
+int band__sem_check_holdable(band_sem *s, uint64_t n)
+{
+    if (!s->is_budget)
+        return 0;
+    /* Units held across a shrink may exceed the new capacity, never capacity + debt. */
+    pthread_mutex_lock(&s->lock);
+    uint64_t holdable = atomic_load_explicit(&s->limit, memory_order_relaxed) + s->debt;
+    pthread_mutex_unlock(&s->lock);
+    if (n <= holdable)
+        return 0;
+    atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+    return BAND_E2BIG;
+}
+
 void band__sem_forget(band_sem *s, uint64_t n)
 {
     if (!s->is_budget || n == 0)

@@ -74,6 +74,10 @@ int band__sem_shrink(band_sem *s, uint64_t n);
 /* @n held permits of @s leave for good; a budget's capacity drops by as much. */
 void band__sem_forget(band_sem *s, uint64_t n);
 
+/* For a budget, BAND_E2BIG (counted in too_big) when @n exceeds what its callers can
+ * hold, capacity + debt; 0 otherwise, and always 0 for a semaphore. Lock taken inside. */
+int band__sem_check_holdable(band_sem *s, uint64_t n);
+
 /*
  * Multi-budget admission integration (admit_eval.c, docs/admit.md).
  *

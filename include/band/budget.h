@@ -121,7 +121,10 @@ BAND_API int band_budget_alloc(band_budget *b, size_t len, band_time deadline, v
 /**
  * band_budget_alloc_reserved() - allocate @len bytes against @len units the caller already
  * reserved on @b (for example by band_budget_acquire_async()). The buffer takes over the
- * reservation. Returns 0, BAND_ENOMEM (the caller keeps its reservation), or BAND_EINVAL.
+ * reservation. Returns 0, BAND_ENOMEM (the caller keeps its reservation), BAND_EINVAL, or
+ * BAND_E2BIG (counted in too_big, nothing allocated) when @len exceeds what callers of @b
+ * can hold: its capacity plus any debt a shrink left (units held across a shrink may
+ * exceed the new capacity).
  */
 BAND_API int band_budget_alloc_reserved(band_budget *b, size_t len, void **out);
 

@@ -261,8 +261,10 @@ BAND_API int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_t
  * band_permit_adopt() - wrap @n permits of @s that the caller already holds (for example
  * after an async acquisition's wake reported 0) in the empty permit @p.
  *
- * Returns 0, or BAND_EINVAL when @p or @s is NULL, @p is not empty, or @n exceeds
- * BAND_SEM_MAX_PERMITS.
+ * Returns 0, BAND_EINVAL when @p or @s is NULL, @p is not empty, or @n exceeds
+ * BAND_SEM_MAX_PERMITS, or, when @s is a budget's semaphore, BAND_E2BIG (counted in
+ * too_big) when @n exceeds what its callers can hold: its capacity plus any debt a shrink
+ * left. @p is untouched on failure.
  */
 BAND_API int band_permit_adopt(band_permit *p, band_sem *s, uint64_t n);
 

@@ -953,6 +953,37 @@ static void test_realloc_huge_is_e2big(void **state)
     CHECK(f);
 }
 
+/* alloc_reserved adopts units the caller holds; callers can hold at most the capacity
+ * plus what a shrink left owed. A size above that is a reservation that cannot exist:
+ * BAND_E2BIG before any allocation, counted. One within it is adopted, even above the
+ * capacity after a shrink. */
+static void test_alloc_reserved_beyond_what_can_be_held(void **state)
+{
+    struct fixture *f = *state;
+    void *const sentinel = (void *)(uintptr_t)0x1234;
+    void *buf = sentinel;
+    assert_int_equal(band_budget_alloc_reserved(f->b, 11, &buf), BAND_E2BIG);
+    assert_ptr_equal(buf, sentinel);
+    assert_int_equal(band_budget_alloc_reserved(f->b, SIZE_MAX, &buf), BAND_E2BIG);
+    assert_ptr_equal(buf, sentinel);
+    assert_u64_equal(stats_of(f->b).too_big, 2);
+
+    assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
+    assert_int_equal(band_budget_shrink(f->b, 5), 0); /* capacity 5, debt 3 */
+    assert_int_equal(band_budget_alloc_reserved(f->b, 9, &buf), BAND_E2BIG);
+    assert_ptr_equal(buf, sentinel);
+    assert_int_equal(band_budget_alloc_reserved(f->b, 8, &buf), 0); /* the 8 held */
+    assert_int_equal(band_budget_buf_size(buf), 8);
+    memset(buf, 7, 8);
+    assert_u64_equal(stats_of(f->b).too_big, 3);
+    band_budget_free(buf); /* 3 repay the debt, 5 become available */
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.available, 5);
+    assert_u64_equal(st.in_use, 0);
+    CHECK(f);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -990,6 +1021,7 @@ int main(void)
         T(test_realloc_grow_and_shrink),
         T(test_realloc_failure_keeps_buffer),
         T(test_realloc_huge_is_e2big),
+        T(test_alloc_reserved_beyond_what_can_be_held),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
