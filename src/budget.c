@@ -137,10 +137,19 @@ static void return_units(band_budget *b, uint64_t n)
     (void)band_sem_release(&b->sem, n);
 }
 
-int band_budget_alloc_reserved(band_budget *b, size_t len, void **out)
+/* BAND_E2BIG, counted, when @len exceeds @limit; else 0. Checked before any allocation,
+ * so that a size no budget could charge is never mistaken for a lack of memory. */
+static int refuse_too_big(band_budget *b, size_t len, uint64_t limit)
 {
-    if (b == NULL || out == NULL)
-        return BAND_EINVAL;
+    if ((uint64_t)len <= limit)
+        return 0;
+    atomic_fetch_add_explicit(&b->sem.too_big, 1, memory_order_relaxed);
+    return BAND_E2BIG;
+}
+
+/* The header in front, for @len payload bytes charged to @b. */
+static int buf_alloc(band_budget *b, size_t len, void **out)
+{
     if (len > SIZE_MAX - sizeof(union buf_header))
         return BAND_ENOMEM;
     union buf_header *hdr = malloc(sizeof(*hdr) + len);
@@ -152,21 +161,32 @@ int band_budget_alloc_reserved(band_budget *b, size_t len, void **out)
     return 0;
 }
 
+int band_budget_alloc_reserved(band_budget *b, size_t len, void **out)
+{
+    if (b == NULL || out == NULL)
+        return BAND_EINVAL;
+    /* Callers hold at most the capacity plus what a shrink left owed: anything larger was
+     * never reserved. */
+    int rc = band__sem_check_holdable(&b->sem, (uint64_t)len);
+    if (rc != 0)
+        return rc;
+    return buf_alloc(b, len, out);
+}
+
 int band_budget_alloc(band_budget *b, size_t len, void **out, band_time deadline,
                       band_cancel *cancel)
 {
     if (b == NULL || out == NULL)
         return BAND_EINVAL;
-    if ((uint64_t)len > band_budget_capacity(b)) {
-        atomic_fetch_add_explicit(&b->sem.too_big, 1, memory_order_relaxed);
-        return BAND_E2BIG;
-    }
-    int rc = len > 0 ? band_sem_acquire(&b->sem, (uint64_t)len, deadline, cancel)
-             : band_sem_is_closed(&b->sem) ? BAND_ECLOSED
-                                           : 0;
+    int rc = refuse_too_big(b, len, band_budget_capacity(b));
     if (rc != 0)
         return rc;
-    rc = band_budget_alloc_reserved(b, len, out);
+    rc = len > 0                       ? band_sem_acquire(&b->sem, (uint64_t)len, deadline, cancel)
+         : band_sem_is_closed(&b->sem) ? BAND_ECLOSED
+                                       : 0;
+    if (rc != 0)
+        return rc;
+    rc = buf_alloc(b, len, out);
     if (rc != 0 && len > 0)
         return_units(b, (uint64_t)len);
     return rc;
@@ -179,14 +199,15 @@ int band_budget_realloc(void **buf, size_t len, band_time deadline, band_cancel 
     union buf_header *hdr = header_of(*buf);
     band_budget *b = hdr->h.budget;
     size_t old = hdr->h.len;
-    if (len > SIZE_MAX - sizeof(union buf_header))
-        return BAND_ENOMEM;
     if (len > old) {
-        if ((uint64_t)len > band_budget_capacity(b)) {
-            atomic_fetch_add_explicit(&b->sem.too_big, 1, memory_order_relaxed);
-            return BAND_E2BIG;
-        }
-        int rc = band_sem_acquire(&b->sem, (uint64_t)(len - old), deadline, cancel);
+        /* A size above the capacity is E2BIG, however large, before the size is checked
+         * against what the allocator can represent and before anything is reserved. */
+        int rc = refuse_too_big(b, len, band_budget_capacity(b));
+        if (rc != 0)
+            return rc;
+        if (len > SIZE_MAX - sizeof(union buf_header))
+            return BAND_ENOMEM;
+        rc = band_sem_acquire(&b->sem, (uint64_t)(len - old), deadline, cancel);
         if (rc != 0)
             return rc;
     }

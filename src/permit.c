@@ -44,6 +44,11 @@ int band_permit_adopt(band_permit *p, band_sem *s, uint64_t n)
 {
     if (p == NULL || s == NULL || !permit_is_empty(p) || n > BAND_SEM_MAX_PERMITS)
         return BAND_EINVAL;
+    /* More than a budget's callers can hold is no reservation: a permit of it could never
+     * be released, and BAND_SCOPED_PERMIT would then forget the budget's capacity away. */
+    int rc = band__sem_check_holdable(s, n);
+    if (rc != 0)
+        return rc;
     p->sem = s;
     p->count = n;
     return 0;

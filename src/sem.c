@@ -23,7 +23,9 @@
  *     idempotent), or takes its permits back on overflow. Until then SLOW keeps every
  *     fast taker away from the permits it added.
  *   - release on a budget keeps a CAS loop, so that it can refuse a release past the
- *     capacity before changing anything.
+ *     capacity before changing anything. Its check pairs the word with the limit, two
+ *     loads; capacity changes run in a sequence lock (cap_seq) that the release reads
+ *     before and after, and a release that a change overlapped is redone under the lock.
  * Slow-path writers change the word with CAS loops that preserve what fast releases
  * added, so a fast path that races with them retries or falls into the slow path.
  * BAND_SEM_MAX_PERMITS is 2^61 - 1 while the field holds 62 bits: releases past the
@@ -75,6 +77,7 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     atomic_init(&s->try_refusals, 0);
     atomic_init(&s->too_big, 0);
     atomic_init(&s->limit, is_budget ? permits : BAND_SEM_MAX_PERMITS);
+    atomic_init(&s->cap_seq, 0);
     s->add_release = !is_budget;
     band__waitq_init(&s->q, &s->lock, &sem_waitq_ops);
     s->debt = 0;
@@ -302,9 +305,15 @@ static int sem_release_locked(band_sem *s, uint64_t n, struct band__wakelist *wl
     /* SLOW is set, so nothing is available and no fast path can add any: the permits
      * left over after the debt and the waiters are exactly what becomes available. */
     uint64_t rest = n - band__min_u64(n, s->debt);
-    if (band__unlikely(s->nsmart > 0)) {
-        /* The units may stop at a smart node and stay free there: free units (head_got while
-         * waiters queue) may not pass the limit, whatever the waiters before it take. */
+    if (s->is_budget || band__unlikely(s->nsmart > 0)) {
+        /* A budget's units are conserved: capacity + debt = available + head_got + held.
+         * The head's partial grant is not held by any caller, so a release may return at
+         * most capacity + debt - head_got (nothing is available while SLOW is set): what
+         * the debt takes, plus what still fits beside head_got. Counting only what is left
+         * after the waiters took their share would accept units never acquired, and the
+         * waiters' own releases would be refused later.
+         * On a semaphore the units may stop at a smart node and stay free there: free units
+         * (head_got while waiters queue) may not pass the limit either. */
         if (s->head_got > limit || rest > limit - s->head_got)
             return BAND_EOVERFLOW;
     } else {
@@ -592,6 +601,39 @@ static int sem_release_fixup(band_sem *s, uint64_t n, uint64_t old)
     return rc;
 }
 
+/*
+ * A budget's fast release of @n landed while its capacity changed, so the limit it was
+ * checked against may not be the one in force when it landed. Take the units back, as if
+ * the release had not happened - available ones first, the rest as debt, owed by whoever
+ * took them meanwhile (an acquisition, or a head waiter's partial grant) - and release
+ * them again under the lock, where the check is exact. A release of units that callers
+ * hold is accepted either way. Returns 0, or BAND_EOVERFLOW with the balance as before the
+ * release. The one thing this cannot undo: if units were taken meanwhile, the check counts
+ * them as held, so a release of units never acquired can pass when a capacity change
+ * landed between its loads and its CAS (and the word came back to the value it loaded,
+ * or the CAS would have failed).
+ */
+static int sem_release_recheck(band_sem *s, uint64_t n)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&s->lock);
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    uint64_t back;
+    do {
+        back = band__min_u64(AVAIL(st), n);
+    } while (!atomic_compare_exchange_weak_explicit(&s->state, &st, st - (back << SHIFT),
+                                                    memory_order_acq_rel, memory_order_relaxed));
+    if (back < n) {
+        s->debt += n - back;
+        band__sem_publish_locked(s, 0); /* owed: SLOW */
+    }
+    int rc = sem_release_locked(s, n, &wl);
+    pthread_mutex_unlock(&s->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
 int band_sem_release(band_sem *s, uint64_t n)
 {
     if (band__unlikely(s == NULL))
@@ -604,17 +646,32 @@ int band_sem_release(band_sem *s, uint64_t n)
             return 0;
         return sem_release_fixup(s, n, old);
     }
-    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
-    while (!(st & SLOW)) {
-        /* The capacity may change between the two loads; only the lock, under which it
-         * changes, can tell a real overflow from a stale snapshot. */
-        uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+    /*
+     * A budget: a CAS on the word, checked against the limit. The word and the limit are
+     * two loads, so the pair can be torn by a capacity change, and a CAS on the word alone
+     * cannot tell: a shrink and a grow can put the word back to the very value the
+     * release loaded, under a limit it never saw. Capacity changes therefore run inside a
+     * sequence lock (cap_seq, odd while one is under way), read before the word and again
+     * after the CAS: unchanged, no change overlapped and the pair was exact; moved, the
+     * release is redone under the lock (sem_release_recheck()). Capacity changes also
+     * order their writes so that most overlaps are exact anyway: a shrink stores the lower
+     * limit before it takes units from the word, a grow adds the units before it raises
+     * the limit. A pair that looks like an overflow falls back to the lock, which tells.
+     * Only loads are added to the one RMW.
+     */
+    uint64_t seq = atomic_load_explicit(&s->cap_seq, memory_order_acquire);
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+    while (!(st & SLOW) && !(seq & 1)) {
+        uint64_t limit = atomic_load_explicit(&s->limit, memory_order_acquire);
         uint64_t avail = AVAIL(st);
         if (avail > limit || n > limit - avail)
             break;
         if (atomic_compare_exchange_weak_explicit(&s->state, &st, st + (n << SHIFT),
-                                                  memory_order_release, memory_order_relaxed))
-            return 0;
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+            if (band__likely(atomic_load_explicit(&s->cap_seq, memory_order_acquire) == seq))
+                return 0;
+            return sem_release_recheck(s, n);
+        }
     }
     return sem_release_slow(s, n);
 }
@@ -734,19 +791,54 @@ int band_sem_is_closed(const band_sem *s)
 
 /* ---------------------------------------------------------------- capacity (budgets) */
 
+/*
+ * Every change of a budget's limit is bracketed by these (lock held, so one writer at a
+ * time), as a sequence lock: cap_seq is odd from before the change's first write to
+ * after its last one. A fast release reads cap_seq before it loads the word and again
+ * after its CAS; if it moved, some change overlapped the release, which is then redone
+ * under the lock (band_sem_release()).
+ */
+static void sem_cap_change_begin(band_sem *s)
+{
+    uint64_t seq = atomic_load_explicit(&s->cap_seq, memory_order_relaxed);
+    atomic_store_explicit(&s->cap_seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release); /* odd before any write of the change */
+}
+
+static void sem_cap_change_end(band_sem *s)
+{
+    uint64_t seq = atomic_load_explicit(&s->cap_seq, memory_order_relaxed);
+    atomic_store_explicit(&s->cap_seq, seq + 1, memory_order_release);
+}
+
 int band__sem_grow(band_sem *s, uint64_t n)
 {
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&s->lock);
+    sem_cap_change_begin(s);
     uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
     int rc = BAND_EOVERFLOW;
-    if (n <= BAND_SEM_MAX_PERMITS - cap) {
-        atomic_store_explicit(&s->limit, cap + n, memory_order_relaxed);
+    if (n > BAND_SEM_MAX_PERMITS - cap) {
+        /* refused, nothing changes */
+    } else if (s->q.len == 0 && s->debt == 0) {
+        /* Fast releases race here. The units join the word before the limit rises, so a
+         * release can never pair the word from before the grow with the higher limit: the
+         * limit's store is a release and the fast path loads it with acquire after the
+         * word, so a release that reads the higher limit sees the added units, and its CAS
+         * on the older word fails. The add cannot pass the new limit: available is at
+         * most the old capacity. */
+        atomic_fetch_add_explicit(&s->state, n << SHIFT, memory_order_release);
+        atomic_store_explicit(&s->limit, cap + n, memory_order_release);
+        rc = 0;
+    } else {
+        /* SLOW is set, so every release takes the lock: the order does not matter. */
+        atomic_store_explicit(&s->limit, cap + n, memory_order_release);
         rc = sem_release_locked(s, n, &wl);
         if (rc != 0)
-            atomic_store_explicit(&s->limit, cap, memory_order_relaxed);
+            atomic_store_explicit(&s->limit, cap, memory_order_release);
     }
+    sem_cap_change_end(s);
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
     return rc;
@@ -790,12 +882,38 @@ int band__sem_shrink(band_sem *s, uint64_t n)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&s->lock);
     uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
-    int rc = n >= cap ? BAND_EINVAL : sem_reduce_locked(s, n);
-    if (rc == 0 && n > 0)
-        sem_set_capacity_locked(s, cap - n, &wl);
+    int rc = n >= cap ? BAND_EINVAL : 0;
+    if (rc == 0 && n > 0) {
+        sem_cap_change_begin(s);
+        /* The limit drops before the units leave the state word, which a fast release
+         * reads first (acquire): one that sees the word after the reduce also sees the
+         * lower limit, and one that sees it before can only meet a limit lower than the
+         * one it would be valid under, and falls back to the lock. */
+        atomic_store_explicit(&s->limit, cap - n, memory_order_release);
+        rc = sem_reduce_locked(s, n);
+        if (rc == 0)
+            sem_set_capacity_locked(s, cap - n, &wl);
+        else
+            atomic_store_explicit(&s->limit, cap, memory_order_release);
+        sem_cap_change_end(s);
+    }
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
     return rc;
+}
+
+int band__sem_check_holdable(band_sem *s, uint64_t n)
+{
+    if (!s->is_budget)
+        return 0;
+    /* Units held across a shrink may exceed the new capacity, never capacity + debt. */
+    pthread_mutex_lock(&s->lock);
+    uint64_t holdable = atomic_load_explicit(&s->limit, memory_order_relaxed) + s->debt;
+    pthread_mutex_unlock(&s->lock);
+    if (n <= holdable)
+        return 0;
+    atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
+    return BAND_E2BIG;
 }
 
 void band__sem_forget(band_sem *s, uint64_t n)
@@ -811,7 +929,9 @@ void band__sem_forget(band_sem *s, uint64_t n)
     uint64_t pay = band__min_u64(s->debt, n);
     s->debt -= pay;
     uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
+    sem_cap_change_begin(s);
     sem_set_capacity_locked(s, cap - band__min_u64(cap, n - pay), &wl);
+    sem_cap_change_end(s);
     pthread_mutex_unlock(&s->lock);
     band__wakelist_run(&wl);
 }

@@ -31,6 +31,9 @@ struct band_sem {
     /* A budget's capacity (the release limit); BAND_SEM_MAX_PERMITS for a semaphore.
      * Written under the lock, read anywhere. */
     _Atomic uint64_t limit;
+    /* Odd while a capacity change is under way, bumped by each (lock): a budget's fast
+     * release that sees it move knows its limit may have been stale (sem.c). */
+    _Atomic uint64_t cap_seq;
     int add_release; /* constant: release may add first and check after (not budgets) */
 
     /* Slow path: everything below is guarded by lock. */
@@ -63,6 +66,10 @@ int band__sem_shrink(band_sem *s, uint64_t n);
 
 /* @n held permits of @s leave for good; a budget's capacity drops by as much. */
 void band__sem_forget(band_sem *s, uint64_t n);
+
+/* For a budget, BAND_E2BIG (counted in too_big) when @n exceeds what its callers can
+ * hold, capacity + debt; 0 otherwise, and always 0 for a semaphore. Lock taken inside. */
+int band__sem_check_holdable(band_sem *s, uint64_t n);
 
 /*
  * Charge @n units to a holder that has already used them (reconcile): they are taken

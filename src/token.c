@@ -189,7 +189,7 @@ static void token_fire_links(band_token *t, int reason)
         band_waiter *w = link->_w;
         pthread_mutex_unlock(&t->lock);
 
-        int rc = band_waiter_cancel(w, reason);
+        int rc = band__waiter_cancel_as(w, reason); /* the token's reason, any code */
 
         pthread_mutex_lock(&t->lock);
         link->_state = LINK_FIRED; /* unwatch may return now; the owner waits for the wake */

@@ -63,9 +63,9 @@ BAND_API int band_budget_acquire(band_budget *b, uint64_t n, band_time deadline,
  *  BAND_E2BIG through its wake. */
 BAND_API int band_budget_acquire_async(band_budget *b, uint64_t n, band_waiter *w);
 
-/** band_budget_release() - return @n units: 0, BAND_EOVERFLOW when the available units
- *  would exceed the capacity (a release of units never acquired; nothing changes), or
- *  BAND_EINVAL. */
+/** band_budget_release() - return @n units: 0, BAND_EOVERFLOW when @n is more than
+ *  callers hold - available + the head waiter's partial grant + @n would exceed capacity +
+ *  debt (a release of units never acquired; nothing changes) - or BAND_EINVAL. */
 BAND_API int band_budget_release(band_budget *b, uint64_t n);
 
 /** band_budget_close() - as band_sem_close(). */
@@ -127,7 +127,10 @@ BAND_API int band_budget_alloc(band_budget *b, size_t len, void **out, band_time
 /**
  * band_budget_alloc_reserved() - allocate @len bytes against @len units the caller already
  * reserved on @b (for example by band_budget_acquire_async()). The buffer takes over the
- * reservation. Returns 0, BAND_ENOMEM (the caller keeps its reservation), or BAND_EINVAL.
+ * reservation. Returns 0, BAND_ENOMEM (the caller keeps its reservation), BAND_EINVAL, or
+ * BAND_E2BIG (counted in too_big, nothing allocated) when @len exceeds what callers of @b
+ * can hold: its capacity plus any debt a shrink left (units held across a shrink may
+ * exceed the new capacity).
  */
 BAND_API int band_budget_alloc_reserved(band_budget *b, size_t len, void **out);
 
@@ -136,8 +139,10 @@ BAND_API int band_budget_alloc_reserved(band_budget *b, size_t len, void **out);
  *
  * Growing reserves the difference first (blocking until @deadline), then reallocates;
  * shrinking reallocates, then returns the difference. Returns 0 (the new buffer is in
- * *@buf), or BAND_E2BIG, BAND_ETIMEDOUT, BAND_ECLOSED, BAND_ENOMEM, BAND_EINVAL (NULL
- * argument); on failure *@buf is unchanged, still valid, and keeps its reservation.
+ * *@buf), or BAND_E2BIG (growing to more than the capacity, at once, for any @len up to
+ * SIZE_MAX, before anything is reserved or allocated), BAND_ETIMEDOUT, BAND_ECLOSED,
+ * BAND_ENOMEM, BAND_EINVAL (NULL argument); on failure *@buf is unchanged, still valid,
+ * and keeps its reservation.
  * Growing while holding a reservation is incremental acquisition: size buffers up front
  * where possible.
  *

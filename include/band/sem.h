@@ -142,12 +142,19 @@ BAND_API int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w);
  *
  * The permits repay the debt first, then go to queued waiters in order, then become
  * available. Wakes of waiters completed by this release run on the calling thread before
- * it returns. Returns 0, BAND_EOVERFLOW when the permits left available afterwards would
- * exceed BAND_SEM_MAX_PERMITS (or a budget's capacity) - nothing changes then - or
- * BAND_EINVAL for a NULL @s. Works after close. MT-safe; lock-free when nobody waits.
+ * it returns. Returns 0, BAND_EOVERFLOW - nothing changes then - when the permits left
+ * available afterwards would exceed BAND_SEM_MAX_PERMITS or, for a budget, when @n is
+ * more than callers hold (available + the head's partial grant + @n would exceed the
+ * capacity + the debt), or BAND_EINVAL for a NULL @s. Works after close. MT-safe;
+ * lock-free when nobody waits.
  * One corner near the maximum: a plain semaphore's release adds first and checks after,
  * so an acquisition that races with an overflowing release can take the excess before the
  * release undoes it; those permits are then charged as debt, leaving the balance as it was.
+ * A budget's release that overlaps a capacity change is checked again under the lock, so
+ * it meets the capacity before or after the change, never a mix; a release of units
+ * callers hold is always accepted. The one gap: when a change lands between the release's
+ * loads and its compare-and-swap and an acquisition takes the released units before the
+ * recheck, a release of units never acquired can pass.
  */
 BAND_API int band_sem_release(band_sem *s, uint64_t n);
 
@@ -263,8 +270,10 @@ BAND_API int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_t
  * band_permit_adopt() - wrap @n permits of @s that the caller already holds (for example
  * after an async acquisition's wake reported 0) in the empty permit @p.
  *
- * Returns 0, or BAND_EINVAL when @p or @s is NULL, @p is not empty, or @n exceeds
- * BAND_SEM_MAX_PERMITS.
+ * Returns 0, BAND_EINVAL when @p or @s is NULL, @p is not empty, or @n exceeds
+ * BAND_SEM_MAX_PERMITS, or, when @s is a budget's semaphore, BAND_E2BIG (counted in
+ * too_big) when @n exceeds what its callers can hold: its capacity plus any debt a shrink
+ * left. @p is untouched on failure.
  */
 BAND_API int band_permit_adopt(band_permit *p, band_sem *s, uint64_t n);
 

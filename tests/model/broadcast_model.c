@@ -27,7 +27,7 @@
  *  - close: queued sends and receives end with ECLOSED (send/recv_closed_fails);
  *  - cancel: a queued op leaves its queue (0, status = reason, no wake; *_timeouts for
  *    ETIMEDOUT, *_cancels otherwise) and frees nothing; EALREADY once completed; EINVAL
- *    when idle or for a non-negative reason;
+ *    when idle or for a reason other than BAND_ECANCELED or BAND_ETIMEDOUT;
  *  - destroy: EBUSY while a receiver is subscribed or an op is queued.
  *
  * Message bytes are a function of a 64-bit id; output buffers are filled with a sentinel,
@@ -851,7 +851,7 @@ static void op_send(struct broadcast_model *m)
         rc = BAND_ETIMEDOUT;
     uint64_t q0 = r->send_queued, t0 = r->send_timeouts;
     count_rc(m, rc);
-    int got = band_broadcast_send(m->b, e, deadline);
+    int got = band_broadcast_send(m->b, e, deadline, NULL);
     if (rc == BAND_ETIMEDOUT && future) {
         /* Queued and timed out, or found the deadline passed: the counters tell. */
         band_broadcast_stats st;
@@ -901,7 +901,7 @@ static void op_recv(struct broadcast_model *m)
         rc = BAND_ETIMEDOUT;
     uint64_t q0 = r->recv_queued, t0 = r->recv_timeouts;
     count_rc(m, rc);
-    int got = band_broadcast_recv(&m->rx[c], buf, deadline);
+    int got = band_broadcast_recv(&m->rx[c], buf, deadline, NULL);
     if (rc == BAND_ETIMEDOUT && future) {
         band_broadcast_stats st;
         if (band_broadcast_get_stats(m->b, &st) == 0 && st.recv_queued == q0 + 1 &&
@@ -950,7 +950,7 @@ static int read_reason(struct broadcast_model *m)
 /* The answer a cancel of an op in @state gets; a queued op is withdrawn by the caller. */
 static int cancel_rc(struct broadcast_model *m, enum op_state state, int reason)
 {
-    if (reason >= 0)
+    if (reason != BAND_ECANCELED && reason != BAND_ETIMEDOUT)
         return BAND_EINVAL;
     if (state == ST_QUEUED) {
         m->counts.cancels_ok++;
@@ -1101,8 +1101,8 @@ static void op_misuse(struct broadcast_model *m)
         expect_int(m, "try_send(elem NULL)", BAND_EINVAL, band_broadcast_try_send(m->b, NULL));
         break;
     case 10:
-        expect_int(m, "send(NULL)", BAND_EINVAL, band_broadcast_send(NULL, e, 0));
-        expect_int(m, "send(elem NULL)", BAND_EINVAL, band_broadcast_send(m->b, NULL, 0));
+        expect_int(m, "send(NULL)", BAND_EINVAL, band_broadcast_send(NULL, e, 0, NULL));
+        expect_int(m, "send(elem NULL)", BAND_EINVAL, band_broadcast_send(m->b, NULL, 0, NULL));
         break;
     case 11:
         expect_int(m, "send_async(NULL)", BAND_EINVAL, band_broadcast_send_async(NULL, &sop, e));
@@ -1116,10 +1116,10 @@ static void op_misuse(struct broadcast_model *m)
         expect_int(m, "try_recv(not subscribed)", BAND_EINVAL, band_broadcast_try_recv(&tmp, buf));
         break;
     case 13:
-        expect_int(m, "recv(NULL)", BAND_EINVAL, band_broadcast_recv(NULL, buf, 0));
-        expect_int(m, "recv(out NULL)", BAND_EINVAL, band_broadcast_recv(sub, NULL, 0));
+        expect_int(m, "recv(NULL)", BAND_EINVAL, band_broadcast_recv(NULL, buf, 0, NULL));
+        expect_int(m, "recv(out NULL)", BAND_EINVAL, band_broadcast_recv(sub, NULL, 0, NULL));
         expect_int(m, "recv(not subscribed)", BAND_EINVAL,
-                   band_broadcast_recv(&tmp, buf, BAND_FOREVER));
+                   band_broadcast_recv(&tmp, buf, BAND_FOREVER, NULL));
         break;
     case 14:
         expect_int(m, "recv_async(NULL)", BAND_EINVAL, band_broadcast_recv_async(NULL, &rop, buf));

@@ -20,7 +20,7 @@
  *    value stays receivable;
  *  - cancel of the pending receive: 0, status = reason, no wake, counted in timeouts for
  *    ETIMEDOUT and in cancels otherwise; a completed op answers EALREADY, an idle one (or
- *    a non-negative reason) EINVAL;
+ *    a reason other than BAND_ECANCELED or BAND_ETIMEDOUT) EINVAL;
  *  - destroy: EBUSY while a receive is pending, else 0.
  *
  * Value bytes are a function of a 64-bit id (val_byte()), so every copy is checked byte by
@@ -527,7 +527,7 @@ static void op_recv(struct oneshot_model *m, int blocking)
             deadline = BAND_FOREVER; /* answered at once: never waits */
         if (rc == BAND_EAGAIN)
             rc = BAND_ETIMEDOUT;
-        got = band_oneshot_recv(m->o, out, deadline);
+        got = band_oneshot_recv(m->o, out, deadline, NULL);
         if (rc == BAND_ETIMEDOUT && future) {
             /* Queued and timed out, or found the deadline passed: the counters tell. */
             band_oneshot_stats st;
@@ -619,7 +619,7 @@ static void op_cancel(struct oneshot_model *m)
     struct oslot *s = &m->s[next_byte(m) % NOPS];
     int reason = read_reason(m);
     int rc;
-    if (reason >= 0) {
+    if (reason != BAND_ECANCELED && reason != BAND_ETIMEDOUT) {
         rc = BAND_EINVAL;
     } else if (s->state == ST_QUEUED) {
         rc = 0;
@@ -679,7 +679,7 @@ static void op_misuse(struct oneshot_model *m)
         expect_int(m, "try_recv(NULL)", BAND_EINVAL, band_oneshot_try_recv(NULL, buf));
         break;
     case 3:
-        expect_int(m, "recv(NULL)", BAND_EINVAL, band_oneshot_recv(NULL, buf, 0));
+        expect_int(m, "recv(NULL)", BAND_EINVAL, band_oneshot_recv(NULL, buf, 0, NULL));
         break;
     case 4:
         band_waiter_init(&op.w, wake_null, NULL);

@@ -12,9 +12,11 @@
  *    holds released permits as its partial grant;
  *  - a release repays the debt, then completes waiters in FIFO order, then adds the rest
  *    to the available count; it fails with EOVERFLOW, changing nothing, when that rest
- *    would exceed the limit (BAND_SEM_MAX_PERMITS, or a budget's capacity);
+ *    would exceed BAND_SEM_MAX_PERMITS, or on a budget when it returns more than callers
+ *    hold (available + the head's partial grant + n above capacity + debt);
  *  - reduce takes available permits first and owes the rest; drain takes only what is
- *    available; cancel hands a head's partial grant on like a release would; close fails
+ *    available; cancel (reason BAND_ECANCELED or BAND_ETIMEDOUT, any other is EINVAL)
+ *    hands a head's partial grant on like a release would; close fails
  *    every waiter with ECLOSED in FIFO order and hands the head's partial grant on;
  *  - shrink reduces, then fails every queued request above the new capacity with E2BIG
  *    (FIFO order, counted in too_big), then hands the failed head's partial grant on;
@@ -274,10 +276,17 @@ static int ref_release(struct sem_model *m, uint64_t n)
         return 0;
     }
     uint64_t rest = n - min_u64(n, r->debt);
-    uint64_t need = r->q_units - r->head_got;
-    uint64_t left = rest - min_u64(rest, need);
-    if (left > r->limit)
-        return BAND_EOVERFLOW;
+    if (r->is_budget) {
+        /* Callers hold capacity + debt - head_got (nothing is available): no more may
+         * come back. */
+        if (r->head_got > r->limit || rest > r->limit - r->head_got)
+            return BAND_EOVERFLOW;
+    } else {
+        uint64_t need = r->q_units - r->head_got;
+        uint64_t left = rest - min_u64(rest, need);
+        if (left > r->limit)
+            return BAND_EOVERFLOW;
+    }
     r->avail += ref_grant(m, n);
     return 0;
 }
@@ -701,7 +710,8 @@ static void op_cancel(struct sem_model *m)
         reason = BAND_ETIMEDOUT;
         break;
     case 6:
-        reason = BAND_ECLOSED; /* any negative code is a reason; counted as a cancel */
+        /* Negative codes that are not reasons: refused like the non-negative ones. */
+        reason = (c & 8) ? BAND_ECLOSED : BAND_E2BIG;
         break;
     default:
         reason = (c & 8) ? 0 : BAND_PENDING; /* not a reason: refused */
@@ -712,7 +722,7 @@ static void op_cancel(struct sem_model *m)
         return;
     }
     int exp;
-    if (reason >= 0) {
+    if (reason != BAND_ECANCELED && reason != BAND_ETIMEDOUT) {
         exp = BAND_EINVAL;
     } else if (sl->state == SL_IDLE) {
         exp = BAND_EINVAL;

@@ -23,7 +23,7 @@
  *    changed_async into PENDING (queued);
  *  - cancel of a queued op: 0, status = reason, no wake, cursor unchanged, timeouts for
  *    ETIMEDOUT and cancels otherwise; a completed op answers EALREADY, an idle one (or a
- *    non-negative reason) EINVAL;
+ *    reason other than BAND_ECANCELED or BAND_ETIMEDOUT) EINVAL;
  *  - destroy: EBUSY while an op waits.
  *
  * Value bytes are a function of a 64-bit id; output buffers are filled with a sentinel
@@ -687,7 +687,7 @@ static void op_changed(struct watch_model *m)
     if (rc == BAND_EAGAIN)
         rc = BAND_ETIMEDOUT;
     uint64_t q0 = r->queued, t0 = r->timeouts;
-    int got = band_watch_changed(&m->rx[c], null_out ? NULL : buf, deadline);
+    int got = band_watch_changed(&m->rx[c], null_out ? NULL : buf, deadline, NULL);
     if (rc == BAND_ETIMEDOUT && future) {
         /* Queued and timed out, or found the deadline passed: the counters tell. */
         band_watch_stats st;
@@ -742,7 +742,7 @@ static void op_cancel(struct watch_model *m)
     int reason = read_reason(m);
     struct ref *r = &m->r;
     int rc;
-    if (reason >= 0) {
+    if (reason != BAND_ECANCELED && reason != BAND_ETIMEDOUT) {
         rc = BAND_EINVAL;
     } else if (s->state == ST_QUEUED) {
         int pos = 0;
@@ -839,7 +839,7 @@ static void op_misuse(struct watch_model *m)
         expect_int(m, "try_changed(NULL)", BAND_EINVAL, band_watch_try_changed(NULL, buf));
         break;
     case 13:
-        expect_int(m, "changed(NULL)", BAND_EINVAL, band_watch_changed(NULL, buf, 0));
+        expect_int(m, "changed(NULL)", BAND_EINVAL, band_watch_changed(NULL, buf, 0, NULL));
         break;
     case 14:
         expect_int(m, "changed_async(NULL)", BAND_EINVAL, band_watch_changed_async(NULL, &op, buf));

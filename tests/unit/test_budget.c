@@ -222,21 +222,200 @@ static void test_release_beyond_capacity(void **state)
     CHECK(f);
 }
 
-/* With a waiter: what is left after it completes is what must fit. */
+/* With a waiter: the units the waiter will hold once granted are not the releaser's to
+ * return. 10 held, the waiter wants 4: at most 10 come back, then the waiter's 4. */
 static void test_release_beyond_capacity_with_waiter(void **state)
 {
     struct fixture *f = *state;
     assert_int_equal(band_budget_try_acquire(f->b, 10), 0);
     assert_int_equal(band_budget_acquire_async(f->b, 4, &f->rec[0].w), BAND_PENDING);
     assert_int_equal(band_budget_release(f->b, 15), BAND_EOVERFLOW);
+    assert_int_equal(band_budget_release(f->b, 11), BAND_EOVERFLOW);
     band_sem_stats st = stats_of(f->b);
     assert_u64_equal(st.waiters, 1);
     assert_u64_equal(st.head_granted, 0);
     assert_u64_equal(st.available, 0);
     assert_int_equal(atomic_load(&f->rec[0].count), 0);
-    assert_int_equal(band_budget_release(f->b, 14), 0);
+    assert_int_equal(band_budget_release(f->b, 10), 0);
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_u64_equal(band_budget_available(f->b), 6);
+    assert_int_equal(band_budget_release(f->b, 4), 0);
     assert_u64_equal(band_budget_available(f->b), 10);
+    CHECK(f);
+}
+
+/* The head's partial grant is held for the waiter, not free: a release that, counted with
+ * it, would return more than callers hold is refused. Capacity 10, 8 taken, the head wants
+ * 5 and holds the other 2, so at most 8 can come back. */
+static void test_release_counts_head_partial_grant(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
+    assert_u64_equal(stats_of(f->b).head_granted, 2);
+    assert_int_equal(band_sem_release(f->s, 9), BAND_EOVERFLOW);
+    assert_int_equal(band_budget_release(f->b, 9), BAND_EOVERFLOW);
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_permit_adopt(&p, f->s, 9), 0);
+    assert_int_equal(band_permit_release(&p), BAND_EOVERFLOW);
+    assert_u64_equal(p.count, 9); /* it keeps what it could not return */
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.waiters, 1);
+    assert_u64_equal(st.head_granted, 2);
+    assert_u64_equal(st.available, 0);
+    assert_u64_equal(st.in_use, 8);
+    assert_int_equal(atomic_load(&f->rec[0].count), 0);
+    CHECK(f);
+
+    /* What is held comes back, then the waiter's own units. */
+    assert_int_equal(band_budget_release(f->b, 8), 0);
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_int_equal(band_waiter_status(&f->rec[0].w), 0);
+    assert_u64_equal(band_budget_available(f->b), 5);
+    assert_int_equal(band_budget_release(f->b, 5), 0);
+    assert_u64_equal(band_budget_available(f->b), 10);
+    assert_int_equal(band_budget_release(f->b, 1), BAND_EOVERFLOW);
+    CHECK(f);
+}
+
+/* The same with a debt: the units owed are held by callers too. Capacity 10, 8 taken, the
+ * head holds 2 of its 5, a shrink by 3 owes 3: callers hold 8, and 8 may come back. */
+static void test_release_counts_head_partial_grant_with_debt(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_budget_shrink(f->b, 3), 0);
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.capacity, 7);
+    assert_u64_equal(st.debt, 3);
+    assert_u64_equal(st.head_granted, 2);
+    assert_u64_equal(st.in_use, 8);
+    assert_int_equal(band_budget_release(f->b, 9), BAND_EOVERFLOW);
+    st = stats_of(f->b);
+    assert_u64_equal(st.debt, 3);
+    assert_u64_equal(st.head_granted, 2);
+    assert_int_equal(atomic_load(&f->rec[0].count), 0);
+
+    assert_int_equal(band_budget_release(f->b, 8), 0); /* 3 to the debt, 3 to the head */
+    assert_int_equal(atomic_load(&f->rec[0].count), 1);
+    assert_u64_equal(band_budget_available(f->b), 2);
+    assert_int_equal(band_budget_release(f->b, 5), 0);
+    assert_u64_equal(band_budget_available(f->b), 7);
+    assert_int_equal(band_budget_release(f->b, 1), BAND_EOVERFLOW);
+    CHECK(f);
+}
+
+/*
+ * Releases racing with capacity changes. Nothing is ever held, so every release is one of
+ * units never acquired and must be refused, whatever capacity change it meets half done;
+ * and each shrink and grow must succeed, leaving the budget as it was.
+ */
+struct capacity_race {
+    band_budget *b;
+    atomic_int stop;
+    atomic_int accepted; /* releases that answered 0 (there must be none) */
+    uint64_t releases;
+};
+
+static int capacity_race_releaser(void *arg)
+{
+    struct capacity_race *r = arg;
+    while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+        int rc = band_budget_release(r->b, 5);
+        r->releases++;
+        if (rc != BAND_EOVERFLOW) {
+            atomic_fetch_add(&r->accepted, 1);
+            return rc;
+        }
+    }
+    return BAND_EOVERFLOW;
+}
+
+static void test_release_races_capacity_change(void **state)
+{
+    struct fixture *f = *state;
+    struct capacity_race r = {f->b, 0, 0, 0};
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, capacity_race_releaser, &r), 0);
+    band_time end = band_now() + (test_under_sanitizer() ? 3 : 1) * BAND_SEC;
+    int failed = 0;
+    uint64_t rounds = 0;
+    while (rounds < 2000000 && band_now() < end && atomic_load(&r.accepted) == 0) {
+        if (band_budget_shrink(f->b, 5) != 0 || band_budget_grow(f->b, 5) != 0) {
+            failed = 1;
+            break;
+        }
+        rounds++;
+    }
+    atomic_store(&r.stop, 1);
+    int rc = test_thread_join(&t);
+    print_message("capacity race: %llu rounds, %llu releases\n", (unsigned long long)rounds,
+                  (unsigned long long)r.releases);
+    assert_int_equal(atomic_load(&r.accepted), 0);
+    assert_int_equal(rc, BAND_EOVERFLOW);
+    assert_int_equal(failed, 0);
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.capacity, 10);
+    assert_u64_equal(st.available, 10);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.in_use, 0);
+    CHECK(f);
+}
+
+/* Legal releases racing with capacity changes: a worker takes 3 units and returns them,
+ * over and over, while the main thread shrinks and grows. Every release returns units
+ * the worker holds, so each must be accepted, whichever change it meets. */
+struct capacity_churn {
+    band_budget *b;
+    atomic_int stop;
+    int refused; /* releases that did not answer 0 (there must be none) */
+    uint64_t cycles;
+};
+
+static int capacity_churn_worker(void *arg)
+{
+    struct capacity_churn *c = arg;
+    while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+        if (band_budget_try_acquire(c->b, 3) != 0)
+            continue;
+        int rc = band_budget_release(c->b, 3);
+        c->cycles++;
+        if (rc != 0) {
+            c->refused++;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void test_held_release_races_capacity_change(void **state)
+{
+    struct fixture *f = *state;
+    struct capacity_churn c = {f->b, 0, 0, 0};
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, capacity_churn_worker, &c), 0);
+    band_time end = band_now() + (test_under_sanitizer() ? 3 : 1) * BAND_SEC;
+    int failed = 0;
+    uint64_t rounds = 0;
+    while (rounds < 1000000 && band_now() < end) {
+        if (band_budget_shrink(f->b, 5) != 0 || band_budget_grow(f->b, 5) != 0) {
+            failed = 1;
+            break;
+        }
+        rounds++;
+    }
+    atomic_store(&c.stop, 1);
+    assert_int_equal(test_thread_join(&t), 0);
+    print_message("capacity churn: %llu rounds, %llu acquire/release cycles\n",
+                  (unsigned long long)rounds, (unsigned long long)c.cycles);
+    assert_int_equal(c.refused, 0);
+    assert_int_equal(failed, 0);
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.capacity, 10);
+    assert_u64_equal(st.available, 10);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.in_use, 0);
     CHECK(f);
 }
 
@@ -745,6 +924,66 @@ static void test_realloc_failure_keeps_buffer(void **state)
     CHECK(f);
 }
 
+/* A size above the capacity is BAND_E2BIG at once, whatever the size: even one too big
+ * for the allocator's arithmetic, which must not turn into BAND_ENOMEM. Nothing is
+ * reserved or allocated, and the buffer is unchanged. */
+static void test_realloc_huge_is_e2big(void **state)
+{
+    struct fixture *f = *state;
+    void *vp = NULL;
+    assert_int_equal(band_budget_alloc(f->b, 4, &vp, 0, NULL), 0);
+    memcpy(vp, "wxyz", 4);
+    void *const orig = vp;
+    const size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - sizeof(max_align_t)};
+    for (size_t i = 0; i < TEST_COUNTOF(huge); i++) {
+        assert_int_equal(band_budget_alloc(f->b, huge[i], &vp, BAND_FOREVER, NULL), BAND_E2BIG);
+        assert_ptr_equal(vp, orig);
+        if (band_budget_realloc(&vp, huge[i], BAND_FOREVER, NULL) != BAND_E2BIG)
+            fail_msg("realloc to SIZE_MAX - %zu: not BAND_E2BIG", SIZE_MAX - huge[i]);
+        assert_ptr_equal(vp, orig);
+        assert_int_equal(band_budget_buf_size(vp), 4);
+        assert_memory_equal(vp, "wxyz", 4);
+    }
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.too_big, 2 * TEST_COUNTOF(huge));
+    assert_u64_equal(st.available, 6);
+    assert_u64_equal(st.in_use, 4);
+    band_budget_free(vp);
+    assert_u64_equal(band_budget_available(f->b), 10);
+    CHECK(f);
+}
+
+/* alloc_reserved adopts units the caller holds; callers can hold at most the capacity
+ * plus what a shrink left owed. A size above that is a reservation that cannot exist:
+ * BAND_E2BIG before any allocation, counted. One within it is adopted, even above the
+ * capacity after a shrink. */
+static void test_alloc_reserved_beyond_what_can_be_held(void **state)
+{
+    struct fixture *f = *state;
+    void *const sentinel = (void *)(uintptr_t)0x1234;
+    void *buf = sentinel;
+    assert_int_equal(band_budget_alloc_reserved(f->b, 11, &buf), BAND_E2BIG);
+    assert_ptr_equal(buf, sentinel);
+    assert_int_equal(band_budget_alloc_reserved(f->b, SIZE_MAX, &buf), BAND_E2BIG);
+    assert_ptr_equal(buf, sentinel);
+    assert_u64_equal(stats_of(f->b).too_big, 2);
+
+    assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
+    assert_int_equal(band_budget_shrink(f->b, 5), 0); /* capacity 5, debt 3 */
+    assert_int_equal(band_budget_alloc_reserved(f->b, 9, &buf), BAND_E2BIG);
+    assert_ptr_equal(buf, sentinel);
+    assert_int_equal(band_budget_alloc_reserved(f->b, 8, &buf), 0); /* the 8 held */
+    assert_int_equal(band_budget_buf_size(buf), 8);
+    memset(buf, 7, 8);
+    assert_u64_equal(stats_of(f->b).too_big, 3);
+    band_budget_free(buf); /* 3 repay the debt, 5 become available */
+    band_sem_stats st = stats_of(f->b);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.available, 5);
+    assert_u64_equal(st.in_use, 0);
+    CHECK(f);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -757,6 +996,10 @@ int main(void)
         T(test_check_order),
         T(test_release_beyond_capacity),
         T(test_release_beyond_capacity_with_waiter),
+        T(test_release_counts_head_partial_grant),
+        T(test_release_counts_head_partial_grant_with_debt),
+        T(test_release_races_capacity_change),
+        T(test_held_release_races_capacity_change),
         T(test_head_of_line_blocking),
         T(test_shrink_args),
         T(test_shrink_creates_debt),
@@ -777,6 +1020,8 @@ int main(void)
         T(test_alloc_reserved),
         T(test_realloc_grow_and_shrink),
         T(test_realloc_failure_keeps_buffer),
+        T(test_realloc_huge_is_e2big),
+        T(test_alloc_reserved_beyond_what_can_be_held),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

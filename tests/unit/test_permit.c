@@ -308,6 +308,46 @@ static void test_forget(void **state)
     assert_u64_equal(band_permit_forget(&p), 0);
 }
 
+/* A budget's permit cannot hold more than the budget's callers can: its capacity plus
+ * what a shrink left owed. Adopting more is BAND_E2BIG, counted, and the permit stays
+ * empty; units held across a shrink can still be adopted. */
+static void test_budget_adopt_beyond_capacity(void **state)
+{
+    (void)state;
+    band_budget *b;
+    assert_int_equal(band_budget_create(&b, 10), 0);
+    band_sem *s = band_budget_sem(b);
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_permit_adopt(&p, s, 11), BAND_E2BIG);
+    assert_null(p.sem);
+    assert_u64_equal(p.count, 0);
+    assert_int_equal(band_permit_adopt(&p, s, MAXP), BAND_E2BIG);
+    assert_int_equal(band_permit_adopt(&p, s, MAXP + 1), BAND_EINVAL);
+    assert_null(p.sem);
+    {
+        /* Nothing to release on the way out: the budget keeps its capacity. */
+        BAND_SCOPED_PERMIT band_permit q = BAND_PERMIT_INIT;
+        assert_int_equal(band_permit_adopt(&q, s, 12), BAND_E2BIG);
+    }
+    assert_u64_equal(band_budget_capacity(b), 10);
+    assert_u64_equal(band_budget_available(b), 10);
+
+    assert_int_equal(band_budget_try_acquire(b, 8), 0);
+    assert_int_equal(band_budget_shrink(b, 5), 0); /* capacity 5, debt 3 */
+    assert_int_equal(band_permit_adopt(&p, s, 9), BAND_E2BIG);
+    assert_int_equal(band_permit_adopt(&p, s, 8), 0); /* the 8 held across the shrink */
+    assert_int_equal(band_permit_release(&p), 0);
+    band_sem_stats st;
+    assert_int_equal(band_budget_get_stats(b, &st), 0);
+    assert_u64_equal(st.too_big, 4);
+    assert_u64_equal(st.capacity, 5);
+    assert_u64_equal(st.available, 5);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.in_use, 0);
+    CHECK(s);
+    assert_int_equal(band_budget_destroy(b), 0);
+}
+
 /* A budget's semaphore keeps its capacity check through permits. */
 static void test_budget_sem_permit(void **state)
 {
@@ -477,6 +517,7 @@ int main(void)
         T(test_merge_overflow),
         T(test_forget),
         cmocka_unit_test(test_budget_sem_permit),
+        cmocka_unit_test(test_budget_adopt_beyond_capacity),
 #ifdef BAND_SCOPED_PERMIT
         T(test_scoped_permit),
         cmocka_unit_test(test_release_scoped_overflow_forgets),
