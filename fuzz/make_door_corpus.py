@@ -35,7 +35,7 @@ def amount(n, cap):
     raise ValueError(n)
 
 
-MAX_PLUS_1 = 246  # BAND_SEM_MAX_PERMITS + 1
+MAX_PLUS_1 = 246  # BAND_MAX_UNITS + 1
 U64_MAX = 250     # UINT64_MAX
 ZERO = 232
 

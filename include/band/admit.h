@@ -111,8 +111,8 @@ BAND_API void band_admit_req_init(band_admit_req *r, band_wake_fn *wake, void *d
  *
  * Naming a semaphore that @r already names merges the amounts (so each budget is charged
  * once). @s may be a budget's semaphore (band_budget_sem()). Returns 0, BAND_EINVAL (NULL
- * @r or @s, @r pending, @amount above BAND_SEM_MAX_PERMITS, or BAND_ADMIT_MAX budgets
- * already named), or BAND_EOVERFLOW when a merged amount would exceed BAND_SEM_MAX_PERMITS
+ * @r or @s, @r pending, @amount above BAND_MAX_UNITS, or BAND_ADMIT_MAX budgets
+ * already named), or BAND_EOVERFLOW when a merged amount would exceed BAND_MAX_UNITS
  * (nothing changes on failure). Capacity is checked at admission (BAND_E2BIG).
  */
 BAND_API int band_admit_req_add(band_admit_req *r, band_sem *s, uint64_t amount);
@@ -225,7 +225,7 @@ BAND_API int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount
  * releasing it returns all of them (settling the debt first).
  *
  * Returns 0; BAND_EINVAL when @g or @s is NULL, @g does not name @s, or @used exceeds
- * BAND_SEM_MAX_PERMITS; BAND_EOVERFLOW when the debt would pass BAND_SEM_MAX_PERMITS, or
+ * BAND_MAX_UNITS; BAND_EOVERFLOW when the debt would pass BAND_MAX_UNITS, or
  * when returning the surplus fails as band_sem_release() does with it. Nothing changes on
  * failure. MT-safe for the budget.
  */
@@ -284,7 +284,7 @@ BAND_API void band_admit_release_scoped(band_admit_grant *g);
  * and guaranteed reservation @reserve (0 = none).
  *
  * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, @cap 0 or above
- * BAND_SEM_MAX_PERMITS, @reserve above @cap, or the reservations of @parent's children
+ * BAND_MAX_UNITS, @reserve above @cap, or the reservations of @parent's children
  * would exceed @parent's capacity), or BAND_ENOMEM. MT-safe.
  */
 BAND_API int band_tree_create(band_tree **out, band_tree *parent, uint64_t cap, uint64_t reserve);

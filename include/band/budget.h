@@ -33,7 +33,7 @@ typedef struct band_budget band_budget;
  * band_budget_create() - allocate a budget of @capacity units, all available.
  *
  * Returns 0 and stores it in *@out, BAND_EINVAL when @out is NULL or @capacity is 0 or
- * above BAND_SEM_MAX_PERMITS, or BAND_ENOMEM. Free with band_budget_destroy().
+ * above BAND_MAX_UNITS, or BAND_ENOMEM. Free with band_budget_destroy().
  */
 BAND_API int band_budget_create(band_budget **out, uint64_t capacity);
 
@@ -81,7 +81,7 @@ BAND_API uint64_t band_budget_available(const band_budget *b);
  * band_budget_grow() - add @n units of capacity; they go to the debt, then to waiters,
  * then become available.
  *
- * Returns 0, BAND_EOVERFLOW when the capacity would exceed BAND_SEM_MAX_PERMITS (nothing
+ * Returns 0, BAND_EOVERFLOW when the capacity would exceed BAND_MAX_UNITS (nothing
  * changes), or BAND_EINVAL. MT-safe; serialize capacity changes in one controller.
  */
 BAND_API int band_budget_grow(band_budget *b, uint64_t n);

@@ -56,7 +56,7 @@ typedef void band_chan_drop_fn(void *elem, void *ctx);
 /** Creation options; zero-initialise, then set what you need. */
 typedef struct band_chan_opts {
     size_t elem_size;        /* bytes per element, > 0 */
-    uint64_t capacity;       /* elements, 1..BAND_SEM_MAX_PERMITS */
+    uint64_t capacity;       /* elements, 1..BAND_MAX_UNITS */
     uint64_t byte_capacity;  /* 0: no byte bound */
     int overflow;            /* enum band_chan_overflow */
     band_chan_drop_fn *drop; /* optional */
@@ -78,7 +78,7 @@ typedef struct band_chan_opts {
  * by @byte_capacity declared bytes (0 for none), waiting when full.
  *
  * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, @elem_size 0, @capacity 0 or
- * above BAND_SEM_MAX_PERMITS, @byte_capacity above BAND_SEM_MAX_PERMITS), or BAND_ENOMEM.
+ * above BAND_MAX_UNITS, @byte_capacity above BAND_MAX_UNITS), or BAND_ENOMEM.
  */
 BAND_API int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity,
                               uint64_t byte_capacity);
@@ -121,7 +121,7 @@ BAND_API int band_chan_set_wait_histo(band_chan *c, struct band_histo *h);
  * Returns 0, BAND_EAGAIN (full, or older senders are waiting), BAND_ECLOSED, BAND_E2BIG
  * (@bytes above the byte capacity), or BAND_EINVAL (NULL argument, a channel with a drop
  * policy - use band_chan_offer() - or, without a byte bound, @bytes above
- * BAND_SEM_MAX_PERMITS). On any refusal the element stays with the caller.
+ * BAND_MAX_UNITS). On any refusal the element stays with the caller.
  */
 BAND_API int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes);
 

@@ -42,6 +42,14 @@ extern "C" {
 #define BAND_API
 #endif
 
+/** The largest count of units any band bound can hold, request or owe: permits, bytes,
+ *  elements (2^61 - 1; a semaphore's state word keeps the bit above it as headroom for
+ *  releases in flight). */
+#define BAND_MAX_UNITS ((UINT64_C(1) << 61) - 1)
+
+/** The longest name a primitive can carry, including the terminating NUL. */
+#define BAND_NAME_MAX 48
+
 /** Time: nanoseconds of CLOCK_MONOTONIC. Deadlines are absolute. */
 typedef int64_t band_time;
 

@@ -115,7 +115,7 @@ typedef struct band_exec_opts {
  * @opts->capacity jobs.
  *
  * Returns 0 and stores it in *@out, BAND_EINVAL (NULL argument, 0 or too many workers, a
- * capacity of 0 or above BAND_SEM_MAX_PERMITS, a name too long), BAND_ENOMEM, or BAND_EAGAIN
+ * capacity of 0 or above BAND_MAX_UNITS, a name too long), BAND_ENOMEM, or BAND_EAGAIN
  * when a thread could not be created (the ones started are stopped and joined; nothing
  * leaks). The caller frees it with band_exec_destroy().
  */

@@ -57,7 +57,7 @@ extern "C" {
 #define BAND_FAIR_MAX_WEIGHT 65536u
 /** The largest base quantum. */
 #define BAND_FAIR_MAX_QUANTUM (UINT64_C(1) << 32)
-/** The largest capacity (as band_sem's BAND_SEM_MAX_PERMITS). */
+/** The largest capacity (as band_sem's BAND_MAX_UNITS). */
 #define BAND_FAIR_MAX_CAPACITY ((UINT64_C(1) << 61) - 1)
 /** max_keys used when the configuration leaves it 0. */
 #define BAND_FAIR_DEFAULT_MAX_KEYS 1024u

@@ -71,7 +71,7 @@ typedef struct band_limit_opts {
     int algorithm;           /* enum band_limit_algorithm (AIMD) */
     uint64_t initial;        /* starting limit (min) */
     uint64_t min;            /* lowest limit, >= 1 (1) */
-    uint64_t max;            /* highest limit, <= BAND_SEM_MAX_PERMITS (1000) */
+    uint64_t max;            /* highest limit, <= BAND_MAX_UNITS (1000) */
     double backoff;          /* multiplicative decrease on congestion, in (0, 1) (0.9) */
     double increase;         /* AIMD: additive increase per window, > 0 (1) */
     band_time rtt_limit;     /* AIMD: a round trip above this is congestion (0: drops only) */

@@ -90,7 +90,7 @@ typedef struct band_door_opts {
                            the most urgent */
     uint64_t headroom[BAND_DOOR_CLASSES]; /* class c is shed while fewer than headroom[c]
                                              permits would stay available after it; must not
-                                             decrease with c, at most BAND_SEM_MAX_PERMITS;
+                                             decrease with c, at most BAND_MAX_UNITS;
                                              headroom[0] is usually 0. A class with headroom
                                              never waits for permits */
     band_time wait;          /* the longest a request of a class without headroom may wait
@@ -101,7 +101,7 @@ typedef struct band_door_opts {
 
 /**
  * band_door_create() - a front door. Returns 0, BAND_EINVAL (NULL, classes out of range,
- * headroom decreasing or above BAND_SEM_MAX_PERMITS, a negative wait, a backlog without a
+ * headroom decreasing or above BAND_MAX_UNITS, a negative wait, a backlog without a
  * semaphore), or BAND_ENOMEM.
  */
 BAND_API int band_door_create(band_door **out, const band_door_opts *opts);
@@ -115,7 +115,7 @@ BAND_API int band_door_destroy(band_door *d);
  * first, before the caller does any expensive work.
  *
  * Order: closed → GONE; a request the door can never admit → TOO_BIG (more than
- * BAND_SEM_MAX_PERMITS with a semaphore, more than a budget's capacity minus
+ * BAND_MAX_UNITS with a semaphore, more than a budget's capacity minus
  * headroom[@cls], more tokens than the rate budget's burst; no Retry-After, the job is not
  * queued); shedding (class @cls would leave less than headroom[@cls], also when the room
  * vanished between the check and the try) → SHED; permits (try; then, for a class without

@@ -32,20 +32,13 @@
 extern "C" {
 #endif
 
-/** The largest permit count a semaphore can hold, request or owe (2^61 - 1; the state
- *  word keeps the bit above it as headroom for releases in flight). */
-#define BAND_SEM_MAX_PERMITS ((UINT64_C(1) << 61) - 1)
-
-/** The longest name a primitive can carry, including the terminating NUL. */
-#define BAND_NAME_MAX 48
-
 typedef struct band_sem band_sem;
 
 /**
  * band_sem_create() - allocate a semaphore with @permits available permits.
  *
  * Returns 0 and stores the semaphore in *@out, BAND_EINVAL when @out is NULL or @permits
- * exceeds BAND_SEM_MAX_PERMITS, or BAND_ENOMEM. On failure *@out is left unchanged.
+ * exceeds BAND_MAX_UNITS, or BAND_ENOMEM. On failure *@out is left unchanged.
  * The caller owns the semaphore and frees it with band_sem_destroy().
  */
 BAND_API int band_sem_create(band_sem **out, uint64_t permits);
@@ -98,7 +91,7 @@ BAND_API int band_sem_set_deadline_aware(band_sem *s, int on);
  * semaphore), BAND_EAGAIN when fewer than @n are available or another acquisition is
  * queued (try never barges past a waiter), BAND_ECLOSED after close, BAND_E2BIG when @s
  * is a budget and @n exceeds its capacity, or BAND_EINVAL (NULL @s, @n above
- * BAND_SEM_MAX_PERMITS). Never waits; lock-free on its fast path. MT-safe.
+ * BAND_MAX_UNITS). Never waits; lock-free on its fast path. MT-safe.
  */
 BAND_API int band_sem_try_acquire(band_sem *s, uint64_t n);
 
@@ -128,7 +121,7 @@ BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_
  * any other answer also ends it at once, and except for BAND_EINVAL (which leaves @w
  * untouched) band_waiter_status(@w) then reports it. Other answers:
  * BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL (NULL @s or @w, @w already pending or with no
- * wake function, @n above BAND_SEM_MAX_PERMITS), BAND_EOVERFLOW when the units asked
+ * wake function, @n above BAND_MAX_UNITS), BAND_EOVERFLOW when the units asked
  * for by all queued waiters would exceed 2^64 - 1, or BAND_ETIMEDOUT only in deadline-aware
  * mode (band_sem_set_deadline_aware()), when the wait is predicted to miss @w->deadline.
  * Never calls wake itself. When the wake reports status 0 the owner holds @n permits. @w
@@ -143,7 +136,7 @@ BAND_API int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w);
  * The permits repay the debt first, then go to queued waiters in order, then become
  * available. Wakes of waiters completed by this release run on the calling thread before
  * it returns. Returns 0, BAND_EOVERFLOW - nothing changes then - when the permits left
- * available afterwards would exceed BAND_SEM_MAX_PERMITS or, for a budget, when @n is
+ * available afterwards would exceed BAND_MAX_UNITS or, for a budget, when @n is
  * more than callers hold (available + the head's partial grant + @n would exceed the
  * capacity + the debt), or BAND_EINVAL for a NULL @s. Works after close. MT-safe;
  * lock-free when nobody waits.
@@ -164,7 +157,7 @@ BAND_API int band_sem_release(band_sem *s, uint64_t n);
  * Takes available permits first and records the rest as a debt that later releases repay
  * before any queued waiter. Held permits are never revoked. On a budget's semaphore this
  * is band_budget_shrink(): the capacity drops by @n too. Returns 0, BAND_EOVERFLOW when
- * @n or the debt would exceed BAND_SEM_MAX_PERMITS (nothing changes), or BAND_EINVAL (NULL
+ * @n or the debt would exceed BAND_MAX_UNITS (nothing changes), or BAND_EINVAL (NULL
  * @s; for a budget, @n not below its capacity).
  * Serialize reductions in one controller so that each adjustment is applied once. MT-safe.
  */
@@ -271,7 +264,7 @@ BAND_API int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_t
  * after an async acquisition's wake reported 0) in the empty permit @p.
  *
  * Returns 0, BAND_EINVAL when @p or @s is NULL, @p is not empty, or @n exceeds
- * BAND_SEM_MAX_PERMITS, or, when @s is a budget's semaphore, BAND_E2BIG (counted in
+ * BAND_MAX_UNITS, or, when @s is a budget's semaphore, BAND_E2BIG (counted in
  * too_big) when @n exceeds what its callers can hold: its capacity plus any debt a shrink
  * left. @p is untouched on failure.
  */
@@ -299,7 +292,7 @@ BAND_API int band_permit_split(band_permit *p, uint64_t n, band_permit *out);
  *
  * Both must belong to the same semaphore (an empty permit belongs to none and merges with
  * any). Returns 0, BAND_EINVAL for different semaphores or a NULL argument, or
- * BAND_EOVERFLOW when the sum would exceed BAND_SEM_MAX_PERMITS. Nothing changes on
+ * BAND_EOVERFLOW when the sum would exceed BAND_MAX_UNITS. Nothing changes on
  * failure, so no permit is lost.
  */
 BAND_API int band_permit_merge(band_permit *p, band_permit *other);
@@ -331,7 +324,7 @@ BAND_API uint64_t band_permit_forget(band_permit *p);
  * returns all of them (settling the debt first).
  *
  * Returns 0; BAND_EINVAL when @p is NULL or empty (it names no semaphore) or @used exceeds
- * BAND_SEM_MAX_PERMITS; BAND_EOVERFLOW when the debt would pass BAND_SEM_MAX_PERMITS, or
+ * BAND_MAX_UNITS; BAND_EOVERFLOW when the debt would pass BAND_MAX_UNITS, or
  * when returning the surplus fails as band_sem_release() does with it. Nothing changes on
  * failure. MT-safe with respect to the semaphore.
  */

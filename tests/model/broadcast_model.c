@@ -48,7 +48,7 @@
 
 #include "band/band.h"
 #include "band/broadcast.h"
-#include "broadcast_internal.h"
+#include "prim/broadcast_internal.h"
 
 #define NRX        4  /* receivers */
 #define NSEND      6  /* async send ops */

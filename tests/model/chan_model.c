@@ -181,7 +181,7 @@ static uint8_t next_byte(struct chan_model *m)
 }
 
 /* Declared bytes: within or up to two above the byte bound (E2BIG). Values beyond
- * BAND_SEM_MAX_PERMITS are left to test_chan.c (test_huge_bytes_is_e2big). */
+ * BAND_MAX_UNITS are left to test_chan.c (test_huge_bytes_is_e2big). */
 static uint64_t read_bytes(struct chan_model *m)
 {
     uint8_t b = next_byte(m);

@@ -216,7 +216,7 @@ static void m_grant(struct door_model *m, uint64_t pool)
 /* What band_permit_try_acquire(n) answers; takes the units on 0. */
 static int m_try(struct door_model *m, uint64_t n)
 {
-    if (n > BAND_SEM_MAX_PERMITS)
+    if (n > BAND_MAX_UNITS)
         return BAND_EINVAL;
     if (m->sem_kind == SEM_BUDGET && n > m->cap)
         return BAND_E2BIG;
@@ -317,7 +317,7 @@ static void m_shed(struct door_model *m, int cls, uint64_t n, band_time hold, st
 {
     uint64_t h = m->headroom[cls];
     band_time r;
-    if (n > BAND_SEM_MAX_PERMITS || h > BAND_SEM_MAX_PERMITS - n) {
+    if (n > BAND_MAX_UNITS || h > BAND_MAX_UNITS - n) {
         m->counts.too_big_sem++;
         set(e, BAND_ANSWER_TOO_BIG, BAND_E2BIG, 0);
     } else if (m->sem_kind == SEM_BUDGET && (n > m->cap || h > m->cap - n)) {
@@ -365,7 +365,7 @@ static void m_admit(struct door_model *m, int cls, uint64_t n, int job, band_tim
         return;
     }
     if (m->sem_kind != SEM_NONE) {
-        if (n > BAND_SEM_MAX_PERMITS) {
+        if (n > BAND_MAX_UNITS) {
             m->counts.too_big_sem++;
             set(e, BAND_ANSWER_TOO_BIG, BAND_E2BIG, 0);
             return;
@@ -623,7 +623,7 @@ static int teardown(struct door_model *m)
  *   b3: backlog capacity b3 % 4 (0: none; only with a semaphore), classes
  *       1 + ((b3 >> 2) & 3) % 3, bit 4 a wait of 1 us;
  *   b4: headroom[0] 1 when (b4 & 3) == 3, then each class adds ((b4 >> 2c) & 3) % 3; when
- *       both top bits are set the last class's headroom is BAND_SEM_MAX_PERMITS + (b4 & 1)
+ *       both top bits are set the last class's headroom is BAND_MAX_UNITS + (b4 & 1)
  *       (one above the maximum is refused by band_door_create(); the door is then made with
  *       the maximum).
  */
@@ -645,7 +645,7 @@ static int setup(struct door_model *m)
         for (int c = 1; c < m->classes; c++)
             m->headroom[c] = m->headroom[c - 1] + (uint64_t)((b4 >> (2 * c)) & 3) % 3;
         if ((b4 & 0xc0) == 0xc0 && m->classes > 1) /* now and then: more than any holds */
-            m->headroom[m->classes - 1] = BAND_SEM_MAX_PERMITS + (b4 & 1);
+            m->headroom[m->classes - 1] = BAND_MAX_UNITS + (b4 & 1);
     }
 
     m->now = 1000;
@@ -703,12 +703,12 @@ static int setup(struct door_model *m)
     int rc = band_door_create(&m->door, &o);
     int want = 0;
     for (int c = 0; c < m->classes; c++)
-        if (m->headroom[c] > BAND_SEM_MAX_PERMITS)
+        if (m->headroom[c] > BAND_MAX_UNITS)
             want = BAND_EINVAL;
     EXPECT_EQ(m, "band_door_create()", want, rc);
     if (rc != 0) {
         /* Refused as documented: a door whose last class keeps reasonable headroom. */
-        o.headroom[m->classes - 1] = m->headroom[m->classes - 1] = BAND_SEM_MAX_PERMITS;
+        o.headroom[m->classes - 1] = m->headroom[m->classes - 1] = BAND_MAX_UNITS;
         EXPECT_EQ(m, "band_door_create()", 0, band_door_create(&m->door, &o));
     }
     m->counts.doors++;
@@ -727,7 +727,7 @@ static int setup(struct door_model *m)
 
 /* An amount for a request, from one byte: < 160 -> 1 + b % min(capacity, burst); < 232 ->
  * 1 + b % (capacity + 3); < 236 -> 0; < 244 -> burst + 1 + (b & 1); < 250 ->
- * BAND_SEM_MAX_PERMITS - 1 + (b & 3); else UINT64_MAX - (b & 7). */
+ * BAND_MAX_UNITS - 1 + (b & 3); else UINT64_MAX - (b & 7). */
 static uint64_t amount(struct door_model *m)
 {
     uint8_t b = next(m);
@@ -741,7 +741,7 @@ static uint64_t amount(struct door_model *m)
     if (b < 244)
         return m->burst + 1 + (b & 1);
     if (b < 250)
-        return BAND_SEM_MAX_PERMITS - 1 + (uint64_t)(b & 3);
+        return BAND_MAX_UNITS - 1 + (uint64_t)(b & 3);
     return UINT64_MAX - (uint64_t)(b & 7);
 }
 

@@ -5,14 +5,14 @@
  * The model is deliberately naive: a plain array holds the queue in arrival order, and
  * every rule is written out the long way from the headers (sem.h, budget.h, core.h):
  *
- *  - acquisitions are checked in the order EINVAL (n above BAND_SEM_MAX_PERMITS, bad
+ *  - acquisitions are checked in the order EINVAL (n above BAND_MAX_UNITS, bad
  *    waiter), E2BIG (budget: n above the capacity, counted in too_big), ECLOSED; n == 0
  *    succeeds at once on an open semaphore even with waiters queued;
  *  - while any waiter is queued or a debt is owed, nothing is available: the head waiter
  *    holds released permits as its partial grant;
  *  - a release repays the debt, then completes waiters in FIFO order, then adds the rest
  *    to the available count; it fails with EOVERFLOW, changing nothing, when that rest
- *    would exceed BAND_SEM_MAX_PERMITS, or on a budget when it returns more than callers
+ *    would exceed BAND_MAX_UNITS, or on a budget when it returns more than callers
  *    hold (available + the head's partial grant + n above capacity + debt);
  *  - reduce takes available permits first and owes the rest; drain takes only what is
  *    available; cancel (reason BAND_ECANCELED or BAND_ETIMEDOUT, any other is EINVAL)
@@ -25,7 +25,7 @@
  *
  * An acquisition that would push the queued units past 2^64 - 1 is EOVERFLOW (sem.h).
  * Details the headers leave open follow the implementation: on a semaphore,
- * reduce(n > BAND_SEM_MAX_PERMITS) is EOVERFLOW even when the debt would fit; a submission
+ * reduce(n > BAND_MAX_UNITS) is EOVERFLOW even when the debt would fit; a submission
  * refused with EINVAL leaves the waiter's state and status alone, one refused with E2BIG,
  * ECLOSED or EOVERFLOW (or completed at once) ends idle with that status.
  */
@@ -39,10 +39,10 @@
 #include <string.h>
 
 #include "band/band.h"
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 #define NSLOTS 16
-#define MAXP   BAND_SEM_MAX_PERMITS
+#define MAXP   BAND_MAX_UNITS
 #define MAXEV  (2 * NSLOTS)
 
 enum slot_state { SL_IDLE, SL_QUEUED, SL_DONE };
@@ -60,7 +60,7 @@ struct slot {
 
 struct ref {
     int is_budget;
-    uint64_t limit; /* capacity of a budget, BAND_SEM_MAX_PERMITS for a semaphore */
+    uint64_t limit; /* capacity of a budget, BAND_MAX_UNITS for a semaphore */
     uint64_t avail, debt, head_got, q_units;
     uint64_t held; /* permits the driver holds */
     int closed;
@@ -171,7 +171,7 @@ static uint64_t head_need(const struct sem_model *m)
 
 /*
  * An amount: mostly small, sometimes one of the interesting values near the state (what
- * is available, the limit, the head's need, what is held) or near BAND_SEM_MAX_PERMITS
+ * is available, the limit, the head's need, what is held) or near BAND_MAX_UNITS
  * and UINT64_MAX.
  */
 static uint64_t read_amount(struct sem_model *m)

@@ -31,7 +31,7 @@
 #include <time.h>
 
 #include "core/internal.h"
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 #define NBUD     5
 #define NTHREADS 4

@@ -29,7 +29,7 @@
 
 #include "band/broadcast.h"
 
-#include "broadcast_internal.h"
+#include "prim/broadcast_internal.h"
 
 #define NSEND     3
 #define NRECV     3 /* fixed receivers; one more subscribes and unsubscribes over and over */

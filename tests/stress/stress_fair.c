@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fair_internal.h"
+#include "prim/fair/fair_internal.h"
 
 enum { THREADS = 6, ITERS = 40000, KEYS = 12 };
 

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 #define NTHREADS        8
 #define CAPACITY        256 /* the semaphore's permits */

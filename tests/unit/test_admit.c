@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 struct areq {
     band_admit_req r; /* first: the request's waiter is the first member */
@@ -131,7 +131,7 @@ static void test_req_add_args(void **state)
     struct areq *q = &f->q[0];
     assert_int_equal(band_admit_req_add(NULL, f->a, 1), BAND_EINVAL);
     assert_int_equal(band_admit_req_add(&q->r, NULL, 1), BAND_EINVAL);
-    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_SEM_MAX_PERMITS + 1), BAND_EINVAL);
+    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_MAX_UNITS + 1), BAND_EINVAL);
     assert_int_equal(q->r.n, 0);
 
     /* A budget named twice is merged: charged once, with the sum. */
@@ -139,9 +139,9 @@ static void test_req_add_args(void **state)
     assert_int_equal(band_admit_req_add(&q->r, f->a, 2), 0);
     assert_int_equal(q->r.n, 1);
     assert_u64_equal(q->r.e[0].amount, 3);
-    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_SEM_MAX_PERMITS), 0);
+    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_MAX_UNITS), 0);
     assert_int_equal(band_admit_req_add(&q->r, f->s, 1), BAND_EOVERFLOW);
-    assert_u64_equal(q->r.e[1].amount, BAND_SEM_MAX_PERMITS); /* unchanged */
+    assert_u64_equal(q->r.e[1].amount, BAND_MAX_UNITS); /* unchanged */
 
     /* At most BAND_ADMIT_MAX budgets. */
     band_sem *extra[BAND_ADMIT_MAX];
@@ -847,19 +847,19 @@ static void test_reconcile_args(void **state)
     assert_int_equal(band_admit_reconcile(NULL, f->s, 1), BAND_EINVAL);
     assert_int_equal(band_admit_reconcile(&g, NULL, 1), BAND_EINVAL);
     assert_int_equal(band_admit_reconcile(&g, f->a, 1), BAND_EINVAL); /* not named */
-    assert_int_equal(band_admit_reconcile(&g, f->s, BAND_SEM_MAX_PERMITS + 1), BAND_EINVAL);
+    assert_int_equal(band_admit_reconcile(&g, f->s, BAND_MAX_UNITS + 1), BAND_EINVAL);
     assert_u64_equal(band_admit_held(&g, f->s), 1);
     assert_u64_equal(band_sem_available(f->s), 1);
     /* The debt may not pass the maximum: S owes all but one unit of it. */
-    assert_int_equal(band_sem_reduce(f->s, BAND_SEM_MAX_PERMITS), 0);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 1);
+    assert_int_equal(band_sem_reduce(f->s, BAND_MAX_UNITS), 0);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS - 1);
     assert_int_equal(band_admit_reconcile(&g, f->s, 3), BAND_EOVERFLOW);
     assert_u64_equal(band_admit_held(&g, f->s), 1);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 1);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS - 1);
     assert_int_equal(band_admit_reconcile(&g, f->s, 2), 0);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS);
     assert_int_equal(band_admit_release(&g), 0);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 2);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS - 2);
     CHECK(f);
 }
 

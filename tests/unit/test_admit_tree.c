@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 struct areq {
     band_admit_req r;
@@ -132,7 +132,7 @@ static void test_create_rules(void **state)
     band_tree *t = (band_tree *)(uintptr_t)0x1;
     assert_int_equal(band_tree_create(NULL, NULL, 1, 0), BAND_EINVAL);
     assert_int_equal(band_tree_create(&t, NULL, 0, 0), BAND_EINVAL);
-    assert_int_equal(band_tree_create(&t, NULL, BAND_SEM_MAX_PERMITS + 1, 0), BAND_EINVAL);
+    assert_int_equal(band_tree_create(&t, NULL, BAND_MAX_UNITS + 1, 0), BAND_EINVAL);
     assert_int_equal(band_tree_create(&t, NULL, 4, 5), BAND_EINVAL); /* reserve > cap */
     /* root's children already reserve 8 of its 10 */
     assert_int_equal(band_tree_create(&t, f->root, 10, 3), BAND_EINVAL);

@@ -13,7 +13,7 @@
 #include "band/broadcast.h"
 
 /* Defined in src/broadcast.c (test hook; 0 when the invariants hold). */
-#include "broadcast_internal.h"
+#include "prim/broadcast_internal.h"
 
 #define LOSSY    BAND_BROADCAST_LOSSY
 #define LOSSLESS BAND_BROADCAST_LOSSLESS

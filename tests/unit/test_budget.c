@@ -8,9 +8,9 @@
 #include <stdalign.h>
 #include <string.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
-#define MAXP BAND_SEM_MAX_PERMITS
+#define MAXP BAND_MAX_UNITS
 
 struct fixture {
     band_budget *b;

@@ -21,7 +21,7 @@
 
 #include "band/chan.h"
 
-#define MAXP BAND_SEM_MAX_PERMITS
+#define MAXP BAND_MAX_UNITS
 
 /* ---------------------------------------------------------------------------------- */
 /* recorders and fixture                                                               */
@@ -1375,7 +1375,7 @@ static void test_byte_bound(void **state)
 
 /*
  * Any @bytes above the byte capacity is BAND_E2BIG (chan.h: "BAND_E2BIG (@bytes above the
- * byte capacity)"), also beyond BAND_SEM_MAX_PERMITS, and counts in refused_too_big.
+ * byte capacity)"), also beyond BAND_MAX_UNITS, and counts in refused_too_big.
  */
 static void test_huge_bytes_is_e2big(void **state)
 {

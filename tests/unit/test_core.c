@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 struct fixture {
     band_sem *sem;
@@ -171,7 +171,7 @@ static void test_submit_never_calls_wake(void **state)
     assert_int_equal(atomic_load(&r.count), 0);
 
     /* Failed submission: no wake. */
-    assert_int_equal(band_sem_acquire_async(f->sem, BAND_SEM_MAX_PERMITS + 1, &r.w), BAND_EINVAL);
+    assert_int_equal(band_sem_acquire_async(f->sem, BAND_MAX_UNITS + 1, &r.w), BAND_EINVAL);
     assert_int_equal(atomic_load(&r.count), 0);
     assert_int_equal(band_waiter_is_pending(&r.w), 0);
 

@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "fair_internal.h"
+#include "prim/fair/fair_internal.h"
 
 #define FAIR_LOG_MAX 8192
 

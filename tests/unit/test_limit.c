@@ -60,7 +60,7 @@ static void test_opts_invalid(void **state)
     o.tolerance = 0.5;
     assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
     o.tolerance = 0;
-    o.max = BAND_SEM_MAX_PERMITS + 1;
+    o.max = BAND_MAX_UNITS + 1;
     assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
     assert_null(l);
 

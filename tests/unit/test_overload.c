@@ -507,7 +507,7 @@ static void test_door_never_fits(void **state)
     band_door *d = door(s, NULL, NULL, 1, NULL, 0);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(
-        band_door_admit(d, 0, BAND_SEM_MAX_PERMITS + 1, NULL, &p, &a, BAND_FOREVER, NULL), 0);
+        band_door_admit(d, 0, BAND_MAX_UNITS + 1, NULL, &p, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_TOO_BIG);
     assert_int_equal(a.reason, BAND_E2BIG);
     assert_int_equal(a.http_status, 413);
@@ -579,7 +579,7 @@ static void test_door_never_fits(void **state)
     band_door_opts o;
     memset(&o, 0, sizeof(o));
     o.classes = 2;
-    o.headroom[1] = BAND_SEM_MAX_PERMITS + 1;
+    o.headroom[1] = BAND_MAX_UNITS + 1;
     assert_int_equal(band_door_create(&d, &o), BAND_EINVAL);
 }
 
@@ -604,7 +604,7 @@ static void test_door_retry_after_saturates(void **state)
     band_waiter w[8];
     for (int i = 0; i < 8; i++) {
         band_waiter_init(&w[i], wake_none, NULL);
-        assert_int_equal(band_sem_acquire_async(s, BAND_SEM_MAX_PERMITS, &w[i]), BAND_PENDING);
+        assert_int_equal(band_sem_acquire_async(s, BAND_MAX_UNITS, &w[i]), BAND_PENDING);
     }
     assert_int_equal(band_door_admit(d, 0, 16, NULL, &p, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);

@@ -5,9 +5,9 @@
  */
 #include "test.h"
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
-#define MAXP BAND_SEM_MAX_PERMITS
+#define MAXP BAND_MAX_UNITS
 
 struct fixture {
     band_sem *sem;

@@ -94,7 +94,7 @@ static int no_wait(int rc)
 
 int band_fdq_acquire(band_fdq *q, band_fdq_op *op, band_sem *s, uint64_t n, band_time deadline)
 {
-    if (!usable(q, op) || s == NULL || n > BAND_SEM_MAX_PERMITS)
+    if (!usable(q, op) || s == NULL || n > BAND_MAX_UNITS)
         return refuse(op);
     claim(q, op, BAND__FDQ_ACQUIRE, deadline);
     op->_a.acq.sem = s;

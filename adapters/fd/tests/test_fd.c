@@ -137,7 +137,7 @@ static void test_args(void **state)
     assert_int_equal(band_fdq_acquire(NULL, op, f->sem, 1, BAND_FOREVER), BAND_EINVAL);
     assert_int_equal(band_fdq_acquire(f->q, NULL, f->sem, 1, BAND_FOREVER), BAND_EINVAL);
     assert_int_equal(band_fdq_acquire(f->q, op, NULL, 1, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_fdq_acquire(f->q, op, f->sem, BAND_SEM_MAX_PERMITS + 1, BAND_FOREVER),
+    assert_int_equal(band_fdq_acquire(f->q, op, f->sem, BAND_MAX_UNITS + 1, BAND_FOREVER),
                      BAND_EINVAL);
     assert_int_equal(band_fdq_send(f->q, op, f->ch, NULL, 0, BAND_FOREVER), BAND_EINVAL);
     assert_int_equal(band_fdq_send(f->q, op, NULL, &v, 0, BAND_FOREVER), BAND_EINVAL);

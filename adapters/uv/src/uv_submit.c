@@ -87,7 +87,7 @@ int band_uv_acquire(band_uv *u, band_uv_op *op, band_sem *s, uint64_t n, band_ti
     int rc = check_submit(u, op, cb);
     if (rc != 0)
         return rc;
-    if (s == NULL || n > BAND_SEM_MAX_PERMITS)
+    if (s == NULL || n > BAND_MAX_UNITS)
         return BAND_EINVAL;
     band_waiter *w = prepare(u, op, BAND_UV__ACQUIRE, s, deadline, cb);
     op->_n = n;

@@ -187,14 +187,14 @@ static void test_bad_input(void **state)
     assert_int_equal(band_uv_acquire(u, NULL, f->sem, 1, BAND_FOREVER, rec_cb), BAND_EINVAL);
     assert_int_equal(band_uv_acquire(u, op, NULL, 1, BAND_FOREVER, rec_cb), BAND_EINVAL);
     assert_int_equal(band_uv_acquire(u, op, f->sem, 1, BAND_FOREVER, NULL), BAND_EINVAL);
-    assert_int_equal(band_uv_acquire(u, op, f->sem, BAND_SEM_MAX_PERMITS + 1, BAND_FOREVER, rec_cb),
+    assert_int_equal(band_uv_acquire(u, op, f->sem, BAND_MAX_UNITS + 1, BAND_FOREVER, rec_cb),
                      BAND_EINVAL);
     assert_int_equal(band_uv_send(NULL, op, f->chan, &v, 8, BAND_FOREVER, rec_cb), BAND_EINVAL);
     assert_int_equal(band_uv_send(u, op, NULL, &v, 8, BAND_FOREVER, rec_cb), BAND_EINVAL);
     assert_int_equal(band_uv_send(u, op, f->chan, NULL, 8, BAND_FOREVER, rec_cb), BAND_EINVAL);
     assert_int_equal(band_uv_send(u, op, f->chan, &v, 8, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(
-        band_uv_send(u, op, f->chan, &v, BAND_SEM_MAX_PERMITS + 1, BAND_FOREVER, rec_cb),
+        band_uv_send(u, op, f->chan, &v, BAND_MAX_UNITS + 1, BAND_FOREVER, rec_cb),
         BAND_EINVAL); /* the channel's own EINVAL is returned too */
     assert_int_equal(band_uv_recv(NULL, op, f->chan, &out, NULL, BAND_FOREVER, rec_cb),
                      BAND_EINVAL);

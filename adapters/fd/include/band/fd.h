@@ -133,7 +133,7 @@ BAND_API int band_fdq_fd(const band_fdq *q);
  * before band_now() means "do not wait": the op never queues then, and is reported as
  * granted or as BAND_ETIMEDOUT. BAND_FOREVER waits without limit.
  * Returns BAND_EINVAL, and nothing is queued or reported, when @q, @op or @s is NULL, @op
- * is owned by a queue, or @n exceeds BAND_SEM_MAX_PERMITS. Owner thread only. @s must
+ * is owned by a queue, or @n exceeds BAND_MAX_UNITS. Owner thread only. @s must
  * outlive the operation (until it is reaped).
  */
 BAND_API int band_fdq_acquire(band_fdq *q, band_fdq_op *op, band_sem *s, uint64_t n,

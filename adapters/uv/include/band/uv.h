@@ -152,7 +152,7 @@ BAND_UV_API int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *d
  * limit, and a time already past takes the permits only if they are available now.
  * Returns 0 (accepted: @cb runs exactly once, later, on the loop thread), BAND_ECLOSED
  * when @u is closing, or BAND_EINVAL (NULL @u, @op, @s or @cb, @n above
- * BAND_SEM_MAX_PERMITS, @op still pending); @cb never runs after a negative return.
+ * BAND_MAX_UNITS, @op still pending); @cb never runs after a negative return.
  * Loop thread only. @s must outlive the operation.
  */
 BAND_UV_API int band_uv_acquire(band_uv *u, band_uv_op *op, band_sem *s, uint64_t n,
@@ -180,7 +180,7 @@ BAND_UV_API int band_uv_op_take_permit(band_uv_op *op, band_permit *out);
  * BAND_ECLOSED, BAND_E2BIG (@bytes above the byte capacity).
  * Returns 0 (accepted, as for band_uv_acquire()), BAND_ECLOSED when @u is closing, or
  * BAND_EINVAL (NULL argument, @op still pending, a channel with a drop policy, @bytes
- * above BAND_SEM_MAX_PERMITS on a channel without byte bound). Loop thread only. @c must
+ * above BAND_MAX_UNITS on a channel without byte bound). Loop thread only. @c must
  * outlive the operation.
  */
 BAND_UV_API int band_uv_send(band_uv *u, band_uv_op *op, band_chan *c, const void *elem,

@@ -28,7 +28,7 @@
  *     before and after, and a release that a change overlapped is redone under the lock.
  * Slow-path writers change the word with CAS loops that preserve what fast releases
  * added, so a fast path that races with them retries or falls into the slow path.
- * BAND_SEM_MAX_PERMITS is 2^61 - 1 while the field holds 62 bits: releases past the
+ * BAND_MAX_UNITS is 2^61 - 1 while the field holds 62 bits: releases past the
  * maximum that are in flight at once cannot wrap the word.
  *
  * Hand-off. The grant loop pops completed waiters from the head, O(1) each, whatever the
@@ -50,8 +50,8 @@
 #include "band/histo.h"
 #include "core/block.h"
 #include "core/name.h"
-#include "sem_internal.h"
-#include "sem_priv.h"
+#include "prim/sem_internal.h"
+#include "prim/sem_priv.h"
 
 #define SLOW   BAND__SEM_SLOW
 #define CLOSED BAND__SEM_CLOSED
@@ -76,7 +76,7 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     atomic_init(&s->state, permits << SHIFT);
     atomic_init(&s->try_refusals, 0);
     atomic_init(&s->too_big, 0);
-    atomic_init(&s->limit, is_budget ? permits : BAND_SEM_MAX_PERMITS);
+    atomic_init(&s->limit, is_budget ? permits : BAND_MAX_UNITS);
     atomic_init(&s->cap_seq, 0);
     s->add_release = !is_budget;
     band__waitq_init(&s->q, &s->lock, &sem_waitq_ops);
@@ -104,7 +104,7 @@ void band__sem_fini(band_sem *s)
 
 int band_sem_create(band_sem **out, uint64_t permits)
 {
-    if (out == NULL || permits > BAND_SEM_MAX_PERMITS)
+    if (out == NULL || permits > BAND_MAX_UNITS)
         return BAND_EINVAL;
     band_sem *s = aligned_alloc(BAND__CACHELINE, sizeof(*s));
     if (s == NULL)
@@ -334,7 +334,7 @@ static int sem_reduce_locked(band_sem *s, uint64_t n)
         uint64_t avail = AVAIL(st);
         uint64_t take = band__min_u64(avail, n);
         uint64_t rest = n - take;
-        if (rest > BAND_SEM_MAX_PERMITS - s->debt)
+        if (rest > BAND_MAX_UNITS - s->debt)
             return BAND_EOVERFLOW;
         uint64_t slow = (rest > 0 || s->q.len > 0 || s->debt > 0) ? SLOW : 0;
         uint64_t nst = ((avail - take) << SHIFT) | (st & CLOSED) | slow;
@@ -370,7 +370,7 @@ static void sem_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
 /* The checks every acquisition shares: BAND_EINVAL, BAND_E2BIG or 0. */
 static int sem_check_request(band_sem *s, uint64_t n)
 {
-    if (n > BAND_SEM_MAX_PERMITS)
+    if (n > BAND_MAX_UNITS)
         return BAND_EINVAL;
     if (n > atomic_load_explicit(&s->limit, memory_order_relaxed)) {
         atomic_fetch_add_explicit(&s->too_big, 1, memory_order_relaxed);
@@ -398,7 +398,7 @@ static int sem_try_take(band_sem *s, uint64_t n)
 
 int band_sem_try_acquire(band_sem *s, uint64_t n)
 {
-    if (band__unlikely(s == NULL || n > BAND_SEM_MAX_PERMITS))
+    if (band__unlikely(s == NULL || n > BAND_MAX_UNITS))
         return BAND_EINVAL;
     /* Success needs n <= available <= capacity, so the capacity is only read to classify
      * a refusal; E2BIG still takes precedence over the other answers. */
@@ -578,7 +578,7 @@ static int sem_release_fixup(band_sem *s, uint64_t n, uint64_t old)
     band__wakelist_init(&wl);
     int rc = 0;
     pthread_mutex_lock(&s->lock);
-    if (AVAIL(old) > BAND_SEM_MAX_PERMITS - n) {
+    if (AVAIL(old) > BAND_MAX_UNITS - n) {
         /* Past the maximum at the moment of the add: undo it. A taker that raced in and
          * used the excess is charged as debt, so the balance is as before the call. */
         uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
@@ -642,7 +642,7 @@ int band_sem_release(band_sem *s, uint64_t n)
         return 0;
     if (band__likely(s->add_release && n <= ADD_RELEASE_MAX)) {
         uint64_t old = atomic_fetch_add_explicit(&s->state, n << SHIFT, memory_order_release);
-        if (band__likely(!(old & SLOW) && AVAIL(old) <= BAND_SEM_MAX_PERMITS - n))
+        if (band__likely(!(old & SLOW) && AVAIL(old) <= BAND_MAX_UNITS - n))
             return 0;
         return sem_release_fixup(s, n, old);
     }
@@ -684,7 +684,7 @@ int band_sem_reduce(band_sem *s, uint64_t n)
         return 0;
     if (s->is_budget)
         return band__sem_shrink(s, n); /* a budget's balance is its capacity */
-    if (n > BAND_SEM_MAX_PERMITS)
+    if (n > BAND_MAX_UNITS)
         return BAND_EOVERFLOW;
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
     while (!(st & SLOW) && AVAIL(st) >= n) {
@@ -702,7 +702,7 @@ int band__sem_charge(band_sem *s, uint64_t n)
 {
     if (n == 0)
         return 0;
-    if (n > BAND_SEM_MAX_PERMITS)
+    if (n > BAND_MAX_UNITS)
         return BAND_EOVERFLOW;
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
     while (!(st & SLOW) && AVAIL(st) >= n) {
@@ -819,7 +819,7 @@ int band__sem_grow(band_sem *s, uint64_t n)
     sem_cap_change_begin(s);
     uint64_t cap = atomic_load_explicit(&s->limit, memory_order_relaxed);
     int rc = BAND_EOVERFLOW;
-    if (n > BAND_SEM_MAX_PERMITS - cap) {
+    if (n > BAND_MAX_UNITS - cap) {
         /* refused, nothing changes */
     } else if (s->q.len == 0 && s->debt == 0) {
         /* Fast releases race here. The units join the word before the limit rises, so a
@@ -1153,7 +1153,7 @@ int band__sem_check(const band_sem *cs)
         bad = -__LINE__;
     else if (avail > limit)
         bad = -__LINE__;
-    else if (s->debt > BAND_SEM_MAX_PERMITS)
+    else if (s->debt > BAND_MAX_UNITS)
         bad = -__LINE__;
     pthread_mutex_unlock(&s->lock);
     return bad;

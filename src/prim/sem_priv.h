@@ -28,7 +28,7 @@ struct band_sem {
     /* Counted outside the lock, on refusals only. */
     _Alignas(BAND__CACHELINE) _Atomic uint64_t try_refusals;
     _Atomic uint64_t too_big;
-    /* A budget's capacity (the release limit); BAND_SEM_MAX_PERMITS for a semaphore.
+    /* A budget's capacity (the release limit); BAND_MAX_UNITS for a semaphore.
      * Written under the lock, read anywhere. */
     _Atomic uint64_t limit;
     /* Odd while a capacity change is under way, bumped by each (lock): a budget's fast
@@ -76,7 +76,7 @@ int band__sem_check_holdable(band_sem *s, uint64_t n);
  * from the available units first and the rest becomes debt, which later releases repay
  * before any waiter, as band_sem_reduce() does on a semaphore; a budget's capacity does
  * not change. Never waits, refuses nothing for size or close. Returns 0, or
- * BAND_EOVERFLOW when the debt would pass BAND_SEM_MAX_PERMITS (nothing changed). Lock
+ * BAND_EOVERFLOW when the debt would pass BAND_MAX_UNITS (nothing changed). Lock
  * taken inside; no waiter completes, so no wake runs.
  */
 int band__sem_charge(band_sem *s, uint64_t n);
@@ -144,7 +144,7 @@ static inline int band__sem_closed(const band_sem *s)
             BAND__SEM_CLOSED) != 0;
 }
 
-/* The capacity of a budget (BAND_SEM_MAX_PERMITS for a semaphore). Any thread. */
+/* The capacity of a budget (BAND_MAX_UNITS for a semaphore). Any thread. */
 static inline uint64_t band__sem_limit(const band_sem *s)
 {
     return atomic_load_explicit(&((band_sem *)s)->limit, memory_order_relaxed);

@@ -22,7 +22,7 @@
  * of that stage watches its budget (sem_priv.h), so that a close or shrink there still
  * fails the request at once.
  */
-#include "admit_internal.h"
+#include "admit/admit_internal.h"
 
 /* Does @a rank before @b? */
 static int admit_key_less(const band_admit_req *a, const band_admit_req *b)

@@ -56,7 +56,7 @@
  * Cascades (a grant frees units that make the next head grantable) go through the inbox
  * too: no recursion, no allocation.
  */
-#include "admit_internal.h"
+#include "admit/admit_internal.h"
 
 static void admit_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
                                 struct band__wakelist *wl);

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "admit_internal.h"
+#include "admit/admit_internal.h"
 
 /* The entry of @g for @s, or NULL. */
 static band_permit *grant_find(band_admit_grant *g, const band_sem *s)
@@ -67,7 +67,7 @@ int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount, band_ti
                       band_cancel *cancel)
 {
     band_permit *p = grant_find(g, s);
-    if (p == NULL || amount > BAND_SEM_MAX_PERMITS)
+    if (p == NULL || amount > BAND_MAX_UNITS)
         return BAND_EINVAL;
     if (amount <= p->count)
         return band_admit_release_part(g, s, p->count - amount);
@@ -84,7 +84,7 @@ int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount, band_ti
 int band_admit_reconcile(band_admit_grant *g, band_sem *s, uint64_t used)
 {
     band_permit *p = grant_find(g, s);
-    if (p == NULL || used > BAND_SEM_MAX_PERMITS)
+    if (p == NULL || used > BAND_MAX_UNITS)
         return BAND_EINVAL;
     if (used <= p->count)
         return band_admit_release_part(g, s, p->count - used);

@@ -17,11 +17,11 @@
  */
 #include <stdlib.h>
 
-#include "admit_internal.h"
+#include "admit/admit_internal.h"
 
 int band_tree_create(band_tree **out, band_tree *parent, uint64_t cap, uint64_t reserve)
 {
-    if (out == NULL || cap == 0 || cap > BAND_SEM_MAX_PERMITS || reserve > cap)
+    if (out == NULL || cap == 0 || cap > BAND_MAX_UNITS || reserve > cap)
         return BAND_EINVAL;
     band_tree *t = aligned_alloc(BAND__CACHELINE, sizeof(*t));
     if (t == NULL)
@@ -89,7 +89,7 @@ band_tree *band_tree_parent(const band_tree *t)
 
 int band_admit_req_add_tree(band_admit_req *r, band_tree *leaf, uint64_t amount)
 {
-    if (r == NULL || leaf == NULL || amount > BAND_SEM_MAX_PERMITS || band_waiter_is_pending(&r->w))
+    if (r == NULL || leaf == NULL || amount > BAND_MAX_UNITS || band_waiter_is_pending(&r->w))
         return BAND_EINVAL;
     /* Check first that the whole path fits, so that nothing changes on failure. */
     uint32_t fresh = 0;
@@ -102,7 +102,7 @@ int band_admit_req_add_tree(band_admit_req *r, band_tree *leaf, uint64_t amount)
             i++;
         if (i == r->n)
             fresh++;
-        else if (amount > BAND_SEM_MAX_PERMITS - r->e[i].amount)
+        else if (amount > BAND_MAX_UNITS - r->e[i].amount)
             return BAND_EOVERFLOW;
     }
     if (r->n + fresh > BAND_ADMIT_MAX)
@@ -113,7 +113,7 @@ int band_admit_req_add_tree(band_admit_req *r, band_tree *leaf, uint64_t amount)
             k++;
         if (k == r->_ntenant && k == BAND_ADMIT_MAX)
             return BAND_EINVAL; /* cannot happen: a tenant is one of the named nodes */
-        if (k < r->_ntenant && amount > BAND_SEM_MAX_PERMITS - r->_tenant_amt[k])
+        if (k < r->_ntenant && amount > BAND_MAX_UNITS - r->_tenant_amt[k])
             return BAND_EOVERFLOW;
     }
     unsigned stage = 0;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sem_priv.h"
+#include "prim/sem_priv.h"
 
 struct band_budget {
     band_sem sem; /* first: a budget is usable wherever its semaphore is */
@@ -28,7 +28,7 @@ union buf_header {
 
 int band_budget_create(band_budget **out, uint64_t capacity)
 {
-    if (out == NULL || capacity == 0 || capacity > BAND_SEM_MAX_PERMITS)
+    if (out == NULL || capacity == 0 || capacity > BAND_MAX_UNITS)
         return BAND_EINVAL;
     band_budget *b = aligned_alloc(BAND__CACHELINE, sizeof(*b));
     if (b == NULL)

@@ -2,7 +2,7 @@
  * permit.c - permits as values: {semaphore, count} with one owner.
  */
 #include "core/internal.h"
-#include "sem_priv.h"
+#include "prim/sem_priv.h"
 
 static int permit_is_empty(const band_permit *p)
 {
@@ -42,7 +42,7 @@ int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_time deadl
 
 int band_permit_adopt(band_permit *p, band_sem *s, uint64_t n)
 {
-    if (p == NULL || s == NULL || !permit_is_empty(p) || n > BAND_SEM_MAX_PERMITS)
+    if (p == NULL || s == NULL || !permit_is_empty(p) || n > BAND_MAX_UNITS)
         return BAND_EINVAL;
     /* More than a budget's callers can hold is no reservation: a permit of it could never
      * be released, and BAND_SCOPED_PERMIT would then forget the budget's capacity away. */
@@ -96,7 +96,7 @@ int band_permit_merge(band_permit *p, band_permit *other)
     }
     if (p->sem != other->sem)
         return BAND_EINVAL;
-    if (other->count > BAND_SEM_MAX_PERMITS - p->count)
+    if (other->count > BAND_MAX_UNITS - p->count)
         return BAND_EOVERFLOW;
     p->count += other->count;
     permit_clear(other);
@@ -116,7 +116,7 @@ uint64_t band_permit_forget(band_permit *p)
 
 int band_permit_reconcile(band_permit *p, uint64_t used)
 {
-    if (p == NULL || permit_is_empty(p) || used > BAND_SEM_MAX_PERMITS)
+    if (p == NULL || permit_is_empty(p) || used > BAND_MAX_UNITS)
         return BAND_EINVAL;
     if (used == p->count)
         return 0;

@@ -23,7 +23,7 @@
  * reservation), so it runs the dispatch and the wakes of what that granted.
  */
 #include "core/block.h"
-#include "fair_internal.h"
+#include "prim/fair/fair_internal.h"
 
 static void fair_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
                                struct band__wakelist *wl);

@@ -17,7 +17,7 @@
 #define BAND_ADMIT_INTERNAL_H
 
 #include "band/admit.h"
-#include "sem_priv.h"
+#include "prim/sem_priv.h"
 
 /* Request flags (_flags), written under band__admit_mu. */
 #define BAND__ADMIT_GUARANTEED 1u /* queued ahead of non-guaranteed waiters */

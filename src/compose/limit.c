@@ -148,7 +148,7 @@ static int limit_opts(band_limit_opts *o, const band_limit_opts *in)
         o->tolerance = DEFAULT_TOLERANCE;
     if (o->rtt_smoothing == 0)
         o->rtt_smoothing = DEFAULT_RTT_SMOOTHING;
-    if (o->min > o->max || o->max > BAND_SEM_MAX_PERMITS || o->initial < o->min ||
+    if (o->min > o->max || o->max > BAND_MAX_UNITS || o->initial < o->min ||
         o->initial > o->max)
         return BAND_EINVAL;
     if (!(o->backoff > 0 && o->backoff < 1) || !(o->increase > 0) || !isfinite(o->increase) ||

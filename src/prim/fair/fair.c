@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fair_internal.h"
+#include "prim/fair/fair_internal.h"
 
 void band_fair_config_init(band_fair_config *c, uint64_t capacity)
 {

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "admit_internal.h"
+#include "admit/admit_internal.h"
 #include "core/block.h"
 
 void band_admit_req_init(band_admit_req *r, band_wake_fn *wake, void *data)
@@ -42,12 +42,12 @@ static void admit_sort(band_admit_req *r)
 
 int band__admit_req_add_staged(band_admit_req *r, band_sem *s, uint64_t amount, unsigned stage)
 {
-    if (r == NULL || s == NULL || amount > BAND_SEM_MAX_PERMITS || band_waiter_is_pending(&r->w) ||
+    if (r == NULL || s == NULL || amount > BAND_MAX_UNITS || band_waiter_is_pending(&r->w) ||
         r->n > BAND_ADMIT_MAX)
         return BAND_EINVAL;
     for (uint32_t i = 0; i < r->n; i++) {
         if (r->e[i].sem == s) {
-            if (amount > BAND_SEM_MAX_PERMITS - r->e[i].amount)
+            if (amount > BAND_MAX_UNITS - r->e[i].amount)
                 return BAND_EOVERFLOW;
             r->e[i].amount += amount;
             if (stage < r->_stage[i])

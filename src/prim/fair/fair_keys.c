@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fair_internal.h"
+#include "prim/fair/fair_internal.h"
 
 #define FAIR_TAB_MIN 16u
 

@@ -44,7 +44,7 @@
  * granted by pass 1 as soon as it fits (2), so when nothing is held every protected head
  * is served, and a request blocked only by others' reservations waits for releases.
  */
-#include "fair_internal.h"
+#include "prim/fair/fair_internal.h"
 
 enum { SERVE_IDLE, SERVE_STALLED };
 

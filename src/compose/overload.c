@@ -113,7 +113,7 @@ int band_door_create(band_door **out, const band_door_opts *o)
         return BAND_EINVAL;
     int classes = o->classes == 0 ? 1 : o->classes;
     for (int c = 0; c < classes; c++)
-        if (o->headroom[c] > BAND_SEM_MAX_PERMITS || (c > 0 && o->headroom[c] < o->headroom[c - 1]))
+        if (o->headroom[c] > BAND_MAX_UNITS || (c > 0 && o->headroom[c] < o->headroom[c - 1]))
             return BAND_EINVAL;
     band_door *d = calloc(1, sizeof(*d));
     if (d == NULL)
@@ -199,8 +199,8 @@ static band_answer make(int kind, int reason, band_time retry_after)
  * holds, or than a budget's current capacity leaves after the class's headroom. */
 static int sem_never_fits(band_door *d, int cls, uint64_t n)
 {
-    uint64_t h = d->headroom[cls]; /* <= BAND_SEM_MAX_PERMITS (create checks it) */
-    if (n > BAND_SEM_MAX_PERMITS || h > BAND_SEM_MAX_PERMITS - n)
+    uint64_t h = d->headroom[cls]; /* <= BAND_MAX_UNITS (create checks it) */
+    if (n > BAND_MAX_UNITS || h > BAND_MAX_UNITS - n)
         return 1;
     band_sem_stats st;
     return band_sem_get_stats(d->sem, &st) == 0 && st.is_budget &&
@@ -286,7 +286,7 @@ int band_door_admit(band_door *d, int cls, uint64_t n, const void *job, band_per
     if (d->sem != NULL) {
         /* The semaphore would call this BAND_EINVAL; for the door it is a request that
          * can never fit. */
-        if (n > BAND_SEM_MAX_PERMITS)
+        if (n > BAND_MAX_UNITS)
             return too_big(d, cls, ans);
         /* Shed first: class cls must leave headroom[cls] permits for the classes above. */
         uint64_t h = d->headroom[cls];

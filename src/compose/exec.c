@@ -208,7 +208,7 @@ int band_exec_create(band_exec **out, const band_exec_opts *opts)
 {
     if (out == NULL || opts == NULL || opts->workers == 0 ||
         opts->workers > BAND_EXEC_MAX_WORKERS || opts->capacity == 0 ||
-        opts->capacity > BAND_SEM_MAX_PERMITS)
+        opts->capacity > BAND_MAX_UNITS)
         return BAND_EINVAL;
     band_exec *ex = calloc(1, sizeof(*ex));
     if (ex == NULL)

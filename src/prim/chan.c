@@ -43,7 +43,7 @@
 
 #include "band/chan.h"
 #include "band/histo.h"
-#include "chan_ring.h"
+#include "prim/chan_ring.h"
 #include "core/asym.h"
 #include "core/block.h"
 #include "core/name.h"
@@ -127,7 +127,7 @@ static struct band_chan_recv_op *recv_op_of(band_waiter *w)
 int band_chan_create_opts(band_chan **out, const band_chan_opts *o)
 {
     if (out == NULL || o == NULL || o->elem_size == 0 || o->capacity == 0 ||
-        o->capacity > BAND_SEM_MAX_PERMITS || o->byte_capacity > BAND_SEM_MAX_PERMITS ||
+        o->capacity > BAND_MAX_UNITS || o->byte_capacity > BAND_MAX_UNITS ||
         o->overflow < BAND_CHAN_WAIT || o->overflow > BAND_CHAN_DROP_NEWEST ||
         (o->deadline_aware != 0 && o->deadline_aware != 1) || o->lifo_after < 0)
         return BAND_EINVAL;
@@ -512,7 +512,7 @@ static int check_send(band_chan *c, uint64_t bytes, int want_drop_policy)
 {
     if ((c->overflow != BAND_CHAN_WAIT) != want_drop_policy)
         return BAND_EINVAL;
-    if (c->byte_capacity == 0 && bytes > BAND_SEM_MAX_PERMITS)
+    if (c->byte_capacity == 0 && bytes > BAND_MAX_UNITS)
         return BAND_EINVAL;
     if (c->byte_capacity > 0 && bytes > c->byte_capacity) {
         pthread_mutex_lock(&c->lock);
@@ -794,7 +794,7 @@ int band_chan_reserve_async(band_chan *c, struct band_chan_send_op *op)
 
 int band_chan_slot_adopt(band_chan_slot *slot, band_chan *c, uint64_t bytes)
 {
-    if (slot == NULL || c == NULL || slot->chan != NULL || bytes > BAND_SEM_MAX_PERMITS)
+    if (slot == NULL || c == NULL || slot->chan != NULL || bytes > BAND_MAX_UNITS)
         return BAND_EINVAL;
     slot->chan = c;
     slot->bytes = bytes;

@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "band/broadcast.h"
-#include "broadcast_internal.h"
+#include "prim/broadcast_internal.h"
 #include "core/block.h"
 #include "core/parker.h"
 #include "core/waitq.h"
