@@ -101,8 +101,9 @@ struct band_fair {
 #define FAIR_FREE_CACHE 64
 
 /* A flow put back on the ring (below its cap again, a smaller head, a larger weight) is
- * never due more than this many rounds before the current one, so it catches up at most
- * that many quanta. Rounds start at FAIR_LAG, so vround - FAIR_LAG never wraps. */
+ * never due more than this many rounds before the current one, and then with just the
+ * credit for its head, so it catches up at most that many quanta. Rounds start at
+ * FAIR_LAG, so vround - FAIR_LAG never wraps. */
 #define FAIR_LAG 2
 
 /* ---- fair_keys.c ---- */

@@ -46,8 +46,8 @@
  * at once would lose the difference every round (weights 1:2:4 on capacity 3 gave
  * 117:234:349 instead of 100:200:400). Catching up is bounded: a flow put back on the ring
  * (from the parked list, or with a smaller head or a larger weight) whose head would be
- * due more than FAIR_LAG rounds before vround is due in vround - FAIR_LAG instead, with
- * just the credit for that head, so being held back by its cap for long banks nothing.
+ * paid for by round vround - FAIR_LAG is due in that round instead, with just the credit
+ * for that head, so being held back by its cap for long banks nothing.
  * A flow that stays on the ring with the same head keeps its due round: a large request
  * never loses the rounds it waited.
  *
@@ -201,12 +201,12 @@ static void ring_insert(struct fair_class *cl, struct fair_flow *fl)
     band__list_add_tail(pos, &fl->ring);
 }
 
-/* @fl's due round, but never earlier than FAIR_LAG rounds behind the current one: a flow
- * that comes back further behind is due then, with just the credit for its head. */
+/* @fl's due round, but no earlier than FAIR_LAG rounds before the current one: a flow whose
+ * head would be paid for by then is due then, with just the credit for its head. */
 static void flow_set_due(const band_fair *f, const struct fair_class *cl, struct fair_flow *fl)
 {
     fl->due = flow_due(f, fl);
-    if (fl->due < cl->vround - FAIR_LAG) {
+    if (fl->due <= cl->vround - FAIR_LAG) {
         fl->round = fl->due = cl->vround - FAIR_LAG;
         fl->deficit = flow_head(fl)->n;
     }
@@ -260,25 +260,27 @@ void band__fair_key_refresh_locked(band_fair *f, struct fair_key *k)
 
 /*
  * vround passed FAIR_REBASE: move every round of class @c down by base = vround - FAIR_LAG.
- * Nothing observable changes. A flow credited for an earlier round than base is moved to
- * round base with the credit of the rounds in between (as much as its head needs: with
- * that its head is due at base at the latest, which is as early as any flow is placed);
- * the ring's flows are all due at base or later, so its order stays.
+ * Nothing observable changes. A flow credited for a round before base is moved to round
+ * base with the credit it would have by then; past BAND_FAIR_MAX_CAPACITY that credit pays
+ * for any request, so it is kept at BAND_FAIR_MAX_CAPACITY + 1 (whatever its head, such a
+ * flow is caught up to the lag bound when it is next placed, as it would have been). The
+ * ring's flows are all due at base or later, so the ring keeps its order.
  */
 static void rebase_class(band_fair *f, uint32_t c)
 {
     struct fair_class *cl = &f->cls[c];
-    uint64_t base = cl->vround - FAIR_LAG;
+    const uint64_t base = cl->vround - FAIR_LAG, limit = BAND_FAIR_MAX_CAPACITY + 1;
     for (uint64_t b = 0; b <= f->tab_mask; b++) {
         for (struct fair_key *k = f->tab[b]; k != NULL; k = k->hnext) {
             struct fair_flow *fl = &k->flow[c];
             if (fl->round >= base) {
                 fl->round -= base;
+            } else if (fl->nreq == 0) {
+                fl->round = 0; /* idle: it has no credit, and comes back at vround anyway */
             } else {
-                uint64_t need = fl->nreq > 0 ? flow_head(fl)->n : 0, q = fair_quantum(f, k);
-                uint64_t gap = base - fl->round;
-                if (need <= fl->deficit || gap > (need - fl->deficit) / q)
-                    fl->deficit = need > fl->deficit ? need : fl->deficit;
+                uint64_t gap = base - fl->round, q = fair_quantum(f, k);
+                if (fl->deficit >= limit || gap > (limit - fl->deficit) / q)
+                    fl->deficit = limit;
                 else
                     fl->deficit += gap * q;
                 fl->round = 0;
