@@ -14,3 +14,14 @@ band_add_test(NAME test_fair_share
 # wall time (under 4 s in the sanitizer builds).
 band_add_test(NAME stress_fair
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_fair.c" TIMEOUT 120 LABELS stress)
+
+# The reference-model test: random op sequences over fixed seeds (12 x 25000 ops, several
+# configurations each), every result checked against a plain-array model of the rules;
+# fair_model.c is shared with fuzz/fuzz_fair.c, and the fuzz corpus is replayed here too,
+# so every build re-checks those inputs.
+band_add_test(NAME model_fair
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_fair.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/fair_model.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+    ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_fair"
+    TIMEOUT 180 LABELS model)
