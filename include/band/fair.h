@@ -8,9 +8,9 @@
  *  - Weighted fair queuing. Waiting requests are queued per key and per priority class.
  *    Within a class, keys are served by deficit round robin: a key's quantum per round is
  *    its weight times the base quantum, and a request of n units costs n. While keys are
- *    backlogged they receive units in proportion to their weights (within one quantum at
- *    any moment), however many requests each has queued and whatever the capacity; an
- *    idle key's share goes to the others (work-conserving).
+ *    backlogged they receive units in proportion to their weights (off by at most about a
+ *    quantum and a request at any moment), however many requests each has queued and
+ *    whatever the capacity; an idle key's share goes to the others (work-conserving).
  *  - Whole grants, no barging. A request is granted in one piece. When the key whose turn
  *    it is does not fit, its class stalls: later requests (queued or new, try included) of
  *    that class and of lower classes wait behind it, so a large request is never starved
