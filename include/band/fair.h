@@ -8,14 +8,17 @@
  *  - Weighted fair queuing. Waiting requests are queued per key and per priority class.
  *    Within a class, keys are served by deficit round robin: a key's quantum per round is
  *    its weight times the base quantum, and a request of n units costs n. While keys are
- *    backlogged they receive units in proportion to their weights, however many requests
- *    each has queued; an idle key's share goes to the others (work-conserving).
+ *    backlogged they receive units in proportion to their weights (off by at most about a
+ *    quantum and a request at any moment), however many requests each has queued and
+ *    whatever the capacity; an idle key's share goes to the others (work-conserving).
  *  - Whole grants, no barging. A request is granted in one piece. When the key whose turn
  *    it is does not fit, its class stalls: later requests (queued or new, try included) of
  *    that class and of lower classes wait behind it, so a large request is never starved
  *    by small ones. Requests of a key are served in arrival order (per class).
  *  - Per-key cap: a key never holds more than its cap; a key at its cap is skipped by the
- *    round robin (it does not stall anybody) until it releases.
+ *    round robin (it does not stall anybody) until it releases, and keeps its place in
+ *    the rounds, so a quantum larger than the cap is still received in full, interleaved
+ *    with the other keys.
  *  - Per-key reservation: while a key holds less than its reservation and waits for a
  *    request that fits in it, that unused reservation is protected: other keys may borrow
  *    it only while the reserved key does not wait for it. Requests within a key's

@@ -707,6 +707,115 @@ static void test_large_request_small_quantum(void **state)
     CHECK(x->f);
 }
 
+/* Requests of 2^60 units over a quantum of 1 are each due 2^60 rounds after the last:
+ * after four rounds of them the rounds are rebased (they would wrap after a few more), and
+ * the round robin goes on exactly as before. */
+static void test_round_rebase(void **state)
+{
+    struct fixture *x = *state;
+    const uint64_t max = BAND_FAIR_MAX_CAPACITY, big = UINT64_C(1) << 60; /* one at a time */
+    x->f = fair_new(max, 1, 1);
+    assert_int_equal(band_fair_try_acquire(x->f, 99, 0, max), 0);
+    enum { PER_KEY = 5 };
+    for (int i = 0; i < 3 * PER_KEY; i++)
+        submit(x, i, (uint64_t)(i % 3) + 1, 0, big, BAND_PENDING);
+    assert_int_equal(band_fair_release(x->f, 99, max), 0);
+    uint64_t highest = 0;
+    bool rebased = false;
+    for (unsigned g = 0; g < 3 * PER_KEY; g++) {
+        assert_int_equal(x->log.len, g + 1);
+        assert_u64_equal(x->log.keys[g], g % 3 + 1); /* strictly 1, 2, 3, 1, 2, 3, ... */
+        uint64_t v = x->f->cls[0].vround;
+        rebased = rebased || v < highest;
+        highest = v > highest ? v : highest;
+        CHECK(x->f);
+        assert_int_equal(band_fair_release(x->f, x->log.keys[g], big), 0);
+    }
+    assert_true(rebased);
+    assert_u64_equal(stats_of(x->f).in_use, 0);
+    CHECK(x->f);
+}
+
+/* A request larger than the quantum keeps the rounds it waited: its key's releases (which
+ * put the key's flows where they belong) do not move it back. */
+static unsigned large_waits_for(bool releases)
+{
+    static struct fair_log log;
+    memset(&log, 0, sizeof(log));
+    static struct freq q[12];
+    band_fair *f = fair_new(8, 1, 1);
+    assert_non_null(f);
+    assert_int_equal(band_fair_try_acquire(f, 1, 0, 3), 0);  /* key 1 holds 3 */
+    assert_int_equal(band_fair_try_acquire(f, 99, 0, 5), 0); /* the rest is held */
+    for (int i = 0; i < 10; i++) {
+        freq_init(&q[i], i, &log, 2, 0, 1); /* key 2: one unit at a time */
+        assert_int_equal(band_fair_acquire_async(f, &q[i].r), BAND_PENDING);
+    }
+    freq_init(&q[10], 10, &log, 1, 0, 4); /* key 1: 4 units, due 4 rounds ahead */
+    assert_int_equal(band_fair_acquire_async(f, &q[10].r), BAND_PENDING);
+    uint64_t placeholder = 5, held1 = 3;
+    unsigned served = 0, before = 0;
+    while (atomic_load(&q[10].wakes) == 0) {
+        if (placeholder > 0) {
+            assert_int_equal(band_fair_release(f, 99, 1), 0);
+            placeholder--;
+        } else {
+            assert_int_equal(band_fair_release(f, 2, 1), 0); /* a grant of key 2 ends */
+        }
+        for (; served < log.len; served++) {
+            if (log.keys[served] != 2)
+                continue;
+            before++;
+            if (releases && held1 > 0) {
+                assert_int_equal(band_fair_release(f, 1, 1), 0);
+                held1--;
+            }
+        }
+        assert_int_equal(band__fair_check(f), 0);
+    }
+    band_fair_close(f);
+    assert_int_equal(band_fair_destroy(f), 0);
+    return before;
+}
+
+static void test_large_keeps_its_rounds(void **state)
+{
+    (void)state;
+    /* Key 2's flow is in the current round when key 1's starts, so key 1's request is due
+     * four rounds later, after four units of key 2 (equal weights: equal units). */
+    assert_int_equal(large_waits_for(false), 4);
+    assert_int_equal(large_waits_for(true), 4);
+}
+
+/* A key that asks for one unit at a time, and is evicted between requests, is not served
+ * twice in a round. It asks again after its release, which has already let the backlogged
+ * key into the next round, so it comes second there: one grant in three. */
+static void test_returning_key_alternates(void **state)
+{
+    struct fixture *x = *state;
+    x->f = fair_new(1, 1, 1);
+    assert_int_equal(band_fair_try_acquire(x->f, 99, 0, 1), 0);
+    for (int i = 0; i < 10; i++)
+        submit(x, i, 1, 0, 1, BAND_PENDING); /* key 1: backlogged */
+    submit(x, 10, 2, 0, 1, BAND_PENDING);    /* key 2: one at a time */
+    assert_int_equal(band_fair_release(x->f, 99, 1), 0);
+    static const uint64_t want[12] = {1, 2, 1, 1, 2, 1, 1, 2, 1, 1, 2, 1};
+    for (unsigned g = 0; g < 12; g++) {
+        assert_int_equal(x->log.len, g + 1);
+        uint64_t k = x->log.keys[g];
+        assert_u64_equal(k, want[g]);
+        if (k == 2) {
+            int i = x->log.ids[g];
+            assert_int_equal(band_fair_release(x->f, 2, 1), 0); /* idle: evicted */
+            assert_int_equal(key_stats(x->f, 2).live, 0);
+            submit(x, i, 2, 0, 1, BAND_PENDING); /* and back */
+        } else {
+            assert_int_equal(band_fair_release(x->f, 1, 1), 0);
+        }
+    }
+    CHECK(x->f);
+}
+
 /* The units queued in a class never wrap: the submission past 2^64 - 1 is refused. */
 static void test_queue_overflow(void **state)
 {
@@ -781,6 +890,9 @@ int main(void)
         T(test_key_config),
         T(test_large_not_starved),
         T(test_large_request_small_quantum),
+        T(test_round_rebase),
+        T(test_large_keeps_its_rounds),
+        T(test_returning_key_alternates),
         T(test_queue_overflow),
         T(test_counters),
     };

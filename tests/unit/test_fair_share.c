@@ -139,6 +139,146 @@ static void test_weights_124_and_idle_share(void **state)
     free(reqs);
 }
 
+/*
+ * Three always-backlogged keys with weights 1:2:4 asking one unit per request, on the FIFO
+ * schedule above, with capacity @cap, base quantum @q and caps @caps (0: the capacity).
+ * Runs @grants grants and stores each key's count in @got. Fails the test unless, after
+ * every grant, the normalized shares got[i] / weight[i] lie within one base quantum of each
+ * other: the rounding of a deficit round robin, and no more.
+ */
+static void run_backlogged_124(uint64_t cap, uint64_t q, const uint64_t caps[3], unsigned grants,
+                               unsigned got[3])
+{
+    static struct fair_log log;
+    memset(&log, 0, sizeof(log));
+    static const uint64_t w[3] = {1, 2, 4};
+    const unsigned backlog = grants + 1;
+    band_fair *f = fair_new(cap, 1, q);
+    assert_non_null(f);
+    for (uint64_t k = 0; k < 3; k++)
+        assert_int_equal(fair_set(f, k + 1, (uint32_t)w[k], caps[k], 0), 0);
+    struct freq *reqs = calloc(3 * backlog + 1, sizeof(*reqs));
+    assert_non_null(reqs);
+    struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
+    int id = 0;
+    freq_init(&reqs[id], id, &log, 99, 0, cap); /* holds the capacity while keys queue */
+    assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+    s.fifo[s.tail++] = id++;
+    for (uint64_t k = 1; k <= 3; k++) {
+        for (unsigned i = 0; i < backlog; i++) {
+            freq_init(&reqs[id], id, &log, k, 0, 1);
+            assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        }
+    }
+    CHECK(f);
+    unsigned c[4] = {0}, counted = 0, first_off = 0;
+    while (counted < grants) {
+        assert_int_equal(sched_step(&s), 0);
+        for (; counted < log.len && counted < grants; counted++) {
+            c[log.keys[counted]]++;
+            /* c[i] / w[i] - c[j] / w[j] <= q, for every pair: */
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    if (first_off == 0 && c[i + 1] * w[j] > c[j + 1] * w[i] + q * w[i] * w[j])
+                        first_off = counted + 1;
+        }
+    }
+    if (first_off != 0)
+        fail_msg("capacity %llu quantum %llu: %u %u %u of %u grants; more than a quantum apart "
+                 "after grant %u",
+                 (unsigned long long)cap, (unsigned long long)q, c[1], c[2], c[3], grants,
+                 first_off);
+    CHECK(f);
+    for (int k = 0; k < 3; k++)
+        got[k] = c[k + 1];
+    band_fair_close(f);
+    assert_int_equal(band_fair_destroy(f), 0);
+    free(reqs);
+}
+
+/* Weights 1:2:4 receive exactly 100:200:400 of every 700 grants (per base quantum), whatever
+ * the capacity: also when a key's quantum (4 units for weight 4) exceeds the capacity and
+ * so its own cap, where it can never hold its whole quantum at once. */
+static void test_shares_exact_any_capacity(void **state)
+{
+    (void)state;
+    static const uint64_t dflt[3] = {0, 0, 0};
+    for (uint64_t q = 1; q <= 3; q++) {
+        for (uint64_t cap = 1; cap <= 9; cap++) {
+            unsigned got[3];
+            run_backlogged_124(cap, q, dflt, 700 * (unsigned)q, got);
+            if (got[0] != 100 * q || got[1] != 200 * q || got[2] != 400 * q)
+                fail_msg("capacity %llu quantum %llu: %u %u %u of %u grants, want %llu %llu %llu",
+                         (unsigned long long)cap, (unsigned long long)q, got[0], got[1], got[2],
+                         700 * (unsigned)q, (unsigned long long)(100 * q),
+                         (unsigned long long)(200 * q), (unsigned long long)(400 * q));
+        }
+    }
+}
+
+/* Caps below the quantum: a key whose cap is below its quantum still receives its share
+ * when the cap leaves room for it; a cap that leaves no room gives the key what the cap
+ * allows, and the others split the rest by their weights. */
+static void test_shares_caps_below_quantum(void **state)
+{
+    (void)state;
+    unsigned got[3];
+    /* capacity 3, the weight-1 key capped at 1 and the weight-2 key at 1: no share needs
+     * more than the cap allows (each grant is held while 3 grants are outstanding) */
+    static const uint64_t a1[3] = {1, 0, 0}, b1[3] = {0, 1, 0};
+    run_backlogged_124(3, 1, a1, 700, got);
+    assert_int_equal(got[0], 100);
+    assert_int_equal(got[1], 200);
+    assert_int_equal(got[2], 400);
+    run_backlogged_124(3, 2, b1, 1400, got);
+    assert_int_equal(got[0], 200);
+    assert_int_equal(got[1], 400);
+    assert_int_equal(got[2], 800);
+    /* capacity 6, the weight-4 key capped at 2 of its 4/7: it holds its cap, so it gets
+     * one grant in three; the others split the rest 1:2 */
+    static const uint64_t c2[3] = {0, 0, 2};
+    for (uint64_t q = 1; q <= 2; q++) {
+        unsigned n = 700 * (unsigned)q;
+        unsigned rest[3];
+        memset(rest, 0, sizeof(rest));
+        /* run_backlogged_124's pairwise bound does not apply to a key its cap holds back:
+         * check the shares here instead */
+        static struct fair_log log;
+        memset(&log, 0, sizeof(log));
+        band_fair *f = fair_new(6, 1, q);
+        assert_non_null(f);
+        assert_int_equal(fair_set(f, 1, 1, c2[0], 0), 0);
+        assert_int_equal(fair_set(f, 2, 2, c2[1], 0), 0);
+        assert_int_equal(fair_set(f, 3, 4, c2[2], 0), 0);
+        struct freq *reqs = calloc(3 * (n + 1) + 1, sizeof(*reqs));
+        assert_non_null(reqs);
+        struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
+        int id = 0;
+        freq_init(&reqs[id], id, &log, 99, 0, 6);
+        assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+        s.fifo[s.tail++] = id++;
+        for (uint64_t k = 1; k <= 3; k++) {
+            for (unsigned i = 0; i <= n; i++) {
+                freq_init(&reqs[id], id, &log, k, 0, 1);
+                assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+            }
+        }
+        while (log.len < n)
+            assert_int_equal(sched_step(&s), 0);
+        for (unsigned i = 0; i < n; i++)
+            rest[log.keys[i] - 1]++;
+        print_message("fair capacity 6, weight-4 key capped at 2, quantum %llu: %u %u %u\n",
+                      (unsigned long long)q, rest[0], rest[1], rest[2]);
+        assert_int_equal(rest[2], n / 3); /* 2 of every 6 grants outstanding */
+        unsigned ab = rest[0] + rest[1];
+        assert_true(3 * rest[0] >= ab - 3 * q && 3 * rest[0] <= ab + 3 * q);
+        CHECK(f);
+        band_fair_close(f);
+        assert_int_equal(band_fair_destroy(f), 0);
+        free(reqs);
+    }
+}
+
 /* Requests of different sizes: shares are in units, not requests. Weights 1:1:2 asking
  * 4, 1 and 2 units per request receive units 1:1:2. */
 static void test_weighted_units(void **state)
@@ -468,9 +608,14 @@ static void test_random_ops(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_weights_124_and_idle_share), cmocka_unit_test(test_weighted_units),
-        cmocka_unit_test(test_many_keys_one_round),        cmocka_unit_test(test_registry_flood),
-        cmocka_unit_test(test_registry_many_live),         cmocka_unit_test(test_random_ops),
+        cmocka_unit_test(test_weights_124_and_idle_share),
+        cmocka_unit_test(test_shares_exact_any_capacity),
+        cmocka_unit_test(test_shares_caps_below_quantum),
+        cmocka_unit_test(test_weighted_units),
+        cmocka_unit_test(test_many_keys_one_round),
+        cmocka_unit_test(test_registry_flood),
+        cmocka_unit_test(test_registry_many_live),
+        cmocka_unit_test(test_random_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

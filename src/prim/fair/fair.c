@@ -64,6 +64,8 @@ int band_fair_create(band_fair **out, const band_fair_config *cfg)
     for (uint32_t c = 0; c < classes; c++) {
         struct fair_class *cl = &f->cls[c];
         band__list_init(&cl->ring);
+        band__list_init(&cl->parked);
+        cl->vround = FAIR_LAG;
         uint64_t t = cfg->thresholds[c];
         cl->threshold = (c + 1 == classes || t == 0) ? cfg->capacity : t;
     }
@@ -174,13 +176,15 @@ int band_fair_close(band_fair *f)
     for (uint32_t c = 0; c < f->nclasses; c++) {
         struct fair_class *cl = &f->cls[c];
         struct band__node *fn;
-        while ((fn = band__list_first(&cl->ring)) != NULL) {
+        /* the ring first, then the parked flows; each list in its order */
+        while ((fn = band__list_first(&cl->ring)) != NULL ||
+               (fn = band__list_first(&cl->parked)) != NULL) {
             struct fair_flow *fl = band__container_of(fn, struct fair_flow, ring);
             struct fair_key *k = fl->key;
             struct band__node *n;
             while ((n = band__list_first(&fl->reqs)) != NULL) {
                 band_fair_req *r = band__fair_req_of(band__waiter_of(n));
-                band__fair_unlink_locked(f, r); /* the last one takes fl off the ring */
+                band__fair_unlink_locked(f, r); /* the last one takes fl off its list */
                 r->_k = NULL;
                 f->closed_fails++;
                 band__waiter_complete_locked(&r->w, BAND_ECLOSED, &wl);
@@ -336,7 +340,7 @@ int band__fair_check(const band_fair *cf)
                 }
                 FAIR_CHECK(freq == fl->nreq);
                 FAIR_CHECK((freq > 0) == !band__list_empty(&fl->ring));
-                FAIR_CHECK(freq > 0 || (fl->deficit == 0 && !fl->turn));
+                FAIR_CHECK(freq > 0 || (fl->deficit == 0 && !fl->parked));
                 kreq += freq;
                 cls_nreq[c] += freq;
                 cls_active[c] += freq > 0;
@@ -356,12 +360,15 @@ int band__fair_check(const band_fair *cf)
         const struct fair_class *cl = &f->cls[c];
         FAIR_CHECK(cl->nreq == cls_nreq[c] && cl->waiting_units == cls_units[c]);
         FAIR_CHECK(cl->active == cls_active[c]);
-        uint64_t ring = 0;
+        uint64_t listed = 0;
         const struct band__node *n;
         band__list_foreach (n, &cl->ring) {
-            ring++;
+            listed++;
         }
-        FAIR_CHECK(ring == cl->active);
+        band__list_foreach (n, &cl->parked) {
+            listed++;
+        }
+        FAIR_CHECK(listed == cl->active);
         FAIR_CHECK(c + 1 < f->nclasses || cl->threshold == f->capacity);
     }
     rc = band__fair_check_sched_locked(f);

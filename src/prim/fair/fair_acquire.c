@@ -59,6 +59,7 @@ static void fair_cancel_locked(struct band__waitq *q, band_waiter *w, int reason
         f->cls[r->cls].cancels++;
     }
     r->_k = NULL;
+    band__fair_key_refresh_locked(f, k); /* it may have been the head of its flow */
     band__fair_dispatch_locked(f, wl);
     band__fair_key_maybe_evict(f, k);
 }
@@ -80,6 +81,7 @@ void band__fair_fail_too_big_locked(band_fair *f, struct fair_key *k, struct ban
             n = next;
         }
     }
+    band__fair_key_refresh_locked(f, k); /* the cap changed, and heads may have gone */
 }
 
 /*
@@ -254,6 +256,7 @@ int band_fair_release(band_fair *f, uint64_t key, uint64_t n)
     }
     k->held -= n;
     f->in_use -= n;
+    band__fair_key_refresh_locked(f, k); /* a flow parked at the cap goes back in place */
     band__fair_dispatch_locked(f, &wl);
     band__fair_key_maybe_evict(f, k);
     pthread_mutex_unlock(&f->lock);

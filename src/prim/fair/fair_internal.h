@@ -18,14 +18,25 @@
 
 /*
  * The requests of one key in one class. A flow with queued requests is "active": it sits
- * on its class's ring (the round robin), and is off it (self-linked) when empty.
+ * on its class's ring (ordered by the round its head request is due in), or on the class's
+ * parked list while its key is at its cap; it is on neither (self-linked) when empty.
+ *
+ * Credit is kept in virtual rounds: in each round the flow may receive its quantum
+ * (weight * base quantum). @round is the last round the flow was credited for and
+ * @deficit the credit of that round it has not spent yet; the head request is due in the
+ * first round by which the credit covers it (@due, cached while the flow is on the ring).
+ * @round survives while the flow is empty (an idle flow keeps no credit, but it does not
+ * come back in a round it was already served in).
  */
 struct fair_flow {
     struct band__node reqs; /* sentinel; band_waiter._link of queued requests, FIFO */
-    struct band__node ring; /* link on the class ring while active */
-    uint64_t deficit;       /* DRR credit, in units */
+    struct band__node ring; /* link on the class ring, or on its parked list */
+    uint64_t round;         /* the round the credit below belongs to */
+    uint64_t deficit;       /* credit left in @round, in units */
+    uint64_t due;           /* the round the head is due in (valid on the ring) */
+    uint64_t stamp;         /* among flows due in the same round: the lower goes first */
     uint64_t nreq;          /* queued requests */
-    bool turn;              /* its turn has started: this round's quantum was added */
+    bool parked;            /* on the parked list: the key is at its cap for the head */
     struct fair_key *key;
 };
 
@@ -46,8 +57,12 @@ struct fair_key {
 };
 
 struct fair_class {
-    struct band__node ring; /* active flows; the first one has the turn */
-    uint64_t active;        /* flows on the ring */
+    struct band__node ring;   /* active flows not parked, by (due, stamp); the first has the turn */
+    struct band__node parked; /* active flows whose key is at its cap for their head */
+    uint64_t active;          /* flows with queued requests (ring and parked) */
+    uint64_t nparked;         /* flows on the parked list */
+    uint64_t vround;          /* the current round: the due round of the latest turn */
+    uint64_t stamps;          /* the last stamp handed out */
     uint64_t threshold;
     bool stalled; /* the turn's request does not fit: this class and lower wait */
     uint64_t waiting_units;
@@ -84,6 +99,12 @@ struct band_fair {
 
 /* At most this many evicted key states are kept for reuse; the rest are freed. */
 #define FAIR_FREE_CACHE 64
+
+/* A flow put back on the ring (below its cap again, a smaller head, a larger weight) is
+ * never due more than this many rounds before the current one, and then with just the
+ * credit for its head, so it catches up at most that many quanta. Rounds start at
+ * FAIR_LAG, so vround - FAIR_LAG never wraps. */
+#define FAIR_LAG 2
 
 /* ---- fair_keys.c ---- */
 
@@ -126,8 +147,16 @@ void band__fair_dispatch_locked(band_fair *f, struct band__wakelist *wl);
 /* Queue @r (checked) on its key's flow, since @now. */
 void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_req *r, band_time now);
 
-/* Unlink queued @r from its flow (counters of the waiting side only). */
+/* Unlink queued @r from its flow (counters of the waiting side only). Call
+ * band__fair_key_refresh_locked() for its key once the removals are done. */
 void band__fair_unlink_locked(band_fair *f, band_fair_req *r);
+
+/*
+ * @k's held units, cap or weight changed, or the head of one of its flows was removed:
+ * put its active flows where they now belong (a parked flow below its cap returns to the
+ * ring in its place; a flow on the ring moves to the round its new head is due in).
+ */
+void band__fair_key_refresh_locked(band_fair *f, struct fair_key *k);
 
 #ifdef BAND_TESTING
 /* The dispatch's fixpoint holds (band__fair_check()): 0 or a negated line. Lock held. */

@@ -1,6 +1,6 @@
 /*
  * fair_sched.c - who gets the capacity of a band_fair: reservations, priority classes and
- * deficit round robin over keys.
+ * deficit round robin over keys, kept in virtual rounds.
  *
  * Design notes
  * ------------
@@ -19,26 +19,58 @@
  * Dispatch order, after every change that may let a request in (release, cancel, close,
  * a key's configuration, a new request):
  *   1. Reservation pass: every protected key's head requests that fit within its
- *      reservation and (2) are granted, highest class first. They cost no DRR credit.
+ *      reservation and (2) are granted, highest class first. They cost no round credit.
  *   2. Classes from the highest down, each by deficit round robin over its active flows
- *      (a flow = one key's queue in one class). The first flow on the class ring has the
- *      turn. When its turn starts it gains quantum = weight * base quantum. While its head
- *      request costs no more than its credit, the head is granted if it FITS; if it does not
- *      fit, the class STALLS (the turn keeps its credit and waits for capacity) and so does
- *      every lower class. When the head costs more than the credit, the turn passes (the
- *      flow moves to the ring's tail, keeping its credit). A flow whose key is at its cap is
- *      passed over (its turn ends, keeping its credit, gaining none), and stalls nobody. An emptied
- * flow leaves the ring and loses its credit (DRR: no banking while idle). A new request is granted
- * at once only if it FITS, its key has nothing queued in its class, and no class at or above it is
- * stalled (a request within the key's reservation ignores stalls, as in the reservation pass): it
- * never overtakes a request the dispatch would serve first.
+ *      (a flow = one key's queue in one class), and a class that stalls stalls every
+ *      lower class.
  *
- * Termination and cost. A full pass over a ring without a grant means every flow is capped
- * or short of credit. Instead of spinning the rounds needed for the cheapest head to afford
- * its request (n / quantum of them), skip_ahead() credits every uncapped flow with that many
- * rounds at once (minus one), which is exactly what spinning would do. Each grant takes at
- * least one unit, so a dispatch makes at most (grants + 2) passes. The borrowing check
- * walks the list of reserved keys: O(reserved keys * classes) per grant.
+ * Deficit round robin in virtual rounds. In every round a flow may receive its quantum,
+ * weight * base quantum. A flow keeps the round it was last credited for (round) and the
+ * credit of that round it has left (deficit); its head request of n units is DUE in
+ * round + ceil((n - deficit) / quantum) (in round itself when n <= deficit). The ring of
+ * a class is ordered by (due, stamp), and the first flow has the turn: it is granted its
+ * head if it FITS, paying from the credit of the rounds up to its due round, or the class
+ * STALLS (nothing in it or below is granted until capacity frees). A flow that still has
+ * credit for its next head stays first, so a turn takes a whole quantum as plain DRR does;
+ * a flow whose next head is due in a later round gets a new stamp there, behind the flows
+ * that reached that round before it. vround, the due round of the latest turn, is the
+ * round being served.
+ *
+ * Ordering by rounds instead of rotating a ring is what keeps shares exact when a key's
+ * cap (or the capacity) is smaller than its quantum. A flow whose key is at its cap for the
+ * head is PARKED: taken off the ring without stalling anybody, with its round, credit and
+ * stamp. When the key drops below its cap (a release, a larger cap, a smaller head), the
+ * flow goes back to the ring at the round it had reached, so it is served ahead of the
+ * flows that went on to later rounds meanwhile, and receives the rest of its quantum. A
+ * plain ring would end its turn instead, and a key that can never hold its whole quantum
+ * at once would lose the difference every round (weights 1:2:4 on capacity 3 gave
+ * 117:234:349 instead of 100:200:400). Catching up is bounded: a flow put back on the ring
+ * (from the parked list, or with a smaller head or a larger weight) whose head would be
+ * paid for by round vround - FAIR_LAG is due in that round instead, with just the credit
+ * for that head, so being held back by its cap for long banks nothing.
+ * A flow that stays on the ring with the same head keeps its due round: a large request
+ * never loses the rounds it waited.
+ *
+ * New and idle flows. A flow that becomes active starts at round max(vround, its own last
+ * round) with no credit, so its head is due after every flow already waiting in the
+ * current round (as at the tail of a DRR ring), and a key that empties its queue and
+ * comes back is not served twice in a round. An emptied flow loses its credit.
+ *
+ * Large requests. A request far larger than the quantum is simply due many rounds ahead:
+ * nothing spins through the rounds in between, and when it is the earliest due request
+ * it is the turn, so a large request is never starved by small ones.
+ *
+ * A new request is granted at once only if it FITS, its key has nothing queued in its
+ * class, and no class at or above it is stalled (a request within the key's reservation
+ * ignores stalls, as in the reservation pass): it never overtakes a request the dispatch
+ * would serve first.
+ *
+ * Cost. A grant is O(1) plus the ordered insertion of its flow, which walks back from the
+ * ring's tail over the flows due in later rounds (usually none); a flow that returns from
+ * the parked list walks from the head. The borrowing check walks the list of reserved
+ * keys: O(reserved keys * classes) per grant. Rounds are 64-bit; when vround passes 2^62
+ * (only requests of about 2^61 units over a quantum of 1 get there) every flow of the
+ * class is rebased, which keeps every round and due value far from overflow.
  *
  * No deadlock from reservations: a protected key's request within its reservation is
  * granted by pass 1 as soon as it fits (2), so when nothing is held every protected head
@@ -48,10 +80,8 @@
 
 enum { SERVE_IDLE, SERVE_STALLED };
 
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
+/* vround past this rebases the class's rounds (see the design notes). */
+#define FAIR_REBASE (UINT64_C(1) << 62)
 
 static uint64_t fair_quantum(const band_fair *f, const struct fair_key *k)
 {
@@ -128,6 +158,139 @@ void band__fair_charge(band_fair *f, struct fair_key *k, uint32_t c, uint64_t n)
     f->cls[c].granted_units += n;
 }
 
+/* ---------------------------------------------------------------- flows and rounds */
+
+static struct fair_flow *flow_of(struct band__node *n)
+{
+    return band__container_of(n, struct fair_flow, ring);
+}
+
+static bool flow_capped(const struct fair_flow *fl, const band_fair_req *r)
+{
+    const struct fair_key *k = fl->key;
+    return r->n > k->cap || k->held > k->cap - r->n;
+}
+
+/* The round @fl's head is due in: the first by which its credit covers the head. */
+static uint64_t flow_due(const band_fair *f, const struct fair_flow *fl)
+{
+    uint64_t n = flow_head(fl)->n;
+    if (n <= fl->deficit)
+        return fl->round;
+    uint64_t q = fair_quantum(f, fl->key), need = n - fl->deficit;
+    return fl->round + need / q + (need % q != 0); /* round < 2^63, need / q < 2^61 */
+}
+
+/* Does @a go before @b on the ring? */
+static bool flow_before(const struct fair_flow *a, const struct fair_flow *b)
+{
+    return a->due < b->due || (a->due == b->due && a->stamp < b->stamp);
+}
+
+/* Insert @fl (on no list) into @cl's ring at its place by (due, stamp). */
+static void ring_insert(struct fair_class *cl, struct fair_flow *fl)
+{
+    struct band__node *pos = &cl->ring; /* insert before pos */
+    struct band__node *first = cl->ring.next;
+    if (first != &cl->ring && flow_before(fl, flow_of(first))) {
+        pos = first; /* a flow coming back from the parked list: usually first */
+    } else {
+        while (pos->prev != &cl->ring && flow_before(fl, flow_of(pos->prev)))
+            pos = pos->prev; /* from the tail: past flows due in later rounds */
+    }
+    band__list_add_tail(pos, &fl->ring);
+}
+
+/* @fl's due round, but no earlier than FAIR_LAG rounds before the current one: a flow whose
+ * head would be paid for by then is due then, with just the credit for its head. */
+static void flow_set_due(const band_fair *f, const struct fair_class *cl, struct fair_flow *fl)
+{
+    fl->due = flow_due(f, fl);
+    if (fl->due <= cl->vround - FAIR_LAG) {
+        fl->round = fl->due = cl->vround - FAIR_LAG;
+        fl->deficit = flow_head(fl)->n;
+    }
+}
+
+static void flow_park(struct fair_class *cl, struct fair_flow *fl)
+{
+    band__list_del_init(&fl->ring);
+    band__list_add_tail(&cl->parked, &fl->ring);
+    cl->nparked++;
+    fl->parked = true;
+}
+
+/* Back from the parked list, in its place: its round, credit and stamp are kept. */
+static void flow_unpark(const band_fair *f, struct fair_class *cl, struct fair_flow *fl)
+{
+    band__list_del_init(&fl->ring);
+    cl->nparked--;
+    fl->parked = false;
+    flow_set_due(f, cl, fl);
+    ring_insert(cl, fl);
+}
+
+/* @fl's head, its key's cap or held units, or its quantum changed: move it. */
+static void flow_refresh(const band_fair *f, struct fair_class *cl, struct fair_flow *fl)
+{
+    if (fl->nreq == 0)
+        return;
+    if (fl->parked) {
+        if (!flow_capped(fl, flow_head(fl)))
+            flow_unpark(f, cl, fl);
+        return; /* a capped flow on the ring is parked when it reaches the turn */
+    }
+    uint64_t old = fl->due;
+    flow_set_due(f, cl, fl);
+    if (fl->due == old)
+        return; /* its place is unchanged */
+    band__list_del_init(&fl->ring);
+    if (fl->due > old)
+        fl->stamp = ++cl->stamps; /* behind the flows already due in that round */
+    ring_insert(cl, fl);
+}
+
+void band__fair_key_refresh_locked(band_fair *f, struct fair_key *k)
+{
+    if (k->nreq == 0)
+        return;
+    for (uint32_t c = 0; c < f->nclasses; c++)
+        flow_refresh(f, &f->cls[c], &k->flow[c]);
+}
+
+/*
+ * vround passed FAIR_REBASE: move every round of class @c down by base = vround - FAIR_LAG.
+ * Nothing observable changes. A flow credited for a round before base is moved to round
+ * base with the credit it would have by then; past BAND_FAIR_MAX_CAPACITY that credit pays
+ * for any request, so it is kept at BAND_FAIR_MAX_CAPACITY + 1 (whatever its head, such a
+ * flow is caught up to the lag bound when it is next placed, as it would have been). The
+ * ring's flows are all due at base or later, so the ring keeps its order.
+ */
+static void rebase_class(band_fair *f, uint32_t c)
+{
+    struct fair_class *cl = &f->cls[c];
+    const uint64_t base = cl->vround - FAIR_LAG, limit = BAND_FAIR_MAX_CAPACITY + 1;
+    for (uint64_t b = 0; b <= f->tab_mask; b++) {
+        for (struct fair_key *k = f->tab[b]; k != NULL; k = k->hnext) {
+            struct fair_flow *fl = &k->flow[c];
+            if (fl->round >= base) {
+                fl->round -= base;
+            } else if (fl->nreq == 0) {
+                fl->round = 0; /* idle: it has no credit, and comes back at vround anyway */
+            } else {
+                uint64_t gap = base - fl->round, q = fair_quantum(f, k);
+                if (fl->deficit >= limit || gap > (limit - fl->deficit) / q)
+                    fl->deficit = limit;
+                else
+                    fl->deficit += gap * q;
+                fl->round = 0;
+            }
+            fl->due = fl->due > base ? fl->due - base : 0;
+        }
+    }
+    cl->vround = FAIR_LAG;
+}
+
 void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_req *r, band_time now)
 {
     struct fair_flow *fl = &k->flow[r->cls];
@@ -137,9 +300,14 @@ void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_req *
     r->w._since = now;
     band__list_add_tail(&fl->reqs, &r->w._link);
     if (fl->nreq++ == 0) {
+        /* Active again: no credit, and not in a round it was already served in. */
+        if (fl->round < cl->vround)
+            fl->round = cl->vround;
         fl->deficit = 0;
-        fl->turn = false;
-        band__list_add_tail(&cl->ring, &fl->ring);
+        fl->parked = false;
+        fl->stamp = ++cl->stamps;
+        fl->due = flow_due(f, fl);
+        ring_insert(cl, fl);
         cl->active++;
     }
     k->nreq++;
@@ -160,9 +328,12 @@ void band__fair_unlink_locked(band_fair *f, band_fair_req *r)
     band__list_del_init(&r->w._link);
     if (--fl->nreq == 0) {
         band__list_del_init(&fl->ring);
+        if (fl->parked) {
+            cl->nparked--;
+            fl->parked = false;
+        }
         cl->active--;
-        fl->deficit = 0;
-        fl->turn = false;
+        fl->deficit = 0; /* an idle flow keeps no credit; it keeps its round */
     }
     k->nreq--;
     k->waiting_units -= r->n;
@@ -197,104 +368,53 @@ static void serve_reserved(band_fair *f, band_time *now, struct band__wakelist *
     struct band__node *n;
     band__list_foreach (n, &f->reserved) {
         struct fair_key *j = band__container_of(n, struct fair_key, rlink);
-        for (uint32_t c = f->nclasses; c-- > 0 && j->nreq > 0;) {
+        if (j->nreq == 0)
+            continue;
+        for (uint32_t c = f->nclasses; c-- > 0;) {
+            struct fair_flow *fl = &j->flow[c];
+            bool granted = false;
             band_fair_req *r;
-            while ((r = flow_head(&j->flow[c])) != NULL) {
+            while ((r = flow_head(fl)) != NULL) {
                 if (j->held >= j->reserve || r->n > j->reserve - j->held)
                     break;
                 if (r->n > f->capacity - f->in_use || f->in_use + r->n > f->cls[c].threshold)
                     break;
                 grant_queued(f, r, now, wl);
+                granted = true;
             }
+            if (granted)
+                flow_refresh(f, &f->cls[c], fl); /* a new head, at no round credit */
         }
     }
 }
 
-static bool flow_capped(const struct fair_flow *fl, const band_fair_req *r)
-{
-    const struct fair_key *k = fl->key;
-    return r->n > k->cap || k->held > k->cap - r->n;
-}
-
-/*
- * A full pass found every flow capped or short of credit: credit every uncapped flow with
- * the rounds the cheapest one still needs, minus one. Returns false when every flow is
- * capped (nothing to do until a release).
- */
-static bool skip_ahead(band_fair *f, struct fair_class *cl)
-{
-    uint64_t rounds = UINT64_MAX;
-    struct band__node *n;
-    band__list_foreach (n, &cl->ring) {
-        struct fair_flow *fl = band__container_of(n, struct fair_flow, ring);
-        const band_fair_req *r = flow_head(fl);
-        if (flow_capped(fl, r))
-            continue;
-        uint64_t q = fair_quantum(f, fl->key);
-        uint64_t need = r->n > fl->deficit ? r->n - fl->deficit : 0;
-        uint64_t rr = need / q + (need % q != 0);
-        if (rr < rounds)
-            rounds = rr;
-    }
-    if (rounds == UINT64_MAX)
-        return false;
-    if (rounds <= 1)
-        return true;
-    band__list_foreach (n, &cl->ring) {
-        struct fair_flow *fl = band__container_of(n, struct fair_flow, ring);
-        if (flow_capped(fl, flow_head(fl)))
-            continue;
-        uint64_t q = fair_quantum(f, fl->key);
-        uint64_t add = rounds - 1 > UINT64_MAX / q ? UINT64_MAX : (rounds - 1) * q;
-        fl->deficit = sat_add(fl->deficit, add);
-    }
-    return true;
-}
-
-/* Move the first flow of @cl's ring to its tail. */
-static void ring_rotate(struct fair_class *cl, struct fair_flow *fl)
-{
-    band__list_del_init(&fl->ring);
-    band__list_add_tail(&cl->ring, &fl->ring);
-}
-
-/* Pass 2 for class @c: deficit round robin until idle or stalled. */
+/* Pass 2 for class @c: the turn goes to the flow whose head is due first. */
 static int serve_class(band_fair *f, uint32_t c, band_time *now, struct band__wakelist *wl)
 {
     struct fair_class *cl = &f->cls[c];
-    uint64_t misses = 0; /* flows passed since the last grant */
     for (;;) {
         struct band__node *n = band__list_first(&cl->ring);
         if (n == NULL)
             return SERVE_IDLE;
-        if (misses >= cl->active) {
-            if (!skip_ahead(f, cl))
-                return SERVE_IDLE;
-            misses = 0;
-        }
-        struct fair_flow *fl = band__container_of(n, struct fair_flow, ring);
+        struct fair_flow *fl = flow_of(n);
         band_fair_req *r = flow_head(fl);
         if (flow_capped(fl, r)) {
-            fl->turn = false; /* its turn ends; the credit it has left carries over */
-            ring_rotate(cl, fl);
-            misses++;
+            flow_park(cl, fl); /* keeps its round and place; stalls nobody */
             continue;
         }
-        if (!fl->turn) {
-            fl->deficit = sat_add(fl->deficit, fair_quantum(f, fl->key));
-            fl->turn = true;
-        }
-        if (r->n > fl->deficit) {
-            fl->turn = false;
-            ring_rotate(cl, fl);
-            misses++;
-            continue;
+        if (fl->due > cl->vround) {
+            cl->vround = fl->due;
+            if (cl->vround >= FAIR_REBASE)
+                rebase_class(f, c);
         }
         if (!fits_shared(f, fl->key, c, r->n))
             return SERVE_STALLED;
-        fl->deficit -= r->n; /* before the grant: it may empty the flow and reset it */
-        grant_queued(f, r, now, wl);
-        misses = 0;
+        /* pay from the credit of the rounds up to the due one (the product is below n + q) */
+        fl->deficit += (fl->due - fl->round) * fair_quantum(f, fl->key);
+        fl->round = fl->due;
+        fl->deficit -= r->n;
+        grant_queued(f, r, now, wl); /* may empty the flow, which takes it off the ring */
+        flow_refresh(f, cl, fl);     /* stays first while its credit covers the next head */
     }
 }
 
@@ -330,9 +450,36 @@ int band__fair_check_sched_locked(const band_fair *f)
                 return -__LINE__;
         }
     }
-    /* 2. from the highest class down to the first stalled one, a class that is not stalled
-     *    has only capped flows; a stalled class's turn can pay for a head that does not
-     *    fit; classes below a stalled one are not marked stalled. */
+    /* 2. every class: the ring is ordered by (due, stamp) with each due up to date, and
+     *    every parked flow is at its cap for its head (a release that lowers a key below
+     *    its cap puts the flow back on the ring at once); */
+    for (uint32_t c = 0; c < f->nclasses; c++) {
+        const struct fair_class *cl = &f->cls[c];
+        const struct fair_flow *prev = NULL;
+        uint64_t ring = 0, parked = 0;
+        band__list_foreach (n, &cl->ring) {
+            const struct fair_flow *fl = flow_of((struct band__node *)n);
+            if (fl->parked || fl->nreq == 0 || fl->due != flow_due(f, fl) ||
+                fl->due < cl->vround - FAIR_LAG || fl->stamp > cl->stamps ||
+                (prev != NULL && !flow_before(prev, fl)))
+                return -__LINE__;
+            prev = fl;
+            ring++;
+        }
+        band__list_foreach (n, &cl->parked) {
+            const struct fair_flow *fl = flow_of((struct band__node *)n);
+            if (!fl->parked || fl->nreq == 0 || !flow_capped(fl, flow_head(fl)))
+                return -__LINE__;
+            parked++;
+        }
+        if (parked != cl->nparked || ring + parked != cl->active || cl->vround < FAIR_LAG ||
+            cl->vround >= FAIR_REBASE)
+            return -__LINE__;
+    }
+    /* 3. from the highest class down to the first stalled one, a class that is not stalled
+     *    has nothing on its ring (every active flow is parked); a stalled class's turn is
+     *    below its cap, due in the current round, and does not fit; classes below a
+     *    stalled one are not marked stalled. */
     bool below_stall = false;
     for (uint32_t c = f->nclasses; c-- > 0;) {
         const struct fair_class *cl = &f->cls[c];
@@ -345,19 +492,15 @@ int band__fair_check_sched_locked(const band_fair *f)
             const struct band__node *first = band__list_first(&cl->ring);
             if (first == NULL)
                 return -__LINE__;
-            const struct fair_flow *fl = band__container_of(first, struct fair_flow, ring);
+            const struct fair_flow *fl = flow_of((struct band__node *)first);
             const band_fair_req *r = flow_head(fl);
-            if (!fl->turn || r->n > fl->deficit || flow_capped(fl, r) ||
-                fits_shared(f, fl->key, c, r->n))
+            if (fl->due > cl->vround || flow_capped(fl, r) || fits_shared(f, fl->key, c, r->n))
                 return -__LINE__;
             below_stall = true;
             continue;
         }
-        band__list_foreach (n, &cl->ring) {
-            const struct fair_flow *fl = band__container_of(n, struct fair_flow, ring);
-            if (!flow_capped(fl, flow_head(fl)))
-                return -__LINE__;
-        }
+        if (!band__list_empty(&cl->ring))
+            return -__LINE__;
     }
     return 0;
 }
