@@ -1,14 +1,15 @@
 /*
  * model_admit.c - runs the admission reference model (admit_model.c) over fixed seeds,
- * checks that the generated sequences reached every kind of operation and outcome, and
- * replays the fuzz corpus given on the command line (one test per file, named
- * corpus_<file>). Every case is a test of its own, so that one can be run by name.
+ * checks that the generated sequences reached every kind of operation and outcome, runs
+ * directed cases for behaviour the random runs reach only rarely, and replays the fuzz
+ * corpus given on the command line (one test per file, named corpus_<file>). Every case
+ * is a test of its own, so that one can be run by name.
  *
  * Environment knobs: BAND_MODEL_SEEDS (how many seeds, default 16), BAND_MODEL_OPS
  * (operations per seed, default 20000; every seed also stops after BAND_MODEL_SECONDS,
  * default 0.6 s, so the test stays within a few seconds under sanitizers),
  * BAND_MODEL_FILTER (a cmocka test-name pattern, e.g. "model_seed_*" or
- * "corpus_destroy_in_wake*"), ADMIT_MODEL_TRACE=1 (print every operation; 2 also dumps
+ * "corpus_regress_*"), ADMIT_MODEL_TRACE=1 (print every operation; 2 also dumps
  * the model's state after each), ADMIT_MODEL_RECORD=<file> (write the bytes a seeded run
  * consumed: a corpus file that replays the same operations; use with a filter that
  * selects one seed).
@@ -125,6 +126,229 @@ static void test_coverage(void **state)
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* directed cases                                                                     */
+
+struct dwake {
+    band_waiter w; /* first */
+    int count, status;
+    band_sem *destroy_sem; /* destroyed inside the wake when set */
+    band_budget *destroy_budget;
+    int destroy_rc;
+};
+
+static void dwake_fn(band_waiter *w)
+{
+    struct dwake *d = (struct dwake *)(void *)w;
+    d->count++;
+    d->status = band_waiter_status(w);
+    if (d->destroy_budget != NULL)
+        d->destroy_rc = band_budget_destroy(d->destroy_budget);
+    else if (d->destroy_sem != NULL)
+        d->destroy_rc = band_sem_destroy(d->destroy_sem);
+}
+
+static band_sem_stats stats_of(band_sem *s)
+{
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    return st;
+}
+
+/*
+ * A pending request cancelled with a reason other than BAND_ETIMEDOUT counts in "cancels"
+ * of each of its budgets, whatever the code (sem.h: closed_fails counts acquisitions
+ * "failed by close", cancels those "cancelled for any other reason"), as a plain waiter's
+ * cancel does.
+ */
+static void test_cancel_reason_counts(void **state)
+{
+    (void)state;
+    band_budget *a, *b;
+    assert_int_equal(band_budget_create(&a, 2), 0);
+    assert_int_equal(band_budget_create(&b, 2), 0);
+    band_sem *sa = band_budget_sem(a), *sb = band_budget_sem(b);
+    assert_int_equal(band_sem_try_acquire(sb, 2), 0);
+    static const int reasons[] = {BAND_ECANCELED, BAND_ECLOSED, BAND_E2BIG, BAND_EAGAIN};
+    for (unsigned i = 0; i < TEST_COUNTOF(reasons); i++) {
+        struct dwake plain = {0};
+        band_waiter_init(&plain.w, dwake_fn, &plain);
+        assert_int_equal(band_sem_acquire_async(sb, 1, &plain.w), BAND_PENDING);
+        assert_int_equal(band_waiter_cancel(&plain.w, reasons[i]), 0);
+
+        band_admit_req r;
+        band_admit_req_init(&r, dwake_fn, NULL);
+        assert_int_equal(band_admit_req_add(&r, sa, 1), 0);
+        assert_int_equal(band_admit_req_add(&r, sb, 1), 0);
+        assert_int_equal(band_admit_async(&r), BAND_PENDING);
+        assert_int_equal(band_waiter_cancel(&r.w, reasons[i]), 0);
+        assert_int_equal(band_waiter_status(&r.w), reasons[i]);
+        /* b: the plain waiter and the request; a: the request */
+        assert_u64_equal(stats_of(sb).cancels, 2 * (i + 1));
+        assert_u64_equal(stats_of(sa).cancels, i + 1);
+        assert_u64_equal(stats_of(sa).closed_fails, 0);
+        assert_u64_equal(stats_of(sb).closed_fails, 0);
+        assert_u64_equal(stats_of(sa).too_big, 0);
+        assert_u64_equal(stats_of(sb).too_big, 0);
+        assert_u64_equal(band_sem_available(sa), 2);
+    }
+    assert_int_equal(band_sem_release(sb, 2), 0);
+    assert_int_equal(band_budget_destroy(a), 0);
+    assert_int_equal(band_budget_destroy(b), 0);
+}
+
+/*
+ * A wake destroys the idle budget whose close woke it, while a tree request waits at its
+ * leaf elsewhere (so the close has tree requests to sweep). Destroying an idle budget from
+ * inside a wake is allowed (core.h: the wake may call band; band_budget_destroy: 0 when
+ * nobody waits); nothing may touch the budget afterwards. Under ASan a use after free
+ * fails this test.
+ */
+static void test_destroy_in_wake_while_staged(void **state)
+{
+    (void)state;
+    band_tree *root, *leaf;
+    assert_int_equal(band_tree_create(&root, NULL, 4, 0), 0);
+    assert_int_equal(band_tree_create(&leaf, root, 2, 0), 0);
+    band_admit_req held, staged;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    band_admit_req_init(&held, NULL, NULL);
+    assert_int_equal(band_admit_req_add_tree(&held, leaf, 2), 0);
+    assert_int_equal(band_admit_try(&held, &g), 0);
+    struct dwake sw = {0};
+    band_admit_req_init(&staged, dwake_fn, &sw);
+    assert_int_equal(band_admit_req_add_tree(&staged, leaf, 1), 0);
+    assert_int_equal(band_admit_async(&staged), BAND_PENDING); /* waits at the leaf */
+    assert_u64_equal(stats_of(band_tree_sem(root)).waiters, 0);
+
+    band_budget *x;
+    assert_int_equal(band_budget_create(&x, 1), 0);
+    assert_int_equal(band_budget_try_acquire(x, 1), 0);
+    struct dwake pw = {0};
+    band_waiter_init(&pw.w, dwake_fn, &pw);
+    assert_int_equal(band_budget_acquire_async(x, 1, &pw.w), BAND_PENDING);
+    pw.destroy_budget = x; /* the wake of the close destroys x, now idle */
+    assert_int_equal(band_budget_close(x), 0);
+    assert_int_equal(pw.count, 1);
+    assert_int_equal(pw.status, BAND_ECLOSED);
+    assert_int_equal(pw.destroy_rc, 0);
+
+    /* the tree is untouched */
+    assert_int_equal(sw.count, 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(sw.count, 1);
+    assert_int_equal(sw.status, 0);
+    assert_int_equal(band_admit_req_grant(&staged, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_tree_destroy(leaf), 0);
+    assert_int_equal(band_tree_destroy(root), 0);
+}
+
+/* The same with a shrink that fails the plain waiter with BAND_E2BIG. */
+static void test_destroy_in_wake_of_shrink_while_staged(void **state)
+{
+    (void)state;
+    band_tree *root, *leaf;
+    assert_int_equal(band_tree_create(&root, NULL, 4, 0), 0);
+    assert_int_equal(band_tree_create(&leaf, root, 2, 0), 0);
+    band_admit_req held, staged;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    band_admit_req_init(&held, NULL, NULL);
+    assert_int_equal(band_admit_req_add_tree(&held, leaf, 2), 0);
+    assert_int_equal(band_admit_try(&held, &g), 0);
+    struct dwake sw = {0};
+    band_admit_req_init(&staged, dwake_fn, &sw);
+    assert_int_equal(band_admit_req_add_tree(&staged, leaf, 1), 0);
+    assert_int_equal(band_admit_async(&staged), BAND_PENDING);
+
+    band_budget *x;
+    assert_int_equal(band_budget_create(&x, 3), 0);
+    assert_int_equal(band_budget_try_acquire(x, 1), 0);
+    struct dwake pw = {0};
+    band_waiter_init(&pw.w, dwake_fn, &pw);
+    assert_int_equal(band_budget_acquire_async(x, 3, &pw.w), BAND_PENDING);
+    pw.destroy_budget = x;
+    assert_int_equal(band_budget_shrink(x, 1), 0); /* capacity 2 < 3: E2BIG */
+    assert_int_equal(pw.count, 1);
+    assert_int_equal(pw.status, BAND_E2BIG);
+    assert_int_equal(pw.destroy_rc, 0);
+
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(sw.status, 0);
+    assert_int_equal(band_admit_req_grant(&staged, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_tree_destroy(leaf), 0);
+    assert_int_equal(band_tree_destroy(root), 0);
+}
+
+/*
+ * Units set aside for a waiting request are free units (admit.h); a shrink that finds all
+ * free units set aside leaves them there and owes the rest. Returning units that are held
+ * must still succeed: budget.h refuses a release with BAND_EOVERFLOW only for units that
+ * were never acquired. Here the release only repays debt.
+ */
+static void test_release_after_shrink_below_set_aside(void **state)
+{
+    (void)state;
+    band_budget *a, *b;
+    assert_int_equal(band_budget_create(&a, 5), 0);
+    assert_int_equal(band_budget_create(&b, 1), 0);
+    band_sem *sa = band_budget_sem(a), *sb = band_budget_sem(b);
+    assert_int_equal(band_sem_try_acquire(sa, 1), 0); /* held */
+    assert_int_equal(band_sem_try_acquire(sb, 1), 0);
+    struct dwake rw = {0};
+    band_admit_req r;
+    band_admit_req_init(&r, dwake_fn, &rw);
+    assert_int_equal(band_admit_req_add(&r, sa, 1), 0);
+    assert_int_equal(band_admit_req_add(&r, sb, 1), 0);
+    assert_int_equal(band_admit_async(&r), BAND_PENDING);
+    assert_u64_equal(stats_of(sa).head_granted, 4); /* a's free units, set aside for r */
+    assert_int_equal(band_budget_shrink(a, 4), 0);  /* capacity 1, owes 4 */
+    band_sem_stats st = stats_of(sa);
+    assert_u64_equal(st.capacity, 1);
+    assert_u64_equal(st.in_use, 1);
+    assert_int_equal(rw.count, 0);
+
+    assert_int_equal(band_sem_release(sa, 1), 0); /* the held unit comes back */
+    assert_u64_equal(stats_of(sa).in_use, 0);
+    assert_int_equal(band_sem_release(sb, 1), 0); /* r is admitted */
+    assert_int_equal(rw.count, 1);
+    assert_int_equal(rw.status, 0);
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    assert_int_equal(band_admit_req_grant(&r, &g), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    st = stats_of(sa);
+    assert_u64_equal(st.available, 1);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.head_granted, 0);
+    assert_int_equal(band_budget_destroy(a), 0);
+    assert_int_equal(band_budget_destroy(b), 0);
+}
+
+/*
+ * The reservations of a node's children may total at most the node's capacity (admit.h):
+ * after the parent shrank below what its children reserve, a new child with a
+ * reservation is refused with BAND_EINVAL.
+ */
+static void test_tree_reserve_past_shrunk_cap(void **state)
+{
+    (void)state;
+    band_tree *root, *t1, *t2, *t3 = NULL;
+    assert_int_equal(band_tree_create(&root, NULL, 10, 0), 0);
+    assert_int_equal(band_tree_create(&t1, root, 10, 4), 0);
+    assert_int_equal(band_tree_create(&t2, root, 10, 4), 0);
+    assert_int_equal(band_tree_create(&t3, root, 5, 3), BAND_EINVAL); /* 8 + 3 > 10 */
+    assert_int_equal(band_sem_reduce(band_tree_sem(root), 7), 0);     /* capacity 3 < 8 */
+    assert_int_equal(band_tree_create(&t3, root, 5, 1), BAND_EINVAL); /* 8 + 1 > 3 */
+    if (t3 != NULL) {
+        assert_int_equal(band_tree_destroy(t3), 0);
+        t3 = NULL;
+    }
+    assert_int_equal(band_tree_destroy(t2), 0);
+    assert_int_equal(band_tree_destroy(t1), 0);
+    assert_int_equal(band_tree_destroy(root), 0);
+}
+
+/* ---------------------------------------------------------------------------------- */
 
 static uint64_t env_u64(const char *name, uint64_t dflt)
 {
@@ -190,9 +414,16 @@ int main(int argc, char **argv)
             snprintf(g_files[i], sizeof(g_files[i]), "%s/%s", argv[a], g_names[i] + 7);
     }
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_coverage);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cancel_reason_counts);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_release_after_shrink_below_set_aside);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_tree_reserve_past_shrunk_cap);
     for (unsigned i = 0; i < nfiles; i++) {
         tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_file, g_files[i]);
         tests[n++].name = g_names[i];
     }
+    /* Last: a use after free aborts an ASan build at once, and the report should show
+     * every other result first. */
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_destroy_in_wake_while_staged);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_destroy_in_wake_of_shrink_while_staged);
     return _cmocka_run_group_tests("model_admit", tests, n, NULL, NULL);
 }
