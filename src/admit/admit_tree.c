@@ -39,7 +39,10 @@ int band_tree_create(band_tree **out, band_tree *parent, uint64_t cap, uint64_t 
     pthread_mutex_lock(&band__admit_mu);
     if (parent != NULL) {
         uint64_t pcap = band__sem_limit(&parent->sem);
-        if (reserve > pcap - parent->child_reserve) {
+        /* A parent shrunk below its children's reservations has room for no further
+         * reservation (a child without one is still fine). */
+        if (reserve > 0 &&
+            (parent->child_reserve > pcap || reserve > pcap - parent->child_reserve)) {
             rc = BAND_EINVAL;
         } else {
             parent->child_reserve += reserve;

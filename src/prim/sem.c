@@ -313,8 +313,11 @@ static int sem_release_locked(band_sem *s, uint64_t n, struct band__wakelist *wl
          * after the waiters took their share would accept units never acquired, and the
          * waiters' own releases would be refused later.
          * On a semaphore the units may stop at a smart node and stay free there: free units
-         * (head_got while waiters queue) may not pass the limit either. */
-        if (s->head_got > limit || rest > limit - s->head_got)
+         * (head_got while waiters queue) may not pass the limit either, which is the same
+         * bound once the debt is repaid first. A shrink may leave more set aside than the
+         * new capacity: the debt then covers it, and held units still go back. */
+        uint64_t total = limit + s->debt; /* both at most BAND_MAX_UNITS: no wrap */
+        if (s->head_got > total || n > total - s->head_got)
             return BAND_EOVERFLOW;
     } else {
         uint64_t need = s->q_units - s->head_got;
