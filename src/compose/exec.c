@@ -218,7 +218,7 @@ int band_exec_create(band_exec **out, const band_exec_opts *opts)
         free(ex);
         return BAND_ENOMEM;
     }
-    int rc = band_chan_create(&ex->ch, sizeof(band_job *), opts->capacity, 0);
+    int rc = band_chan_create(&ex->ch, sizeof(band_job *), opts->capacity, NULL);
     if (rc != 0) {
         free(ex->w);
         free(ex);

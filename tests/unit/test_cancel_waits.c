@@ -102,7 +102,7 @@ static void test_chan(void **state)
 {
     (void)state;
     band_chan *c;
-    assert_int_equal(band_chan_create(&c, sizeof(int), 1, 0), 0);
+    assert_int_equal(band_chan_create(&c, sizeof(int), 1, NULL), 0);
     int v = 1, out = 0;
     uint64_t bytes = 0;
     struct later l;
@@ -112,7 +112,7 @@ static void test_chan(void **state)
     finish(&l);
     size_t n = 7;
     int many[4];
-    assert_int_equal(band_chan_recv_many(c, many, 4, NULL, &n, BAND_FOREVER, cancel_soon(&l)),
+    assert_int_equal(band_chan_recv_many(c, 4, many, NULL, &n, BAND_FOREVER, cancel_soon(&l)),
                      BAND_ECANCELED);
     finish(&l);
     assert_int_equal(n, 0);
