@@ -334,12 +334,8 @@ static void test_exec_door(void **state)
     (void)state;
     struct later l;
     assert_int_equal(band_sem_create(&gate, 0), 0);
-    band_exec_opts eo;
-    memset(&eo, 0, sizeof(eo));
-    eo.workers = 1;
-    eo.capacity = 1;
     band_exec *ex;
-    assert_int_equal(band_exec_create(&ex, &eo), 0);
+    assert_int_equal(band_exec_create(&ex, 1, 1, NULL), 0);
     band_job running, queued, refused;
     band_job_init(&running, job_fn, NULL);
     band_job_init(&queued, job_fn, NULL);
