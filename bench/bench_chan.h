@@ -305,7 +305,7 @@ static inline struct bench_ch_result bench_ch_once(int kind, int producers, long
         setup = bench_lq_init(&run.lq, cap);
         break;
     default:
-        setup = band_chan_create(&run.chan, sizeof(uint64_t), cap, 0) != 0 ? -1 : 0;
+        setup = band_chan_create(&run.chan, sizeof(uint64_t), cap, NULL) != 0 ? -1 : 0;
         break;
     }
     if (setup != 0) {
@@ -355,7 +355,7 @@ static inline struct bench_ch_result bench_ch_once(int kind, int producers, long
     default:
         while (got < total) {
             size_t n = 0;
-            if (band_chan_recv_many(run.chan, batch, BENCH_CH_BATCH, NULL, &n, BAND_FOREVER,
+            if (band_chan_recv_many(run.chan, BENCH_CH_BATCH, batch, NULL, &n, BAND_FOREVER,
                                     NULL) != 0 ||
                 n == 0 || n > BENCH_CH_BATCH) {
                 bad++;

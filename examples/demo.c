@@ -497,13 +497,11 @@ static int run_pipeline(struct pipeline *pl, uint64_t messages)
     pthread_t prod, cons;
     band_chan_opts o;
     memset(&o, 0, sizeof(o));
-    o.elem_size = sizeof(struct message);
-    o.capacity = CHAN_MESSAGES;
     o.byte_capacity = CHAN_BYTES;
     o.senders = 1; /* the producer; its band_chan_sender_leave() closes the channel */
-    int rc = band_chan_create_opts(&pl->chan, &o);
+    int rc = band_chan_create(&pl->chan, sizeof(struct message), CHAN_MESSAGES, &o);
     if (rc != 0) {
-        fprintf(stderr, "band_chan_create_opts: %s\n", band_strerror(rc));
+        fprintf(stderr, "band_chan_create: %s\n", band_strerror(rc));
         return -1;
     }
     band_chan_set_name(pl->chan, "stage-1-to-2");

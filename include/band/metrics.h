@@ -47,7 +47,7 @@ BAND_API int band_metrics_destroy(band_metrics *m);
  * Registration. @name becomes the label name="..." of every series of the entry (copied;
  * 1..BAND_NAME_MAX-1 bytes; escaped on output). @wait, where offered, is an optional
  * histogram of waits in nanoseconds that the caller records into (for a channel:
- * band_chan_set_wait_histo()); it is rendered as a Prometheus histogram in seconds.
+ * band_chan_opts.wait_histo); it is rendered as a Prometheus histogram in seconds.
  * Each returns 0, BAND_EINVAL (NULL primitive, bad name) or BAND_E2BIG (registry full).
  */
 BAND_API int band_metrics_add_sem(band_metrics *m, const char *name, const band_sem *s,

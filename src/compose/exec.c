@@ -36,7 +36,8 @@
  * (accepted, refusals) and the rare handbacks (cancelled, drained).
  *
  * Lock discipline: the executor has one mutex, join_mu, which only serializes
- * band_exec_join(); no user code (job, handback, clock) runs under it.
+ * band_exec_join() (and lets band_exec_destroy() see whether the workers were joined,
+ * without waiting: it only tries it); no user code (job, handback, clock) runs under it.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -204,34 +205,28 @@ static void exec_free(band_exec *ex)
     free(ex);
 }
 
-int band_exec_create(band_exec **out, const band_exec_opts *opts)
+int band_exec_create(band_exec **out, unsigned workers, uint64_t capacity,
+                     const band_exec_opts *opts)
 {
-    if (out == NULL || opts == NULL || opts->workers == 0 ||
-        opts->workers > BAND_EXEC_MAX_WORKERS || opts->capacity == 0 ||
-        opts->capacity > BAND_MAX_UNITS)
+    static const band_exec_opts none;
+    if (opts == NULL)
+        opts = &none;
+    if (out == NULL || workers == 0 || workers > BAND_EXEC_MAX_WORKERS || capacity == 0 ||
+        capacity > BAND_MAX_UNITS)
         return BAND_EINVAL;
     band_exec *ex = calloc(1, sizeof(*ex));
     if (ex == NULL)
         return BAND_ENOMEM;
-    ex->w = aligned_alloc(BAND__CACHELINE, opts->workers * sizeof(struct exec_worker));
+    ex->w = aligned_alloc(BAND__CACHELINE, workers * sizeof(struct exec_worker));
     if (ex->w == NULL) {
         free(ex);
         return BAND_ENOMEM;
     }
-    int rc = band_chan_create(&ex->ch, sizeof(band_job *), opts->capacity, 0);
+    int rc = band_chan_create(&ex->ch, sizeof(band_job *), capacity, NULL);
     if (rc != 0) {
         free(ex->w);
         free(ex);
         return rc;
-    }
-    if (opts->name != NULL && opts->name[0] != '\0') {
-        rc = band_chan_set_name(ex->ch, opts->name);
-        if (rc != 0) {
-            (void)band_chan_destroy(ex->ch);
-            free(ex->w);
-            free(ex);
-            return rc;
-        }
     }
     if (pthread_mutex_init(&ex->join_mu, NULL) != 0) {
         (void)band_chan_destroy(ex->ch);
@@ -244,7 +239,7 @@ int band_exec_create(band_exec **out, const band_exec_opts *opts)
     ex->clock = opts->clock;
     ex->clock_ctx = opts->clock_ctx;
     atomic_init(&ex->mode, MODE_OPEN);
-    for (unsigned i = 0; i < opts->workers; i++) {
+    for (unsigned i = 0; i < workers; i++) {
         struct exec_worker *w = &ex->w[i];
         memset(w, 0, sizeof(*w));
         w->ex = ex;
@@ -253,7 +248,7 @@ int band_exec_create(band_exec **out, const band_exec_opts *opts)
         band_histo_init(&w->queue_time);
         band_histo_init(&w->service_time);
     }
-    for (unsigned i = 0; i < opts->workers; i++) {
+    for (unsigned i = 0; i < workers; i++) {
         if (pthread_create(&ex->w[i].tid, NULL, exec_worker, &ex->w[i]) != 0) {
             /* Nothing was accepted yet: stop the ones started and give up. */
             atomic_store_explicit(&ex->mode, MODE_NOW, memory_order_release);
@@ -267,6 +262,13 @@ int band_exec_create(band_exec **out, const band_exec_opts *opts)
     }
     *out = ex;
     return 0;
+}
+
+int band_exec_set_name(band_exec *ex, const char *name)
+{
+    if (ex == NULL)
+        return BAND_EINVAL;
+    return band_chan_set_name(ex->ch, name); /* the queue carries the executor's name */
 }
 
 /* Count a refusal by its code. */
@@ -378,10 +380,13 @@ int band_exec_destroy(band_exec *ex)
 {
     if (ex == NULL)
         return 0;
-    if (exec_is_worker(ex))
-        return BAND_EINVAL;
-    (void)band_exec_shutdown(ex, BAND_EXEC_DRAIN);
-    (void)band_exec_join(ex);
+    /* A join in progress holds join_mu: busy too (destroy never waits for it). */
+    if (pthread_mutex_trylock(&ex->join_mu) != 0)
+        return BAND_EBUSY;
+    int joined = ex->joined;
+    (void)pthread_mutex_unlock(&ex->join_mu);
+    if (!joined)
+        return BAND_EBUSY; /* not shut down, or its workers not joined yet */
     exec_free(ex);
     return 0;
 }
@@ -393,6 +398,7 @@ int band_exec_get_stats(const band_exec *ex, band_exec_stats *out)
     band_chan_stats cs;
     memset(out, 0, sizeof(*out));
     if (band_chan_get_stats(ex->ch, &cs) == 0) {
+        memcpy(out->name, cs.name, sizeof(out->name));
         out->capacity = cs.capacity;
         out->queued = cs.len;
         out->waiting = cs.waiting_senders;

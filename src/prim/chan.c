@@ -35,7 +35,9 @@
  * shared byte counter.
  *
  * Sender op kinds travel in the waiter's private unit field while it is queued (0: send,
- * 1: reserve); an op's own fields hold the element and its bytes.
+ * a struct band_chan_send_op; 1: reserve, a struct band_chan_reserve_op); an op's own
+ * fields hold the copies of its inputs (the element, its bytes) and, for a reservation,
+ * the slot it is granted.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -79,7 +81,7 @@ struct band_chan {
     _Atomic int closed_flag;                            /* mirrors closed, for fast reads */
 
     _Alignas(BAND__CACHELINE) pthread_mutex_t lock; /* guards every field below */
-    struct band__waitq senders;                     /* struct band_chan_send_op */
+    struct band__waitq senders;                     /* send and reserve ops */
     struct band__waitq receivers;                   /* struct band_chan_recv_op */
     int locked_only;                                /* byte bound or overflow policy */
     uint64_t byte_capacity, bytes;                  /* bytes: with a byte bound only */
@@ -117,6 +119,23 @@ static struct band_chan_send_op *send_op_of(band_waiter *w)
     return band__container_of(w, struct band_chan_send_op, w);
 }
 
+static struct band_chan_reserve_op *reserve_op_of(band_waiter *w)
+{
+    return band__container_of(w, struct band_chan_reserve_op, w);
+}
+
+/* The kind of a queued sender op: OP_SEND or OP_RESERVE. */
+static int sender_kind(const band_waiter *w)
+{
+    return (int)w->_u.want;
+}
+
+/* The bytes a queued sender op declares. */
+static uint64_t sender_bytes(band_waiter *w)
+{
+    return sender_kind(w) == OP_SEND ? send_op_of(w)->bytes : reserve_op_of(w)->bytes;
+}
+
 static struct band_chan_recv_op *recv_op_of(band_waiter *w)
 {
     return band__container_of(w, struct band_chan_recv_op, w);
@@ -124,26 +143,29 @@ static struct band_chan_recv_op *recv_op_of(band_waiter *w)
 
 /* ---------------------------------------------------------------- lifecycle */
 
-int band_chan_create_opts(band_chan **out, const band_chan_opts *o)
+int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity,
+                     const band_chan_opts *opts)
 {
-    if (out == NULL || o == NULL || o->elem_size == 0 || o->capacity == 0 ||
-        o->capacity > BAND_MAX_UNITS || o->byte_capacity > BAND_MAX_UNITS ||
-        o->overflow < BAND_CHAN_WAIT || o->overflow > BAND_CHAN_DROP_NEWEST ||
-        (o->deadline_aware != 0 && o->deadline_aware != 1) || o->lifo_after < 0)
+    static const band_chan_opts defaults;
+    const band_chan_opts *o = opts != NULL ? opts : &defaults;
+    if (out == NULL || elem_size == 0 || capacity == 0 || capacity > BAND_MAX_UNITS ||
+        o->byte_capacity > BAND_MAX_UNITS || o->overflow < BAND_CHAN_WAIT ||
+        o->overflow > BAND_CHAN_DROP_NEWEST || (o->deadline_aware != 0 && o->deadline_aware != 1) ||
+        o->lifo_after < 0)
         return BAND_EINVAL;
-    if (o->elem_size > SIZE_MAX / 2 - sizeof(struct ring_slot))
+    if (elem_size > SIZE_MAX / 2 - sizeof(struct ring_slot))
         return BAND_ENOMEM;
-    size_t stride = (sizeof(struct ring_slot) + o->elem_size + 7) & ~(size_t)7;
-    if (o->capacity > SIZE_MAX / stride)
+    size_t stride = (sizeof(struct ring_slot) + elem_size + 7) & ~(size_t)7;
+    if (capacity > SIZE_MAX / stride)
         return BAND_ENOMEM;
     size_t size = (sizeof(band_chan) + BAND__CACHELINE - 1) & ~(size_t)(BAND__CACHELINE - 1);
     band_chan *c = aligned_alloc(BAND__CACHELINE, size);
     if (c == NULL)
         return BAND_ENOMEM;
     memset(c, 0, sizeof(*c));
-    c->ring.slots = malloc((size_t)o->capacity * stride);
-    if (o->lifo_after > 0 && o->capacity <= SIZE_MAX / sizeof(band_time))
-        c->stamps = malloc((size_t)o->capacity * sizeof(band_time));
+    c->ring.slots = malloc((size_t)capacity * stride);
+    if (o->lifo_after > 0 && capacity <= SIZE_MAX / sizeof(band_time))
+        c->stamps = malloc((size_t)capacity * sizeof(band_time));
     if (c->ring.slots == NULL || (o->lifo_after > 0 && c->stamps == NULL) ||
         pthread_mutex_init(&c->lock, NULL) != 0) {
         free(c->ring.slots);
@@ -153,10 +175,10 @@ int band_chan_create_opts(band_chan **out, const band_chan_opts *o)
     }
     struct chan_ring *r = &c->ring;
     r->stride = stride;
-    r->elem_size = o->elem_size;
-    r->cap = o->capacity;
-    r->mask = (o->capacity & (o->capacity - 1)) == 0 ? o->capacity - 1 : 0;
-    for (uint64_t i = 0; i < o->capacity; i++)
+    r->elem_size = elem_size;
+    r->cap = capacity;
+    r->mask = (capacity & (capacity - 1)) == 0 ? capacity - 1 : 0;
+    for (uint64_t i = 0; i < capacity; i++)
         atomic_init(&ring_slot_at(r, i)->seq, 2 * i);
     band__asym_init();
     c->locked_only = o->byte_capacity > 0 || o->overflow != BAND_CHAN_WAIT || o->lifo_after > 0;
@@ -174,18 +196,9 @@ int band_chan_create_opts(band_chan **out, const band_chan_opts *o)
     c->drop_ctx = o->drop_ctx;
     c->counting = o->senders > 0;
     c->nsenders = o->senders;
+    c->wait_histo = o->wait_histo;
     *out = c;
     return 0;
-}
-
-int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity, uint64_t byte_capacity)
-{
-    band_chan_opts o;
-    memset(&o, 0, sizeof(o));
-    o.elem_size = elem_size;
-    o.capacity = capacity;
-    o.byte_capacity = byte_capacity;
-    return band_chan_create_opts(out, &o);
 }
 
 int band_chan_destroy(band_chan *c)
@@ -214,16 +227,6 @@ int band_chan_set_name(band_chan *c, const char *name)
     if (c == NULL)
         return BAND_EINVAL;
     return band__set_name(c->name, name, &c->lock);
-}
-
-int band_chan_set_wait_histo(band_chan *c, band_histo *h)
-{
-    if (c == NULL)
-        return BAND_EINVAL;
-    pthread_mutex_lock(&c->lock);
-    c->wait_histo = h;
-    pthread_mutex_unlock(&c->lock);
-    return 0;
 }
 
 /* ---------------------------------------------------------------- gates (locked) */
@@ -386,7 +389,7 @@ static int take_from_head_sender_locked(band_chan *c, void *out, uint64_t *bytes
                                         struct band__wakelist *wl)
 {
     band_waiter *sw = band__waitq_first(&c->senders);
-    if (sw == NULL || (int)sw->_u.want != OP_SEND)
+    if (sw == NULL || sender_kind(sw) != OP_SEND)
         return 0; /* a reserve op at the head holds the rest back */
     struct band_chan_send_op *sop = send_op_of(sw);
     band_time now = 0;
@@ -424,15 +427,18 @@ static int serve_senders_locked(band_chan *c, struct band__wakelist *wl)
     band_time now = 0;
     band_waiter *w;
     while ((w = band__waitq_first(&c->senders)) != NULL) {
-        struct band_chan_send_op *op = send_op_of(w);
-        if (!has_room_locked(c, op->bytes))
+        uint64_t bytes = sender_bytes(w);
+        if (!has_room_locked(c, bytes))
             break; /* the head waits for room; FIFO holds back the rest */
-        if ((int)w->_u.want == OP_SEND) {
-            if (!push_locked(c, op->elem, op->bytes))
+        if (sender_kind(w) == OP_SEND) {
+            if (!push_locked(c, send_op_of(w)->elem, bytes))
                 break;
         } else {
+            struct band_chan_reserve_op *rop = reserve_op_of(w);
             c->reserved++;
-            c->reserved_bytes += op->bytes;
+            c->reserved_bytes += bytes;
+            rop->slot.chan = c;
+            rop->slot.bytes = bytes;
         }
         band__waitq_unlink_locked(&c->senders, w);
         account_send_wait_locked(c, w, &now);
@@ -557,11 +563,13 @@ static int send_now_locked(band_chan *c, int kind, const void *elem, uint64_t by
 }
 
 /*
- * Send *@elem (kind OP_SEND) or reserve (OP_RESERVE) now, queue @op, or refuse. @op is NULL
- * for try operations. Returns 0, BAND_PENDING, BAND_EAGAIN (try only) or BAND_ECLOSED.
+ * Send *@elem (kind OP_SEND) or reserve (OP_RESERVE) now, queue @w, or refuse. @w is the
+ * waiter of a struct band_chan_send_op (OP_SEND) or band_chan_reserve_op (OP_RESERVE)
+ * whose input copies are filled in, or NULL for try operations. Returns 0, BAND_PENDING,
+ * BAND_EAGAIN (try only), BAND_ETIMEDOUT (deadline-aware) or BAND_ECLOSED.
  */
-static int send_locked(band_chan *c, int kind, const void *elem, uint64_t bytes,
-                       struct band_chan_send_op *op, struct band__wakelist *wl)
+static int send_locked(band_chan *c, int kind, const void *elem, uint64_t bytes, band_waiter *w,
+                       struct band__wakelist *wl)
 {
     if (c->closed) {
         c->refused_closed++;
@@ -571,12 +579,12 @@ static int send_locked(band_chan *c, int kind, const void *elem, uint64_t bytes,
         settle_locked(c, wl); /* room a fast receiver freed may not be handed out yet */
     if (c->senders.len == 0 && send_now_locked(c, kind, elem, bytes, wl))
         return 0;
-    if (op == NULL) {
+    if (w == NULL) {
         c->refused_full++;
         update_gates_locked(c); /* a failed reservation shut the gate */
         return BAND_EAGAIN;
     }
-    if (predicted_to_miss_locked(c, op->w.deadline)) {
+    if (predicted_to_miss_locked(c, w->deadline)) {
         c->refused_deadline++;
         update_gates_locked(c);
         return BAND_ETIMEDOUT; /* refuse now rather than wait to fail */
@@ -589,18 +597,17 @@ static int send_locked(band_chan *c, int kind, const void *elem, uint64_t bytes,
             return 0;
         }
     }
-    band__waitq_push_locked(&c->senders, &op->w, (uint64_t)kind, band_now());
+    band__waitq_push_locked(&c->senders, w, (uint64_t)kind, band_now());
     return BAND_PENDING;
 }
 
 /* The lock/submit/unlock/wake frame around send_locked(). */
-static int send_submit(band_chan *c, int kind, const void *elem, uint64_t bytes,
-                       struct band_chan_send_op *op)
+static int send_submit(band_chan *c, int kind, const void *elem, uint64_t bytes, band_waiter *w)
 {
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&c->lock);
-    int rc = send_locked(c, kind, elem, bytes, op, &wl);
+    int rc = send_locked(c, kind, elem, bytes, w, &wl);
     pthread_mutex_unlock(&c->lock);
     band__wakelist_run(&wl);
     return rc;
@@ -615,14 +622,18 @@ static int send_fast(band_chan *c, const void *elem, uint64_t bytes)
     return rc;
 }
 
+/* A blocking send or reservation: its op (the waiter first in either) and its parker. */
 struct chan_blocking_send {
-    struct band_chan_send_op op;
+    union {
+        struct band_chan_send_op send;
+        struct band_chan_reserve_op reserve;
+    } op;
     struct band__parker parker;
 };
 
 static void blocking_send_wake(band_waiter *w)
 {
-    struct chan_blocking_send *b = band__container_of(w, struct chan_blocking_send, op.w);
+    struct chan_blocking_send *b = band__container_of(w, struct chan_blocking_send, op.send.w);
     band__parker_unpark(&b->parker);
 }
 
@@ -649,14 +660,23 @@ static int send_blocking(band_chan *c, int kind, const void *elem, uint64_t byte
     }
     int rc;
     struct chan_blocking_send b;
-    band_waiter_init(&b.op.w, blocking_send_wake, NULL);
-    b.op.w.deadline = deadline;
-    b.op.elem = elem;
-    b.op.bytes = bytes;
+    band_waiter *w;
+    if (kind == OP_SEND) {
+        w = &b.op.send.w;
+        b.op.send.elem = elem;
+        b.op.send.bytes = bytes;
+    } else {
+        w = &b.op.reserve.w;
+        b.op.reserve.bytes = bytes;
+        b.op.reserve.slot.chan = NULL;
+        b.op.reserve.slot.bytes = 0;
+    }
+    band_waiter_init(w, blocking_send_wake, NULL);
+    w->deadline = deadline;
     band__parker_init(&b.parker);
-    rc = send_submit(c, kind, elem, bytes, &b.op);
+    rc = send_submit(c, kind, elem, bytes, w);
     if (rc == BAND_PENDING)
-        rc = band__block(&b.op.w, &b.parker, deadline, cancel);
+        rc = band__block(w, &b.parker, deadline, cancel);
     band__parker_destroy(&b.parker);
     return rc;
 }
@@ -682,29 +702,32 @@ int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time dea
     return rc != 0 ? rc : send_blocking(c, OP_SEND, elem, bytes, deadline, cancel);
 }
 
-/* Submit an async send or reservation. */
-static int send_async(band_chan *c, int kind, struct band_chan_send_op *op)
+/* Submit an async send or reservation whose op's waiter is @w (its input copies filled
+ * in; checked by the caller with band__waiter_check_submit()). */
+static int send_async(band_chan *c, int kind, const void *elem, uint64_t bytes, band_waiter *w)
 {
-    if (c == NULL || op == NULL || (kind == OP_SEND && op->elem == NULL))
+    int rc = check_send(c, bytes, 0);
+    if (rc == 0) {
+        if (kind == OP_SEND && send_fast(c, elem, bytes) == RING_OK)
+            rc = 0;
+        else
+            rc = send_submit(c, kind, elem, bytes, w);
+    }
+    if (rc != BAND_PENDING && rc != BAND_EINVAL)
+        band__waiter_finish_now(w, rc);
+    return rc;
+}
+
+int band_chan_send_async(band_chan *c, const void *elem, uint64_t bytes, band_chan_send_op *op)
+{
+    if (c == NULL || elem == NULL || op == NULL)
         return BAND_EINVAL;
     int rc = band__waiter_check_submit(&op->w);
     if (rc != 0)
         return rc;
-    rc = check_send(c, op->bytes, 0);
-    if (rc == 0) {
-        if (kind == OP_SEND && send_fast(c, op->elem, op->bytes) == RING_OK)
-            rc = 0;
-        else
-            rc = send_submit(c, kind, op->elem, op->bytes, op);
-    }
-    if (rc != BAND_PENDING && rc != BAND_EINVAL)
-        band__waiter_finish_now(&op->w, rc);
-    return rc;
-}
-
-int band_chan_send_async(band_chan *c, struct band_chan_send_op *op)
-{
-    return send_async(c, OP_SEND, op);
+    op->elem = elem;
+    op->bytes = bytes;
+    return send_async(c, OP_SEND, elem, bytes, &op->w);
 }
 
 /* The declared bytes of the oldest element (locked-only channels: nothing moves). */
@@ -787,18 +810,22 @@ int band_chan_reserve(band_chan *c, uint64_t bytes, band_chan_slot *slot, band_t
     return rc;
 }
 
-int band_chan_reserve_async(band_chan *c, struct band_chan_send_op *op)
+int band_chan_reserve_async(band_chan *c, uint64_t bytes, band_chan_reserve_op *op)
 {
-    return send_async(c, OP_RESERVE, op);
-}
-
-int band_chan_slot_adopt(band_chan_slot *slot, band_chan *c, uint64_t bytes)
-{
-    if (slot == NULL || c == NULL || slot->chan != NULL || bytes > BAND_MAX_UNITS)
+    if (c == NULL || op == NULL)
         return BAND_EINVAL;
-    slot->chan = c;
-    slot->bytes = bytes;
-    return 0;
+    int rc = band__waiter_check_submit(&op->w);
+    if (rc != 0)
+        return rc;
+    op->bytes = bytes;
+    op->slot.chan = NULL;
+    op->slot.bytes = 0;
+    rc = send_async(c, OP_RESERVE, NULL, bytes, &op->w);
+    if (rc == 0) {
+        op->slot.chan = c;
+        op->slot.bytes = bytes;
+    }
+    return rc;
 }
 
 int band_chan_slot_send(band_chan_slot *slot, const void *elem)
@@ -973,23 +1000,25 @@ int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline,
     return rc;
 }
 
-int band_chan_recv_async(band_chan *c, struct band_chan_recv_op *op)
+int band_chan_recv_async(band_chan *c, void *out, band_chan_recv_op *op)
 {
-    if (c == NULL || op == NULL || op->out == NULL)
+    if (c == NULL || out == NULL || op == NULL)
         return BAND_EINVAL;
     int rc = band__waiter_check_submit(&op->w);
     if (rc != 0)
         return rc;
-    if (recv_fast(c, op->out, &op->bytes) == RING_OK)
+    op->out = out;
+    op->bytes = 0;
+    if (recv_fast(c, out, &op->bytes) == RING_OK)
         rc = 0;
     else
-        rc = recv_submit(c, op->out, &op->bytes, op);
+        rc = recv_submit(c, out, &op->bytes, op);
     if (rc != BAND_PENDING)
         band__waiter_finish_now(&op->w, rc);
     return rc;
 }
 
-int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, size_t *n,
+int band_chan_recv_many(band_chan *c, size_t max, void *out, uint64_t *bytes, size_t *n,
                         band_time deadline, band_cancel *cancel)
 {
     if (n != NULL)
@@ -1064,6 +1093,11 @@ int band_chan_close(band_chan *c)
     pthread_mutex_unlock(&c->lock);
     band__wakelist_run(&wl);
     return 0;
+}
+
+int band_chan_is_closed(const band_chan *c)
+{
+    return c != NULL && atomic_load_explicit(&c->closed_flag, memory_order_acquire);
 }
 
 int band_chan_sender_join(band_chan *c)

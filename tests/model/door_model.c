@@ -691,7 +691,7 @@ static int setup(struct door_model *m)
     }
     if (m->qcap > 0)
         EXPECT_EQ(m, "band_chan_create()", 0,
-                  band_chan_create(&m->backlog, sizeof(uint64_t), m->qcap, 0));
+                  band_chan_create(&m->backlog, sizeof(uint64_t), m->qcap, NULL));
     band_door_opts o;
     memset(&o, 0, sizeof(o));
     o.sem = m->sem;

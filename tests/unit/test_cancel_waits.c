@@ -102,7 +102,7 @@ static void test_chan(void **state)
 {
     (void)state;
     band_chan *c;
-    assert_int_equal(band_chan_create(&c, sizeof(int), 1, 0), 0);
+    assert_int_equal(band_chan_create(&c, sizeof(int), 1, NULL), 0);
     int v = 1, out = 0;
     uint64_t bytes = 0;
     struct later l;
@@ -112,7 +112,7 @@ static void test_chan(void **state)
     finish(&l);
     size_t n = 7;
     int many[4];
-    assert_int_equal(band_chan_recv_many(c, many, 4, NULL, &n, BAND_FOREVER, cancel_soon(&l)),
+    assert_int_equal(band_chan_recv_many(c, 4, many, NULL, &n, BAND_FOREVER, cancel_soon(&l)),
                      BAND_ECANCELED);
     finish(&l);
     assert_int_equal(n, 0);
@@ -334,12 +334,8 @@ static void test_exec_door(void **state)
     (void)state;
     struct later l;
     assert_int_equal(band_sem_create(&gate, 0), 0);
-    band_exec_opts eo;
-    memset(&eo, 0, sizeof(eo));
-    eo.workers = 1;
-    eo.capacity = 1;
     band_exec *ex;
-    assert_int_equal(band_exec_create(&ex, &eo), 0);
+    assert_int_equal(band_exec_create(&ex, 1, 1, NULL), 0);
     band_job running, queued, refused;
     band_job_init(&running, job_fn, NULL);
     band_job_init(&queued, job_fn, NULL);

@@ -85,11 +85,10 @@ static void test_render(void **state)
     assert_int_equal(band_metrics_add_sem(m, "db \"pool\"", s, &sw), 0);
 
     band_chan *c = NULL;
-    assert_int_equal(band_chan_create(&c, sizeof(uint64_t), 2, 0), 0);
     band_histo cw;
     band_histo_init(&cw);
-    assert_int_equal(band_chan_set_wait_histo(c, &cw), 0);
-    assert_int_equal(band_chan_set_wait_histo(NULL, &cw), BAND_EINVAL);
+    band_chan_opts co = {.wait_histo = &cw};
+    assert_int_equal(band_chan_create(&c, sizeof(uint64_t), 2, &co), 0);
     uint64_t v = 1;
     assert_int_equal(band_chan_try_send(c, &v, 10), 0);
     assert_int_equal(band_chan_try_send(c, &v, 20), 0);

@@ -94,7 +94,7 @@ static void test_door_args(void **state)
     assert_int_equal(band_door_create(&d, &o), BAND_EINVAL);
     o.wait = 0;
     band_chan *q = NULL;
-    assert_int_equal(band_chan_create(&q, 8, 1, 0), 0);
+    assert_int_equal(band_chan_create(&q, 8, 1, NULL), 0);
     o.backlog = q; /* a backlog needs a semaphore to overflow from */
     assert_int_equal(band_door_create(&d, &o), BAND_EINVAL);
     assert_null(d);
@@ -270,7 +270,7 @@ static void test_door_backlog(void **state)
     band_sem *s = NULL;
     assert_int_equal(band_sem_create(&s, 1), 0);
     band_chan *q = NULL;
-    assert_int_equal(band_chan_create(&q, sizeof(uint64_t), 1, 0), 0);
+    assert_int_equal(band_chan_create(&q, sizeof(uint64_t), 1, NULL), 0);
     band_door *d = door(s, NULL, q, 1, NULL, 0);
     band_permit p[2] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
@@ -549,7 +549,7 @@ static void test_door_never_fits(void **state)
     struct fake_clock fc = {0};
     band_rate *r = fake_rate(&fc, 1, 2);
     band_chan *ch = NULL;
-    assert_int_equal(band_chan_create(&ch, sizeof(job), 4, 0), 0);
+    assert_int_equal(band_chan_create(&ch, sizeof(job), 4, NULL), 0);
     for (int wait = 0; wait < 2; wait++) {
         d = door(s, r, ch, 1, NULL, wait ? 30 * BAND_SEC : 0);
         assert_int_equal(band_door_admit(d, 0, 1, NULL, &p, &a, BAND_FOREVER, NULL), 0);

@@ -110,11 +110,9 @@ int band_fdq_send(band_fdq *q, band_fdq_op *op, band_chan *c, const void *elem, 
     if (!usable(q, op) || c == NULL || elem == NULL)
         return refuse(op);
     claim(q, op, BAND__FDQ_SEND, deadline);
-    op->_u.send.elem = elem;
-    op->_u.send.bytes = bytes;
     op->_a.bytes_out = NULL;
     int rc = passed(deadline) ? no_wait(band_chan_try_send(c, elem, bytes))
-                              : band_chan_send_async(c, &op->_u.send);
+                              : band_chan_send_async(c, elem, bytes, &op->_u.send);
     return settle(q, op, rc, deadline);
 }
 
@@ -124,11 +122,10 @@ int band_fdq_recv(band_fdq *q, band_fdq_op *op, band_chan *c, void *out, uint64_
     if (!usable(q, op) || c == NULL || out == NULL)
         return refuse(op);
     claim(q, op, BAND__FDQ_RECV, deadline);
-    op->_u.recv.out = out;
-    op->_u.recv.bytes = 0;
+    op->_u.recv.bytes = 0; /* the try path writes it only on success */
     op->_a.bytes_out = bytes;
     int rc = passed(deadline) ? no_wait(band_chan_try_recv(c, out, &op->_u.recv.bytes))
-                              : band_chan_recv_async(c, &op->_u.recv);
+                              : band_chan_recv_async(c, out, &op->_u.recv);
     return settle(q, op, rc, deadline);
 }
 

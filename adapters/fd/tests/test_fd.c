@@ -35,7 +35,7 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     if (band_fdq_create(&f->q) != 0 || band_sem_create(&f->sem, 0) != 0 ||
-        band_chan_create(&f->ch, sizeof(uint64_t), 4, 0) != 0)
+        band_chan_create(&f->ch, sizeof(uint64_t), 4, NULL) != 0)
         return -1;
     f->ep = fdt_epoll_open(f->q, 0);
     if (f->ep < 0)
@@ -145,8 +145,8 @@ static void test_args(void **state)
     assert_int_equal(band_fdq_recv(f->q, op, NULL, &v, NULL, BAND_FOREVER), BAND_EINVAL);
     /* A drop-policy channel refuses sends (band_chan_offer is its path): EINVAL too. */
     band_chan *drop = NULL;
-    band_chan_opts o = {.elem_size = 8, .capacity = 2, .overflow = BAND_CHAN_DROP_OLDEST};
-    assert_int_equal(band_chan_create_opts(&drop, &o), 0);
+    band_chan_opts o = {.overflow = BAND_CHAN_DROP_OLDEST};
+    assert_int_equal(band_chan_create(&drop, 8, 2, &o), 0);
     assert_int_equal(band_fdq_send(f->q, op, drop, &v, 0, BAND_FOREVER), BAND_EINVAL);
     assert_int_equal(band_fdq_send(f->q, op, drop, &v, 0, band_now() - 1), BAND_EINVAL);
     assert_int_equal(band_chan_destroy(drop), 0);

@@ -118,9 +118,7 @@ int band_uv_send(band_uv *u, band_uv_op *op, band_chan *c, const void *elem, uin
     if (c == NULL || elem == NULL)
         return BAND_EINVAL;
     (void)prepare(u, op, BAND_UV__SEND, c, deadline, cb);
-    op->_u.send.elem = elem;
-    op->_u.send.bytes = bytes;
-    rc = band_chan_send_async(c, &op->_u.send);
+    rc = band_chan_send_async(c, elem, bytes, &op->_u.send);
     if (rc == BAND_EINVAL)
         return rc;
     band_uv__accept(u, op, rc, deadline);
@@ -136,10 +134,8 @@ int band_uv_recv(band_uv *u, band_uv_op *op, band_chan *c, void *out, uint64_t *
     if (c == NULL || out == NULL)
         return BAND_EINVAL;
     (void)prepare(u, op, BAND_UV__RECV, c, deadline, cb);
-    op->_u.recv.out = out;
-    op->_u.recv.bytes = 0;
     op->_bytes_out = bytes;
-    rc = band_chan_recv_async(c, &op->_u.recv);
+    rc = band_chan_recv_async(c, out, &op->_u.recv);
     if (rc == BAND_EINVAL)
         return rc;
     band_uv__accept(u, op, rc, deadline);

@@ -488,12 +488,9 @@ static void test_stress_chan(void **state)
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
     assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
-    band_chan_opts o = {.elem_size = sizeof(uint64_t),
-                        .capacity = IN_CAP,
-                        .byte_capacity = 24,
-                        .senders = PRODUCERS};
-    assert_int_equal(band_chan_create_opts(&sc->in, &o), 0);
-    assert_int_equal(band_chan_create(&sc->out, sizeof(uint64_t), OUT_CAP, 0), 0);
+    band_chan_opts o = {.byte_capacity = 24, .senders = PRODUCERS};
+    assert_int_equal(band_chan_create(&sc->in, sizeof(uint64_t), IN_CAP, &o), 0);
+    assert_int_equal(band_chan_create(&sc->out, sizeof(uint64_t), OUT_CAP, NULL), 0);
 
     sc->end = band_now() + WALL_NS;
     struct producer p[PRODUCERS];

@@ -75,7 +75,7 @@ static int setup(void **state)
         return -1;
     if (band_sem_create(&f->sem, 0) != 0)
         return -1;
-    if (band_chan_create(&f->chan, sizeof(uint64_t), 4, 0) != 0)
+    if (band_chan_create(&f->chan, sizeof(uint64_t), 4, NULL) != 0)
         return -1;
     *state = f;
     return 0;
@@ -204,8 +204,8 @@ static void test_bad_input(void **state)
 
     /* A channel with a drop policy refuses sends (use band_chan_offer there). */
     band_chan *drop;
-    band_chan_opts o = {.elem_size = 8, .capacity = 2, .overflow = BAND_CHAN_DROP_OLDEST};
-    assert_int_equal(band_chan_create_opts(&drop, &o), 0);
+    band_chan_opts o = {.overflow = BAND_CHAN_DROP_OLDEST};
+    assert_int_equal(band_chan_create(&drop, 8, 2, &o), 0);
     assert_int_equal(band_uv_send(u, op, drop, &v, 8, BAND_FOREVER, rec_cb), BAND_EINVAL);
     assert_int_equal(band_chan_destroy(drop), 0);
 
@@ -583,7 +583,7 @@ static void test_close_with_pending(void **state)
     assert_int_equal(band_sem_release(f->sem, 1), 0); /* partial grant to r[0] */
     assert_int_equal(band_uv_recv(f->u, &r[2].op, f->chan, &r[2].val, NULL, later, rec_cb), 0);
     band_chan *full;
-    assert_int_equal(band_chan_create(&full, sizeof(uint64_t), 1, 0), 0);
+    assert_int_equal(band_chan_create(&full, sizeof(uint64_t), 1, NULL), 0);
     uint64_t v = 1;
     assert_int_equal(band_chan_try_send(full, &v, 0), 0);
     r[3].val = 2;
@@ -834,7 +834,7 @@ static void test_send_recv_threads(void **state)
     assert_non_null(out);
     in->f = out->f = f;
     in->chan = f->chan;
-    assert_int_equal(band_chan_create(&out->chan, sizeof(uint64_t), 2, 0), 0);
+    assert_int_equal(band_chan_create(&out->chan, sizeof(uint64_t), 2, NULL), 0);
 
     /* A thread sends into f->chan, the loop receives; the loop sends into out->chan, a
      * thread receives. Both at once, on one loop. */
