@@ -21,10 +21,10 @@ static void test_create_request(void **state)
     assert_int_equal(band_cancel_create(NULL, NULL), BAND_EINVAL);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     assert_non_null(c);
-    assert_int_equal(band_cancel_requested(c), 0);
-    assert_int_equal(band_cancel_requested(NULL), 0);
+    assert_int_equal(band_cancel_is_requested(c), 0);
+    assert_int_equal(band_cancel_is_requested(NULL), 0);
     assert_int_equal(band_cancel_request(c), 0);
-    assert_int_equal(band_cancel_requested(c), 1);
+    assert_int_equal(band_cancel_is_requested(c), 1);
     assert_int_equal(band_cancel_request(c), BAND_EALREADY);
     assert_int_equal(band_cancel_request(NULL), BAND_EINVAL);
     assert_int_equal(band_cancel_destroy(c), 0);
@@ -92,14 +92,14 @@ static void test_nesting(void **state)
 
     /* A child's request stays below it. */
     assert_int_equal(band_cancel_request(other), 0);
-    assert_int_equal(band_cancel_requested(root), 0);
-    assert_int_equal(band_cancel_requested(mid), 0);
+    assert_int_equal(band_cancel_is_requested(root), 0);
+    assert_int_equal(band_cancel_is_requested(mid), 0);
     assert_int_equal(band_cancel_destroy(root), BAND_EBUSY); /* children exist */
 
     /* A parent's request reaches every descendant, and their hooks. */
     assert_int_equal(band_cancel_request(root), 0);
-    assert_int_equal(band_cancel_requested(mid), 1);
-    assert_int_equal(band_cancel_requested(leaf), 1);
+    assert_int_equal(band_cancel_is_requested(mid), 1);
+    assert_int_equal(band_cancel_is_requested(leaf), 1);
     assert_int_equal(atomic_load(&fired), 1);
     assert_int_equal(band_cancel_request(leaf), BAND_EALREADY);
     assert_int_equal(band_cancel_hook_remove(&h), BAND_EALREADY);
@@ -108,7 +108,7 @@ static void test_nesting(void **state)
     band_cancel *late;
     o.parent = root;
     assert_int_equal(band_cancel_create(&late, &o), 0);
-    assert_int_equal(band_cancel_requested(late), 1);
+    assert_int_equal(band_cancel_is_requested(late), 1);
 
     assert_int_equal(band_cancel_destroy(late), 0);
     assert_int_equal(band_cancel_destroy(leaf), 0);
