@@ -24,7 +24,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_budget_create(&f->b, 10) != 0) {
+    if (band_budget_create(&f->b, 10, NULL) != 0) {
         free(f);
         return -1;
     }
@@ -45,9 +45,9 @@ static int teardown(void **state)
     return rc == 0 ? 0 : -1;
 }
 
-static band_sem_stats stats_of(const band_budget *b)
+static band_budget_stats stats_of(const band_budget *b)
 {
-    band_sem_stats st;
+    band_budget_stats st;
     memset(&st, 0xee, sizeof(st));
     assert_int_equal(band_budget_get_stats(b, &st), 0);
     return st;
@@ -71,11 +71,11 @@ static void test_create_args(void **state)
 {
     (void)state;
     band_budget *b = (band_budget *)(uintptr_t)0x1234;
-    assert_int_equal(band_budget_create(NULL, 10), BAND_EINVAL);
-    assert_int_equal(band_budget_create(&b, 0), BAND_EINVAL);
-    assert_int_equal(band_budget_create(&b, MAXP + 1), BAND_EINVAL);
+    assert_int_equal(band_budget_create(NULL, 10, NULL), BAND_EINVAL);
+    assert_int_equal(band_budget_create(&b, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_budget_create(&b, MAXP + 1, NULL), BAND_EINVAL);
     assert_ptr_equal(b, (band_budget *)(uintptr_t)0x1234);
-    assert_int_equal(band_budget_create(&b, MAXP), 0);
+    assert_int_equal(band_budget_create(&b, MAXP, NULL), 0);
     assert_u64_equal(band_budget_capacity(b), MAXP);
     assert_u64_equal(band_budget_available(b), MAXP);
     assert_int_equal(band_budget_destroy(b), 0);
@@ -90,9 +90,8 @@ static void test_fresh_stats(void **state)
     struct fixture *f = *state;
     assert_non_null(f->s);
     assert_int_equal(band_budget_set_name(f->b, "payload"), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_string_equal(st.name, "payload");
-    assert_int_equal(st.is_budget, 1);
     assert_int_equal(st.closed, 0);
     assert_u64_equal(st.capacity, 10);
     assert_u64_equal(st.in_use, 0);
@@ -103,9 +102,10 @@ static void test_fresh_stats(void **state)
     /* The same counters through the semaphore view. */
     band_sem_stats st2;
     assert_int_equal(band_sem_get_stats(f->s, &st2), 0);
+    assert_string_equal(st2.name, "payload");
     assert_int_equal(st2.is_budget, 1);
     assert_u64_equal(st2.capacity, 10);
-    assert_int_equal(band_budget_get_stats(NULL, &st2), BAND_EINVAL);
+    assert_int_equal(band_budget_get_stats(NULL, &st), BAND_EINVAL);
     assert_int_equal(band_budget_get_stats(f->b, NULL), BAND_EINVAL);
     assert_int_equal(band_budget_set_name(NULL, "x"), BAND_EINVAL);
 }
@@ -126,7 +126,7 @@ static void test_in_use(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_budget_try_acquire(f->b, 3), 0);
     assert_int_equal(band_budget_acquire(f->b, 4, BAND_FOREVER, NULL), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.in_use, 7);
     assert_u64_equal(st.available, 3);
     /* A head's partial grant is not in use yet. */
@@ -162,7 +162,7 @@ static void test_e2big_at_once(void **state)
     assert_int_equal(band_sem_acquire_async(f->s, 11, &f->rec[0].w), BAND_E2BIG);
     assert_int_equal(atomic_load(&f->rec[0].count), 0);
 
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.too_big, 6);
     assert_u64_equal(st.try_refusals, 0);
     assert_u64_equal(st.queued, 0);
@@ -231,7 +231,7 @@ static void test_release_beyond_capacity_with_waiter(void **state)
     assert_int_equal(band_budget_acquire_async(f->b, 4, &f->rec[0].w), BAND_PENDING);
     assert_int_equal(band_budget_release(f->b, 15), BAND_EOVERFLOW);
     assert_int_equal(band_budget_release(f->b, 11), BAND_EOVERFLOW);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.waiters, 1);
     assert_u64_equal(st.head_granted, 0);
     assert_u64_equal(st.available, 0);
@@ -259,7 +259,7 @@ static void test_release_counts_head_partial_grant(void **state)
     assert_int_equal(band_permit_adopt(&p, f->s, 9), 0);
     assert_int_equal(band_permit_release(&p), BAND_EOVERFLOW);
     assert_u64_equal(p.count, 9); /* it keeps what it could not return */
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.waiters, 1);
     assert_u64_equal(st.head_granted, 2);
     assert_u64_equal(st.available, 0);
@@ -286,7 +286,7 @@ static void test_release_counts_head_partial_grant_with_debt(void **state)
     assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
     assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
     assert_int_equal(band_budget_shrink(f->b, 3), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 7);
     assert_u64_equal(st.debt, 3);
     assert_u64_equal(st.head_granted, 2);
@@ -355,7 +355,7 @@ static void test_release_races_capacity_change(void **state)
     assert_int_equal(atomic_load(&r.accepted), 0);
     assert_int_equal(rc, BAND_EOVERFLOW);
     assert_int_equal(failed, 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 10);
     assert_u64_equal(st.available, 10);
     assert_u64_equal(st.debt, 0);
@@ -411,7 +411,7 @@ static void test_held_release_races_capacity_change(void **state)
                   (unsigned long long)rounds, (unsigned long long)c.cycles);
     assert_int_equal(c.refused, 0);
     assert_int_equal(failed, 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 10);
     assert_u64_equal(st.available, 10);
     assert_u64_equal(st.debt, 0);
@@ -428,7 +428,7 @@ static void test_head_of_line_blocking(void **state)
     assert_int_equal(band_budget_acquire_async(f->b, 1, &f->rec[1].w), BAND_PENDING);
     assert_int_equal(band_budget_try_acquire(f->b, 1), BAND_EAGAIN);
     assert_int_equal(atomic_load(&f->rec[1].count), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.head_granted, 3);
     assert_u64_equal(st.available, 0);
     assert_int_equal(band_budget_release(f->b, 2), 0);
@@ -464,7 +464,7 @@ static void test_shrink_creates_debt(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
     assert_int_equal(band_budget_shrink(f->b, 5), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 5);
     assert_u64_equal(st.available, 0);
     assert_u64_equal(st.debt, 3);
@@ -504,7 +504,7 @@ static void test_shrink_fails_too_big_waiters(void **state)
     assert_int_equal(band_waiter_status(&f->rec[2].w), BAND_E2BIG);
     assert_int_equal(band_waiter_is_pending(&f->rec[1].w), 1);
     assert_int_equal(band_waiter_is_pending(&f->rec[3].w), 1);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 7);
     assert_u64_equal(st.debt, 0);         /* 3 of the head's 4 repaid it */
     assert_u64_equal(st.head_granted, 1); /* the last one went to the new head */
@@ -551,7 +551,7 @@ static void test_shrink_wake_calls_back(void **state)
     assert_int_equal(band_budget_release(f->b, 9), 0); /* 5 debt, 4 to the waiter */
     assert_int_equal(atomic_load(&f->rec[0].count), 2);
     assert_int_equal(band_waiter_status(&f->rec[0].w), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.in_use, 5); /* 1 still held + 4 granted */
     assert_u64_equal(st.available, 0);
     CHECK(f);
@@ -568,7 +568,7 @@ static void test_sem_reduce_is_shrink(void **state)
     const int ids[] = {0};
     const int sts[] = {BAND_E2BIG};
     assert_log(&f->log, ids, sts, 1);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 5);
     assert_u64_equal(st.debt, 3); /* 2 available went first; the head's 2 repaid 2 of 5 */
     assert_u64_equal(st.available, 0);
@@ -604,7 +604,7 @@ static void test_permit_forget_shrinks_budget(void **state)
     const int ids[] = {0, 1};
     const int sts[] = {BAND_E2BIG, 0};
     assert_log(&f->log, ids, sts, 2);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 6);
     assert_u64_equal(st.available, 4);
     assert_u64_equal(st.in_use, 2);
@@ -623,7 +623,7 @@ static void test_permit_forget_beyond_capacity_with_debt(void **state)
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_try_acquire(&p, f->s, 8), 0);
     assert_int_equal(band_budget_shrink(f->b, 5), 0); /* capacity 5, debt 3 */
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.debt, 3);
     assert_u64_equal(st.in_use, 8);
     assert_u64_equal(band_permit_forget(&p), 8);
@@ -644,7 +644,7 @@ static void test_grow(void **state)
     assert_int_equal(band_budget_try_acquire(f->b, 10), 0);
     assert_int_equal(band_budget_shrink(f->b, 4), 0);
     assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 6);
     assert_u64_equal(st.debt, 4);
 
@@ -694,7 +694,7 @@ static void test_close(void **state)
     const int ids[] = {0, 1};
     const int sts[] = {BAND_ECLOSED, BAND_ECLOSED};
     assert_log(&f->log, ids, sts, 2);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_int_equal(st.closed, 1);
     assert_u64_equal(st.available, 2);
     assert_u64_equal(st.in_use, 8);
@@ -787,7 +787,7 @@ static void test_alloc_enomem_returns_reservation(void **state)
     if (test_under_sanitizer()) /* sanitizers abort on impossible allocations */
         skip();
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, MAXP), 0);
+    assert_int_equal(band_budget_create(&b, MAXP, NULL), 0);
     void *buf = NULL;
     assert_int_equal(band_budget_alloc(b, (size_t)MAXP, &buf, BAND_FOREVER, NULL), BAND_ENOMEM);
     assert_null(buf);
@@ -818,7 +818,7 @@ static void test_alloc_blocks_until_free(void **state)
     assert_int_equal(test_thread_start(&t, alloc_thread, &a), 0);
     struct sem_waiters_cond c = {f->s, 1};
     assert_true(test_wait_until(test_cond_sem_waiters, &c, 20 * BAND_SEC));
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.head_granted, 2);
     band_budget_free(big);
     assert_int_equal(test_thread_join(&t), 0);
@@ -944,7 +944,7 @@ static void test_realloc_huge_is_e2big(void **state)
         assert_int_equal(band_budget_buf_size(vp), 4);
         assert_memory_equal(vp, "wxyz", 4);
     }
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.too_big, 2 * TEST_COUNTOF(huge));
     assert_u64_equal(st.available, 6);
     assert_u64_equal(st.in_use, 4);
@@ -977,7 +977,7 @@ static void test_alloc_reserved_beyond_what_can_be_held(void **state)
     memset(buf, 7, 8);
     assert_u64_equal(stats_of(f->b).too_big, 3);
     band_budget_free(buf); /* 3 repay the debt, 5 become available */
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.debt, 0);
     assert_u64_equal(st.available, 5);
     assert_u64_equal(st.in_use, 0);

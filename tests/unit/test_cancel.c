@@ -166,7 +166,7 @@ static void test_block_cancelled(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     struct blocked b = {.sem = s, .n = 3, .cancel = c, .deadline = BAND_FOREVER};
     struct test_thread t;
@@ -187,7 +187,7 @@ static void test_block_requested_before(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     assert_int_equal(band_cancel_request(c), 0);
     struct blocked b = {.sem = s, .n = 1, .cancel = c, .deadline = BAND_FOREVER};
@@ -204,7 +204,7 @@ static void test_block_deadline_with_token(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     struct blocked b = {
         .sem = s, .n = 1, .cancel = c, .deadline = band_deadline_after(20 * BAND_MSEC)};
@@ -218,7 +218,7 @@ static void test_block_grant_wins(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     struct blocked b = {.sem = s, .n = 1, .cancel = c, .deadline = BAND_FOREVER};
     struct test_thread t;
@@ -241,7 +241,7 @@ static void test_block_nested(void **state)
     enum { N = 4 };
     band_sem *s;
     band_cancel *root, *child[N];
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&root, NULL), 0);
     struct blocked b[N];
     struct test_thread t[N];
@@ -293,7 +293,7 @@ static void test_signal_handler(void **state)
     struct sigaction old;
     assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     band_time until = band_deadline_after(2 * BAND_SEC);
     int rounds = 0;
     for (; rounds < 300 && band_now() < until; rounds++) {
