@@ -500,6 +500,7 @@ static void check_after_op(struct sem_model *m, const char *opname)
     if (m->budget != NULL) {
         expect_u64(m, "band_budget_capacity()", r->limit, band_budget_capacity(m->budget));
         expect_u64(m, "band_budget_available()", r->avail, band_budget_available(m->budget));
+        expect_int(m, "band_budget_is_closed()", r->closed, band_budget_is_closed(m->budget));
     }
     compare_stats(m, opname);
     if (r->qlen > 0 && r->head_got > 0)

@@ -110,6 +110,176 @@ static void test_fresh_stats(void **state)
     assert_int_equal(band_budget_set_name(NULL, "x"), BAND_EINVAL);
 }
 
+/* band_budget_get_stats() reports, field by field, what band_sem_get_stats() reports
+ * for the budget's semaphore, in a state with a debt, a partial grant and every kind of
+ * refusal counted. */
+static void test_stats_match_sem_view(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_budget_set_name(f->b, "bytes"), 0);
+    assert_int_equal(band_budget_try_acquire(f->b, 7), 0);
+    assert_int_equal(band_budget_try_acquire(f->b, 11), BAND_E2BIG);
+    assert_int_equal(band_budget_try_acquire(f->b, 4), BAND_EAGAIN);
+    assert_int_equal(band_budget_acquire(f->b, 4, band_now() + 20 * BAND_MSEC, NULL),
+                     BAND_ETIMEDOUT);
+    assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_waiter_cancel(&f->rec[0].w, BAND_ECANCELED), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 2, &f->rec[1].w), 0);
+    assert_int_equal(band_budget_release(f->b, 2), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 2, &f->rec[2].w), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 3, &f->rec[3].w), BAND_PENDING);
+    assert_int_equal(band_budget_acquire_async(f->b, 1, &f->rec[4].w), BAND_PENDING);
+    assert_int_equal(band_budget_acquire_async(f->b, 3, &f->rec[5].w), BAND_PENDING);
+    assert_int_equal(band_budget_release(f->b, 2), 0); /* rec 3 granted */
+    assert_int_equal(band_budget_release(f->b, 2), 0); /* rec 4 granted, rec 5 has 1 */
+    assert_int_equal(atomic_load(&f->rec[3].count), 1);
+    assert_int_equal(atomic_load(&f->rec[4].count), 1);
+    assert_int_equal(band_budget_shrink(f->b, 2), 0); /* nothing available: debt 2 */
+
+    band_budget_stats b;
+    band_sem_stats s;
+    assert_int_equal(band_budget_get_stats(f->b, &b), 0);
+    assert_int_equal(band_sem_get_stats(f->s, &s), 0);
+    assert_string_equal(b.name, "bytes");
+    assert_string_equal(b.name, s.name);
+    assert_int_equal(b.closed, 0);
+    assert_int_equal(b.closed, s.closed);
+    assert_u64_equal(b.capacity, 8);
+    assert_u64_equal(b.capacity, s.capacity);
+    assert_u64_equal(b.in_use, 9); /* 3 + 2 + 3 + 1 held */
+    assert_u64_equal(b.in_use, s.in_use);
+    assert_u64_equal(b.available, 0);
+    assert_u64_equal(b.available, s.available);
+    assert_u64_equal(b.debt, 2);
+    assert_u64_equal(b.debt, s.debt);
+    assert_u64_equal(b.waiters, 1);
+    assert_u64_equal(b.waiters, s.waiters);
+    assert_u64_equal(b.waiting_units, 3);
+    assert_u64_equal(b.waiting_units, s.waiting_units);
+    assert_u64_equal(b.head_granted, 1);
+    assert_u64_equal(b.head_granted, s.head_granted);
+    assert_u64_equal(b.queued, 5);
+    assert_u64_equal(b.queued, s.queued);
+    assert_u64_equal(b.grants, 2);
+    assert_u64_equal(b.grants, s.grants);
+    assert_u64_equal(b.timeouts, 1);
+    assert_u64_equal(b.timeouts, s.timeouts);
+    assert_u64_equal(b.cancels, 1);
+    assert_u64_equal(b.cancels, s.cancels);
+    assert_u64_equal(b.try_refusals, 1);
+    assert_u64_equal(b.try_refusals, s.try_refusals);
+    assert_u64_equal(b.too_big, 1);
+    assert_u64_equal(b.too_big, s.too_big);
+    assert_true(b.wait_ns_max >= 20 * BAND_MSEC); /* the timed-out acquisition */
+    assert_u64_equal(b.wait_ns_max, s.wait_ns_max);
+    assert_u64_equal(b.wait_ns_total, s.wait_ns_total);
+    assert_u64_equal(b.refused_deadline, s.refused_deadline);
+    assert_u64_equal(b.grant_pace_ns, s.grant_pace_ns);
+    assert_int_equal(band_budget_close(f->b), 0); /* rec 5 fails */
+    assert_int_equal(atomic_load(&f->rec[5].status), BAND_ECLOSED);
+    assert_int_equal(band_budget_get_stats(f->b, &b), 0);
+    assert_int_equal(band_sem_get_stats(f->s, &s), 0);
+    assert_int_equal(b.closed, 1);
+    assert_int_equal(b.closed, s.closed);
+    assert_u64_equal(b.closed_fails, 1);
+    assert_u64_equal(b.closed_fails, s.closed_fails);
+    assert_u64_equal(b.debt, 1); /* rec 5's partial grant repaid part of it */
+    assert_u64_equal(b.in_use, 9);
+    assert_u64_equal(b.in_use, s.in_use);
+    CHECK(f);
+}
+
+/* band_budget_set_name(): copied, at most BAND_NAME_MAX bytes with its NUL (a longer name
+ * changes nothing), NULL clears it; the same name shows through the semaphore view. */
+static void test_set_name(void **state)
+{
+    struct fixture *f = *state;
+    char name[BAND_NAME_MAX + 1];
+    memset(name, 'a', BAND_NAME_MAX - 1);
+    name[BAND_NAME_MAX - 1] = '\0';
+    assert_int_equal(band_budget_set_name(f->b, name), 0);
+    name[0] = 'z'; /* copied: the caller's buffer is not kept */
+    band_sem_stats ss;
+    assert_int_equal(band_sem_get_stats(f->s, &ss), 0);
+    assert_int_equal(ss.name[0], 'a');
+    assert_int_equal(strlen(ss.name), BAND_NAME_MAX - 1);
+    memset(name, 'b', BAND_NAME_MAX);
+    name[BAND_NAME_MAX] = '\0';
+    assert_int_equal(band_budget_set_name(f->b, name), BAND_EINVAL);
+    band_budget_stats st = stats_of(f->b);
+    assert_int_equal(st.name[0], 'a');
+    assert_int_equal(strlen(st.name), BAND_NAME_MAX - 1);
+    assert_int_equal(band_budget_set_name(f->b, NULL), 0);
+    assert_string_equal(stats_of(f->b).name, "");
+}
+
+/* band_budget_is_closed(): 0 for NULL and before close, 1 after a close through the budget
+ * or through its semaphore. */
+static void test_is_closed(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_budget_is_closed(NULL), 0);
+    assert_int_equal(band_budget_is_closed(f->b), 0);
+    assert_int_equal(band_budget_close(f->b), 0);
+    assert_int_equal(band_budget_is_closed(f->b), 1);
+    assert_int_equal(band_budget_close(f->b), 0); /* twice is harmless */
+    assert_int_equal(band_budget_is_closed(f->b), 1);
+    band_budget *b = NULL;
+    assert_int_equal(band_budget_create(&b, 3, NULL), 0);
+    assert_int_equal(band_sem_close(band_budget_sem(b)), 0);
+    assert_int_equal(band_budget_is_closed(b), 1);
+    assert_int_equal(band_budget_destroy(b), 0);
+}
+
+/* band_budget_opts: an out-of-range option is refused before anything is allocated; the
+ * wait histogram records each queued request's wait; deadline-aware refuses at once a
+ * request that the measured pace says would miss its deadline. */
+static void test_opts(void **state)
+{
+    struct fixture *f = *state;
+    band_budget *b = (band_budget *)(uintptr_t)0x1234;
+    band_budget_opts bad = {.deadline_aware = 2};
+    assert_int_equal(band_budget_create(&b, 10, &bad), BAND_EINVAL);
+    assert_ptr_equal(b, (band_budget *)(uintptr_t)0x1234);
+    band_budget_opts zero = {0};
+    assert_int_equal(band_budget_create(&b, 10, &zero), 0);
+    assert_int_equal(band_budget_destroy(b), 0);
+
+    band_histo h;
+    band_histo_init(&h);
+    band_budget_opts o = {.deadline_aware = 1, .wait_histo = &h};
+    assert_int_equal(band_budget_create(&b, 4, &o), 0);
+    assert_int_equal(band_budget_try_acquire(b, 4), 0);
+    assert_int_equal(band_budget_acquire(b, 1, band_now() + BAND_MSEC, NULL), BAND_ETIMEDOUT);
+    /* Two queued requests granted 20 ms apart measure the pace. */
+    assert_int_equal(band_budget_acquire_async(b, 1, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_budget_acquire_async(b, 1, &f->rec[1].w), BAND_PENDING);
+    assert_int_equal(band_budget_release(b, 1), 0);
+    band_time until = band_now() + 20 * BAND_MSEC;
+    while (band_now() < until)
+        ;
+    assert_int_equal(band_budget_release(b, 1), 0);
+    assert_int_equal(atomic_load(&f->rec[1].count), 1);
+    band_budget_stats st;
+    assert_int_equal(band_budget_get_stats(b, &st), 0);
+    assert_true(st.grant_pace_ns >= 20 * BAND_MSEC);
+    /* 5 ms is not enough for one unit at this pace: refused at once, no wake. */
+    f->rec[2].w.deadline = band_now() + 5 * BAND_MSEC;
+    assert_int_equal(band_budget_acquire_async(b, 1, &f->rec[2].w), BAND_ETIMEDOUT);
+    assert_int_equal(atomic_load(&f->rec[2].count), 0);
+    assert_int_equal(band_budget_get_stats(b, &st), 0);
+    assert_u64_equal(st.refused_deadline, 1);
+    assert_u64_equal(st.waiters, 0);
+    /* The timed-out request and the two granted ones waited in the queue; the refused one
+     * never queued. */
+    band_histo_snapshot snap;
+    assert_int_equal(band_histo_read(&h, &snap), 0);
+    assert_u64_equal(snap.count, 3);
+    assert_int_equal(band_budget_release(b, 4), 0);
+    assert_u64_equal(band_budget_available(b), 4);
+    assert_int_equal(band_budget_destroy(b), 0);
+}
+
 static void test_destroy_busy(void **state)
 {
     struct fixture *f = *state;
@@ -990,6 +1160,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_args),
         T(test_fresh_stats),
+        T(test_stats_match_sem_view),
+        T(test_set_name),
+        T(test_is_closed),
+        T(test_opts),
         T(test_destroy_busy),
         T(test_in_use),
         T(test_e2big_at_once),
