@@ -279,7 +279,7 @@ static double a_band(long iters)
 {
     band_sem *s = NULL;
     long bad = 0;
-    if (band_sem_create(&s, 1) != 0) {
+    if (band_sem_create(&s, 1, NULL) != 0) {
         fail("(a) band_sem_create", 1);
         return 1;
     }
@@ -384,7 +384,7 @@ static double b_band(long iters)
     band_sem *s = NULL;
     band_sem_stats st;
     long bad = 0;
-    if (band_sem_create(&s, 1) != 0) {
+    if (band_sem_create(&s, 1, NULL) != 0) {
         fail("(b) band_sem_create", 1);
         return 1;
     }
@@ -557,7 +557,7 @@ static void c_band_run(size_t n, struct c_run *out)
     uint64_t rel = 0, enq = 0;
     long bad = 0;
     memset(out, 0, sizeof *out);
-    if (band_sem_create(&s, 0) != 0) {
+    if (band_sem_create(&s, 0, NULL) != 0) {
         fail("(c) band_sem_create", 1);
         return;
     }
@@ -882,7 +882,7 @@ static double d_band(long iters)
 {
     band_sem *s = NULL;
     long bad = 0;
-    if (band_sem_create(&s, cfg.d_cap) != 0) {
+    if (band_sem_create(&s, cfg.d_cap, NULL) != 0) {
         fail("(d) band_sem_create", 1);
         return 1;
     }
@@ -1020,7 +1020,7 @@ static double e_band(long iters)
     static struct e_pair p;
     band_sem_stats st;
     long bad = 0;
-    if (band_sem_create(&p.band[0], 1) != 0 || band_sem_create(&p.band[1], 0) != 0) {
+    if (band_sem_create(&p.band[0], 1, NULL) != 0 || band_sem_create(&p.band[1], 0, NULL) != 0) {
         fail("(e) band_sem_create", 1);
         return 1;
     }

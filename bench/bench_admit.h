@@ -87,7 +87,7 @@ static double bench_admit_run(int k, int plain, int threads, long iters, long *f
     c.plain = plain;
     c.iters = iters;
     for (int i = 0; i < k; i++) {
-        if (band_sem_create(&c.s[i], 1) != 0) {
+        if (band_sem_create(&c.s[i], 1, NULL) != 0) {
             (*failures)++;
             return 0;
         }

@@ -60,7 +60,7 @@ static double w1_once(long iters)
 {
     band_sem *s = NULL;
     long bad = 0;
-    if (band_sem_create(&s, 1) != 0)
+    if (band_sem_create(&s, 1, NULL) != 0)
         die("band_sem_create", 1);
     uint64_t t0 = bench_now();
     for (long i = 0; i < iters; i++) {
@@ -118,7 +118,7 @@ static double duo_once(long iters, uint64_t permits, const uint32_t *w0, const u
 {
     band_sem *s = NULL;
     long bad = 0;
-    if (band_sem_create(&s, permits) != 0)
+    if (band_sem_create(&s, permits, NULL) != 0)
         die("band_sem_create", 1);
     double ops = bench_duo_run(duo_fn, s, iters, w0, w1, (int)SPIN, &bad);
     if (band_sem_available(s) != permits)
@@ -224,7 +224,7 @@ static void run_w3(long nl, int executor)
         executor ? "band sem async waiters -> executor thread" : "band sem async waiters";
     long bad = 0;
 
-    if (band_sem_create(&s, 0) != 0)
+    if (band_sem_create(&s, 0, NULL) != 0)
         die("band_sem_create", 1);
     memset(&g3, 0, sizeof g3);
     g3.n = n;

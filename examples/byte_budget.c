@@ -47,7 +47,7 @@ static void *big_job_main(void *arg)
 
 static void show(const char *what, band_budget *b)
 {
-    band_sem_stats st;
+    band_budget_stats st;
     if (band_budget_get_stats(b, &st) != 0)
         return;
     printf("%-40s capacity %5llu KiB  available %5llu KiB  debt %4llu KiB  waiting %llu\n", what,
@@ -60,7 +60,7 @@ static int wait_for_waiter(band_budget *b)
 {
     band_time give_up = band_deadline_after(5 * BAND_SEC);
     struct timespec ms = {0, 1000000};
-    band_sem_stats st;
+    band_budget_stats st;
     while (band_budget_get_stats(b, &st) == 0 && st.waiters == 0) {
         if (band_now() > give_up)
             return -1;
@@ -73,7 +73,7 @@ int main(void)
 {
     band_budget *b;
     void *small = NULL, *never = NULL;
-    CHECK(band_budget_create(&b, 1024 * KIB) == 0);
+    CHECK(band_budget_create(&b, 1024 * KIB, NULL) == 0);
     show("a budget of 1 MiB", b);
 
     /* More than the whole capacity: refused at once, since waiting could never help. */

@@ -240,7 +240,7 @@ static void *consumer_main(void *arg)
 static int run_transfers(struct transfer_run *run, int move_permit, unsigned per_producer)
 {
     pthread_t producers[PRODUCERS], consumers[CONSUMERS];
-    int rc = band_sem_create(&run->slots, SLOTS);
+    int rc = band_sem_create(&run->slots, SLOTS, NULL);
     if (rc != 0) {
         fprintf(stderr, "band_sem_create: %s\n", band_strerror(rc));
         return -1;
@@ -579,9 +579,9 @@ int main(int argc, char **argv)
     static struct job_run counted, budgeted;
     counted.sizes = budgeted.sizes = sizes;
     counted.njobs = budgeted.njobs = cfg.jobs;
-    int rc = band_sem_create(&counted.slots, SLOTS);
+    int rc = band_sem_create(&counted.slots, SLOTS, NULL);
     if (rc == 0)
-        rc = band_budget_create(&budgeted.budget, BUDGET);
+        rc = band_budget_create(&budgeted.budget, BUDGET, NULL);
     if (rc != 0) {
         fprintf(stderr, "create: %s\n", band_strerror(rc));
         return 1;
@@ -603,7 +603,7 @@ int main(int argc, char **argv)
         failed = 1;
     }
 
-    band_sem_stats st;
+    band_budget_stats st;
     memset(&st, 0, sizeof(st));
     if (band_budget_get_stats(budgeted.budget, &st) != 0 || st.in_use != 0 ||
         band_budget_available(budgeted.budget) != BUDGET) {

@@ -69,7 +69,7 @@ static void *read_body(void *arg)
 int main(void)
 {
     band_sem *slots;
-    CHECK(band_sem_create(&slots, 2) == 0); /* at most two requests in flight */
+    CHECK(band_sem_create(&slots, 2, NULL) == 0); /* at most two requests in flight */
 
     struct response *a = start_request(slots, 1, BAND_FOREVER);
     struct response *b = start_request(slots, 2, BAND_FOREVER);

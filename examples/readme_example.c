@@ -4,7 +4,7 @@
 int main(void)
 {
     band_budget *mem; /* 4 MiB of payload, shared by every job */
-    if (band_budget_create(&mem, 4 << 20) != 0)
+    if (band_budget_create(&mem, 4 << 20, NULL) != 0)
         return 1;
     band_time deadline = band_deadline_after(50 * BAND_MSEC);
     void *a, *b;

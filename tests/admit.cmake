@@ -12,7 +12,7 @@ band_add_test(NAME test_admit_tree
 band_add_test(NAME stress_admit
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_admit.c" TIMEOUT 120 LABELS stress)
 
-# Estimate, then reconcile a plain permit (band_permit_reconcile() in sem.h); the
+# Estimate, then reconcile a plain permit (band_permit_reconcile() in permit.h); the
 # multi-budget form is covered in test_admit.
 band_add_test(NAME test_reconcile
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/test_reconcile.c" TIMEOUT 60 LABELS unit)

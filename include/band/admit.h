@@ -35,6 +35,7 @@
 #include "band/budget.h"
 #include "band/cancel.h"
 #include "band/core.h"
+#include "band/permit.h"
 #include "band/sem.h"
 
 #ifdef __cplusplus

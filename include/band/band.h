@@ -23,6 +23,7 @@
 #include "band/metrics.h"
 #include "band/oneshot.h"
 #include "band/overload.h"
+#include "band/permit.h"
 #include "band/rate.h"
 #include "band/sem.h"
 #include "band/version.h"

@@ -100,10 +100,10 @@ BAND_API int band_cancel_destroy(band_cancel *c);
 BAND_API int band_cancel_request(band_cancel *c);
 
 /**
- * band_cancel_requested() - 1 once @c (or an ancestor) was requested, 0 before and for
+ * band_cancel_is_requested() - 1 once @c (or an ancestor) was requested, 0 before and for
  * NULL. One atomic load; async-signal-safe; MT-safe.
  */
-BAND_API int band_cancel_requested(const band_cancel *c);
+BAND_API int band_cancel_is_requested(const band_cancel *c);
 
 /** band_cancel_hook_init() - prepare @h (not added) to call @fn with owner pointer @data. */
 BAND_API void band_cancel_hook_init(band_cancel_hook *h, band_cancel_fn *fn, void *data);

@@ -21,6 +21,7 @@
 #include "band/chan.h"
 #include "band/core.h"
 #include "band/error.h"
+#include "band/permit.h"
 #include "band/rate.h"
 #include "band/sem.h"
 

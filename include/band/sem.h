@@ -1,5 +1,5 @@
 /*
- * band/sem.h - the weighted FIFO semaphore and permits as values.
+ * band/sem.h - the weighted FIFO semaphore.
  *
  * A band_sem is a budget of permits that work acquires before it consumes a resource and
  * releases when the resource is free again. Semantics (docs/semaphore.md has the long form):
@@ -18,6 +18,9 @@
  *    the one load that tells release whether anybody waits.
  *  - Counters are readable at any time with band_sem_get_stats().
  *
+ * Permits held as values (band_permit, the form to embed in the object a resource belongs
+ * to) are in band/permit.h, which includes this header.
+ *
  * Every band_sem_* function is MT-safe. Releases, closes and cancels may run wake
  * functions of completed waiters on the calling thread, after every band lock is released.
  */
@@ -34,22 +37,53 @@ extern "C" {
 
 typedef struct band_sem band_sem;
 
+struct band_histo;
+
+/**
+ * struct band_sem_opts - options for band_sem_create(). NULL, or a zero-initialised
+ * struct, means the defaults; the options are fixed for the semaphore's lifetime.
+ */
+typedef struct band_sem_opts {
+    /**
+     * 1: an acquisition that would have to queue is refused at once with BAND_ETIMEDOUT
+     * (holding nothing, no wake; counted in refused_deadline) when the measured pace of
+     * grants to queued waiters (grant_pace_ns in the counters) predicts it would miss its
+     * deadline: the blocking call's @deadline, or @w->deadline for band_sem_acquire_async(),
+     * read once at submission. Until a pace has been measured nobody is refused, and a
+     * deadline of BAND_FOREVER never is. Multi-budget admissions are not predicted.
+     * 0 (the default): waiters queue whatever their deadline and @w->deadline is never
+     * read. Any other value is refused with BAND_EINVAL.
+     */
+    int deadline_aware;
+    /**
+     * When not NULL, how long each queued acquisition waited (ns, from queueing to its
+     * grant, timeout, cancel or close) is recorded into it (band/histo.h; a metrics
+     * registry renders it, band_metrics_add_sem()). Acquisitions that never queue record
+     * nothing. It stays the caller's and must outlive the semaphore. Default: NULL, none.
+     */
+    struct band_histo *wait_histo;
+} band_sem_opts;
+
 /**
  * band_sem_create() - allocate a semaphore with @permits available permits.
  *
- * Returns 0 and stores the semaphore in *@out, BAND_EINVAL when @out is NULL or @permits
- * exceeds BAND_MAX_UNITS, or BAND_ENOMEM. On failure *@out is left unchanged.
- * The caller owns the semaphore and frees it with band_sem_destroy().
+ * @opts may be NULL (the defaults, as a zero-initialised band_sem_opts). Returns 0 and
+ * stores the semaphore in *@out, BAND_EINVAL when @out is NULL, @permits exceeds
+ * BAND_MAX_UNITS or @opts->deadline_aware is neither 0 nor 1, or BAND_ENOMEM. On failure
+ * *@out is left unchanged and nothing is allocated. The caller owns the semaphore and frees
+ * it with band_sem_destroy(). MT-safe.
  */
-BAND_API int band_sem_create(band_sem **out, uint64_t permits);
+BAND_API int band_sem_create(band_sem **out, uint64_t permits, const band_sem_opts *opts);
 
 /**
  * band_sem_destroy() - free @s.
  *
- * Returns 0, or BAND_EBUSY (nothing is freed) while waiters are queued: close it first,
- * or let them finish, or BAND_EINVAL for the semaphore of a budget (use
- * band_budget_destroy()). Destroying NULL returns 0. Permits still held by callers become
- * dangling: nobody may use @s after this call.
+ * Never waits and never closes: close it, let the waiters go, then destroy it. Returns 0
+ * (also for NULL), BAND_EBUSY (nothing is freed) while acquisitions are queued on @s
+ * (multi-budget admissions included, band/admit.h), or BAND_EINVAL for the semaphore of a
+ * budget or of a capacity tree node (destroy the budget or the node instead). Permits still
+ * held are their holders' to return first: nobody may use @s after this call. Not MT-safe
+ * with other uses of @s.
  */
 BAND_API int band_sem_destroy(band_sem *s);
 
@@ -60,29 +94,6 @@ BAND_API int band_sem_destroy(band_sem *s);
  * name does not fit in BAND_NAME_MAX bytes including its NUL (nothing changes). MT-safe.
  */
 BAND_API int band_sem_set_name(band_sem *s, const char *name);
-
-struct band_histo;
-
-/**
- * band_sem_set_wait_histo() - record how long each queued acquisition waited (ns, from
- * queueing to its grant, timeout, cancel or close) into @h (band/histo.h), from now on;
- * NULL stops recording. Acquisitions that never queue record nothing. @h stays the
- * caller's and must outlive @s or the next call. Works for a budget's semaphore too
- * (band_budget_sem()). Returns 0 or BAND_EINVAL (NULL @s). MT-safe.
- */
-BAND_API int band_sem_set_wait_histo(band_sem *s, struct band_histo *h);
-
-/**
- * band_sem_set_deadline_aware() - @on 1: an acquisition that would have to queue is refused
- * at once with BAND_ETIMEDOUT (holding nothing, no wake; counted in refused_deadline) when
- * the measured pace of grants to queued waiters (grant_pace_ns in the counters) predicts it
- * would miss its deadline: the blocking call's @deadline, or @w->deadline for
- * band_sem_acquire_async(), read once at submission. Until a pace has been measured
- * nobody is refused, and a deadline of BAND_FOREVER never is. @on 0 (the default): waiters
- * queue whatever their deadline and @w->deadline is never read. Multi-budget admissions
- * are not predicted. Returns 0 or BAND_EINVAL (NULL @s, @on not 0 or 1). MT-safe.
- */
-BAND_API int band_sem_set_deadline_aware(band_sem *s, int on);
 
 /**
  * band_sem_try_acquire() - take @n permits now, or refuse without waiting.
@@ -123,7 +134,7 @@ BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_
  * BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL (NULL @s or @w, @w already pending or with no
  * wake function, @n above BAND_MAX_UNITS), BAND_EOVERFLOW when the units asked
  * for by all queued waiters would exceed 2^64 - 1, or BAND_ETIMEDOUT only in deadline-aware
- * mode (band_sem_set_deadline_aware()), when the wait is predicted to miss @w->deadline.
+ * mode (band_sem_opts.deadline_aware), when the wait is predicted to miss @w->deadline.
  * Never calls wake itself. When the wake reports status 0 the owner holds @n permits. @w
  * must stay valid and untouched while pending. The semaphore never cancels @w at its
  * deadline: front ends that arm a timer do that with band_waiter_cancel(). MT-safe.
@@ -226,134 +237,6 @@ typedef struct band_sem_stats {
  * BAND_EINVAL (NULL argument). MT-safe.
  */
 BAND_API int band_sem_get_stats(const band_sem *s, band_sem_stats *out);
-
-/*
- * Permits as values.
- *
- * A band_permit is {semaphore, count}: the permits one owner holds. Embed it in the object
- * that owns the charged resource (a buffer, a response stream, a queued job), move it with
- * that object, and release it when the resource is freed. A permit is a plain value with
- * one owner: its functions are not synchronized against each other on the same permit, but
- * they are MT-safe with respect to the semaphore. Initialise with BAND_PERMIT_INIT.
- */
-typedef struct band_permit {
-    band_sem *sem;  /* NULL when empty */
-    uint64_t count; /* permits held */
-} band_permit;
-
-#define BAND_PERMIT_INIT                                                                           \
-    {                                                                                              \
-        NULL, 0                                                                                    \
-    }
-
-/**
- * band_permit_try_acquire() - band_sem_try_acquire() into an empty permit.
- *
- * On success *@p holds @n permits of @s. Returns the codes of band_sem_try_acquire(), or
- * BAND_EINVAL when @p is NULL or not empty (so held permits are never overwritten).
- */
-BAND_API int band_permit_try_acquire(band_permit *p, band_sem *s, uint64_t n);
-
-/** band_permit_acquire() - band_sem_acquire() into an empty permit; codes as that, plus
- *  BAND_EINVAL when @p is NULL or not empty. */
-BAND_API int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_time deadline,
-                                 band_cancel *cancel);
-
-/**
- * band_permit_adopt() - wrap @n permits of @s that the caller already holds (for example
- * after an async acquisition's wake reported 0) in the empty permit @p.
- *
- * Returns 0, BAND_EINVAL when @p or @s is NULL, @p is not empty, or @n exceeds
- * BAND_MAX_UNITS, or, when @s is a budget's semaphore, BAND_E2BIG (counted in
- * too_big) when @n exceeds what its callers can hold: its capacity plus any debt a shrink
- * left. @p is untouched on failure.
- */
-BAND_API int band_permit_adopt(band_permit *p, band_sem *s, uint64_t n);
-
-/**
- * band_permit_release() - return what @p holds and empty it.
- *
- * Idempotent: releasing an empty permit returns 0 and does nothing. Returns BAND_EINVAL
- * for a NULL @p, otherwise the code of band_sem_release(); on BAND_EOVERFLOW @p keeps its
- * permits.
- */
-BAND_API int band_permit_release(band_permit *p);
-
-/**
- * band_permit_split() - move @n of @p's permits into the empty permit @out.
- *
- * Returns 0, or BAND_EINVAL (NULL argument, @out not empty, @p empty, or @n more than @p
- * holds); nothing changes on failure.
- */
-BAND_API int band_permit_split(band_permit *p, uint64_t n, band_permit *out);
-
-/**
- * band_permit_merge() - move everything @other holds into @p, leaving @other empty.
- *
- * Both must belong to the same semaphore (an empty permit belongs to none and merges with
- * any). Returns 0, BAND_EINVAL for different semaphores or a NULL argument, or
- * BAND_EOVERFLOW when the sum would exceed BAND_MAX_UNITS. Nothing changes on
- * failure, so no permit is lost.
- */
-BAND_API int band_permit_merge(band_permit *p, band_permit *other);
-
-/**
- * band_permit_forget() - empty @p without returning its permits; returns how many it held.
- *
- * The permits leave the semaphore for good (the form of reducing capacity by consuming
- * held permits). For a budget's permit the forgotten units first settle any debt a shrink
- * left (they were owed anyway), and the capacity drops by the rest - possibly to 0, after
- * which every non-empty request is refused with BAND_E2BIG until band_budget_grow(). Queued
- * requests that no longer fit end with BAND_E2BIG. 0 for NULL.
- */
-BAND_API uint64_t band_permit_forget(band_permit *p);
-
-/**
- * band_permit_reconcile() - set what @p holds to @used, the units the work it stood for
- * has actually consumed (estimate, then reconcile).
- *
- * A surplus (@used below the count) is returned as band_sem_release() would return it,
- * waking waiters it completes on this thread; @used 0 returns everything and empties @p.
- * A shortfall (@used above the count) is charged at once and never waits, because the
- * resource is already consumed: the missing units are taken from the available units
- * first, and the rest becomes debt that later releases repay before any waiter, as
- * band_sem_reduce()'s deficit is (a queued head's partial grant is never taken). A
- * budget's capacity does not change, and a shortfall is not refused for size or for a
- * closed semaphore: `in_use` may then exceed the capacity until the permit is released,
- * and the debt shows the excess. Either way @p then holds @used, and releasing it later
- * returns all of them (settling the debt first).
- *
- * Returns 0; BAND_EINVAL when @p is NULL or empty (it names no semaphore) or @used exceeds
- * BAND_MAX_UNITS; BAND_EOVERFLOW when the debt would pass BAND_MAX_UNITS, or
- * when returning the surplus fails as band_sem_release() does with it. Nothing changes on
- * failure. MT-safe with respect to the semaphore.
- */
-BAND_API int band_permit_reconcile(band_permit *p, uint64_t used);
-
-/**
- * band_permit_release_scoped() - cleanup handler behind BAND_SCOPED_PERMIT.
- *
- * Releases @p. If the release fails with BAND_EOVERFLOW (only possible when extra permits
- * were released into the semaphore by other code) the permits are forgotten, since they
- * could not be returned by anyone.
- */
-BAND_API void band_permit_release_scoped(band_permit *p);
-
-#if defined(__GNUC__) || defined(__clang__)
-/**
- * BAND_SCOPED_PERMIT - declare a band_permit that is released on every path out of its
- * block (GCC/Clang cleanup attribute):
- *
- *     BAND_SCOPED_PERMIT band_permit p = BAND_PERMIT_INIT;
- *     if (band_permit_acquire(&p, sem, 1, deadline, NULL) != 0)
- *         return -1;           // p is empty: nothing to release
- *     ...                      // every return below releases p
- *
- * Move the permit out (assign it elsewhere, then set p to BAND_PERMIT_INIT, or use
- * band_permit_split()/merge()) to keep it alive past the block.
- */
-#define BAND_SCOPED_PERMIT __attribute__((cleanup(band_permit_release_scoped)))
-#endif
 
 #ifdef __cplusplus
 }

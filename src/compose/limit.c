@@ -171,7 +171,7 @@ int band_limit_create(band_limit **out, const band_limit_opts *opts)
     band_limit *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return BAND_ENOMEM;
-    rc = band_sem_create(&l->sem, o.initial);
+    rc = band_sem_create(&l->sem, o.initial, NULL);
     if (rc != 0) {
         free(l);
         return rc;

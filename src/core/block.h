@@ -29,7 +29,7 @@ static inline bool band__deadline_passed(band_time deadline)
  */
 static inline int band__wait_refusal(band_time deadline, const band_cancel *cancel)
 {
-    if (band_cancel_requested(cancel))
+    if (band_cancel_is_requested(cancel))
         return BAND_ECANCELED;
     return band__deadline_passed(deadline) ? BAND_ETIMEDOUT : 0;
 }

@@ -145,7 +145,7 @@ int band_cancel_request(band_cancel *c)
     return 0;
 }
 
-int band_cancel_requested(const band_cancel *c)
+int band_cancel_is_requested(const band_cancel *c)
 {
     return c != NULL && atomic_load_explicit(&((band_cancel *)c)->requested, memory_order_acquire);
 }

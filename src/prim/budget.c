@@ -26,9 +26,13 @@ union buf_header {
     max_align_t align;
 };
 
-int band_budget_create(band_budget **out, uint64_t capacity)
+int band_budget_create(band_budget **out, uint64_t capacity, const band_budget_opts *opts)
 {
-    if (out == NULL || capacity == 0 || capacity > BAND_MAX_UNITS)
+    band_budget_opts o = {0};
+    if (opts != NULL)
+        o = *opts;
+    if (out == NULL || capacity == 0 || capacity > BAND_MAX_UNITS ||
+        band__sem_check_opts(o.deadline_aware) != 0)
         return BAND_EINVAL;
     band_budget *b = aligned_alloc(BAND__CACHELINE, sizeof(*b));
     if (b == NULL)
@@ -38,6 +42,7 @@ int band_budget_create(band_budget **out, uint64_t capacity)
         free(b);
         return rc;
     }
+    band__sem_apply_opts(&b->sem, o.deadline_aware, o.wait_histo);
     *out = b;
     return 0;
 }
@@ -46,11 +51,9 @@ int band_budget_destroy(band_budget *b)
 {
     if (b == NULL)
         return 0;
-    pthread_mutex_lock(&b->sem.lock);
-    uint64_t waiting = b->sem.q.len;
-    pthread_mutex_unlock(&b->sem.lock);
-    if (waiting > 0)
-        return BAND_EBUSY;
+    int rc = band__sem_busy(&b->sem); /* queued requests, or admissions watching */
+    if (rc != 0)
+        return rc;
     band__sem_fini(&b->sem);
     free(b);
     return 0;
@@ -91,6 +94,11 @@ int band_budget_close(band_budget *b)
     return band_sem_close(band_budget_sem(b));
 }
 
+int band_budget_is_closed(const band_budget *b)
+{
+    return b == NULL ? 0 : band_sem_is_closed(&b->sem);
+}
+
 uint64_t band_budget_capacity(const band_budget *b)
 {
     return b == NULL ? 0
@@ -118,9 +126,34 @@ int band_budget_shrink(band_budget *b, uint64_t n)
     return band__sem_shrink(&b->sem, n);
 }
 
-int band_budget_get_stats(const band_budget *b, band_sem_stats *out)
+int band_budget_get_stats(const band_budget *b, band_budget_stats *out)
 {
-    return band_sem_get_stats(b == NULL ? NULL : &b->sem, out);
+    band_sem_stats st;
+    int rc = band_sem_get_stats(b == NULL ? NULL : &b->sem, out == NULL ? NULL : &st);
+    if (rc != 0)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    memcpy(out->name, st.name, sizeof(out->name));
+    out->closed = st.closed;
+    out->capacity = st.capacity;
+    out->in_use = st.in_use;
+    out->available = st.available;
+    out->debt = st.debt;
+    out->waiters = st.waiters;
+    out->waiting_units = st.waiting_units;
+    out->head_granted = st.head_granted;
+    out->queued = st.queued;
+    out->grants = st.grants;
+    out->timeouts = st.timeouts;
+    out->cancels = st.cancels;
+    out->closed_fails = st.closed_fails;
+    out->try_refusals = st.try_refusals;
+    out->too_big = st.too_big;
+    out->wait_ns_total = st.wait_ns_total;
+    out->wait_ns_max = st.wait_ns_max;
+    out->refused_deadline = st.refused_deadline;
+    out->grant_pace_ns = st.grant_pace_ns;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- buffers */

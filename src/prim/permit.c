@@ -1,6 +1,7 @@
 /*
  * permit.c - permits as values: {semaphore, count} with one owner.
  */
+#include "band/permit.h"
 #include "core/internal.h"
 #include "prim/sem_priv.h"
 

@@ -369,7 +369,7 @@ int band_rate_wait(band_rate *r, uint64_t n, band_time *retry_after, band_time d
     band_rate_ticket t = BAND_RATE_TICKET_INIT;
     band_time delay = 0;
     /* A requested token means "do not wait", as a past deadline does. */
-    int cancelled = band_cancel_requested(cancel);
+    int cancelled = band_cancel_is_requested(cancel);
     int rc = band_rate_reserve(r, n, cancelled ? 0 : deadline, &t, &delay);
     if (rc == BAND_ETIMEDOUT && retry_after != NULL)
         *retry_after = delay;

@@ -102,9 +102,24 @@ void band__sem_fini(band_sem *s)
     pthread_mutex_destroy(&s->lock);
 }
 
-int band_sem_create(band_sem **out, uint64_t permits)
+/* 0, or BAND_EINVAL for options out of range (NULL means the defaults). */
+int band__sem_check_opts(int deadline_aware)
 {
-    if (out == NULL || permits > BAND_MAX_UNITS)
+    return deadline_aware == 0 || deadline_aware == 1 ? 0 : BAND_EINVAL;
+}
+
+void band__sem_apply_opts(band_sem *s, int deadline_aware, struct band_histo *wait_histo)
+{
+    s->deadline_aware = deadline_aware;
+    s->wait_histo = wait_histo;
+}
+
+int band_sem_create(band_sem **out, uint64_t permits, const band_sem_opts *opts)
+{
+    band_sem_opts o = {0};
+    if (opts != NULL)
+        o = *opts;
+    if (out == NULL || permits > BAND_MAX_UNITS || band__sem_check_opts(o.deadline_aware) != 0)
         return BAND_EINVAL;
     band_sem *s = aligned_alloc(BAND__CACHELINE, sizeof(*s));
     if (s == NULL)
@@ -114,6 +129,7 @@ int band_sem_create(band_sem **out, uint64_t permits)
         free(s);
         return rc;
     }
+    band__sem_apply_opts(s, o.deadline_aware, o.wait_histo);
     *out = s;
     return 0;
 }
@@ -152,26 +168,6 @@ int band_sem_set_name(band_sem *s, const char *name)
     if (s == NULL)
         return BAND_EINVAL;
     return band__set_name(s->name, name, &s->lock);
-}
-
-int band_sem_set_deadline_aware(band_sem *s, int on)
-{
-    if (s == NULL || (on != 0 && on != 1))
-        return BAND_EINVAL;
-    pthread_mutex_lock(&s->lock);
-    s->deadline_aware = on;
-    pthread_mutex_unlock(&s->lock);
-    return 0;
-}
-
-int band_sem_set_wait_histo(band_sem *s, struct band_histo *h)
-{
-    if (s == NULL)
-        return BAND_EINVAL;
-    pthread_mutex_lock(&s->lock);
-    s->wait_histo = h;
-    pthread_mutex_unlock(&s->lock);
-    return 0;
 }
 
 /* ---------------------------------------------------------------- helpers (lock held) */

@@ -46,18 +46,23 @@ struct band_sem {
     uint64_t queued, grants, timeouts, cancels, closed_fails;
     uint64_t wait_ns_total, wait_ns_max;
     /* Deadline-aware refusal: the pace at which queued units are granted. */
-    int deadline_aware;
+    int deadline_aware;   /* constant from creation */
     band_time last_grant; /* when a queued waiter was last granted; 0: queue emptied since */
     int64_t ns_per_unit;  /* moving average (1/8) of the time per granted queued unit */
     uint64_t refused_deadline;
     /* Smart nodes (core/waitq.h, below): how many are queued, and those watching. */
     uint64_t nsmart;
     struct band__node watch;
-    struct band_histo *wait_histo; /* optional, the caller's (lock) */
+    struct band_histo *wait_histo; /* optional, the caller's; constant from creation */
     char name[BAND_NAME_MAX];
 };
 
 int band__sem_init(band_sem *s, uint64_t permits, int is_budget);
+/* The options a semaphore or budget is created with: band__sem_check_opts() returns 0 or
+ * BAND_EINVAL (deadline_aware neither 0 nor 1); band__sem_apply_opts() sets them on a
+ * semaphore nobody else sees yet (they never change afterwards). */
+int band__sem_check_opts(int deadline_aware);
+void band__sem_apply_opts(band_sem *s, int deadline_aware, struct band_histo *wait_histo);
 void band__sem_fini(band_sem *s);
 
 /* Change a budget's capacity (lock taken inside). */

@@ -19,7 +19,7 @@ int main(void)
     band_fdq_op op;
     band_fdq_op *done[1];
 
-    if (band_fdq_create(&q) != 0 || band_sem_create(&s, 0) != 0)
+    if (band_fdq_create(&q) != 0 || band_sem_create(&s, 0, NULL) != 0)
         return 1;
     band_fdq_op_init(&op, NULL);
     if (band_fdq_acquire(q, &op, s, 1, BAND_FOREVER) != 0 || band_sem_release(s, 1) != 0)

@@ -1838,11 +1838,11 @@ static int real_op(struct admit_model *m, struct op *o, uint64_t *ret)
             if (rc == 0)
                 ob->sem = band_tree_sem(ob->tree);
         } else if (o->ckind == K_BUDGET) {
-            rc = band_budget_create(&ob->budget, o->cap);
+            rc = band_budget_create(&ob->budget, o->cap, NULL);
             if (rc == 0)
                 ob->sem = band_budget_sem(ob->budget);
         } else {
-            rc = band_sem_create(&ob->sem, o->cap);
+            rc = band_sem_create(&ob->sem, o->cap, NULL);
         }
         return rc;
     }

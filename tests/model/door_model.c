@@ -674,9 +674,9 @@ static int setup(struct door_model *m)
     }
 
     if (m->sem_kind == SEM_PLAIN) {
-        EXPECT_EQ(m, "band_sem_create()", 0, band_sem_create(&m->sem, m->cap));
+        EXPECT_EQ(m, "band_sem_create()", 0, band_sem_create(&m->sem, m->cap, NULL));
     } else if (m->sem_kind == SEM_BUDGET) {
-        EXPECT_EQ(m, "band_budget_create()", 0, band_budget_create(&m->budget, m->cap));
+        EXPECT_EQ(m, "band_budget_create()", 0, band_budget_create(&m->budget, m->cap, NULL));
         m->sem = band_budget_sem(m->budget);
     }
     if (m->has_rate) {

@@ -166,8 +166,8 @@ static void test_cancel_reason_counts(void **state)
 {
     (void)state;
     band_budget *a, *b;
-    assert_int_equal(band_budget_create(&a, 2), 0);
-    assert_int_equal(band_budget_create(&b, 2), 0);
+    assert_int_equal(band_budget_create(&a, 2, NULL), 0);
+    assert_int_equal(band_budget_create(&b, 2, NULL), 0);
     band_sem *sa = band_budget_sem(a), *sb = band_budget_sem(b);
     assert_int_equal(band_sem_try_acquire(sb, 2), 0);
     /* A cancel takes BAND_ECANCELED or BAND_ETIMEDOUT; any other code is refused and the
@@ -235,7 +235,7 @@ static void test_destroy_in_wake_while_staged(void **state)
     assert_u64_equal(stats_of(band_tree_sem(root)).waiters, 0);
 
     band_budget *x;
-    assert_int_equal(band_budget_create(&x, 1), 0);
+    assert_int_equal(band_budget_create(&x, 1, NULL), 0);
     assert_int_equal(band_budget_try_acquire(x, 1), 0);
     struct dwake pw = {0};
     band_waiter_init(&pw.w, dwake_fn, &pw);
@@ -275,7 +275,7 @@ static void test_destroy_in_wake_of_shrink_while_staged(void **state)
     assert_int_equal(band_admit_async(&staged), BAND_PENDING);
 
     band_budget *x;
-    assert_int_equal(band_budget_create(&x, 3), 0);
+    assert_int_equal(band_budget_create(&x, 3, NULL), 0);
     assert_int_equal(band_budget_try_acquire(x, 1), 0);
     struct dwake pw = {0};
     band_waiter_init(&pw.w, dwake_fn, &pw);
@@ -304,8 +304,8 @@ static void test_release_after_shrink_below_set_aside(void **state)
 {
     (void)state;
     band_budget *a, *b;
-    assert_int_equal(band_budget_create(&a, 5), 0);
-    assert_int_equal(band_budget_create(&b, 1), 0);
+    assert_int_equal(band_budget_create(&a, 5, NULL), 0);
+    assert_int_equal(band_budget_create(&b, 1, NULL), 0);
     band_sem *sa = band_budget_sem(a), *sb = band_budget_sem(b);
     assert_int_equal(band_sem_try_acquire(sa, 1), 0); /* held */
     assert_int_equal(band_sem_try_acquire(sb, 1), 0);

@@ -3,7 +3,7 @@
  * compares it with the real thing (see sem_model.h).
  *
  * The model is deliberately naive: a plain array holds the queue in arrival order, and
- * every rule is written out the long way from the headers (sem.h, budget.h, core.h):
+ * every rule is written out the long way from the headers (sem.h, permit.h, budget.h, core.h):
  *
  *  - acquisitions are checked in the order EINVAL (n above BAND_MAX_UNITS, bad
  *    waiter), E2BIG (budget: n above the capacity, counted in too_big), ECLOSED; n == 0
@@ -350,51 +350,68 @@ static void ref_close(struct sem_model *m)
 /* ---------------------------------------------------------------------------------- */
 /* comparing                                                                           */
 
-static void compare_stats(struct sem_model *m, const char *where)
-{
-    const struct ref *r = &m->r;
-    band_sem_stats st;
-    int rc = m->budget != NULL && (m->opno & 1) ? band_budget_get_stats(m->budget, &st)
-                                                : band_sem_get_stats(m->sem, &st);
-    if (rc != 0) {
-        fail(m, "%s: get_stats returned %d", where, rc);
-        return;
-    }
-    char what[96];
+/* The checks of the fields band_sem_stats and band_budget_stats share, on a snapshot
+ * named st (either type). */
 #define CMP(field, value)                                                                          \
     do {                                                                                           \
         snprintf(what, sizeof(what), "%s: stats." #field, where);                                  \
         expect_u64(m, what, (uint64_t)(value), (uint64_t)st.field);                                \
     } while (0)
-    CMP(closed, r->closed);
-    CMP(is_budget, r->is_budget);
-    CMP(available, r->avail);
-    CMP(debt, r->debt);
-    CMP(waiters, (uint64_t)r->qlen);
-    CMP(waiting_units, r->q_units);
-    CMP(head_granted, r->head_got);
-    CMP(queued, r->queued);
-    CMP(grants, r->grants);
-    CMP(timeouts, r->timeouts);
-    CMP(cancels, r->cancels);
-    CMP(closed_fails, r->closed_fails);
-    CMP(try_refusals, r->try_refusals);
-    CMP(too_big, r->too_big);
-    if (r->is_budget) {
-        uint64_t total = r->limit + r->debt, free_units = r->avail + r->head_got;
-        CMP(capacity, r->limit);
-        CMP(in_use, total > free_units ? total - free_units : 0);
+#define CMP_COMMON()                                                                               \
+    do {                                                                                           \
+        CMP(closed, r->closed);                                                                    \
+        CMP(available, r->avail);                                                                  \
+        CMP(debt, r->debt);                                                                        \
+        CMP(waiters, (uint64_t)r->qlen);                                                           \
+        CMP(waiting_units, r->q_units);                                                            \
+        CMP(head_granted, r->head_got);                                                            \
+        CMP(queued, r->queued);                                                                    \
+        CMP(grants, r->grants);                                                                    \
+        CMP(timeouts, r->timeouts);                                                                \
+        CMP(cancels, r->cancels);                                                                  \
+        CMP(closed_fails, r->closed_fails);                                                        \
+        CMP(try_refusals, r->try_refusals);                                                        \
+        CMP(too_big, r->too_big);                                                                  \
+        if (r->is_budget) {                                                                        \
+            uint64_t total = r->limit + r->debt, free_units = r->avail + r->head_got;              \
+            CMP(capacity, r->limit);                                                               \
+            CMP(in_use, total > free_units ? total - free_units : 0);                              \
+        } else {                                                                                   \
+            CMP(capacity, 0);                                                                      \
+            CMP(in_use, 0);                                                                        \
+        }                                                                                          \
+        if (st.wait_ns_max > st.wait_ns_total)                                                     \
+            fail(m, "%s: wait_ns_max %llu > wait_ns_total %llu", where,                            \
+                 (unsigned long long)st.wait_ns_max, (unsigned long long)st.wait_ns_total);        \
+        if (strcmp(st.name, "model") != 0)                                                         \
+            fail(m, "%s: name '%s'", where, st.name);                                              \
+    } while (0)
+
+static void compare_stats(struct sem_model *m, const char *where)
+{
+    const struct ref *r = &m->r;
+    char what[96];
+    if (m->budget != NULL && (m->opno & 1)) {
+        band_budget_stats st;
+        int rc = band_budget_get_stats(m->budget, &st);
+        if (rc != 0) {
+            fail(m, "%s: band_budget_get_stats returned %d", where, rc);
+            return;
+        }
+        CMP_COMMON();
     } else {
-        CMP(capacity, 0);
-        CMP(in_use, 0);
+        band_sem_stats st;
+        int rc = band_sem_get_stats(m->sem, &st);
+        if (rc != 0) {
+            fail(m, "%s: band_sem_get_stats returned %d", where, rc);
+            return;
+        }
+        CMP(is_budget, r->is_budget);
+        CMP_COMMON();
     }
-#undef CMP
-    if (st.wait_ns_max > st.wait_ns_total)
-        fail(m, "%s: wait_ns_max %llu > wait_ns_total %llu", where,
-             (unsigned long long)st.wait_ns_max, (unsigned long long)st.wait_ns_total);
-    if (strcmp(st.name, "model") != 0)
-        fail(m, "%s: name '%s'", where, st.name);
 }
+#undef CMP_COMMON
+#undef CMP
 
 static void model_wake(band_waiter *w)
 {
@@ -483,6 +500,7 @@ static void check_after_op(struct sem_model *m, const char *opname)
     if (m->budget != NULL) {
         expect_u64(m, "band_budget_capacity()", r->limit, band_budget_capacity(m->budget));
         expect_u64(m, "band_budget_available()", r->avail, band_budget_available(m->budget));
+        expect_int(m, "band_budget_is_closed()", r->closed, band_budget_is_closed(m->budget));
     }
     compare_stats(m, opname);
     if (r->qlen > 0 && r->head_got > 0)
@@ -524,14 +542,14 @@ static int create_primitive(struct sem_model *m)
     if (kind & 1) {
         if (n == 0)
             n = 1;
-        rc = band_budget_create(&m->budget, n);
+        rc = band_budget_create(&m->budget, n, NULL);
         if (rc == 0)
             m->sem = band_budget_sem(m->budget);
         m->r.is_budget = 1;
         m->r.limit = n;
         m->counts.budgets++;
     } else {
-        rc = band_sem_create(&m->sem, n);
+        rc = band_sem_create(&m->sem, n, NULL);
         m->r.limit = MAXP;
         m->counts.sems++;
     }

@@ -307,11 +307,11 @@ static void world_init(struct world *w, int with_tree)
         assert_int_equal(band_tree_create(&w->tn[4], w->tn[2], tcaps[4], 0), 0);
     }
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(band_budget_create(&w->bud[i], caps[i]), 0);
+        assert_int_equal(band_budget_create(&w->bud[i], caps[i], NULL), 0);
         w->s[i] = band_budget_sem(w->bud[i]);
     }
     for (int i = 3; i < NBUD; i++)
-        assert_int_equal(band_sem_create(&w->s[i], caps[i]), 0);
+        assert_int_equal(band_sem_create(&w->s[i], caps[i], NULL), 0);
     int slow = test_under_sanitizer();
     w->iters = slow ? 20000 : 200000;
     w->stop = band_deadline_after(1200 * BAND_MSEC);

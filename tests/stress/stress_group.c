@@ -448,7 +448,7 @@ static bool cond_sem_has_waiters(void *arg)
 static void token_coordinate(struct rounds *r, int n, uint64_t *rng)
 {
     EXPECT(band_token_create(&r->token) == 0, n, 0);
-    EXPECT(band_sem_create(&r->sem, 0) == 0, n, 0);
+    EXPECT(band_sem_create(&r->sem, 0, NULL) == 0, n, 0);
     atomic_store(&r->request_returned, 0);
     struct op req, drained;
     op_init(&req);

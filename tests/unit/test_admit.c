@@ -65,8 +65,8 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_budget_create(&f->ba, 4) != 0 || band_budget_create(&f->bb, 4) != 0 ||
-        band_budget_create(&f->bc, 8) != 0 || band_sem_create(&f->s, 2) != 0)
+    if (band_budget_create(&f->ba, 4, NULL) != 0 || band_budget_create(&f->bb, 4, NULL) != 0 ||
+        band_budget_create(&f->bc, 8, NULL) != 0 || band_sem_create(&f->s, 2, NULL) != 0)
         return -1;
     f->a = band_budget_sem(f->ba);
     f->b = band_budget_sem(f->bb);
@@ -146,7 +146,7 @@ static void test_req_add_args(void **state)
     /* At most BAND_ADMIT_MAX budgets. */
     band_sem *extra[BAND_ADMIT_MAX];
     for (int i = 0; i < BAND_ADMIT_MAX; i++)
-        assert_int_equal(band_sem_create(&extra[i], 1), 0);
+        assert_int_equal(band_sem_create(&extra[i], 1, NULL), 0);
     for (int i = 0; i < BAND_ADMIT_MAX - 2; i++)
         assert_int_equal(band_admit_req_add(&q->r, extra[i], 1), 0);
     assert_int_equal(q->r.n, BAND_ADMIT_MAX);
@@ -1032,7 +1032,7 @@ static void test_wake_cancels_request_and_destroys_sem(void **state)
      * waiter's wake cancels q0 and destroys X, now idle: the release may not touch X
      * after that wake, not even to have q0 evaluated (AddressSanitizer checks). */
     band_sem *x;
-    assert_int_equal(band_sem_create(&x, 0), 0);
+    assert_int_equal(band_sem_create(&x, 0, NULL), 0);
     struct cancel_destroy cd = {x, &f->q[0].r, 12345, 12345};
     f->rec[0].hook = cancel_then_destroy;
     f->rec[0].ctx = &cd;

@@ -446,7 +446,7 @@ static void test_wake_destroys_unrelated_sem_on_close(void **state)
     /* An unrelated semaphore: closing it fails its waiter, whose wake destroys it. Nothing
      * may touch the semaphore after that wake (AddressSanitizer would report it). */
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     f->rec.hook = destroy_sem_hook;
     f->rec.ctx = s;
     assert_int_equal(band_sem_acquire_async(s, 1, &f->rec.w), BAND_PENDING);
@@ -462,7 +462,7 @@ static void test_wake_destroys_unrelated_budget_on_shrink(void **state)
     struct fixture *f = *state;
     stage_one(f);
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 4), 0);
+    assert_int_equal(band_budget_create(&b, 4, NULL), 0);
     assert_int_equal(band_budget_try_acquire(b, 1), 0);
     f->rec.hook = destroy_budget_hook;
     f->rec.ctx = b;
@@ -479,7 +479,7 @@ static void test_wake_destroys_unrelated_budget_on_forget(void **state)
     struct fixture *f = *state;
     stage_one(f);
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 4), 0);
+    assert_int_equal(band_budget_create(&b, 4, NULL), 0);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_try_acquire(&p, band_budget_sem(b), 2), 0);
     f->rec.hook = destroy_budget_hook;

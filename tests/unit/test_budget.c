@@ -24,7 +24,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_budget_create(&f->b, 10) != 0) {
+    if (band_budget_create(&f->b, 10, NULL) != 0) {
         free(f);
         return -1;
     }
@@ -45,9 +45,9 @@ static int teardown(void **state)
     return rc == 0 ? 0 : -1;
 }
 
-static band_sem_stats stats_of(const band_budget *b)
+static band_budget_stats stats_of(const band_budget *b)
 {
-    band_sem_stats st;
+    band_budget_stats st;
     memset(&st, 0xee, sizeof(st));
     assert_int_equal(band_budget_get_stats(b, &st), 0);
     return st;
@@ -71,11 +71,11 @@ static void test_create_args(void **state)
 {
     (void)state;
     band_budget *b = (band_budget *)(uintptr_t)0x1234;
-    assert_int_equal(band_budget_create(NULL, 10), BAND_EINVAL);
-    assert_int_equal(band_budget_create(&b, 0), BAND_EINVAL);
-    assert_int_equal(band_budget_create(&b, MAXP + 1), BAND_EINVAL);
+    assert_int_equal(band_budget_create(NULL, 10, NULL), BAND_EINVAL);
+    assert_int_equal(band_budget_create(&b, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_budget_create(&b, MAXP + 1, NULL), BAND_EINVAL);
     assert_ptr_equal(b, (band_budget *)(uintptr_t)0x1234);
-    assert_int_equal(band_budget_create(&b, MAXP), 0);
+    assert_int_equal(band_budget_create(&b, MAXP, NULL), 0);
     assert_u64_equal(band_budget_capacity(b), MAXP);
     assert_u64_equal(band_budget_available(b), MAXP);
     assert_int_equal(band_budget_destroy(b), 0);
@@ -90,9 +90,8 @@ static void test_fresh_stats(void **state)
     struct fixture *f = *state;
     assert_non_null(f->s);
     assert_int_equal(band_budget_set_name(f->b, "payload"), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_string_equal(st.name, "payload");
-    assert_int_equal(st.is_budget, 1);
     assert_int_equal(st.closed, 0);
     assert_u64_equal(st.capacity, 10);
     assert_u64_equal(st.in_use, 0);
@@ -103,11 +102,182 @@ static void test_fresh_stats(void **state)
     /* The same counters through the semaphore view. */
     band_sem_stats st2;
     assert_int_equal(band_sem_get_stats(f->s, &st2), 0);
+    assert_string_equal(st2.name, "payload");
     assert_int_equal(st2.is_budget, 1);
     assert_u64_equal(st2.capacity, 10);
-    assert_int_equal(band_budget_get_stats(NULL, &st2), BAND_EINVAL);
+    assert_int_equal(band_budget_get_stats(NULL, &st), BAND_EINVAL);
     assert_int_equal(band_budget_get_stats(f->b, NULL), BAND_EINVAL);
     assert_int_equal(band_budget_set_name(NULL, "x"), BAND_EINVAL);
+}
+
+/* band_budget_get_stats() reports, field by field, what band_sem_get_stats() reports
+ * for the budget's semaphore, in a state with a debt, a partial grant and every kind of
+ * refusal counted. */
+static void test_stats_match_sem_view(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_budget_set_name(f->b, "bytes"), 0);
+    assert_int_equal(band_budget_try_acquire(f->b, 7), 0);
+    assert_int_equal(band_budget_try_acquire(f->b, 11), BAND_E2BIG);
+    assert_int_equal(band_budget_try_acquire(f->b, 4), BAND_EAGAIN);
+    assert_int_equal(band_budget_acquire(f->b, 4, band_now() + 20 * BAND_MSEC, NULL),
+                     BAND_ETIMEDOUT);
+    assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_waiter_cancel(&f->rec[0].w, BAND_ECANCELED), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 2, &f->rec[1].w), 0);
+    assert_int_equal(band_budget_release(f->b, 2), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 2, &f->rec[2].w), 0);
+    assert_int_equal(band_budget_acquire_async(f->b, 3, &f->rec[3].w), BAND_PENDING);
+    assert_int_equal(band_budget_acquire_async(f->b, 1, &f->rec[4].w), BAND_PENDING);
+    assert_int_equal(band_budget_acquire_async(f->b, 3, &f->rec[5].w), BAND_PENDING);
+    assert_int_equal(band_budget_release(f->b, 2), 0); /* rec 3 granted */
+    assert_int_equal(band_budget_release(f->b, 2), 0); /* rec 4 granted, rec 5 has 1 */
+    assert_int_equal(atomic_load(&f->rec[3].count), 1);
+    assert_int_equal(atomic_load(&f->rec[4].count), 1);
+    assert_int_equal(band_budget_shrink(f->b, 2), 0); /* nothing available: debt 2 */
+
+    band_budget_stats b;
+    band_sem_stats s;
+    assert_int_equal(band_budget_get_stats(f->b, &b), 0);
+    assert_int_equal(band_sem_get_stats(f->s, &s), 0);
+    assert_string_equal(b.name, "bytes");
+    assert_string_equal(b.name, s.name);
+    assert_int_equal(b.closed, 0);
+    assert_int_equal(b.closed, s.closed);
+    assert_u64_equal(b.capacity, 8);
+    assert_u64_equal(b.capacity, s.capacity);
+    assert_u64_equal(b.in_use, 9); /* 3 + 2 + 3 + 1 held */
+    assert_u64_equal(b.in_use, s.in_use);
+    assert_u64_equal(b.available, 0);
+    assert_u64_equal(b.available, s.available);
+    assert_u64_equal(b.debt, 2);
+    assert_u64_equal(b.debt, s.debt);
+    assert_u64_equal(b.waiters, 1);
+    assert_u64_equal(b.waiters, s.waiters);
+    assert_u64_equal(b.waiting_units, 3);
+    assert_u64_equal(b.waiting_units, s.waiting_units);
+    assert_u64_equal(b.head_granted, 1);
+    assert_u64_equal(b.head_granted, s.head_granted);
+    assert_u64_equal(b.queued, 5);
+    assert_u64_equal(b.queued, s.queued);
+    assert_u64_equal(b.grants, 2);
+    assert_u64_equal(b.grants, s.grants);
+    assert_u64_equal(b.timeouts, 1);
+    assert_u64_equal(b.timeouts, s.timeouts);
+    assert_u64_equal(b.cancels, 1);
+    assert_u64_equal(b.cancels, s.cancels);
+    assert_u64_equal(b.try_refusals, 1);
+    assert_u64_equal(b.try_refusals, s.try_refusals);
+    assert_u64_equal(b.too_big, 1);
+    assert_u64_equal(b.too_big, s.too_big);
+    assert_true(b.wait_ns_max >= 20 * BAND_MSEC); /* the timed-out acquisition */
+    assert_u64_equal(b.wait_ns_max, s.wait_ns_max);
+    assert_u64_equal(b.wait_ns_total, s.wait_ns_total);
+    assert_u64_equal(b.refused_deadline, s.refused_deadline);
+    assert_u64_equal(b.grant_pace_ns, s.grant_pace_ns);
+    assert_int_equal(band_budget_close(f->b), 0); /* rec 5 fails */
+    assert_int_equal(atomic_load(&f->rec[5].status), BAND_ECLOSED);
+    assert_int_equal(band_budget_get_stats(f->b, &b), 0);
+    assert_int_equal(band_sem_get_stats(f->s, &s), 0);
+    assert_int_equal(b.closed, 1);
+    assert_int_equal(b.closed, s.closed);
+    assert_u64_equal(b.closed_fails, 1);
+    assert_u64_equal(b.closed_fails, s.closed_fails);
+    assert_u64_equal(b.debt, 1); /* rec 5's partial grant repaid part of it */
+    assert_u64_equal(b.in_use, 9);
+    assert_u64_equal(b.in_use, s.in_use);
+    CHECK(f);
+}
+
+/* band_budget_set_name(): copied, at most BAND_NAME_MAX bytes with its NUL (a longer name
+ * changes nothing), NULL clears it; the same name shows through the semaphore view. */
+static void test_set_name(void **state)
+{
+    struct fixture *f = *state;
+    char name[BAND_NAME_MAX + 1];
+    memset(name, 'a', BAND_NAME_MAX - 1);
+    name[BAND_NAME_MAX - 1] = '\0';
+    assert_int_equal(band_budget_set_name(f->b, name), 0);
+    name[0] = 'z'; /* copied: the caller's buffer is not kept */
+    band_sem_stats ss;
+    assert_int_equal(band_sem_get_stats(f->s, &ss), 0);
+    assert_int_equal(ss.name[0], 'a');
+    assert_int_equal(strlen(ss.name), BAND_NAME_MAX - 1);
+    memset(name, 'b', BAND_NAME_MAX);
+    name[BAND_NAME_MAX] = '\0';
+    assert_int_equal(band_budget_set_name(f->b, name), BAND_EINVAL);
+    band_budget_stats st = stats_of(f->b);
+    assert_int_equal(st.name[0], 'a');
+    assert_int_equal(strlen(st.name), BAND_NAME_MAX - 1);
+    assert_int_equal(band_budget_set_name(f->b, NULL), 0);
+    assert_string_equal(stats_of(f->b).name, "");
+}
+
+/* band_budget_is_closed(): 0 for NULL and before close, 1 after a close through the budget
+ * or through its semaphore. */
+static void test_is_closed(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_budget_is_closed(NULL), 0);
+    assert_int_equal(band_budget_is_closed(f->b), 0);
+    assert_int_equal(band_budget_close(f->b), 0);
+    assert_int_equal(band_budget_is_closed(f->b), 1);
+    assert_int_equal(band_budget_close(f->b), 0); /* twice is harmless */
+    assert_int_equal(band_budget_is_closed(f->b), 1);
+    band_budget *b = NULL;
+    assert_int_equal(band_budget_create(&b, 3, NULL), 0);
+    assert_int_equal(band_sem_close(band_budget_sem(b)), 0);
+    assert_int_equal(band_budget_is_closed(b), 1);
+    assert_int_equal(band_budget_destroy(b), 0);
+}
+
+/* band_budget_opts: an out-of-range option is refused before anything is allocated; the
+ * wait histogram records each queued request's wait; deadline-aware refuses at once a
+ * request that the measured pace says would miss its deadline. */
+static void test_opts(void **state)
+{
+    struct fixture *f = *state;
+    band_budget *b = (band_budget *)(uintptr_t)0x1234;
+    band_budget_opts bad = {.deadline_aware = 2};
+    assert_int_equal(band_budget_create(&b, 10, &bad), BAND_EINVAL);
+    assert_ptr_equal(b, (band_budget *)(uintptr_t)0x1234);
+    band_budget_opts zero = {0};
+    assert_int_equal(band_budget_create(&b, 10, &zero), 0);
+    assert_int_equal(band_budget_destroy(b), 0);
+
+    band_histo h;
+    band_histo_init(&h);
+    band_budget_opts o = {.deadline_aware = 1, .wait_histo = &h};
+    assert_int_equal(band_budget_create(&b, 4, &o), 0);
+    assert_int_equal(band_budget_try_acquire(b, 4), 0);
+    assert_int_equal(band_budget_acquire(b, 1, band_now() + BAND_MSEC, NULL), BAND_ETIMEDOUT);
+    /* Two queued requests granted 20 ms apart measure the pace. */
+    assert_int_equal(band_budget_acquire_async(b, 1, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_budget_acquire_async(b, 1, &f->rec[1].w), BAND_PENDING);
+    assert_int_equal(band_budget_release(b, 1), 0);
+    band_time until = band_now() + 20 * BAND_MSEC;
+    while (band_now() < until)
+        ;
+    assert_int_equal(band_budget_release(b, 1), 0);
+    assert_int_equal(atomic_load(&f->rec[1].count), 1);
+    band_budget_stats st;
+    assert_int_equal(band_budget_get_stats(b, &st), 0);
+    assert_true(st.grant_pace_ns >= 20 * BAND_MSEC);
+    /* 5 ms is not enough for one unit at this pace: refused at once, no wake. */
+    f->rec[2].w.deadline = band_now() + 5 * BAND_MSEC;
+    assert_int_equal(band_budget_acquire_async(b, 1, &f->rec[2].w), BAND_ETIMEDOUT);
+    assert_int_equal(atomic_load(&f->rec[2].count), 0);
+    assert_int_equal(band_budget_get_stats(b, &st), 0);
+    assert_u64_equal(st.refused_deadline, 1);
+    assert_u64_equal(st.waiters, 0);
+    /* The timed-out request and the two granted ones waited in the queue; the refused one
+     * never queued. */
+    band_histo_snapshot snap;
+    assert_int_equal(band_histo_read(&h, &snap), 0);
+    assert_u64_equal(snap.count, 3);
+    assert_int_equal(band_budget_release(b, 4), 0);
+    assert_u64_equal(band_budget_available(b), 4);
+    assert_int_equal(band_budget_destroy(b), 0);
 }
 
 static void test_destroy_busy(void **state)
@@ -126,7 +296,7 @@ static void test_in_use(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_budget_try_acquire(f->b, 3), 0);
     assert_int_equal(band_budget_acquire(f->b, 4, BAND_FOREVER, NULL), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.in_use, 7);
     assert_u64_equal(st.available, 3);
     /* A head's partial grant is not in use yet. */
@@ -162,7 +332,7 @@ static void test_e2big_at_once(void **state)
     assert_int_equal(band_sem_acquire_async(f->s, 11, &f->rec[0].w), BAND_E2BIG);
     assert_int_equal(atomic_load(&f->rec[0].count), 0);
 
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.too_big, 6);
     assert_u64_equal(st.try_refusals, 0);
     assert_u64_equal(st.queued, 0);
@@ -231,7 +401,7 @@ static void test_release_beyond_capacity_with_waiter(void **state)
     assert_int_equal(band_budget_acquire_async(f->b, 4, &f->rec[0].w), BAND_PENDING);
     assert_int_equal(band_budget_release(f->b, 15), BAND_EOVERFLOW);
     assert_int_equal(band_budget_release(f->b, 11), BAND_EOVERFLOW);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.waiters, 1);
     assert_u64_equal(st.head_granted, 0);
     assert_u64_equal(st.available, 0);
@@ -259,7 +429,7 @@ static void test_release_counts_head_partial_grant(void **state)
     assert_int_equal(band_permit_adopt(&p, f->s, 9), 0);
     assert_int_equal(band_permit_release(&p), BAND_EOVERFLOW);
     assert_u64_equal(p.count, 9); /* it keeps what it could not return */
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.waiters, 1);
     assert_u64_equal(st.head_granted, 2);
     assert_u64_equal(st.available, 0);
@@ -286,7 +456,7 @@ static void test_release_counts_head_partial_grant_with_debt(void **state)
     assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
     assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
     assert_int_equal(band_budget_shrink(f->b, 3), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 7);
     assert_u64_equal(st.debt, 3);
     assert_u64_equal(st.head_granted, 2);
@@ -355,7 +525,7 @@ static void test_release_races_capacity_change(void **state)
     assert_int_equal(atomic_load(&r.accepted), 0);
     assert_int_equal(rc, BAND_EOVERFLOW);
     assert_int_equal(failed, 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 10);
     assert_u64_equal(st.available, 10);
     assert_u64_equal(st.debt, 0);
@@ -411,7 +581,7 @@ static void test_held_release_races_capacity_change(void **state)
                   (unsigned long long)rounds, (unsigned long long)c.cycles);
     assert_int_equal(c.refused, 0);
     assert_int_equal(failed, 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 10);
     assert_u64_equal(st.available, 10);
     assert_u64_equal(st.debt, 0);
@@ -428,7 +598,7 @@ static void test_head_of_line_blocking(void **state)
     assert_int_equal(band_budget_acquire_async(f->b, 1, &f->rec[1].w), BAND_PENDING);
     assert_int_equal(band_budget_try_acquire(f->b, 1), BAND_EAGAIN);
     assert_int_equal(atomic_load(&f->rec[1].count), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.head_granted, 3);
     assert_u64_equal(st.available, 0);
     assert_int_equal(band_budget_release(f->b, 2), 0);
@@ -464,7 +634,7 @@ static void test_shrink_creates_debt(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_budget_try_acquire(f->b, 8), 0);
     assert_int_equal(band_budget_shrink(f->b, 5), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 5);
     assert_u64_equal(st.available, 0);
     assert_u64_equal(st.debt, 3);
@@ -504,7 +674,7 @@ static void test_shrink_fails_too_big_waiters(void **state)
     assert_int_equal(band_waiter_status(&f->rec[2].w), BAND_E2BIG);
     assert_int_equal(band_waiter_is_pending(&f->rec[1].w), 1);
     assert_int_equal(band_waiter_is_pending(&f->rec[3].w), 1);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 7);
     assert_u64_equal(st.debt, 0);         /* 3 of the head's 4 repaid it */
     assert_u64_equal(st.head_granted, 1); /* the last one went to the new head */
@@ -551,7 +721,7 @@ static void test_shrink_wake_calls_back(void **state)
     assert_int_equal(band_budget_release(f->b, 9), 0); /* 5 debt, 4 to the waiter */
     assert_int_equal(atomic_load(&f->rec[0].count), 2);
     assert_int_equal(band_waiter_status(&f->rec[0].w), 0);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.in_use, 5); /* 1 still held + 4 granted */
     assert_u64_equal(st.available, 0);
     CHECK(f);
@@ -568,7 +738,7 @@ static void test_sem_reduce_is_shrink(void **state)
     const int ids[] = {0};
     const int sts[] = {BAND_E2BIG};
     assert_log(&f->log, ids, sts, 1);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 5);
     assert_u64_equal(st.debt, 3); /* 2 available went first; the head's 2 repaid 2 of 5 */
     assert_u64_equal(st.available, 0);
@@ -604,7 +774,7 @@ static void test_permit_forget_shrinks_budget(void **state)
     const int ids[] = {0, 1};
     const int sts[] = {BAND_E2BIG, 0};
     assert_log(&f->log, ids, sts, 2);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 6);
     assert_u64_equal(st.available, 4);
     assert_u64_equal(st.in_use, 2);
@@ -623,7 +793,7 @@ static void test_permit_forget_beyond_capacity_with_debt(void **state)
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_try_acquire(&p, f->s, 8), 0);
     assert_int_equal(band_budget_shrink(f->b, 5), 0); /* capacity 5, debt 3 */
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.debt, 3);
     assert_u64_equal(st.in_use, 8);
     assert_u64_equal(band_permit_forget(&p), 8);
@@ -644,7 +814,7 @@ static void test_grow(void **state)
     assert_int_equal(band_budget_try_acquire(f->b, 10), 0);
     assert_int_equal(band_budget_shrink(f->b, 4), 0);
     assert_int_equal(band_budget_acquire_async(f->b, 5, &f->rec[0].w), BAND_PENDING);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.capacity, 6);
     assert_u64_equal(st.debt, 4);
 
@@ -694,7 +864,7 @@ static void test_close(void **state)
     const int ids[] = {0, 1};
     const int sts[] = {BAND_ECLOSED, BAND_ECLOSED};
     assert_log(&f->log, ids, sts, 2);
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_int_equal(st.closed, 1);
     assert_u64_equal(st.available, 2);
     assert_u64_equal(st.in_use, 8);
@@ -787,7 +957,7 @@ static void test_alloc_enomem_returns_reservation(void **state)
     if (test_under_sanitizer()) /* sanitizers abort on impossible allocations */
         skip();
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, MAXP), 0);
+    assert_int_equal(band_budget_create(&b, MAXP, NULL), 0);
     void *buf = NULL;
     assert_int_equal(band_budget_alloc(b, (size_t)MAXP, &buf, BAND_FOREVER, NULL), BAND_ENOMEM);
     assert_null(buf);
@@ -818,7 +988,7 @@ static void test_alloc_blocks_until_free(void **state)
     assert_int_equal(test_thread_start(&t, alloc_thread, &a), 0);
     struct sem_waiters_cond c = {f->s, 1};
     assert_true(test_wait_until(test_cond_sem_waiters, &c, 20 * BAND_SEC));
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.head_granted, 2);
     band_budget_free(big);
     assert_int_equal(test_thread_join(&t), 0);
@@ -944,7 +1114,7 @@ static void test_realloc_huge_is_e2big(void **state)
         assert_int_equal(band_budget_buf_size(vp), 4);
         assert_memory_equal(vp, "wxyz", 4);
     }
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.too_big, 2 * TEST_COUNTOF(huge));
     assert_u64_equal(st.available, 6);
     assert_u64_equal(st.in_use, 4);
@@ -977,7 +1147,7 @@ static void test_alloc_reserved_beyond_what_can_be_held(void **state)
     memset(buf, 7, 8);
     assert_u64_equal(stats_of(f->b).too_big, 3);
     band_budget_free(buf); /* 3 repay the debt, 5 become available */
-    band_sem_stats st = stats_of(f->b);
+    band_budget_stats st = stats_of(f->b);
     assert_u64_equal(st.debt, 0);
     assert_u64_equal(st.available, 5);
     assert_u64_equal(st.in_use, 0);
@@ -990,6 +1160,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_args),
         T(test_fresh_stats),
+        T(test_stats_match_sem_view),
+        T(test_set_name),
+        T(test_is_closed),
+        T(test_opts),
         T(test_destroy_busy),
         T(test_in_use),
         T(test_e2big_at_once),

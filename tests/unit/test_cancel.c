@@ -21,10 +21,10 @@ static void test_create_request(void **state)
     assert_int_equal(band_cancel_create(NULL, NULL), BAND_EINVAL);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     assert_non_null(c);
-    assert_int_equal(band_cancel_requested(c), 0);
-    assert_int_equal(band_cancel_requested(NULL), 0);
+    assert_int_equal(band_cancel_is_requested(c), 0);
+    assert_int_equal(band_cancel_is_requested(NULL), 0);
     assert_int_equal(band_cancel_request(c), 0);
-    assert_int_equal(band_cancel_requested(c), 1);
+    assert_int_equal(band_cancel_is_requested(c), 1);
     assert_int_equal(band_cancel_request(c), BAND_EALREADY);
     assert_int_equal(band_cancel_request(NULL), BAND_EINVAL);
     assert_int_equal(band_cancel_destroy(c), 0);
@@ -92,14 +92,14 @@ static void test_nesting(void **state)
 
     /* A child's request stays below it. */
     assert_int_equal(band_cancel_request(other), 0);
-    assert_int_equal(band_cancel_requested(root), 0);
-    assert_int_equal(band_cancel_requested(mid), 0);
+    assert_int_equal(band_cancel_is_requested(root), 0);
+    assert_int_equal(band_cancel_is_requested(mid), 0);
     assert_int_equal(band_cancel_destroy(root), BAND_EBUSY); /* children exist */
 
     /* A parent's request reaches every descendant, and their hooks. */
     assert_int_equal(band_cancel_request(root), 0);
-    assert_int_equal(band_cancel_requested(mid), 1);
-    assert_int_equal(band_cancel_requested(leaf), 1);
+    assert_int_equal(band_cancel_is_requested(mid), 1);
+    assert_int_equal(band_cancel_is_requested(leaf), 1);
     assert_int_equal(atomic_load(&fired), 1);
     assert_int_equal(band_cancel_request(leaf), BAND_EALREADY);
     assert_int_equal(band_cancel_hook_remove(&h), BAND_EALREADY);
@@ -108,7 +108,7 @@ static void test_nesting(void **state)
     band_cancel *late;
     o.parent = root;
     assert_int_equal(band_cancel_create(&late, &o), 0);
-    assert_int_equal(band_cancel_requested(late), 1);
+    assert_int_equal(band_cancel_is_requested(late), 1);
 
     assert_int_equal(band_cancel_destroy(late), 0);
     assert_int_equal(band_cancel_destroy(leaf), 0);
@@ -166,7 +166,7 @@ static void test_block_cancelled(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     struct blocked b = {.sem = s, .n = 3, .cancel = c, .deadline = BAND_FOREVER};
     struct test_thread t;
@@ -187,7 +187,7 @@ static void test_block_requested_before(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     assert_int_equal(band_cancel_request(c), 0);
     struct blocked b = {.sem = s, .n = 1, .cancel = c, .deadline = BAND_FOREVER};
@@ -204,7 +204,7 @@ static void test_block_deadline_with_token(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     struct blocked b = {
         .sem = s, .n = 1, .cancel = c, .deadline = band_deadline_after(20 * BAND_MSEC)};
@@ -218,7 +218,7 @@ static void test_block_grant_wins(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     struct blocked b = {.sem = s, .n = 1, .cancel = c, .deadline = BAND_FOREVER};
     struct test_thread t;
@@ -241,7 +241,7 @@ static void test_block_nested(void **state)
     enum { N = 4 };
     band_sem *s;
     band_cancel *root, *child[N];
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&root, NULL), 0);
     struct blocked b[N];
     struct test_thread t[N];
@@ -293,7 +293,7 @@ static void test_signal_handler(void **state)
     struct sigaction old;
     assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     band_time until = band_deadline_after(2 * BAND_SEC);
     int rounds = 0;
     for (; rounds < 300 && band_now() < until; rounds++) {

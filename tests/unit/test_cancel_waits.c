@@ -53,7 +53,7 @@ static void test_sem_permit(void **state)
 {
     (void)state;
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, 2), 0);
+    assert_int_equal(band_sem_create(&s, 2, NULL), 0);
     struct later l;
     assert_int_equal(band_sem_acquire(s, 5, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
     finish(&l);
@@ -79,7 +79,7 @@ static void test_budget(void **state)
 {
     (void)state;
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 100), 0);
+    assert_int_equal(band_budget_create(&b, 100, NULL), 0);
     assert_int_equal(band_budget_acquire(b, 60, BAND_FOREVER, NULL), 0);
     struct later l;
     assert_int_equal(band_budget_acquire(b, 50, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
@@ -141,8 +141,8 @@ static void test_admit(void **state)
 {
     (void)state;
     band_sem *a, *b;
-    assert_int_equal(band_sem_create(&a, 4), 0);
-    assert_int_equal(band_sem_create(&b, 1), 0);
+    assert_int_equal(band_sem_create(&a, 4, NULL), 0);
+    assert_int_equal(band_sem_create(&b, 1, NULL), 0);
     band_admit_req r;
     band_admit_req_init(&r, NULL, NULL);
     assert_int_equal(band_admit_req_add(&r, a, 2), 0);
@@ -333,7 +333,7 @@ static void test_exec_door(void **state)
 {
     (void)state;
     struct later l;
-    assert_int_equal(band_sem_create(&gate, 0), 0);
+    assert_int_equal(band_sem_create(&gate, 0, NULL), 0);
     band_exec *ex;
     assert_int_equal(band_exec_create(&ex, 1, 1, NULL), 0);
     band_job running, queued, refused;
@@ -354,7 +354,7 @@ static void test_exec_door(void **state)
     assert_int_equal(band_sem_destroy(gate), 0);
 
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     band_door_opts dopt;
     memset(&dopt, 0, sizeof(dopt));
     dopt.sem = s;

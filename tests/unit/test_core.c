@@ -21,7 +21,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_sem_create(&f->sem, 0) != 0) {
+    if (band_sem_create(&f->sem, 0, NULL) != 0) {
         free(f);
         return -1;
     }
@@ -198,7 +198,7 @@ static void test_submit_invalid_waiter(void **state)
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &r.w), BAND_PENDING);
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &r.w), BAND_EINVAL);
     band_sem *other;
-    assert_int_equal(band_sem_create(&other, 5), 0);
+    assert_int_equal(band_sem_create(&other, 5, NULL), 0);
     assert_int_equal(band_sem_acquire_async(other, 1, &r.w), BAND_EINVAL);
     assert_u64_equal(band_sem_available(other), 5);
     assert_int_equal(band_sem_destroy(other), 0);

@@ -37,7 +37,7 @@ static void test_args(void **state)
     assert_int_equal(band_metrics_create(&m, 0), BAND_EINVAL);
     assert_int_equal(band_metrics_create(&m, 1), 0);
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     assert_int_equal(band_metrics_add_sem(m, NULL, s, NULL), BAND_EINVAL);
     assert_int_equal(band_metrics_add_sem(m, "", s, NULL), BAND_EINVAL);
     assert_int_equal(band_metrics_add_sem(m, "x", NULL, NULL), BAND_EINVAL);
@@ -73,13 +73,12 @@ static void test_render(void **state)
     assert_int_equal(band_metrics_create(&m, 8), 0);
 
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 5), 0);
-    assert_int_equal(band_sem_try_acquire(s, 2), 0);
-    assert_int_equal(band_sem_try_acquire(s, 4), BAND_EAGAIN);
     band_histo sw;
     band_histo_init(&sw);
-    assert_int_equal(band_sem_set_wait_histo(s, &sw), 0);
-    assert_int_equal(band_sem_set_wait_histo(NULL, &sw), BAND_EINVAL);
+    band_sem_opts so = {.wait_histo = &sw};
+    assert_int_equal(band_sem_create(&s, 5, &so), 0);
+    assert_int_equal(band_sem_try_acquire(s, 2), 0);
+    assert_int_equal(band_sem_try_acquire(s, 4), BAND_EAGAIN);
     /* One queued acquisition that times out: one recorded wait. */
     assert_int_equal(band_sem_acquire(s, 4, band_now() + 5 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_int_equal(band_metrics_add_sem(m, "db \"pool\"", s, &sw), 0);

@@ -117,7 +117,7 @@ static void test_door_capacity(void **state)
 {
     (void)state;
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 2), 0);
+    assert_int_equal(band_sem_create(&s, 2, NULL), 0);
     band_histo hold;
     band_histo_init(&hold);
     band_door_opts o;
@@ -173,7 +173,7 @@ static void test_door_sheds_by_priority(void **state)
 {
     (void)state;
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 10), 0);
+    assert_int_equal(band_sem_create(&s, 10, NULL), 0);
     static const uint64_t headroom[3] = {0, 2, 5};
     band_door *d = door(s, NULL, NULL, 3, headroom, 0);
     band_permit p[6];
@@ -234,7 +234,7 @@ static void test_door_rate_and_capacity(void **state)
     band_rate *r = NULL;
     assert_int_equal(band_rate_create(&r, &ro), 0);
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 5), 0);
+    assert_int_equal(band_sem_create(&s, 5, NULL), 0);
     band_door *d = door(s, r, NULL, 1, NULL, 0);
     band_permit p[3] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
@@ -268,7 +268,7 @@ static void test_door_backlog(void **state)
 {
     (void)state;
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     band_chan *q = NULL;
     assert_int_equal(band_chan_create(&q, sizeof(uint64_t), 1, NULL), 0);
     band_door *d = door(s, NULL, q, 1, NULL, 0);
@@ -318,7 +318,7 @@ static void test_door_wait(void **state)
 {
     (void)state;
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     band_door *d = door(s, NULL, NULL, 1, NULL, 10 * BAND_SEC); /* wide: a loaded machine */
     band_permit p[2] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
@@ -353,7 +353,7 @@ static void test_door_too_big_and_closed(void **state)
 {
     (void)state;
     band_budget *b = NULL;
-    assert_int_equal(band_budget_create(&b, 4), 0);
+    assert_int_equal(band_budget_create(&b, 4, NULL), 0);
     band_door *d = door(band_budget_sem(b), NULL, NULL, 1, NULL, 10 * BAND_MSEC);
     band_permit p = BAND_PERMIT_INIT;
     band_answer a;
@@ -418,7 +418,7 @@ static void test_door_wait_spends_no_tokens(void **state)
     struct fake_clock fc = {0};
     band_rate *r = fake_rate(&fc, 1, 3);
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     band_permit p[2] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
 
@@ -474,7 +474,7 @@ static void test_door_wait_spends_no_tokens(void **state)
     /* A wait whose tokens are gone: OVER_QUOTA at once (no wait, nothing taken), with the
      * bucket's retry-after. */
     band_sem *s2 = NULL;
-    assert_int_equal(band_sem_create(&s2, 1), 0);
+    assert_int_equal(band_sem_create(&s2, 1, NULL), 0);
     d = door(s2, r, NULL, 1, NULL, 30 * BAND_SEC);
     assert_int_equal(band_door_admit(d, 0, 1, NULL, &p[0], &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
@@ -503,7 +503,7 @@ static void test_door_never_fits(void **state)
     uint64_t job = 7;
     /* More than any semaphore can hold. */
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     band_door *d = door(s, NULL, NULL, 1, NULL, 0);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(
@@ -520,7 +520,7 @@ static void test_door_never_fits(void **state)
     /* A budget, with a class that keeps headroom: the class can never take more than
      * capacity - headroom, and asking more is not "shed, retry later". */
     band_budget *b = NULL;
-    assert_int_equal(band_budget_create(&b, 4), 0);
+    assert_int_equal(band_budget_create(&b, 4, NULL), 0);
     static const uint64_t headroom[2] = {0, 1};
     d = door(band_budget_sem(b), NULL, NULL, 2, headroom, 0);
     assert_int_equal(band_door_admit(d, 1, 5, NULL, &p, &a, BAND_FOREVER, NULL), 0);
@@ -593,7 +593,7 @@ static void test_door_retry_after_saturates(void **state)
 {
     (void)state;
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     band_door *d = door(s, NULL, NULL, 1, NULL, 0);
     band_permit p = BAND_PERMIT_INIT;
     band_answer a;
@@ -623,8 +623,8 @@ static void test_door_done_checks(void **state)
 {
     (void)state;
     band_sem *s = NULL, *other = NULL;
-    assert_int_equal(band_sem_create(&s, 4), 0);
-    assert_int_equal(band_sem_create(&other, 4), 0);
+    assert_int_equal(band_sem_create(&s, 4, NULL), 0);
+    assert_int_equal(band_sem_create(&other, 4, NULL), 0);
     band_door *d = door(s, NULL, NULL, 1, NULL, 0);
     band_permit p = BAND_PERMIT_INIT, f = BAND_PERMIT_INIT;
     band_answer a;
@@ -699,7 +699,7 @@ static void test_door_headroom_never_waits(void **state)
 {
     (void)state;
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 2), 0);
+    assert_int_equal(band_sem_create(&s, 2, NULL), 0);
     static const uint64_t headroom[2] = {0, 1};
     band_door *d = door(s, NULL, NULL, 2, headroom, 10 * BAND_SEC);
     struct flicker f;

@@ -1,5 +1,5 @@
 /*
- * test_permit.c - permits as values (sem.h): acquire/adopt into empty permits only,
+ * test_permit.c - permits as values (permit.h): acquire/adopt into empty permits only,
  * idempotent release, split, merge (same semaphore, overflow), forget, and
  * BAND_SCOPED_PERMIT on every path out of a block.
  */
@@ -19,7 +19,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_sem_create(&f->sem, 10) != 0 || band_sem_create(&f->other, 10) != 0)
+    if (band_sem_create(&f->sem, 10, NULL) != 0 || band_sem_create(&f->other, 10, NULL) != 0)
         return -1;
     *state = f;
     return 0;
@@ -165,7 +165,7 @@ static void test_release_overflow_keeps_permits(void **state)
 {
     struct fixture *f = *state;
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, MAXP), 0);
+    assert_int_equal(band_sem_create(&s, MAXP, NULL), 0);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_adopt(&p, s, 2), 0); /* permits it never handed out */
     assert_int_equal(band_permit_release(&p), BAND_EOVERFLOW);
@@ -315,7 +315,7 @@ static void test_budget_adopt_beyond_capacity(void **state)
 {
     (void)state;
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 10), 0);
+    assert_int_equal(band_budget_create(&b, 10, NULL), 0);
     band_sem *s = band_budget_sem(b);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_adopt(&p, s, 11), BAND_E2BIG);
@@ -337,7 +337,7 @@ static void test_budget_adopt_beyond_capacity(void **state)
     assert_int_equal(band_permit_adopt(&p, s, 9), BAND_E2BIG);
     assert_int_equal(band_permit_adopt(&p, s, 8), 0); /* the 8 held across the shrink */
     assert_int_equal(band_permit_release(&p), 0);
-    band_sem_stats st;
+    band_budget_stats st;
     assert_int_equal(band_budget_get_stats(b, &st), 0);
     assert_u64_equal(st.too_big, 4);
     assert_u64_equal(st.capacity, 5);
@@ -353,7 +353,7 @@ static void test_budget_sem_permit(void **state)
 {
     (void)state;
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 100), 0);
+    assert_int_equal(band_budget_create(&b, 100, NULL), 0);
     band_sem *s = band_budget_sem(b);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_try_acquire(&p, s, 101), BAND_E2BIG);
@@ -367,7 +367,7 @@ static void test_budget_sem_permit(void **state)
     assert_int_equal(band_permit_release(&q), 0);
     assert_int_equal(band_permit_release(&p), 0);
     assert_u64_equal(band_budget_available(b), 100);
-    band_sem_stats st;
+    band_budget_stats st;
     assert_int_equal(band_budget_get_stats(b, &st), 0);
     assert_u64_equal(st.too_big, 2);
     assert_u64_equal(st.in_use, 0);
@@ -488,7 +488,7 @@ static void test_release_scoped_overflow_forgets(void **state)
 {
     (void)state;
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, MAXP), 0);
+    assert_int_equal(band_sem_create(&s, MAXP, NULL), 0);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_adopt(&p, s, 3), 0);
     band_permit_release_scoped(&p);

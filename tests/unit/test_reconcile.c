@@ -1,5 +1,5 @@
 /*
- * test_reconcile.c - band_permit_reconcile() (sem.h): estimate, then reconcile a plain
+ * test_reconcile.c - band_permit_reconcile() (permit.h): estimate, then reconcile a plain
  * permit with what the work used. A surplus is released (waking waiters), a shortfall is
  * charged at once from the available units and then as debt that later releases repay
  * before any waiter, never waiting, on semaphores and budgets alike, open or closed.
@@ -24,7 +24,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_sem_create(&f->s, 5) != 0 || band_budget_create(&f->b, 10) != 0)
+    if (band_sem_create(&f->s, 5, NULL) != 0 || band_budget_create(&f->b, 10, NULL) != 0)
         return -1;
     wake_log_init(&f->log);
     for (int i = 0; i < 2; i++)

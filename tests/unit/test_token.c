@@ -25,7 +25,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_token_create(&f->t) != 0 || band_sem_create(&f->sem, 0) != 0) {
+    if (band_token_create(&f->t) != 0 || band_sem_create(&f->sem, 0, NULL) != 0) {
         free(f);
         return -1;
     }

@@ -348,7 +348,7 @@ static void test_stress_fd(void **state)
         assert_non_null(w->led.sent[i]);
         assert_non_null(w->led.received[i]);
     }
-    assert_int_equal(band_sem_create(&w->sem, PERMITS), 0);
+    assert_int_equal(band_sem_create(&w->sem, PERMITS, NULL), 0);
     assert_int_equal(band_chan_create(&w->ch, sizeof(struct elem), CHAN_CAP, NULL), 0);
     for (int i = 0; i < POOL; i++)
         band_fdq_op_init(&pool[i].op, &pool[i]);

@@ -147,7 +147,7 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    if (f == NULL || band_fdq_create(&f->q) != 0 || band_sem_create(&f->sem, 0) != 0 ||
+    if (f == NULL || band_fdq_create(&f->q) != 0 || band_sem_create(&f->sem, 0, NULL) != 0 ||
         band_chan_create(&f->ch, sizeof(uint64_t), 4, NULL) != 0)
         return -1;
     *state = f;

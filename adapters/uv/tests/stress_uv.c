@@ -224,7 +224,7 @@ static void test_stress_sem(void **state)
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
     assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
-    assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS), 0);
+    assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS, NULL), 0);
 
     struct sem_worker w[SEM_WORKERS];
     struct test_thread th[SEM_WORKERS];

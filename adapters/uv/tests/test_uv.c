@@ -73,7 +73,7 @@ static int setup(void **state)
     f->loop_thread = pthread_self();
     if (band_uv_create(&f->loop, &f->u) != 0)
         return -1;
-    if (band_sem_create(&f->sem, 0) != 0)
+    if (band_sem_create(&f->sem, 0, NULL) != 0)
         return -1;
     if (band_chan_create(&f->chan, sizeof(uint64_t), 4, NULL) != 0)
         return -1;
@@ -548,7 +548,7 @@ static void test_primitive_refusals(void **state)
     for (int i = 0; i < 4; i++)
         rec_init(&r[i], f, i);
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 10), 0);
+    assert_int_equal(band_budget_create(&b, 10, NULL), 0);
     /* Too big for the budget: accepted, E2BIG through the callback. */
     assert_int_equal(band_uv_acquire(f->u, &r[0].op, band_budget_sem(b), 11, BAND_FOREVER, rec_cb),
                      0);
@@ -592,7 +592,7 @@ static void test_close_with_pending(void **state)
     assert_int_equal(band_uv_acquire(f->u, &r[4].op, f->sem, 1, BAND_FOREVER, rec_cb), 0);
     assert_int_equal(band_uv_cancel(&r[4].op), 0);
     band_sem *s2;
-    assert_int_equal(band_sem_create(&s2, 1), 0);
+    assert_int_equal(band_sem_create(&s2, 1, NULL), 0);
     assert_int_equal(band_uv_acquire(f->u, &r[5].op, s2, 1, BAND_FOREVER, rec_cb), 0);
 
     assert_int_equal(band_uv_close(f->u, on_closed, f), 0);

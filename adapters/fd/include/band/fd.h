@@ -47,6 +47,7 @@
 #include "band/chan.h"
 #include "band/core.h"
 #include "band/error.h"
+#include "band/permit.h"
 #include "band/sem.h"
 
 #ifdef __cplusplus
