@@ -325,7 +325,7 @@ int band_door_admit(band_door *d, int cls, uint64_t n, const void *job, band_per
     /* Tokens only now, with the permits held: both or neither. */
     if (d->rate != NULL) {
         band_time retry = 0;
-        int rrc = band_rate_try(d->rate, n, &retry);
+        int rrc = band_rate_try_acquire(d->rate, n, &retry);
         if (rrc != 0) {
             if (d->sem != NULL)
                 give_back(permit); /* both or neither */

@@ -248,7 +248,7 @@ static band_time ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-/* band_rate_try(): 0 (taken), ECLOSED, E2BIG, or EAGAIN with the exact retry-after. */
+/* band_rate_try_acquire(): 0 (taken), ECLOSED, E2BIG, or EAGAIN with the exact retry-after. */
 static int m_rate_try(struct door_model *m, uint64_t n, band_time *retry)
 {
     *retry = 0;
@@ -682,12 +682,10 @@ static int setup(struct door_model *m)
     if (m->has_rate) {
         band_rate_opts ro;
         memset(&ro, 0, sizeof(ro));
-        ro.tokens = m->tokens;
-        ro.period = m->period;
-        ro.burst = m->burst;
         ro.clock = fake_clock;
         ro.clock_ctx = m;
-        EXPECT_EQ(m, "band_rate_create()", 0, band_rate_create(&m->rate, &ro));
+        EXPECT_EQ(m, "band_rate_create()", 0,
+                  band_rate_create(&m->rate, m->tokens, m->period, m->burst, &ro));
     }
     if (m->qcap > 0)
         EXPECT_EQ(m, "band_chan_create()", 0,
@@ -971,9 +969,9 @@ static int op_rate(struct door_model *m)
         return 0;
     band_time want_retry = 0, retry = -1;
     int want = m_rate_try(m, n, &want_retry);
-    int rc = band_rate_try(m->rate, n, &retry);
-    EXPECT_EQ(m, "band_rate_try()", want, rc);
-    EXPECT_EQ(m, "band_rate_try() retry_after", want_retry, retry);
+    int rc = band_rate_try_acquire(m->rate, n, &retry);
+    EXPECT_EQ(m, "band_rate_try_acquire()", want, rc);
+    EXPECT_EQ(m, "band_rate_try_acquire() retry_after", want_retry, retry);
     if (rc == 0)
         m->outside_tokens += n;
     return 0;

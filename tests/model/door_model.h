@@ -32,7 +32,7 @@ enum door_model_op {
     DM_OP_ASYNC,    /* another user queues for permits (band_sem_acquire_async()) */
     DM_OP_CANCEL,   /* ... and cancels */
     DM_OP_WRELEASE, /* ... or releases what its wake granted */
-    DM_OP_RATE,     /* another user takes tokens (band_rate_try()) */
+    DM_OP_RATE,     /* another user takes tokens (band_rate_try_acquire()) */
     DM_OP_TICK,     /* the fake clock advances */
     DM_OP_RECV,     /* a worker takes a job from the backlog */
     DM_OP_CLOSE,    /* the door, the semaphore, the rate budget or the backlog closes */

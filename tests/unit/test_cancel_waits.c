@@ -276,11 +276,11 @@ static void test_rate(void **state)
 {
     (void)state;
     band_rate *r;
-    assert_int_equal(band_rate_create_simple(&r, 1, 1), 0); /* one token a second */
-    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_rate_create(&r, 1, BAND_SEC, 1, NULL), 0); /* one token a second */
+    assert_int_equal(band_rate_acquire(r, 1, NULL, BAND_FOREVER, NULL), 0);
     struct later l;
     band_time start = band_now();
-    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
+    assert_int_equal(band_rate_acquire(r, 1, NULL, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
     finish(&l);
     assert_true(band_now() - start < 900 * BAND_MSEC); /* did not sleep out the slot */
     band_rate_stats st;
@@ -288,7 +288,7 @@ static void test_rate(void **state)
     assert_u64_equal(st.granted, 1); /* the cancelled booking was returned */
     band_cancel *done = requested();
     band_time retry = 0;
-    assert_int_equal(band_rate_wait(r, 1, &retry, BAND_FOREVER, done), BAND_ECANCELED);
+    assert_int_equal(band_rate_acquire(r, 1, &retry, BAND_FOREVER, done), BAND_ECANCELED);
     assert_int_equal(band_cancel_destroy(done), 0);
     assert_int_equal(band_rate_destroy(r), 0);
 }

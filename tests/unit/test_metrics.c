@@ -99,9 +99,9 @@ static void test_render(void **state)
     assert_int_equal(band_metrics_add_chan(m, "stage", c, &cw), 0);
 
     band_rate *r = NULL;
-    assert_int_equal(band_rate_create_simple(&r, 1, 3), 0);
-    assert_int_equal(band_rate_try(r, 2, NULL), 0);
-    assert_int_equal(band_rate_try(r, 2, NULL), BAND_EAGAIN);
+    assert_int_equal(band_rate_create(&r, 1, BAND_SEC, 3, NULL), 0);
+    assert_int_equal(band_rate_try_acquire(r, 2, NULL), 0);
+    assert_int_equal(band_rate_try_acquire(r, 2, NULL), BAND_EAGAIN);
     assert_int_equal(band_metrics_add_rate(m, "quota", r), 0);
 
     band_door_opts o;

@@ -226,13 +226,10 @@ static void test_door_rate_and_capacity(void **state)
     struct fake_clock fc = {0};
     band_rate_opts ro;
     memset(&ro, 0, sizeof(ro));
-    ro.tokens = 1;
-    ro.period = 250 * BAND_MSEC;
-    ro.burst = 2;
     ro.clock = fake_now;
     ro.clock_ctx = &fc;
     band_rate *r = NULL;
-    assert_int_equal(band_rate_create(&r, &ro), 0);
+    assert_int_equal(band_rate_create(&r, 1, 250 * BAND_MSEC, 2, &ro), 0);
     band_sem *s = NULL;
     assert_int_equal(band_sem_create(&s, 5), 0);
     band_door *d = door(s, r, NULL, 1, NULL, 0);
@@ -378,13 +375,10 @@ static band_rate *fake_rate(struct fake_clock *fc, uint64_t tokens, uint64_t bur
 {
     band_rate_opts ro;
     memset(&ro, 0, sizeof(ro));
-    ro.tokens = tokens;
-    ro.period = BAND_SEC;
-    ro.burst = burst;
     ro.clock = fake_now;
     ro.clock_ctx = fc;
     band_rate *r = NULL;
-    assert_int_equal(band_rate_create(&r, &ro), 0);
+    assert_int_equal(band_rate_create(&r, tokens, BAND_SEC, burst, &ro), 0);
     return r;
 }
 
@@ -506,8 +500,8 @@ static void test_door_never_fits(void **state)
     assert_int_equal(band_sem_create(&s, 1), 0);
     band_door *d = door(s, NULL, NULL, 1, NULL, 0);
     band_permit p = BAND_PERMIT_INIT;
-    assert_int_equal(
-        band_door_admit(d, 0, BAND_MAX_UNITS + 1, NULL, &p, &a, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_door_admit(d, 0, BAND_MAX_UNITS + 1, NULL, &p, &a, BAND_FOREVER, NULL),
+                     0);
     assert_int_equal(a.kind, BAND_ANSWER_TOO_BIG);
     assert_int_equal(a.reason, BAND_E2BIG);
     assert_int_equal(a.http_status, 413);
