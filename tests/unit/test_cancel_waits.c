@@ -359,25 +359,25 @@ static void test_exec_door(void **state)
 
     band_sem *s;
     assert_int_equal(band_sem_create(&s, 1), 0);
-    band_door_opts dopt;
+    band_front_door_opts dopt;
     memset(&dopt, 0, sizeof(dopt));
     dopt.sem = s;
     dopt.classes = 1;
     dopt.wait = 10 * BAND_SEC;
-    band_door *d;
-    assert_int_equal(band_door_create(&d, &dopt), 0);
+    band_front_door *d;
+    assert_int_equal(band_front_door_create(&d, &dopt), 0);
     band_permit held = BAND_PERMIT_INIT, p = BAND_PERMIT_INIT;
     band_answer ans;
-    assert_int_equal(band_door_admit(d, 0, 1, NULL, &held, &ans, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_front_door_admit(d, 0, 1, NULL, &held, &ans, BAND_FOREVER, NULL), 0);
     assert_int_equal(ans.kind, BAND_ANSWER_ACCEPT);
-    (void)band_door_admit(d, 0, 1, NULL, &p, &ans, BAND_FOREVER, cancel_soon(&l));
+    (void)band_front_door_admit(d, 0, 1, NULL, &p, &ans, BAND_FOREVER, cancel_soon(&l));
     finish(&l);
     assert_int_equal(ans.kind, BAND_ANSWER_GONE);
     assert_int_equal(ans.reason, BAND_ECANCELED);
     assert_null(p.sem);
-    assert_int_equal(band_door_done(d, &held, 0), 0);
+    assert_int_equal(band_front_door_done(d, &held, 0), 0);
     assert_u64_equal(band_sem_available(s), 1);
-    band_door_destroy(d);
+    band_front_door_destroy(d);
     assert_int_equal(band_sem_destroy(s), 0);
 }
 
