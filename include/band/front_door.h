@@ -57,8 +57,15 @@ typedef struct band_front_door_opts {
  */
 BAND_API int band_front_door_create(band_front_door **out, const band_front_door_opts *opts);
 
-/** band_front_door_destroy() - free @d (NULL is a no-op). Permits it handed out stay valid.
- *  Returns 0. */
+/**
+ * band_front_door_destroy() - free @d (NULL is a no-op).
+ *
+ * Returns 0, or BAND_EBUSY while an admission is waiting for permits inside
+ * band_front_door_admit() (nothing freed: let it end, for example by closing the
+ * semaphore or requesting its cancellation token, then destroy). Permits it handed out
+ * stay valid and go back to their semaphore with band_permit_release() once the door is
+ * gone. The bounds are the caller's and stay as they are.
+ */
 BAND_API int band_front_door_destroy(band_front_door *d);
 
 /**

@@ -14,7 +14,8 @@
  * is shed. Before it waits the door reads the rate budget's counters (nothing taken): no
  * tokens now means OVER_QUOTA at once instead of a wait whose permits would be given
  * back. Counters are relaxed atomics: no admission takes a lock of the door's own (its
- * mutex guards only the name, for set_name and get_stats).
+ * mutex guards only the name, for set_name and get_stats). Only an admission that waits
+ * for permits counts itself in @waiting, which destroy reads to refuse while one is inside.
  *
 
  * A request that can never be admitted (more than a semaphore can hold, more than a
@@ -48,6 +49,7 @@ struct band_front_door {
     band_time wait;
     band_histo *hold;
     atomic_int closed;
+    _Atomic uint64_t waiting;   /* admissions waiting for permits now */
     _Atomic int64_t mean_hold;  /* ns, 0 until the first measurement */
     _Atomic uint64_t in_flight; /* permits handed out and not yet done */
     _Atomic uint64_t peak;      /* the most ever in flight */
@@ -92,6 +94,8 @@ int band_front_door_destroy(band_front_door *d)
 {
     if (d == NULL)
         return 0;
+    if (atomic_load_explicit(&d->waiting, memory_order_acquire) != 0)
+        return BAND_EBUSY; /* an admission is waiting for permits inside the door */
     (void)pthread_mutex_destroy(&d->name_lock);
     free(d);
     return 0;
@@ -268,12 +272,15 @@ static int take_tokens(band_front_door *d, int cls, uint64_t n, band_permit *per
     return answer(d, cls, make(BAND_ANSWER_ACCEPT, 0, 0), ans);
 }
 
-/* Wait for the permits (class without headroom, opts.wait > 0), then decide. */
+/* Wait for the permits (class without headroom, opts.wait > 0), then decide. The wait
+ * counts in @waiting from before it queues until the door's last access, so destroy
+ * refuses meanwhile. */
 static int wait_then_take(band_front_door *d, int cls, uint64_t n, const void *job,
                           band_permit *permit, band_answer *ans, band_time deadline,
                           band_cancel *cancel)
 {
     band_time until = band_deadline_after(d->wait);
+    atomic_fetch_add_explicit(&d->waiting, 1, memory_order_relaxed);
     int rc = band_permit_acquire(permit, d->sem, n, until < deadline ? until : deadline, cancel);
     int res;
     if (rc == 0 && atomic_load_explicit(&d->closed, memory_order_acquire)) {
@@ -284,6 +291,7 @@ static int wait_then_take(band_front_door *d, int cls, uint64_t n, const void *j
     } else {
         res = take_tokens(d, cls, n, permit, ans, 1);
     }
+    atomic_fetch_sub_explicit(&d->waiting, 1, memory_order_release); /* the last access */
     return res;
 }
 

@@ -420,6 +420,49 @@ static void test_door_set_name(void **state)
     assert_int_equal(band_front_door_destroy(d), 0);
 }
 
+struct waiting_admit {
+    band_front_door *door;
+    band_permit permit;
+    band_answer answer;
+};
+
+static int admit_and_wait(void *arg)
+{
+    struct waiting_admit *w = arg;
+    return band_front_door_admit(w->door, 0, 1, NULL, &w->permit, &w->answer, BAND_FOREVER, NULL);
+}
+
+/* Destroy refuses, changing nothing, while an admission waits for permits inside the door;
+ * once it has ended the door can go. */
+static void test_door_destroy_busy_while_waiting(void **state)
+{
+    (void)state;
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 1), 0);
+    band_front_door *d = door(s, NULL, NULL, 1, NULL, 30 * BAND_SEC);
+    band_permit p = BAND_PERMIT_INIT;
+    band_answer a;
+    assert_int_equal(band_front_door_admit(d, 0, 1, NULL, &p, &a, BAND_FOREVER, NULL), 0);
+    assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
+    struct waiting_admit w = {d, BAND_PERMIT_INIT, {0}};
+    struct test_thread th;
+    assert_int_equal(test_thread_start(&th, admit_and_wait, &w), 0);
+    struct sem_waiters_cond cond = {s, 1};
+    assert_true(test_wait_until(test_cond_sem_waiters, &cond, 10 * BAND_SEC));
+    assert_int_equal(band_front_door_destroy(d), BAND_EBUSY);
+    assert_int_equal(band_front_door_destroy(d), BAND_EBUSY);
+    /* The door still works: the returned permit goes to the waiting admission. */
+    assert_int_equal(band_front_door_done(d, &p, 0), 0);
+    assert_int_equal(test_thread_join(&th), 0);
+    assert_int_equal(w.answer.kind, BAND_ANSWER_ACCEPT);
+    assert_ptr_equal(w.permit.sem, s);
+    assert_u64_equal(door_stats(d).waited, 1);
+    assert_int_equal(band_front_door_done(d, &w.permit, 0), 0);
+    assert_int_equal(band_front_door_destroy(d), 0);
+    assert_u64_equal(band_sem_available(s), 1);
+    assert_int_equal(band_sem_destroy(s), 0);
+}
+
 /* A rate budget on a fake clock: @tokens per second, bucket @burst. */
 static band_rate *fake_rate(struct fake_clock *fc, uint64_t tokens, uint64_t burst)
 {
@@ -799,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_door_wait),
         cmocka_unit_test(test_door_too_big_and_closed),
         cmocka_unit_test(test_door_set_name),
+        cmocka_unit_test(test_door_destroy_busy_while_waiting),
         cmocka_unit_test(test_door_wait_spends_no_tokens),
         cmocka_unit_test(test_door_never_fits),
         cmocka_unit_test(test_door_retry_after_saturates),
