@@ -1,5 +1,5 @@
 /*
- * fuzz_door.c - libFuzzer target for the front door (band_door, band/overload.h).
+ * fuzz_door.c - libFuzzer target for the front door (band_front_door, band/front_door.h).
  *
  * The input bytes are an operation sequence for the interpreter in tests/model/door_model.c
  * (the same one tests/model/model_door.c runs from fixed seeds): the first five bytes

@@ -1,4 +1,5 @@
-# tests/overload.cmake - overload answers and the front door (include/band/overload.h).
+# tests/overload.cmake - overload answers and the front door (include/band/answer.h and
+# include/band/front_door.h).
 # Included by tests/CMakeLists.txt.
 
 band_add_test(NAME test_overload

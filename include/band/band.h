@@ -9,6 +9,7 @@
 #define BAND_BAND_H
 
 #include "band/admit.h"
+#include "band/answer.h"
 #include "band/broadcast.h"
 #include "band/budget.h"
 #include "band/cancel.h"
@@ -17,12 +18,12 @@
 #include "band/error.h"
 #include "band/exec.h"
 #include "band/fair.h"
+#include "band/front_door.h"
 #include "band/group.h"
 #include "band/histo.h"
 #include "band/limit.h"
 #include "band/metrics.h"
 #include "band/oneshot.h"
-#include "band/overload.h"
 #include "band/permit.h"
 #include "band/rate.h"
 #include "band/sem.h"

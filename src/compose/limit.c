@@ -50,6 +50,7 @@
 
 #include "band/limit.h"
 #include "core/internal.h"
+#include "core/name.h"
 
 #define DEFAULT_MAX           1000
 #define DEFAULT_BACKOFF       0.9
@@ -76,6 +77,7 @@ struct band_limit {
     uint64_t win_n, win_max_inflight;
     double win_sum;
     uint64_t samples, drops, ignored, windows, increases, decreases;
+    char name[BAND_NAME_MAX];
 };
 
 /* sqrt for the default queue size, without libm: Newton's method on a positive double. */
@@ -148,8 +150,7 @@ static int limit_opts(band_limit_opts *o, const band_limit_opts *in)
         o->tolerance = DEFAULT_TOLERANCE;
     if (o->rtt_smoothing == 0)
         o->rtt_smoothing = DEFAULT_RTT_SMOOTHING;
-    if (o->min > o->max || o->max > BAND_MAX_UNITS || o->initial < o->min ||
-        o->initial > o->max)
+    if (o->min > o->max || o->max > BAND_MAX_UNITS || o->initial < o->min || o->initial > o->max)
         return BAND_EINVAL;
     if (!(o->backoff > 0 && o->backoff < 1) || !(o->increase > 0) || !isfinite(o->increase) ||
         !(o->smoothing > 0 && o->smoothing <= 1) || !(o->tolerance >= 1) ||
@@ -162,10 +163,11 @@ static int limit_opts(band_limit_opts *o, const band_limit_opts *in)
 
 int band_limit_create(band_limit **out, const band_limit_opts *opts)
 {
-    if (out == NULL || opts == NULL)
+    static const band_limit_opts defaults;
+    if (out == NULL)
         return BAND_EINVAL;
     band_limit_opts o;
-    int rc = limit_opts(&o, opts);
+    int rc = limit_opts(&o, opts != NULL ? opts : &defaults);
     if (rc != 0)
         return rc;
     band_limit *l = calloc(1, sizeof(*l));
@@ -204,11 +206,23 @@ int band_limit_destroy(band_limit *l)
     return 0;
 }
 
+int band_limit_set_name(band_limit *l, const char *name)
+{
+    if (l == NULL)
+        return BAND_EINVAL;
+    return band__set_name(l->name, name, &l->mu);
+}
+
 int band_limit_close(band_limit *l)
 {
     if (l == NULL)
         return BAND_EINVAL;
     return band_sem_close(l->sem);
+}
+
+int band_limit_is_closed(const band_limit *l)
+{
+    return l != NULL && band_sem_is_closed(l->sem);
 }
 
 band_sem *band_limit_sem(band_limit *l)
@@ -421,6 +435,7 @@ int band_limit_get_stats(const band_limit *l, band_limit_stats *out)
     band_limit *m = (band_limit *)(uintptr_t)l; /* the mutex is not part of the value */
     memset(out, 0, sizeof(*out));
     (void)pthread_mutex_lock(&m->mu);
+    memcpy(out->name, l->name, sizeof(out->name));
     out->algorithm = l->o.algorithm;
     out->limit = atomic_load_explicit(&l->limit, memory_order_relaxed);
     out->limit_exact = l->limit_f;
@@ -438,5 +453,6 @@ int band_limit_get_stats(const band_limit *l, band_limit_stats *out)
     out->decreases = l->decreases;
     (void)pthread_mutex_unlock(&m->mu);
     out->inflight = atomic_load_explicit(&l->inflight, memory_order_relaxed);
+    out->closed = band_sem_is_closed(l->sem);
     return 0;
 }

@@ -14,7 +14,7 @@
 #include "band/metrics.h"
 #include "core/internal.h"
 
-enum kind { K_SEM, K_CHAN, K_RATE, K_DOOR, K_HISTO };
+enum kind { K_SEM, K_CHAN, K_RATE, K_FRONT_DOOR, K_HISTO };
 
 struct entry {
     enum kind kind;
@@ -27,7 +27,7 @@ struct entry {
         band_sem_stats sem;
         band_chan_stats chan;
         band_rate_stats rate;
-        band_door_stats door;
+        band_front_door_stats door;
     } st;
 };
 
@@ -112,10 +112,10 @@ int band_metrics_add_rate(band_metrics *m, const char *name, const band_rate *r)
     return add(m, K_RATE, name, r, NULL, NULL);
 }
 
-int band_metrics_add_door(band_metrics *m, const char *name, const band_door *d,
-                          const band_histo *hold)
+int band_metrics_add_front_door(band_metrics *m, const char *name, const band_front_door *d,
+                                const band_histo *hold)
 {
-    return add(m, K_DOOR, name, d, hold, NULL);
+    return add(m, K_FRONT_DOOR, name, d, hold, NULL);
 }
 
 int band_metrics_add_histo(band_metrics *m, const char *family, const char *name, const char *help,
@@ -356,8 +356,8 @@ static void read_stats(band_metrics *m)
         case K_RATE:
             (void)band_rate_get_stats(e->obj, &e->st.rate);
             break;
-        case K_DOOR:
-            (void)band_door_get_stats(e->obj, &e->st.door);
+        case K_FRONT_DOOR:
+            (void)band_front_door_get_stats(e->obj, &e->st.door);
             break;
         case K_HISTO:
             break;
@@ -432,9 +432,10 @@ static void render(struct out *o, const band_metrics *m)
         {"answer=\"busy\"", door_busy},     {"answer=\"over_quota\"", door_quota},
         {"answer=\"shed\"", door_shed},     {"answer=\"too_big\"", door_big},
         {"answer=\"gone\"", door_gone}};
-    reason_family(o, m, K_DOOR, "band_door_answers_total", "Admission answers, by kind.", door_a,
-                  sizeof(door_a) / sizeof(door_a[0]));
-    histo_family(o, m, K_DOOR, "band_door_hold_seconds", "Time admitted work held its permits.");
+    reason_family(o, m, K_FRONT_DOOR, "band_front_door_answers_total",
+                  "Admission answers, by kind.", door_a, sizeof(door_a) / sizeof(door_a[0]));
+    histo_family(o, m, K_FRONT_DOOR, "band_front_door_hold_seconds",
+                 "Time admitted work held its permits.");
 
     /* Free-standing histograms, one family per distinct family name, in first-seen order. */
     for (size_t i = 0; i < m->n; i++) {

@@ -41,6 +41,7 @@
 #include "band/rate.h"
 #include "core/block.h"
 #include "core/internal.h"
+#include "core/name.h"
 
 #if !defined(__SIZEOF_INT128__)
 #error "src/rate.c needs a compiler with 128-bit integers (GCC or Clang on a 64-bit target)"
@@ -49,15 +50,16 @@ __extension__ typedef unsigned __int128 u128;
 
 struct band_rate {
     pthread_mutex_t lock; /* guards everything below */
-    band_clock_fn *clock;
+    band_rate_clock_fn *clock;
     void *clock_ctx;
-    band_sleep_fn *sleep;
+    band_rate_sleep_fn *sleep;
     void *sleep_ctx;
     uint64_t tokens, burst;
     band_time period;
     band_time last; /* the bucket's time: the latest time the clock hook returned */
     u128 missing;   /* how far from full at @last, in 1/tokens ns (see above); 0: full */
     int closed;
+    char name[BAND_NAME_MAX];
     uint64_t granted, granted_tokens, delayed, cancelled;
     uint64_t refused_rate, refused_deadline, refused_too_big, refused_closed;
 };
@@ -135,11 +137,14 @@ static int check_settings(uint64_t tokens, band_time period, uint64_t burst)
     return 0;
 }
 
-int band_rate_create(band_rate **out, const band_rate_opts *o)
+int band_rate_create(band_rate **out, uint64_t tokens, band_time period, uint64_t burst,
+                     const band_rate_opts *opts)
 {
-    if (out == NULL || o == NULL || (o->sleep != NULL && o->clock == NULL))
+    static const band_rate_opts defaults;
+    const band_rate_opts *o = opts != NULL ? opts : &defaults;
+    if (out == NULL || (o->sleep != NULL && o->clock == NULL))
         return BAND_EINVAL;
-    int rc = check_settings(o->tokens, o->period, o->burst);
+    int rc = check_settings(tokens, period, burst);
     if (rc != 0)
         return rc;
     band_rate *r = calloc(1, sizeof(*r));
@@ -153,23 +158,13 @@ int band_rate_create(band_rate **out, const band_rate_opts *o)
     r->clock_ctx = o->clock_ctx;
     r->sleep = o->sleep != NULL ? o->sleep : (o->clock == NULL ? default_sleep : NULL);
     r->sleep_ctx = o->sleep_ctx;
-    r->tokens = o->tokens;
-    r->period = o->period;
-    r->burst = o->burst;
+    r->tokens = tokens;
+    r->period = period;
+    r->burst = burst;
     r->last = INT64_MIN; /* the first clock reading is at or after it */
     r->missing = 0;      /* the bucket starts full */
     *out = r;
     return 0;
-}
-
-int band_rate_create_simple(band_rate **out, uint64_t per_second, uint64_t burst)
-{
-    band_rate_opts o;
-    memset(&o, 0, sizeof(o));
-    o.tokens = per_second;
-    o.period = BAND_SEC;
-    o.burst = burst;
-    return band_rate_create(out, &o);
 }
 
 int band_rate_destroy(band_rate *r)
@@ -179,6 +174,13 @@ int band_rate_destroy(band_rate *r)
     pthread_mutex_destroy(&r->lock);
     free(r);
     return 0;
+}
+
+int band_rate_set_name(band_rate *r, const char *name)
+{
+    if (r == NULL)
+        return BAND_EINVAL;
+    return band__set_name(r->name, name, &r->lock);
 }
 
 /*
@@ -236,6 +238,17 @@ int band_rate_close(band_rate *r)
     return 0;
 }
 
+int band_rate_is_closed(const band_rate *cr)
+{
+    if (cr == NULL)
+        return 0;
+    band_rate *r = (band_rate *)cr; /* the lock is logically const */
+    pthread_mutex_lock(&r->lock);
+    int closed = r->closed;
+    pthread_mutex_unlock(&r->lock);
+    return closed;
+}
+
 /* ---------------------------------------------------------------- taking tokens */
 
 /*
@@ -270,7 +283,7 @@ static void take_locked(band_rate *r, uint64_t n, u128 after)
         r->granted_tokens = UINT64_MAX;
 }
 
-int band_rate_try(band_rate *r, uint64_t n, band_time *retry_after)
+int band_rate_try_acquire(band_rate *r, uint64_t n, band_time *retry_after)
 {
     if (retry_after != NULL)
         *retry_after = 0;
@@ -297,8 +310,8 @@ int band_rate_try(band_rate *r, uint64_t n, band_time *retry_after)
     return rc;
 }
 
-int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, band_rate_ticket *t,
-                      band_time *delay)
+int band_rate_reserve(band_rate *r, uint64_t n, band_rate_ticket *t, band_time *delay,
+                      band_time deadline)
 {
     if (delay != NULL)
         *delay = 0;
@@ -359,8 +372,8 @@ int band_rate_ticket_cancel(band_rate_ticket *t)
     return rc;
 }
 
-int band_rate_wait(band_rate *r, uint64_t n, band_time *retry_after, band_time deadline,
-                   band_cancel *cancel)
+int band_rate_acquire(band_rate *r, uint64_t n, band_time *retry_after, band_time deadline,
+                      band_cancel *cancel)
 {
     if (retry_after != NULL)
         *retry_after = 0;
@@ -370,7 +383,7 @@ int band_rate_wait(band_rate *r, uint64_t n, band_time *retry_after, band_time d
     band_time delay = 0;
     /* A requested token means "do not wait", as a past deadline does. */
     int cancelled = band_cancel_is_requested(cancel);
-    int rc = band_rate_reserve(r, n, cancelled ? 0 : deadline, &t, &delay);
+    int rc = band_rate_reserve(r, n, &t, &delay, cancelled ? 0 : deadline);
     if (rc == BAND_ETIMEDOUT && retry_after != NULL)
         *retry_after = delay;
     if (rc == BAND_ETIMEDOUT && cancelled)
@@ -421,6 +434,7 @@ int band_rate_get_stats(const band_rate *cr, band_rate_stats *out)
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&r->lock);
     (void)advance_locked(r);
+    memcpy(out->name, r->name, sizeof(out->name));
     out->tokens = r->tokens;
     out->burst = r->burst;
     out->period = r->period;

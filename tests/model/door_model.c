@@ -1,8 +1,9 @@
 /*
- * door_model.c - the reference model of band_door and the op interpreter that compares it
- * with the real thing (see door_model.h).
+ * door_model.c - the reference model of band_front_door and the op interpreter that compares
+ * it with the real thing (see door_model.h).
  *
- * The model is written out the long way from overload.h, sem.h, rate.h and chan.h:
+ * The model is written out the long way from front_door.h, answer.h, sem.h, rate.h and
+ * chan.h:
  *
  *  - the semaphore is a count of available units, a FIFO of waiting users with the head's
  *    partial grant (nothing is visible as available while anyone waits; a release fills the
@@ -22,7 +23,7 @@
  *    rate's answer (exact Retry-After) is given; ACCEPT hands the permits over;
  *  - BUSY and SHED carry mean hold x ceil((waiting units + n) / peak in flight), read from
  *    the door's own mean hold (which comes from the real clock), or 1 s before any;
- *  - band_door_done() takes back only permits of the door's semaphore, non-empty, no more
+ *  - band_front_door_done() takes back only permits of the door's semaphore, non-empty, no more
  *    than the door has in flight, with an admission time in [0, band_now()].
  *
  * The driver is single-threaded, so a wait for permits can never be ended by a release:
@@ -65,7 +66,7 @@ struct door_model {
     band_budget *budget;
     band_rate *rate;
     band_chan *backlog;
-    band_door *door;
+    band_front_door *door;
 
     /* the configuration */
     int sem_kind;
@@ -75,7 +76,7 @@ struct door_model {
     int64_t period;
     uint64_t qcap; /* 0: no backlog */
     int classes;
-    uint64_t headroom[BAND_DOOR_CLASSES];
+    uint64_t headroom[BAND_FRONT_DOOR_CLASSES];
     band_time wait;
 
     /* the model: semaphore */
@@ -97,7 +98,8 @@ struct door_model {
     int door_closed;
     uint64_t in_flight, peak;
     int measured;
-    uint64_t answers[DM_ANSWER_KINDS], admitted[BAND_DOOR_CLASSES], refused[BAND_DOOR_CLASSES];
+    uint64_t answers[DM_ANSWER_KINDS], admitted[BAND_FRONT_DOOR_CLASSES],
+        refused[BAND_FRONT_DOOR_CLASSES];
     uint64_t accept_units, admitted_units, done_units;
 
     /* the permits the driver holds; door: 1 when the door handed it over */
@@ -248,7 +250,7 @@ static band_time ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-/* band_rate_try(): 0 (taken), ECLOSED, E2BIG, or EAGAIN with the exact retry-after. */
+/* band_rate_try_acquire(): 0 (taken), ECLOSED, E2BIG, or EAGAIN with the exact retry-after. */
 static int m_rate_try(struct door_model *m, uint64_t n, band_time *retry)
 {
     *retry = 0;
@@ -493,11 +495,11 @@ static int check_all(struct door_model *m)
         EXPECT_EQ(m, "band_chan_get_stats()", 0, band_chan_get_stats(m->backlog, &cs));
         EXPECT_EQ(m, "backlog length", m->jlen, cs.len);
     }
-    band_door_stats ds;
-    EXPECT_EQ(m, "band_door_get_stats()", 0, band_door_get_stats(m->door, &ds));
+    band_front_door_stats ds;
+    EXPECT_EQ(m, "band_front_door_get_stats()", 0, band_front_door_get_stats(m->door, &ds));
     for (int k = 0; k < DM_ANSWER_KINDS; k++)
         EXPECT_EQ(m, band_answer_name(k), m->answers[k], ds.answers[k]);
-    for (int c = 0; c < BAND_DOOR_CLASSES; c++) {
+    for (int c = 0; c < BAND_FRONT_DOOR_CLASSES; c++) {
         EXPECT_EQ(m, "admitted[c]", m->admitted[c], ds.admitted[c]);
         EXPECT_EQ(m, "refused[c]", m->refused[c], ds.refused[c]);
     }
@@ -597,7 +599,7 @@ static int teardown(struct door_model *m)
     } else if (check_all(m) != 0) {
         return -1;
     }
-    EXPECT_EQ(m, "band_door_destroy()", 0, band_door_destroy(m->door));
+    EXPECT_EQ(m, "band_front_door_destroy()", 0, band_front_door_destroy(m->door));
     m->door = NULL;
     if (m->backlog != NULL)
         EXPECT_EQ(m, "band_chan_destroy()", 0, band_chan_destroy(m->backlog));
@@ -624,7 +626,7 @@ static int teardown(struct door_model *m)
  *       1 + ((b3 >> 2) & 3) % 3, bit 4 a wait of 1 us;
  *   b4: headroom[0] 1 when (b4 & 3) == 3, then each class adds ((b4 >> 2c) & 3) % 3; when
  *       both top bits are set the last class's headroom is BAND_MAX_UNITS + (b4 & 1)
- *       (one above the maximum is refused by band_door_create(); the door is then made with
+ *       (one above the maximum is refused by band_front_door_create(); the door is then made with
  *       the maximum).
  */
 static int setup(struct door_model *m)
@@ -682,17 +684,15 @@ static int setup(struct door_model *m)
     if (m->has_rate) {
         band_rate_opts ro;
         memset(&ro, 0, sizeof(ro));
-        ro.tokens = m->tokens;
-        ro.period = m->period;
-        ro.burst = m->burst;
         ro.clock = fake_clock;
         ro.clock_ctx = m;
-        EXPECT_EQ(m, "band_rate_create()", 0, band_rate_create(&m->rate, &ro));
+        EXPECT_EQ(m, "band_rate_create()", 0,
+                  band_rate_create(&m->rate, m->tokens, m->period, m->burst, &ro));
     }
     if (m->qcap > 0)
         EXPECT_EQ(m, "band_chan_create()", 0,
-                  band_chan_create(&m->backlog, sizeof(uint64_t), m->qcap, NULL));
-    band_door_opts o;
+                  band_chan_create(&m->backlog, sizeof(uint64_t), m->qcap, 0));
+    band_front_door_opts o;
     memset(&o, 0, sizeof(o));
     o.sem = m->sem;
     o.rate = m->rate;
@@ -700,16 +700,16 @@ static int setup(struct door_model *m)
     o.classes = m->classes;
     memcpy(o.headroom, m->headroom, sizeof(o.headroom));
     o.wait = m->wait;
-    int rc = band_door_create(&m->door, &o);
+    int rc = band_front_door_create(&m->door, &o);
     int want = 0;
     for (int c = 0; c < m->classes; c++)
         if (m->headroom[c] > BAND_MAX_UNITS)
             want = BAND_EINVAL;
-    EXPECT_EQ(m, "band_door_create()", want, rc);
+    EXPECT_EQ(m, "band_front_door_create()", want, rc);
     if (rc != 0) {
         /* Refused as documented: a door whose last class keeps reasonable headroom. */
         o.headroom[m->classes - 1] = m->headroom[m->classes - 1] = BAND_MAX_UNITS;
-        EXPECT_EQ(m, "band_door_create()", 0, band_door_create(&m->door, &o));
+        EXPECT_EQ(m, "band_front_door_create()", 0, band_front_door_create(&m->door, &o));
     }
     m->counts.doors++;
     if (m->trace)
@@ -757,14 +757,14 @@ static int op_admit(struct door_model *m)
     band_permit *p = m->sem_kind != SEM_NONE ? &m->slot[si].p : NULL;
     int invalid = n == 0 || cls >= m->classes || (p != NULL && p->sem != NULL);
 
-    band_door_stats before;
-    EXPECT_EQ(m, "band_door_get_stats()", 0, band_door_get_stats(m->door, &before));
+    band_front_door_stats before;
+    EXPECT_EQ(m, "band_front_door_get_stats()", 0, band_front_door_get_stats(m->door, &before));
     uint64_t jobno = m->next_job;
     band_permit keep = p != NULL ? *p : (band_permit)BAND_PERMIT_INIT;
     band_answer a;
     a.kind = a.http_status = a.reason = 0x5a5a;
     a.retry_after = 0x5a5a5a;
-    int rc = band_door_admit(m->door, cls, n, job ? &jobno : NULL, p, &a, deadline, NULL);
+    int rc = band_front_door_admit(m->door, cls, n, job ? &jobno : NULL, p, &a, deadline, NULL);
     if (m->trace)
         fprintf(stderr,
                 "  admit cls %d n %llu job %d deadline %s slot %d -> rc %d %s reason %d "
@@ -774,7 +774,7 @@ static int op_admit(struct door_model *m)
                 rc == 0 ? (long long)a.retry_after : 0LL);
     if (invalid) {
         m->counts.admit_einval++;
-        EXPECT_EQ(m, "band_door_admit() of bad arguments", BAND_EINVAL, rc);
+        EXPECT_EQ(m, "band_front_door_admit() of bad arguments", BAND_EINVAL, rc);
         if (a.kind != 0x5a5a || a.http_status != 0x5a5a || a.reason != 0x5a5a ||
             a.retry_after != 0x5a5a5a)
             return fail(m, "BAND_EINVAL wrote the answer");
@@ -784,7 +784,7 @@ static int op_admit(struct door_model *m)
     }
     struct expect e;
     m_admit(m, cls, n, job, before.mean_hold, &e);
-    EXPECT_EQ(m, "band_door_admit()", 0, rc);
+    EXPECT_EQ(m, "band_front_door_admit()", 0, rc);
     if (check_answer_shape(m, &a) != 0)
         return -1;
     if (a.kind != e.kind)
@@ -833,8 +833,8 @@ static int op_done(struct door_model *m)
         at = -(band_time)(b & 3) - 1;
     int bad_at = at < 0 || mode == 6;
     if (m->sem_kind == SEM_NONE) {
-        int rc = band_door_done(m->door, (b & 1) ? &m->slot[si].p : NULL, at);
-        EXPECT_EQ(m, "band_door_done() without a semaphore", bad_at ? BAND_EINVAL : 0, rc);
+        int rc = band_front_door_done(m->door, (b & 1) ? &m->slot[si].p : NULL, at);
+        EXPECT_EQ(m, "band_front_door_done() without a semaphore", bad_at ? BAND_EINVAL : 0, rc);
         if (rc == 0) {
             m->counts.done_ok++;
             if (at > 0)
@@ -847,11 +847,11 @@ static int op_done(struct door_model *m)
     band_permit *p = &m->slot[si].p;
     uint64_t n = p->count;
     int want = bad_at || p->sem == NULL || n > m->in_flight ? BAND_EINVAL : 0;
-    int rc = band_door_done(m->door, p, at);
+    int rc = band_front_door_done(m->door, p, at);
     if (m->trace)
         fprintf(stderr, "  done slot %d (%llu, door %d) at %lld -> %d\n", si, (unsigned long long)n,
                 m->slot[si].door, (long long)at, rc);
-    EXPECT_EQ(m, "band_door_done()", want, rc);
+    EXPECT_EQ(m, "band_front_door_done()", want, rc);
     if (rc != 0) {
         m->counts.done_einval++;
         EXPECT_EQ(m, "permit kept on a refusal", n, p->count);
@@ -859,7 +859,7 @@ static int op_done(struct door_model *m)
     }
     m->counts.done_ok++;
     if (p->sem != NULL)
-        return fail(m, "band_door_done() left the permit non-empty");
+        return fail(m, "band_front_door_done() left the permit non-empty");
     m->in_flight -= n;
     m->done_units += n;
     m->slot[si].door = 0;
@@ -971,9 +971,9 @@ static int op_rate(struct door_model *m)
         return 0;
     band_time want_retry = 0, retry = -1;
     int want = m_rate_try(m, n, &want_retry);
-    int rc = band_rate_try(m->rate, n, &retry);
-    EXPECT_EQ(m, "band_rate_try()", want, rc);
-    EXPECT_EQ(m, "band_rate_try() retry_after", want_retry, retry);
+    int rc = band_rate_try_acquire(m->rate, n, &retry);
+    EXPECT_EQ(m, "band_rate_try_acquire()", want, rc);
+    EXPECT_EQ(m, "band_rate_try_acquire() retry_after", want_retry, retry);
     if (rc == 0)
         m->outside_tokens += n;
     return 0;
@@ -1008,7 +1008,7 @@ static int op_close(struct door_model *m)
 {
     switch (next(m) % 4) {
     case 0:
-        EXPECT_EQ(m, "band_door_close()", 0, band_door_close(m->door));
+        EXPECT_EQ(m, "band_front_door_close()", 0, band_front_door_close(m->door));
         m->door_closed = 1;
         break;
     case 1:
@@ -1178,7 +1178,7 @@ void door_model_free(struct door_model *m)
         for (int i = 0; i < WAITERS; i++)
             if (m->wt[i].state == W_PENDING)
                 (void)band_waiter_cancel(&m->wt[i].w, BAND_ECANCELED);
-        (void)band_door_destroy(m->door);
+        (void)band_front_door_destroy(m->door);
         if (m->backlog != NULL)
             (void)band_chan_destroy(m->backlog);
         if (m->rate != NULL)

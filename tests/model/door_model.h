@@ -1,5 +1,5 @@
 /*
- * door_model.h - an op-sequence interpreter that drives a real band_door (over a plain
+ * door_model.h - an op-sequence interpreter that drives a real band_front_door (over a plain
  * semaphore or a budget, a rate budget on a fake clock and a backlog channel, each
  * optional) single-threaded, together with other users of the same bounds, and checks
  * every answer against a small reference model.
@@ -10,14 +10,14 @@
  * job queued for later, the wakes of the other users' waiters, and the counters of the
  * door, the semaphore, the rate budget and the channel with the model, and checks the
  * invariants: tokens spent by the door == units it admitted, permits counted in flight ==
- * admitted - given back through band_door_done(), every unit of the semaphore accounted
+ * admitted - given back through band_front_door_done(), every unit of the semaphore accounted
  * for, and no answer other than the documented ones.
  *
  * Nothing here asserts: a mismatch stops the run and is reported through
  * door_model_error().
  */
-#ifndef BAND_DOOR_MODEL_H
-#define BAND_DOOR_MODEL_H
+#ifndef BAND_FRONT_DOOR_MODEL_H
+#define BAND_FRONT_DOOR_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -25,14 +25,14 @@
 struct door_model;
 
 enum door_model_op {
-    DM_OP_ADMIT,    /* band_door_admit() */
-    DM_OP_DONE,     /* band_door_done(), valid or not */
+    DM_OP_ADMIT,    /* band_front_door_admit() */
+    DM_OP_DONE,     /* band_front_door_done(), valid or not */
     DM_OP_TAKE,     /* another user takes permits with band_permit_try_acquire() */
     DM_OP_RELEASE,  /* a held permit released past the door (band_permit_release()) */
     DM_OP_ASYNC,    /* another user queues for permits (band_sem_acquire_async()) */
     DM_OP_CANCEL,   /* ... and cancels */
     DM_OP_WRELEASE, /* ... or releases what its wake granted */
-    DM_OP_RATE,     /* another user takes tokens (band_rate_try()) */
+    DM_OP_RATE,     /* another user takes tokens (band_rate_try_acquire()) */
     DM_OP_TICK,     /* the fake clock advances */
     DM_OP_RECV,     /* a worker takes a job from the backlog */
     DM_OP_CLOSE,    /* the door, the semaphore, the rate budget or the backlog closes */
@@ -70,4 +70,4 @@ int door_model_run_seed(struct door_model *m, uint64_t seed, uint64_t ops);
 const char *door_model_error(const struct door_model *m);
 const struct door_model_counts *door_model_counts(const struct door_model *m);
 
-#endif /* BAND_DOOR_MODEL_H */
+#endif /* BAND_FRONT_DOOR_MODEL_H */

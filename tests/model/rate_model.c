@@ -455,7 +455,7 @@ static void op_try(struct rate_model *m)
     uint64_t n = read_n(m);
     uint64_t avail = m->extreme ? band_rate_available(m->r) : 0;
     band_time retry = -1;
-    int rc = band_rate_try(m->r, n, &retry);
+    int rc = band_rate_try_acquire(m->r, n, &retry);
     count_rc(m, rc);
     int want;
     band_time want_retry = 0;
@@ -523,8 +523,8 @@ static void op_book(struct rate_model *m, int wait_op)
     band_time before_at = m->tk[i].at;
     band_time delay = -1;
     m->sleeps = 0;
-    int rc = wait_op ? band_rate_wait(m->r, n, &delay, deadline, NULL)
-                     : band_rate_reserve(m->r, n, deadline, &m->tk[i], &delay);
+    int rc = wait_op ? band_rate_acquire(m->r, n, &delay, deadline, NULL)
+                     : band_rate_reserve(m->r, n, &m->tk[i], &delay, deadline);
     count_rc(m, rc);
     const char *what = wait_op ? "wait" : "reserve";
     int want;
@@ -830,11 +830,8 @@ static int create_bucket(struct rate_model *m)
     o.sleep = hook_sleep;
     o.sleep_ctx = m;
     for (int attempt = 0; attempt < 2; attempt++) {
-        o.tokens = s.tokens;
-        o.period = s.period;
-        o.burst = s.burst;
         band_rate *r = NULL;
-        int rc = band_rate_create(&r, &o);
+        int rc = band_rate_create(&r, s.tokens, s.period, s.burst, &o);
         int want = settings_rc(s);
         expect_rc(m, "create", want, rc);
         if (m->failed) {

@@ -48,7 +48,7 @@ static int worker_main(void *arg)
         uint64_t n = test_rng_range(&w->rng, 1, 4);
         uint64_t kind = test_rng_range(&w->rng, 0, 9);
         if (kind < 5) {
-            int rc = band_rate_try(w->r, n, NULL);
+            int rc = band_rate_try_acquire(w->r, n, NULL);
             if (rc == 0) {
                 w->ev[w->nev++] = (struct event){band_now(), n};
                 w->granted++;
@@ -60,7 +60,7 @@ static int worker_main(void *arg)
             }
         } else if (kind < 8 && held.rate == NULL) {
             band_time d = 0;
-            int rc = band_rate_reserve(w->r, n, band_now() + 100 * BAND_USEC, &held, &d);
+            int rc = band_rate_reserve(w->r, n, &held, &d, band_now() + 100 * BAND_USEC);
             if (rc == 0) {
                 held_n = n;
                 w->granted++;
@@ -130,7 +130,7 @@ static void run_scenario(int with_setter)
 {
     band_rate *r = NULL;
     band_time t0 = band_now();
-    assert_int_equal(band_rate_create_simple(&r, RATE, BURST), 0);
+    assert_int_equal(band_rate_create(&r, RATE, BAND_SEC, BURST, NULL), 0);
     struct worker *w = calloc(THREADS, sizeof(*w));
     assert_non_null(w);
     struct test_thread th[THREADS + 1];

@@ -276,11 +276,11 @@ static void test_rate(void **state)
 {
     (void)state;
     band_rate *r;
-    assert_int_equal(band_rate_create_simple(&r, 1, 1), 0); /* one token a second */
-    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_rate_create(&r, 1, BAND_SEC, 1, NULL), 0); /* one token a second */
+    assert_int_equal(band_rate_acquire(r, 1, NULL, BAND_FOREVER, NULL), 0);
     struct later l;
     band_time start = band_now();
-    assert_int_equal(band_rate_wait(r, 1, NULL, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
+    assert_int_equal(band_rate_acquire(r, 1, NULL, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
     finish(&l);
     assert_true(band_now() - start < 900 * BAND_MSEC); /* did not sleep out the slot */
     band_rate_stats st;
@@ -288,7 +288,7 @@ static void test_rate(void **state)
     assert_u64_equal(st.granted, 1); /* the cancelled booking was returned */
     band_cancel *done = requested();
     band_time retry = 0;
-    assert_int_equal(band_rate_wait(r, 1, &retry, BAND_FOREVER, done), BAND_ECANCELED);
+    assert_int_equal(band_rate_acquire(r, 1, &retry, BAND_FOREVER, done), BAND_ECANCELED);
     assert_int_equal(band_cancel_destroy(done), 0);
     assert_int_equal(band_rate_destroy(r), 0);
 }
@@ -355,25 +355,25 @@ static void test_exec_door(void **state)
 
     band_sem *s;
     assert_int_equal(band_sem_create(&s, 1, NULL), 0);
-    band_door_opts dopt;
+    band_front_door_opts dopt;
     memset(&dopt, 0, sizeof(dopt));
     dopt.sem = s;
     dopt.classes = 1;
     dopt.wait = 10 * BAND_SEC;
-    band_door *d;
-    assert_int_equal(band_door_create(&d, &dopt), 0);
+    band_front_door *d;
+    assert_int_equal(band_front_door_create(&d, &dopt), 0);
     band_permit held = BAND_PERMIT_INIT, p = BAND_PERMIT_INIT;
     band_answer ans;
-    assert_int_equal(band_door_admit(d, 0, 1, NULL, &held, &ans, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_front_door_admit(d, 0, 1, NULL, &held, &ans, BAND_FOREVER, NULL), 0);
     assert_int_equal(ans.kind, BAND_ANSWER_ACCEPT);
-    (void)band_door_admit(d, 0, 1, NULL, &p, &ans, BAND_FOREVER, cancel_soon(&l));
+    (void)band_front_door_admit(d, 0, 1, NULL, &p, &ans, BAND_FOREVER, cancel_soon(&l));
     finish(&l);
     assert_int_equal(ans.kind, BAND_ANSWER_GONE);
     assert_int_equal(ans.reason, BAND_ECANCELED);
     assert_null(p.sem);
-    assert_int_equal(band_door_done(d, &held, 0), 0);
+    assert_int_equal(band_front_door_done(d, &held, 0), 0);
     assert_u64_equal(band_sem_available(s), 1);
-    band_door_destroy(d);
+    band_front_door_destroy(d);
     assert_int_equal(band_sem_destroy(s), 0);
 }
 

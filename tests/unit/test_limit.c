@@ -40,7 +40,7 @@ static void test_opts_invalid(void **state)
     band_limit_opts o;
     memset(&o, 0, sizeof(o));
     assert_int_equal(band_limit_create(NULL, &o), BAND_EINVAL);
-    assert_int_equal(band_limit_create(&l, NULL), BAND_EINVAL);
+    assert_int_equal(band_limit_create(NULL, NULL), BAND_EINVAL);
     o.algorithm = 7;
     assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
     o.algorithm = BAND_LIMIT_AIMD;
@@ -75,6 +75,15 @@ static void test_opts_invalid(void **state)
     assert_true(st.gradient == 1.0);
     assert_u64_equal(band_limit_current(l), 1);
     assert_u64_equal(band_sem_available(band_limit_sem(l)), 1);
+    assert_int_equal(band_limit_destroy(l), 0);
+    /* NULL options are the defaults too. */
+    l = NULL;
+    assert_int_equal(band_limit_create(&l, NULL), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.algorithm, BAND_LIMIT_AIMD);
+    assert_u64_equal(st.limit, 1);
+    assert_u64_equal(st.min, 1);
+    assert_u64_equal(st.max, 1000);
     assert_int_equal(band_limit_destroy(l), 0);
     assert_int_equal(band_limit_destroy(NULL), 0);
     assert_u64_equal(band_limit_current(NULL), 0);
@@ -137,9 +146,49 @@ static void test_acquire_release_inflight(void **state)
 
     /* Close: acquisitions fail, on_done still returns permits. */
     assert_int_equal(band_limit_try_acquire(l), 0);
+    assert_int_equal(band_limit_is_closed(l), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.closed, 0);
     assert_int_equal(band_limit_close(l), 0);
+    assert_int_equal(band_limit_is_closed(l), 1);
+    assert_int_equal(band_limit_is_closed(NULL), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.closed, 1);
     assert_int_equal(band_limit_try_acquire(l), BAND_ECLOSED);
+    assert_int_equal(band_limit_acquire(l, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_limit_on_done(l, 0, 5, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_destroy(l), 0);
+}
+
+/* A name is copied, reported by the stats, replaced and cleared; one that does not fit is
+ * refused and changes nothing. */
+static void test_set_name(void **state)
+{
+    (void)state;
+    band_limit *l = NULL;
+    assert_int_equal(band_limit_create(&l, NULL), 0);
+    band_limit_stats st;
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, "");
+    char name[] = "upstream";
+    assert_int_equal(band_limit_set_name(l, name), 0);
+    name[0] = 'X'; /* copied, not kept */
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, "upstream");
+    char too_long[BAND_NAME_MAX + 1];
+    memset(too_long, 'x', sizeof(too_long) - 1);
+    too_long[sizeof(too_long) - 1] = '\0';
+    assert_int_equal(band_limit_set_name(l, too_long), BAND_EINVAL);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, "upstream");
+    too_long[BAND_NAME_MAX - 1] = '\0'; /* the longest that fits */
+    assert_int_equal(band_limit_set_name(l, too_long), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, too_long);
+    assert_int_equal(band_limit_set_name(l, NULL), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, "");
+    assert_int_equal(band_limit_set_name(NULL, "x"), BAND_EINVAL);
     assert_int_equal(band_limit_destroy(l), 0);
 }
 
@@ -732,19 +781,13 @@ int main(void)
 {
     g_trace = getenv("BAND_LIMIT_TRACE") != NULL; /* NOLINT(concurrency-mt-unsafe): one thread */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_opts_invalid),
-        cmocka_unit_test(test_acquire_release_inflight),
-        cmocka_unit_test(test_aimd_steps),
-        cmocka_unit_test(test_shrink_is_debt),
-        cmocka_unit_test(test_aimd_rtt_limit),
-        cmocka_unit_test(test_app_limited),
-        cmocka_unit_test(test_gradient_steps),
-        cmocka_unit_test(test_min_rtt_reset),
-        cmocka_unit_test(test_on_done_needs_inflight),
-        cmocka_unit_test(test_extreme_times),
-        cmocka_unit_test(test_min_rtt_reset_extreme),
-        cmocka_unit_test(test_opts_not_finite),
-        cmocka_unit_test(test_sim_aimd),
+        cmocka_unit_test(test_opts_invalid),    cmocka_unit_test(test_acquire_release_inflight),
+        cmocka_unit_test(test_set_name),        cmocka_unit_test(test_aimd_steps),
+        cmocka_unit_test(test_shrink_is_debt),  cmocka_unit_test(test_aimd_rtt_limit),
+        cmocka_unit_test(test_app_limited),     cmocka_unit_test(test_gradient_steps),
+        cmocka_unit_test(test_min_rtt_reset),   cmocka_unit_test(test_on_done_needs_inflight),
+        cmocka_unit_test(test_extreme_times),   cmocka_unit_test(test_min_rtt_reset_extreme),
+        cmocka_unit_test(test_opts_not_finite), cmocka_unit_test(test_sim_aimd),
         cmocka_unit_test(test_sim_gradient),
     };
     return cmocka_run_group_tests_name("limit", tests, NULL, NULL);

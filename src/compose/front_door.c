@@ -1,5 +1,6 @@
 /*
- * overload.c - answers for overload, and the front door that gives them.
+ * front_door.c - the front door: every request gets an overload answer before its work
+ * starts (band/front_door.h).
  *
  * Design notes
  * ------------
@@ -12,7 +13,10 @@
  * request ends holding both or neither whether its wait times out, a bound closes, or it
  * is shed. Before it waits the door reads the rate budget's counters (nothing taken): no
  * tokens now means OVER_QUOTA at once instead of a wait whose permits would be given
- * back. Counters are relaxed atomics: the door takes no lock of its own.
+ * back. Counters are relaxed atomics: no admission takes a lock of the door's own (its
+ * mutex guards only the name, for set_name and get_stats). Only an admission that waits
+ * for permits counts itself in @waiting, which destroy reads to refuse while one is inside.
+ *
 
  * A request that can never be admitted (more than a semaphore can hold, more than a
  * budget's capacity minus the class's headroom, more tokens than the rate's burst) is
@@ -22,102 +26,59 @@
  *
  * Retry-After for BUSY and SHED: a request queued now would start after about
  * (waiters + n) / concurrency mean hold times. The mean hold time is an exponential moving
- * average (1/8) of what band_door_done() measured; concurrency is the most permits the
+ * average (1/8) of what band_front_door_done() measured; concurrency is the most permits the
  * door has seen held at once (a plain semaphore does not know its own capacity).
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "band/front_door.h"
 #include "band/histo.h"
-#include "band/overload.h"
+#include "compose/answer_internal.h"
 #include "core/internal.h"
+#include "core/name.h"
 
-/* ---------------------------------------------------------------- answers */
-
-static const int http_of[BAND_ANSWER_KINDS] = {200, 202, 503, 429, 503, 413, 503};
-
-band_answer band_answer_from(int rc, int source, band_time retry_after)
-{
-    band_answer a;
-    a.reason = rc;
-    a.retry_after = retry_after > 0 ? retry_after : 0;
-    switch (rc) {
-    case 0:
-        a.kind = BAND_ANSWER_ACCEPT;
-        a.retry_after = 0;
-        break;
-    case BAND_EAGAIN:
-    case BAND_ETIMEDOUT:
-        a.kind = source == BAND_FROM_RATE ? BAND_ANSWER_OVER_QUOTA : BAND_ANSWER_BUSY;
-        break;
-    case BAND_E2BIG:
-        a.kind = BAND_ANSWER_TOO_BIG;
-        a.retry_after = 0; /* it never fits: retrying is pointless */
-        break;
-    case BAND_ECLOSED:
-    case BAND_ECANCELED:
-        a.kind = BAND_ANSWER_GONE;
-        a.retry_after = 0;
-        break;
-    default:
-        a.kind = BAND_ANSWER_BUSY;
-        break;
-    }
-    a.http_status = http_of[a.kind];
-    return a;
-}
-
-uint32_t band_answer_retry_after_s(const band_answer *a)
-{
-    if (a == NULL || (a->kind != BAND_ANSWER_BUSY && a->kind != BAND_ANSWER_OVER_QUOTA &&
-                      a->kind != BAND_ANSWER_SHED))
-        return 0;
-    band_time s = a->retry_after / BAND_SEC + (a->retry_after % BAND_SEC != 0);
-    if (s < 1)
-        return 1;
-    return s > UINT32_MAX ? UINT32_MAX : (uint32_t)s;
-}
-
-const char *band_answer_name(int kind)
-{
-    static const char *const names[BAND_ANSWER_KINDS] = {"accept", "later",   "busy", "over_quota",
-                                                         "shed",   "too_big", "gone"};
-    return kind >= 0 && kind < BAND_ANSWER_KINDS ? names[kind] : "?";
-}
-
-/* ---------------------------------------------------------------- the door */
-
-struct band_door {
+struct band_front_door {
     band_sem *sem;
     band_rate *rate;
     band_chan *backlog;
     int classes;
-    uint64_t headroom[BAND_DOOR_CLASSES];
+    uint64_t headroom[BAND_FRONT_DOOR_CLASSES];
     band_time wait;
     band_histo *hold;
     atomic_int closed;
+    _Atomic uint64_t waiting;   /* admissions waiting for permits now */
     _Atomic int64_t mean_hold;  /* ns, 0 until the first measurement */
     _Atomic uint64_t in_flight; /* permits handed out and not yet done */
     _Atomic uint64_t peak;      /* the most ever in flight */
     _Atomic uint64_t answers[BAND_ANSWER_KINDS];
-    _Atomic uint64_t admitted[BAND_DOOR_CLASSES];
-    _Atomic uint64_t refused[BAND_DOOR_CLASSES];
+    _Atomic uint64_t admitted[BAND_FRONT_DOOR_CLASSES];
+    _Atomic uint64_t refused[BAND_FRONT_DOOR_CLASSES];
     _Atomic uint64_t waited;
+    pthread_mutex_t name_lock; /* guards name */
+    char name[BAND_NAME_MAX];
 };
 
-int band_door_create(band_door **out, const band_door_opts *o)
+int band_front_door_create(band_front_door **out, const band_front_door_opts *opts)
 {
-    if (out == NULL || o == NULL || o->classes < 0 || o->classes > BAND_DOOR_CLASSES ||
-        o->wait < 0 || (o->backlog != NULL && o->sem == NULL))
+    static const band_front_door_opts defaults;
+    const band_front_door_opts *o = opts != NULL ? opts : &defaults;
+    if (out == NULL || o->classes < 0 || o->classes > BAND_FRONT_DOOR_CLASSES || o->wait < 0 ||
+        (o->backlog != NULL && o->sem == NULL))
         return BAND_EINVAL;
     int classes = o->classes == 0 ? 1 : o->classes;
     for (int c = 0; c < classes; c++)
         if (o->headroom[c] > BAND_MAX_UNITS || (c > 0 && o->headroom[c] < o->headroom[c - 1]))
             return BAND_EINVAL;
-    band_door *d = calloc(1, sizeof(*d));
+    band_front_door *d = calloc(1, sizeof(*d));
     if (d == NULL)
         return BAND_ENOMEM;
+    if (pthread_mutex_init(&d->name_lock, NULL) != 0) {
+        free(d);
+        return BAND_ENOMEM;
+    }
     d->sem = o->sem;
     d->rate = o->rate;
     d->backlog = o->backlog;
@@ -129,18 +90,35 @@ int band_door_create(band_door **out, const band_door_opts *o)
     return 0;
 }
 
-int band_door_destroy(band_door *d)
+int band_front_door_destroy(band_front_door *d)
 {
+    if (d == NULL)
+        return 0;
+    if (atomic_load_explicit(&d->waiting, memory_order_acquire) != 0)
+        return BAND_EBUSY; /* an admission is waiting for permits inside the door */
+    (void)pthread_mutex_destroy(&d->name_lock);
     free(d);
     return 0;
 }
 
-int band_door_close(band_door *d)
+int band_front_door_set_name(band_front_door *d, const char *name)
+{
+    if (d == NULL)
+        return BAND_EINVAL;
+    return band__set_name(d->name, name, &d->name_lock);
+}
+
+int band_front_door_close(band_front_door *d)
 {
     if (d == NULL)
         return BAND_EINVAL;
     atomic_store_explicit(&d->closed, 1, memory_order_release);
     return 0;
+}
+
+int band_front_door_is_closed(const band_front_door *d)
+{
+    return d != NULL && atomic_load_explicit(&d->closed, memory_order_acquire) != 0;
 }
 
 static void count(_Atomic uint64_t *c)
@@ -149,7 +127,7 @@ static void count(_Atomic uint64_t *c)
 }
 
 /* The Retry-After estimate for a request of @n that finds no room. */
-static band_time busy_retry_after(band_door *d, uint64_t n)
+static band_time busy_retry_after(band_front_door *d, uint64_t n)
 {
     int64_t hold = atomic_load_explicit(&d->mean_hold, memory_order_relaxed);
     if (hold <= 0 || d->sem == NULL)
@@ -168,7 +146,7 @@ static band_time busy_retry_after(band_door *d, uint64_t n)
     return (band_time)rounds * hold;
 }
 
-static void note_in_flight(band_door *d, uint64_t n)
+static void note_in_flight(band_front_door *d, uint64_t n)
 {
     uint64_t now = atomic_fetch_add_explicit(&d->in_flight, n, memory_order_relaxed) + n;
     uint64_t peak = atomic_load_explicit(&d->peak, memory_order_relaxed);
@@ -178,7 +156,7 @@ static void note_in_flight(band_door *d, uint64_t n)
 }
 
 /* Record @a for class @cls and store it. */
-static int answer(band_door *d, int cls, band_answer a, band_answer *ans)
+static int answer(band_front_door *d, int cls, band_answer a, band_answer *ans)
 {
     count(&d->answers[a.kind]);
     if (a.kind == BAND_ANSWER_ACCEPT)
@@ -191,13 +169,12 @@ static int answer(band_door *d, int cls, band_answer a, band_answer *ans)
 
 static band_answer make(int kind, int reason, band_time retry_after)
 {
-    band_answer a = {kind, http_of[kind], retry_after, reason};
-    return a;
+    return band__answer_make(kind, reason, retry_after);
 }
 
 /* 1 when the semaphore can never give class @cls @n permits: more than any semaphore
  * holds, or than a budget's current capacity leaves after the class's headroom. */
-static int sem_never_fits(band_door *d, int cls, uint64_t n)
+static int sem_never_fits(band_front_door *d, int cls, uint64_t n)
 {
     uint64_t h = d->headroom[cls]; /* <= BAND_MAX_UNITS (create checks it) */
     if (n > BAND_MAX_UNITS || h > BAND_MAX_UNITS - n)
@@ -214,7 +191,7 @@ static int sem_never_fits(band_door *d, int cls, uint64_t n)
  * one token interval above the bucket's exact figure, since the counters show whole
  * tokens only).
  */
-static int rate_peek(band_door *d, uint64_t n, band_time *retry)
+static int rate_peek(band_front_door *d, uint64_t n, band_time *retry)
 {
     band_rate_stats st;
     *retry = 0;
@@ -236,13 +213,13 @@ static int rate_peek(band_door *d, uint64_t n, band_time *retry)
     return BAND_EAGAIN;
 }
 
-static int too_big(band_door *d, int cls, band_answer *ans)
+static int too_big(band_front_door *d, int cls, band_answer *ans)
 {
     return answer(d, cls, make(BAND_ANSWER_TOO_BIG, BAND_E2BIG, 0), ans);
 }
 
 /* Class @cls has less room than its headroom: SHED, or TOO_BIG when it never will. */
-static int shed(band_door *d, int cls, uint64_t n, band_answer *ans)
+static int shed(band_front_door *d, int cls, uint64_t n, band_answer *ans)
 {
     band_time retry = 0;
     if (sem_never_fits(d, cls, n) || (d->rate != NULL && rate_peek(d, n, &retry) == BAND_E2BIG))
@@ -260,7 +237,8 @@ static void give_back(band_permit *permit)
 }
 
 /* No permits now: the backlog if it has room, else BUSY (or TOO_BIG, GONE). */
-static int no_room(band_door *d, int cls, int rc, uint64_t n, const void *job, band_answer *ans)
+static int no_room(band_front_door *d, int cls, int rc, uint64_t n, const void *job,
+                   band_answer *ans)
 {
     if (rc == BAND_EAGAIN || rc == BAND_ETIMEDOUT) {
         if (job != NULL && d->backlog != NULL) {
@@ -270,11 +248,56 @@ static int no_room(band_door *d, int cls, int rc, uint64_t n, const void *job, b
         }
         return answer(d, cls, make(BAND_ANSWER_BUSY, rc, busy_retry_after(d, n)), ans);
     }
-    return answer(d, cls, band_answer_from(rc, BAND_FROM_CAPACITY, 0), ans);
+    return answer(d, cls, band_answer_from(rc, BAND_ANSWER_FROM_CAPACITY, 0), ans);
 }
 
-int band_door_admit(band_door *d, int cls, uint64_t n, const void *job, band_permit *permit,
-                    band_answer *ans, band_time deadline, band_cancel *cancel)
+/* The permits are held (or the door has no semaphore): take the tokens, both or neither,
+ * and accept. @waited says whether the permits came from a wait. */
+static int take_tokens(band_front_door *d, int cls, uint64_t n, band_permit *permit,
+                       band_answer *ans, int waited)
+{
+    if (d->rate != NULL) {
+        band_time retry = 0;
+        int rrc = band_rate_try_acquire(d->rate, n, &retry);
+        if (rrc != 0) {
+            if (d->sem != NULL)
+                give_back(permit); /* both or neither */
+            return answer(d, cls, band_answer_from(rrc, BAND_ANSWER_FROM_RATE, retry), ans);
+        }
+    }
+    if (waited)
+        count(&d->waited);
+    if (d->sem != NULL)
+        note_in_flight(d, n);
+    return answer(d, cls, make(BAND_ANSWER_ACCEPT, 0, 0), ans);
+}
+
+/* Wait for the permits (class without headroom, opts.wait > 0), then decide. The wait
+ * counts in @waiting from before it queues until the door's last access, so destroy
+ * refuses meanwhile. */
+static int wait_then_take(band_front_door *d, int cls, uint64_t n, const void *job,
+                          band_permit *permit, band_answer *ans, band_time deadline,
+                          band_cancel *cancel)
+{
+    band_time until = band_deadline_after(d->wait);
+    atomic_fetch_add_explicit(&d->waiting, 1, memory_order_relaxed);
+    int rc = band_permit_acquire(permit, d->sem, n, until < deadline ? until : deadline, cancel);
+    int res;
+    if (rc == 0 && atomic_load_explicit(&d->closed, memory_order_acquire)) {
+        give_back(permit); /* closed while it waited */
+        res = answer(d, cls, make(BAND_ANSWER_GONE, BAND_ECLOSED, 0), ans);
+    } else if (rc != 0) {
+        res = no_room(d, cls, rc, n, job, ans);
+    } else {
+        res = take_tokens(d, cls, n, permit, ans, 1);
+    }
+    atomic_fetch_sub_explicit(&d->waiting, 1, memory_order_release); /* the last access */
+    return res;
+}
+
+int band_front_door_admit(band_front_door *d, int cls, uint64_t n, const void *job,
+                          band_permit *permit, band_answer *ans, band_time deadline,
+                          band_cancel *cancel)
 {
     if (d == NULL || ans == NULL || n == 0 || cls < 0 || cls >= d->classes ||
         (d->sem != NULL && (permit == NULL || permit->sem != NULL)))
@@ -282,7 +305,6 @@ int band_door_admit(band_door *d, int cls, uint64_t n, const void *job, band_per
     if (atomic_load_explicit(&d->closed, memory_order_acquire))
         return answer(d, cls, make(BAND_ANSWER_GONE, BAND_ECLOSED, 0), ans);
 
-    int waited = 0;
     if (d->sem != NULL) {
         /* The semaphore would call this BAND_EINVAL; for the door it is a request that
          * can never fit. */
@@ -304,42 +326,22 @@ int band_door_admit(band_door *d, int cls, uint64_t n, const void *job, band_per
             band_time retry = 0;
             int rrc = d->rate != NULL ? rate_peek(d, n, &retry) : 0;
             if (rrc == BAND_E2BIG || rrc == BAND_ECLOSED)
-                return answer(d, cls, band_answer_from(rrc, BAND_FROM_RATE, 0), ans);
+                return answer(d, cls, band_answer_from(rrc, BAND_ANSWER_FROM_RATE, 0), ans);
             if (d->wait > 0) {
                 /* Never wait for permits that a rate refusal would then give back. */
                 if (rrc == BAND_EAGAIN)
                     return answer(d, cls, make(BAND_ANSWER_OVER_QUOTA, BAND_EAGAIN, retry), ans);
-                band_time until = band_deadline_after(d->wait);
-                rc = band_permit_acquire(permit, d->sem, n, until < deadline ? until : deadline,
-                                         cancel);
-                waited = rc == 0;
-                if (rc == 0 && atomic_load_explicit(&d->closed, memory_order_acquire)) {
-                    give_back(permit); /* closed while it waited */
-                    return answer(d, cls, make(BAND_ANSWER_GONE, BAND_ECLOSED, 0), ans);
-                }
+                return wait_then_take(d, cls, n, job, permit, ans, deadline, cancel);
             }
         }
         if (rc != 0)
             return no_room(d, cls, rc, n, job, ans);
     }
     /* Tokens only now, with the permits held: both or neither. */
-    if (d->rate != NULL) {
-        band_time retry = 0;
-        int rrc = band_rate_try(d->rate, n, &retry);
-        if (rrc != 0) {
-            if (d->sem != NULL)
-                give_back(permit); /* both or neither */
-            return answer(d, cls, band_answer_from(rrc, BAND_FROM_RATE, retry), ans);
-        }
-    }
-    if (waited)
-        count(&d->waited);
-    if (d->sem != NULL)
-        note_in_flight(d, n);
-    return answer(d, cls, make(BAND_ANSWER_ACCEPT, 0, 0), ans);
+    return take_tokens(d, cls, n, permit, ans, 0);
 }
 
-int band_door_done(band_door *d, band_permit *permit, band_time admitted_at)
+int band_front_door_done(band_front_door *d, band_permit *permit, band_time admitted_at)
 {
     if (d == NULL || admitted_at < 0)
         return BAND_EINVAL;
@@ -381,15 +383,19 @@ int band_door_done(band_door *d, band_permit *permit, band_time admitted_at)
     return 0;
 }
 
-int band_door_get_stats(const band_door *cd, band_door_stats *out)
+int band_front_door_get_stats(const band_front_door *cd, band_front_door_stats *out)
 {
     if (cd == NULL || out == NULL)
         return BAND_EINVAL;
-    band_door *d = (band_door *)cd;
+    band_front_door *d = (band_front_door *)cd; /* the name's mutex is not part of the value */
     memset(out, 0, sizeof(*out));
+    (void)pthread_mutex_lock(&d->name_lock);
+    memcpy(out->name, d->name, sizeof(out->name));
+    (void)pthread_mutex_unlock(&d->name_lock);
+    out->closed = atomic_load_explicit(&d->closed, memory_order_acquire) != 0;
     for (int k = 0; k < BAND_ANSWER_KINDS; k++)
         out->answers[k] = atomic_load_explicit(&d->answers[k], memory_order_relaxed);
-    for (int c = 0; c < BAND_DOOR_CLASSES; c++) {
+    for (int c = 0; c < BAND_FRONT_DOOR_CLASSES; c++) {
         out->admitted[c] = atomic_load_explicit(&d->admitted[c], memory_order_relaxed);
         out->refused[c] = atomic_load_explicit(&d->refused[c], memory_order_relaxed);
     }
