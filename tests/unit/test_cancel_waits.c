@@ -208,10 +208,10 @@ static void test_oneshot_watch_broadcast(void **state)
     band_watch_rx rx;
     assert_int_equal(band_watch_rx_init(&rx, wt), 0);
     assert_int_equal(band_watch_mark_seen(&rx), 0);
-    assert_int_equal(band_watch_changed(&rx, &out, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
+    assert_int_equal(band_watch_recv(&rx, &out, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
     finish(&l);
     assert_int_equal(band_watch_send(wt, &v), 0);
-    assert_int_equal(band_watch_changed(&rx, &out, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_watch_recv(&rx, &out, BAND_FOREVER, NULL), 0);
     assert_int_equal(out, 42);
     assert_int_equal(band_watch_destroy(wt), 0);
 
