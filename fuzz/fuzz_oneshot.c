@@ -5,7 +5,7 @@
  * tests/model/oneshot_model.c (the same one tests/model/model_oneshot.c runs from fixed
  * seeds): the first byte chooses the value size (0, 1, 8 or 24 bytes), then each
  * operation is an op byte, a byte choosing what its wakes do (nothing, read the counters,
- * poll, resubmit their op, destroy the oneshot) and its arguments: send, sender_drop,
+ * poll, resubmit their op, destroy the oneshot) and its arguments: send, close,
  * try_recv, recv with a past, short or unbounded deadline, recv_async, cancel,
  * receiver_drop, destroy while busy, misuse, or recreate. Every result, every wake (once,
  * with its status and the value in its buffer), every op's state and the counters are

@@ -7,8 +7,8 @@
  * version starts next to UINT64_MAX, then each operation is an op byte, a byte choosing
  * what its wakes do (nothing, read the counters or the value, poll, wait again, send,
  * close, or a choice per wake) and its arguments: send, close, read, rx_init, rx_read or
- * mark_seen, try_changed, changed with a past, short or unbounded deadline,
- * changed_async, cancel, destroy while busy, misuse, or recreate. Every result, every
+ * mark_seen, try_recv, recv with a past, short or unbounded deadline,
+ * recv_async, cancel, destroy while busy, misuse, or recreate. Every result, every
  * wake (once, in order, with its status, version and value), every op's state, each
  * cursor and the counters are compared with a reference model; a mismatch prints the op
  * and aborts, which libFuzzer reports as a crash.

@@ -181,7 +181,8 @@ BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time 
                                  band_cancel *cancel);
 
 /**
- * band_broadcast_send_async() - send a copy of *@elem now, or queue @op until there is room.
+ * band_broadcast_send_async() - send a copy of *@elem now, or queue @op until there is
+ * room.
  *
  * Returns 0 when sent at once (no wake follows), BAND_PENDING when queued (lossless mode
  * only: from then on exactly one of {wake called once, band_waiter_cancel() returns 0}
@@ -193,8 +194,8 @@ BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time 
  * ends with BAND_ECLOSED (close) or is cancelled was not sent; the element stays with the
  * caller. MT-safe.
  */
-BAND_API int band_broadcast_send_async(band_broadcast *b, band_broadcast_send_op *op,
-                                       const void *elem);
+BAND_API int band_broadcast_send_async(band_broadcast *b, const void *elem,
+                                       band_broadcast_send_op *op);
 
 /**
  * band_broadcast_try_recv() - copy @rx's next message into *@out, or refuse without waiting.
@@ -237,8 +238,8 @@ BAND_API int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time dea
  * untouched). While queued, @op and *@out must stay valid and *@out untouched. A queued
  * receive is never completed with BAND_ELAGGED (see the header comment). MT-safe.
  */
-BAND_API int band_broadcast_recv_async(band_broadcast_rx *rx, band_broadcast_recv_op *op,
-                                       void *out);
+BAND_API int band_broadcast_recv_async(band_broadcast_rx *rx, void *out,
+                                       band_broadcast_recv_op *op);
 
 /**
  * band_broadcast_rx_lagged() - messages @rx missed, as reported by its last BAND_ELAGGED.

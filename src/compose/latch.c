@@ -6,11 +6,13 @@
  * A latch is a band_group that nobody can add() to. Its count starts at the creation
  * value and every count-down is a band_group_done_n(), so once it reaches 0 it stays
  * there: the latch is open for good. Waits, cancels, wake rules and counters are the
- * group's (group.c explains them); the latch only hides add().
+ * group's (group.c explains them); the latch only hides add() and reports the group's
+ * counters in its own stats type.
  */
 #include <stdlib.h>
 
 #include "band/group.h"
+#include "band/latch.h"
 #include "core/internal.h"
 
 struct band_latch {
@@ -89,9 +91,21 @@ uint64_t band_latch_count(const band_latch *l)
     return band_group_count(l->g);
 }
 
-int band_latch_get_stats(const band_latch *l, band_group_stats *out)
+int band_latch_get_stats(const band_latch *l, band_latch_stats *out)
 {
-    if (l == NULL)
+    if (l == NULL || out == NULL)
         return BAND_EINVAL;
-    return band_group_get_stats(l->g, out);
+    band_group_stats gs;
+    int rc = band_group_get_stats(l->g, &gs);
+    if (rc != 0)
+        return rc;
+    out->count = gs.count;
+    out->waiters = gs.waiters;
+    out->queued = gs.queued;
+    out->released = gs.released;
+    out->timeouts = gs.timeouts;
+    out->cancels = gs.cancels;
+    out->opened = gs.zeroes; /* the count reaches 0 once: a latch never goes back up */
+    out->misuse = gs.misuse;
+    return 0;
 }

@@ -38,10 +38,10 @@
 #include <string.h>
 
 #include "band/broadcast.h"
-#include "prim/broadcast_internal.h"
 #include "core/block.h"
 #include "core/parker.h"
 #include "core/waitq.h"
+#include "prim/broadcast_internal.h"
 
 struct band_broadcast {
     pthread_mutex_t lock;     /* guards everything below */
@@ -433,7 +433,7 @@ static int send_enqueue(band_broadcast *b, band_broadcast_send_op *op, const voi
     return rc;
 }
 
-int band_broadcast_send_async(band_broadcast *b, band_broadcast_send_op *op, const void *elem)
+int band_broadcast_send_async(band_broadcast *b, const void *elem, band_broadcast_send_op *op)
 {
     if (b == NULL || op == NULL || elem == NULL)
         return BAND_EINVAL;
@@ -515,7 +515,7 @@ static int recv_enqueue(band_broadcast_rx *rx, band_broadcast_recv_op *op, void 
     return rc;
 }
 
-int band_broadcast_recv_async(band_broadcast_rx *rx, band_broadcast_recv_op *op, void *out)
+int band_broadcast_recv_async(band_broadcast_rx *rx, void *out, band_broadcast_recv_op *op)
 {
     if (rx == NULL || op == NULL || out == NULL)
         return BAND_EINVAL;

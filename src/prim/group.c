@@ -174,6 +174,15 @@ uint64_t band_group_count(const band_group *g)
 
 /* ---------------------------------------------------------------- waits */
 
+int band_group_try_wait(const band_group *g)
+{
+    if (g == NULL)
+        return BAND_EINVAL;
+    /* Acquire pairs with the release of every done: their tasks' writes are visible. */
+    return atomic_load_explicit(&((band_group *)g)->count, memory_order_acquire) == 0 ? 0
+                                                                                      : BAND_EAGAIN;
+}
+
 /* 0 when the count is 0 now (nothing queued), else queue @w: BAND_PENDING. */
 static int group_enqueue(band_group *g, band_waiter *w)
 {

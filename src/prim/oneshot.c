@@ -9,9 +9,10 @@
  * can answer "nothing yet" (BAND_EAGAIN) from one acquire load, without the lock: polling
  * is the one repeated call on a oneshot. Every answer that moves the value takes the lock.
  *
- * Flags: SENT (a value was accepted), TAKEN (the receiver has it), SDROP (the sender gave
- * up before sending), RDROP (the receiver left), WAITING (a receive is queued; mirrors
- * q.len == 1). The value is in the slot exactly when SENT && !TAKEN.
+ * Flags: SENT (a value was accepted), TAKEN (the receiver has it), CLOSED (the sender
+ * closed: before a send it gave up, after one it is merely done), RDROP (the receiver
+ * left), WAITING (a receive is queued; mirrors q.len == 1). The value is in the slot
+ * exactly when SENT && !TAKEN; receives answer BAND_ECLOSED when CLOSED && !SENT.
  *
  * Ownership of the value. A send either copies it straight into the queued receive's buffer
  * and completes that receive (TAKEN), or copies it into the slot, or refuses without
@@ -32,7 +33,7 @@
 enum {
     OS_SENT = 1u << 0,
     OS_TAKEN = 1u << 1,
-    OS_SDROP = 1u << 2,
+    OS_CLOSED = 1u << 2,
     OS_RDROP = 1u << 3,
     OS_WAITING = 1u << 4,
 };
@@ -151,7 +152,7 @@ static int oneshot_take_locked(band_oneshot *o, void *out)
         oneshot_set_locked(o, f | OS_TAKEN);
         return 0;
     }
-    if (f & (OS_SDROP | OS_RDROP))
+    if (f & (OS_CLOSED | OS_RDROP))
         return BAND_ECLOSED;
     return BAND_EAGAIN;
 }
@@ -167,7 +168,7 @@ int band_oneshot_send(band_oneshot *o, const void *value)
     int rc = 0;
     pthread_mutex_lock(&o->lock);
     unsigned f = o->flags;
-    if (f & (OS_SENT | OS_SDROP)) {
+    if (f & (OS_SENT | OS_CLOSED)) {
         rc = BAND_EALREADY;
     } else if (f & OS_RDROP) {
         rc = BAND_ECLOSED;
@@ -185,7 +186,7 @@ int band_oneshot_send(band_oneshot *o, const void *value)
     return rc;
 }
 
-int band_oneshot_sender_drop(band_oneshot *o)
+int band_oneshot_close(band_oneshot *o)
 {
     if (o == NULL)
         return BAND_EINVAL;
@@ -193,14 +194,23 @@ int band_oneshot_sender_drop(band_oneshot *o)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&o->lock);
     unsigned f = o->flags;
-    if (!(f & (OS_SENT | OS_SDROP))) {
+    if (!(f & OS_CLOSED)) {
+        /* A queued receive means nothing was sent (a send would have completed it). */
         if (f & OS_WAITING)
             oneshot_complete_locked(o, BAND_ECLOSED, NULL, &wl);
-        oneshot_set_locked(o, (f & ~(unsigned)OS_WAITING) | OS_SDROP);
+        oneshot_set_locked(o, (f & ~(unsigned)OS_WAITING) | OS_CLOSED);
     }
     pthread_mutex_unlock(&o->lock);
     band__wakelist_run(&wl);
     return 0;
+}
+
+int band_oneshot_is_closed(const band_oneshot *o)
+{
+    if (o == NULL)
+        return 0;
+    unsigned f = atomic_load_explicit(&((band_oneshot *)o)->pub, memory_order_acquire);
+    return (f & OS_CLOSED) != 0;
 }
 
 /* ---------------------------------------------------------------- receiver */
@@ -215,7 +225,7 @@ int band_oneshot_try_recv(band_oneshot *o, void *out)
     int rc = oneshot_check_out(o, out);
     if (rc != 0)
         return rc;
-    /* Nothing sent, nobody dropped, no receive queued: "not yet", without the lock. */
+    /* Nothing sent, nobody closed or dropped, nothing queued: "not yet", without the lock. */
     if (atomic_load_explicit(&o->pub, memory_order_acquire) == 0)
         return BAND_EAGAIN;
     pthread_mutex_lock(&o->lock);
@@ -242,7 +252,7 @@ static int oneshot_enqueue(band_oneshot *o, band_waiter *w, void *out)
     return rc;
 }
 
-int band_oneshot_recv_async(band_oneshot *o, struct band_oneshot_recv_op *op, void *out)
+int band_oneshot_recv_async(band_oneshot *o, void *out, band_oneshot_recv_op *op)
 {
     int rc = oneshot_check_out(o, out);
     if (rc != 0 || op == NULL)
@@ -304,7 +314,7 @@ int band_oneshot_get_stats(const band_oneshot *co, band_oneshot_stats *out)
     out->value_size = o->value_size;
     out->sent = (f & OS_SENT) != 0;
     out->received = (f & OS_TAKEN) != 0;
-    out->sender_dropped = (f & OS_SDROP) != 0;
+    out->closed = (f & OS_CLOSED) != 0;
     out->receiver_dropped = (f & OS_RDROP) != 0;
     out->waiting = (f & OS_WAITING) != 0;
     out->holds_value = (f & OS_SENT) && !(f & OS_TAKEN);

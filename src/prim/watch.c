@@ -6,7 +6,7 @@
  * State. The lock guards the value, the queue of waiting receivers and the counters. The
  * version and the closed flag are atomics written under the lock (release), so that "has
  * anything changed for this cursor?" - the question a polling receiver asks again and
- * again - is answered by two acquire loads and no lock (band_watch_try_changed()'s
+ * again - is answered by two acquire loads and no lock (band_watch_try_recv()'s
  * BAND_EAGAIN, band_watch_version()).
  *
  * Cursors. A band_watch_rx is caller memory that the watch does not know about. Its seen
@@ -45,7 +45,7 @@ struct band_watch {
     pthread_mutex_t lock;     /* guards everything below except the atomics' reads */
     _Atomic uint64_t version; /* stored under the lock; read lock-free */
     atomic_int closed;        /* stored under the lock; read lock-free */
-    struct band__waitq q;     /* waiting receivers (struct band_watch_changed_op) */
+    struct band__waitq q;     /* waiting receivers (band_watch_recv_op) */
     size_t value_size;
     uint64_t sends, refused, delivered, queued, timeouts, cancels, closed_fails;
     unsigned char value[]; /* value_size bytes */
@@ -131,9 +131,9 @@ int band_watch_destroy(band_watch *w)
 
 /* ---------------------------------------------------------------- helpers (lock held) */
 
-static struct band_watch_changed_op *op_of(band_waiter *wt)
+static band_watch_recv_op *op_of(band_waiter *wt)
 {
-    return band__container_of(wt, struct band_watch_changed_op, w);
+    return band__container_of(wt, band_watch_recv_op, w);
 }
 
 /* Withdraw a waiting receiver (queue op, called by band_waiter_cancel() with the lock
@@ -143,7 +143,7 @@ static void watch_cancel_locked(struct band__waitq *q, band_waiter *wt, int reas
 {
     (void)wl;
     band_watch *w = band__container_of(q, band_watch, q);
-    struct band_watch_changed_op *op = op_of(wt);
+    band_watch_recv_op *op = op_of(wt);
     band__waitq_unlink_locked(q, wt);
     rx_set_op(op->rx, NULL);
     if (reason == BAND_ETIMEDOUT)
@@ -198,7 +198,7 @@ int band_watch_send(band_watch *w, const void *value)
         w->sends++;
         band_waiter *wt;
         while ((wt = band__waitq_first(&w->q)) != NULL) {
-            struct band_watch_changed_op *op = op_of(wt);
+            band_watch_recv_op *op = op_of(wt);
             band__waitq_unlink_locked(&w->q, wt);
             copy_value(op->out, w->value, w->value_size);
             op->version = v;
@@ -308,7 +308,7 @@ int band_watch_mark_seen(band_watch_rx *rx)
 
 /* ---------------------------------------------------------------- waiting for a change */
 
-int band_watch_try_changed(band_watch_rx *rx, void *out)
+int band_watch_try_recv(band_watch_rx *rx, void *out)
 {
     if (rx == NULL || rx->_watch == NULL)
         return BAND_EINVAL;
@@ -325,7 +325,7 @@ int band_watch_try_changed(band_watch_rx *rx, void *out)
 }
 
 /* Take a newer version now, or queue @op (whose rx and out are set). */
-static int watch_enqueue(band_watch *w, struct band_watch_changed_op *op)
+static int watch_enqueue(band_watch *w, band_watch_recv_op *op)
 {
     pthread_mutex_lock(&w->lock);
     int rc = watch_take_locked(w, op->rx, op->out, &op->version);
@@ -341,7 +341,7 @@ static int watch_enqueue(band_watch *w, struct band_watch_changed_op *op)
     return rc;
 }
 
-int band_watch_changed_async(band_watch_rx *rx, struct band_watch_changed_op *op, void *out)
+int band_watch_recv_async(band_watch_rx *rx, void *out, band_watch_recv_op *op)
 {
     if (rx == NULL || rx->_watch == NULL || op == NULL)
         return BAND_EINVAL;
@@ -355,7 +355,7 @@ int band_watch_changed_async(band_watch_rx *rx, struct band_watch_changed_op *op
 
 /* A blocking wait: the op and the parker that its wake unparks, on the caller's stack. */
 struct watch_blocker {
-    struct band_watch_changed_op op;
+    band_watch_recv_op op;
     struct band__parker parker;
 };
 
@@ -365,9 +365,9 @@ static void watch_blocker_wake(band_waiter *wt)
     band__parker_unpark(&b->parker);
 }
 
-int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline, band_cancel *cancel)
+int band_watch_recv(band_watch_rx *rx, void *out, band_time deadline, band_cancel *cancel)
 {
-    int rc = band_watch_try_changed(rx, out);
+    int rc = band_watch_try_recv(rx, out);
     if (rc != BAND_EAGAIN)
         return rc;
     int refusal = band__wait_refusal(deadline, cancel);

@@ -607,7 +607,7 @@ static void do_send_async(struct broadcast_model *m, struct sslot *s, const char
 {
     struct ref *r = &m->r;
     if (s->state == ST_QUEUED) {
-        expect_int(m, what, BAND_EINVAL, band_broadcast_send_async(m->b, &s->op, s->elem));
+        expect_int(m, what, BAND_EINVAL, band_broadcast_send_async(m->b, s->elem, &s->op));
         return;
     }
     s->id = new_id(m);
@@ -624,7 +624,7 @@ static void do_send_async(struct broadcast_model *m, struct sslot *s, const char
         s->status = rc;
     }
     count_rc(m, rc);
-    expect_int(m, what, rc, band_broadcast_send_async(m->b, &s->op, s->elem));
+    expect_int(m, what, rc, band_broadcast_send_async(m->b, s->elem, &s->op));
 }
 
 static void do_try_recv(struct broadcast_model *m, int c, const char *what)
@@ -646,13 +646,13 @@ static void do_recv_async(struct broadcast_model *m, struct rslot *s, const char
     struct ref *r = &m->r;
     band_broadcast_rx *rx = &m->rx[s->rx];
     if (s->state == ST_QUEUED) {
-        expect_int(m, what, BAND_EINVAL, band_broadcast_recv_async(rx, &s->op, s->out));
+        expect_int(m, what, BAND_EINVAL, band_broadcast_recv_async(rx, s->out, &s->op));
         return;
     }
     if (!r->rx[s->rx].sub) {
         int before = band_waiter_status(&s->op.w);
         uint64_t lag = s->op.lagged;
-        expect_int(m, what, BAND_EINVAL, band_broadcast_recv_async(rx, &s->op, s->out));
+        expect_int(m, what, BAND_EINVAL, band_broadcast_recv_async(rx, s->out, &s->op));
         expect_int(m, "status after EINVAL (untouched)", before, band_waiter_status(&s->op.w));
         expect_u64(m, "lagged after EINVAL (untouched)", lag, s->op.lagged);
         return;
@@ -674,7 +674,7 @@ static void do_recv_async(struct broadcast_model *m, struct rslot *s, const char
             m->counts.async_lags++;
     }
     count_rc(m, rc);
-    expect_int(m, what, rc, band_broadcast_recv_async(rx, &s->op, s->out));
+    expect_int(m, what, rc, band_broadcast_recv_async(rx, s->out, &s->op));
     if (rc == BAND_PENDING)
         return;
     expect_u64(m, "recv_async lagged", missed, s->op.lagged);
@@ -1105,10 +1105,10 @@ static void op_misuse(struct broadcast_model *m)
         expect_int(m, "send(elem NULL)", BAND_EINVAL, band_broadcast_send(m->b, NULL, 0, NULL));
         break;
     case 11:
-        expect_int(m, "send_async(NULL)", BAND_EINVAL, band_broadcast_send_async(NULL, &sop, e));
-        expect_int(m, "send_async(op NULL)", BAND_EINVAL, band_broadcast_send_async(m->b, NULL, e));
+        expect_int(m, "send_async(NULL)", BAND_EINVAL, band_broadcast_send_async(NULL, e, &sop));
+        expect_int(m, "send_async(op NULL)", BAND_EINVAL, band_broadcast_send_async(m->b, e, NULL));
         expect_int(m, "send_async(elem NULL)", BAND_EINVAL,
-                   band_broadcast_send_async(m->b, &sop, NULL));
+                   band_broadcast_send_async(m->b, NULL, &sop));
         break;
     case 12:
         expect_int(m, "try_recv(NULL)", BAND_EINVAL, band_broadcast_try_recv(NULL, buf));
@@ -1122,24 +1122,24 @@ static void op_misuse(struct broadcast_model *m)
                    band_broadcast_recv(&tmp, buf, BAND_FOREVER, NULL));
         break;
     case 14:
-        expect_int(m, "recv_async(NULL)", BAND_EINVAL, band_broadcast_recv_async(NULL, &rop, buf));
+        expect_int(m, "recv_async(NULL)", BAND_EINVAL, band_broadcast_recv_async(NULL, buf, &rop));
         expect_int(m, "recv_async(op NULL)", BAND_EINVAL,
-                   band_broadcast_recv_async(sub, NULL, buf));
+                   band_broadcast_recv_async(sub, buf, NULL));
         expect_int(m, "recv_async(out NULL)", BAND_EINVAL,
-                   band_broadcast_recv_async(sub, &rop, NULL));
+                   band_broadcast_recv_async(sub, NULL, &rop));
         break;
     case 15:
         /* No wake function: EINVAL, the op untouched, nothing read. */
         band_waiter_init(&rop.w, NULL, NULL);
         rop.lagged = NOLAG;
         expect_int(m, "recv_async(no wake)", BAND_EINVAL,
-                   band_broadcast_recv_async(sub, &rop, buf));
+                   band_broadcast_recv_async(sub, buf, &rop));
         expect_u64(m, "recv_async(no wake) lagged", NOLAG, rop.lagged);
         expect_int(m, "recv_async(no wake) status", 0, band_waiter_status(&rop.w));
         break;
     case 16:
         band_waiter_init(&sop.w, NULL, NULL);
-        expect_int(m, "send_async(no wake)", BAND_EINVAL, band_broadcast_send_async(m->b, &sop, e));
+        expect_int(m, "send_async(no wake)", BAND_EINVAL, band_broadcast_send_async(m->b, e, &sop));
         expect_int(m, "send_async(no wake) status", 0, band_waiter_status(&sop.w));
         break;
     case 17:

@@ -82,7 +82,7 @@ static void test_coverage(void **state)
 {
     (void)state;
     static const char *const names[OM_OP_COUNT] = {
-        "send",   "sender_drop",   "try_recv",      "recv",   "recv_async",
+        "send",   "close",         "try_recv",      "recv",   "recv_async",
         "cancel", "receiver_drop", "destroy(busy)", "misuse", "recreate"};
     for (int i = 0; i < OM_OP_COUNT; i++) {
         if (g_total.ops[i] == 0)

@@ -82,8 +82,8 @@ static void test_coverage(void **state)
 {
     (void)state;
     static const char *const names[WM_OP_COUNT] = {
-        "send",    "close",         "read",   "rx_init",       "rx_read", "try_changed",
-        "changed", "changed_async", "cancel", "destroy(busy)", "misuse",  "recreate"};
+        "send", "close",      "read",   "rx_init",       "rx_read", "try_recv",
+        "recv", "recv_async", "cancel", "destroy(busy)", "misuse",  "recreate"};
     for (int i = 0; i < WM_OP_COUNT; i++) {
         if (g_total.ops[i] == 0)
             print_error("operation %s never ran\n", names[i]);

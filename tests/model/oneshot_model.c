@@ -4,17 +4,17 @@
  *
  * The model is written out from oneshot.h alone, as a few flags:
  *
- *  - sent / sdrop: the sender side ended (a send returned 0 / sender_drop before a send);
+ *  - sent / closed: a send returned 0 / close was called (before or after a send);
  *    rdrop: the receiver dropped; taken: the value reached the receiver; waiting: which
  *    of the driver's ops is the pending receive (at most one), or none;
  *  - send: EINVAL (NULL value with a non-zero size), EALREADY (sender side ended; counted
  *    in refused), ECLOSED (receiver dropped; refused), else the value goes to the pending
  *    receive (its wake, status 0, value in its buffer) or is stored;
- *  - sender_drop: before a send, ends a pending receive with ECLOSED; idempotent; after a
- *    send it changes nothing;
+ *  - close: before a send, ends a pending receive with ECLOSED; idempotent; after a send
+ *    it only marks the oneshot closed (is_closed, stats.closed) and the value stays;
  *  - a receive (try, blocking, async): EINVAL (NULL buffer with a non-zero size), EBUSY
  *    (a receive is pending), EALREADY (taken), 0 (a sent value: copied, taken), ECLOSED
- *    (sender dropped, or receiver dropped, with no value), else EAGAIN, which a blocking
+ *    (sender closed, or receiver dropped, with no value), else EAGAIN, which a blocking
  *    receive turns into ETIMEDOUT and recv_async into PENDING (counted in queued);
  *  - receiver_drop: ends a pending receive with ECANCELED (counted in cancels); a stored
  *    value stays receivable;
@@ -59,7 +59,7 @@ enum wake_action { WA_NONE, WA_STATS, WA_TRY, WA_RESUBMIT, WA_DESTROY };
 struct oneshot_model;
 
 struct oslot {
-    struct band_oneshot_recv_op op; /* first */
+    band_oneshot_recv_op op; /* first */
     struct oneshot_model *m;
     int idx;
     enum op_state state;
@@ -70,7 +70,7 @@ struct oslot {
 
 struct ref {
     size_t vsize;
-    int sent, taken, sdrop, rdrop;
+    int sent, taken, closed, rdrop;
     int waiting;    /* the pending op, or -1 */
     uint64_t value; /* id of the value sent */
     uint64_t refused, queued, timeouts, cancels;
@@ -251,7 +251,7 @@ static int ref_take(struct oneshot_model *m, int take)
         }
         return 0;
     }
-    if (r->sdrop || r->rdrop)
+    if (r->closed || r->rdrop)
         return BAND_ECLOSED;
     return BAND_EAGAIN;
 }
@@ -261,7 +261,7 @@ static int ref_send(struct oneshot_model *m, uint64_t id, int null_value)
     struct ref *r = &m->r;
     if (null_value && r->vsize > 0)
         return BAND_EINVAL;
-    if (r->sent || r->sdrop) {
+    if (r->sent || r->closed) {
         r->refused++;
         return BAND_EALREADY;
     }
@@ -279,14 +279,13 @@ static int ref_send(struct oneshot_model *m, uint64_t id, int null_value)
     return 0;
 }
 
-static void ref_sender_drop(struct oneshot_model *m)
+static void ref_close(struct oneshot_model *m)
 {
     struct ref *r = &m->r;
-    if (r->sent || r->sdrop)
-        return;
-    r->sdrop = 1;
+    /* A pending receive means nothing was sent and the oneshot is not closed yet. */
     if (r->waiting >= 0)
         complete(m, BAND_ECLOSED, 0);
+    r->closed = 1;
 }
 
 static void ref_receiver_drop(struct oneshot_model *m)
@@ -321,7 +320,7 @@ static void compare_stats(struct oneshot_model *m, const char *where)
     CMP(value_size, r->vsize);
     CMP(sent, r->sent);
     CMP(received, r->taken);
-    CMP(sender_dropped, r->sdrop);
+    CMP(closed, r->closed);
     CMP(receiver_dropped, r->rdrop);
     CMP(waiting, r->waiting >= 0);
     CMP(holds_value, r->sent && !r->taken);
@@ -330,6 +329,8 @@ static void compare_stats(struct oneshot_model *m, const char *where)
     CMP(timeouts, r->timeouts);
     CMP(cancels, r->cancels);
 #undef CMP
+    snprintf(what, sizeof(what), "%s: is_closed", where);
+    expect_int(m, what, r->closed, band_oneshot_is_closed(m->o));
 }
 
 static void frame_reset(struct oneshot_model *m)
@@ -372,7 +373,7 @@ static void check_after_op(struct oneshot_model *m, const char *what)
     frame_done(m, what);
     check_slots(m, what);
     const struct ref *r = &m->r;
-    if (r->waiting >= 0 && (r->sent || r->sdrop || r->rdrop))
+    if (r->waiting >= 0 && (r->sent || r->closed || r->rdrop))
         fail(m, "%s: model: a receive waits on an ended oneshot", what);
     if (r->taken && !r->sent)
         fail(m, "%s: model: taken without a send", what);
@@ -489,10 +490,10 @@ static void op_send(struct oneshot_model *m)
     expect_int(m, "send", rc, band_oneshot_send(m->o, null_value ? NULL : v));
 }
 
-static void op_sender_drop(struct oneshot_model *m)
+static void op_close(struct oneshot_model *m)
 {
-    ref_sender_drop(m);
-    expect_int(m, "sender_drop", 0, band_oneshot_sender_drop(m->o));
+    ref_close(m);
+    expect_int(m, "close", 0, band_oneshot_close(m->o));
 }
 
 /* try_recv, or recv with a past, short or unbounded deadline (@blocking). */
@@ -554,12 +555,12 @@ static int recv_async_now(struct oneshot_model *m, struct oslot *s, const char *
     int rc;
     if (s->state == ST_QUEUED) {
         expect_int(m, what, BAND_EINVAL,
-                   band_oneshot_recv_async(m->o, &s->op, s->null_out ? NULL : s->out));
+                   band_oneshot_recv_async(m->o, s->null_out ? NULL : s->out, &s->op));
         return BAND_EINVAL;
     }
     if (s->null_out && r->vsize > 0) {
         int before = band_waiter_status(&s->op.w);
-        expect_int(m, what, BAND_EINVAL, band_oneshot_recv_async(m->o, &s->op, NULL));
+        expect_int(m, what, BAND_EINVAL, band_oneshot_recv_async(m->o, NULL, &s->op));
         expect_int(m, "status after EINVAL (untouched)", before, band_waiter_status(&s->op.w));
         return BAND_EINVAL;
     }
@@ -576,7 +577,7 @@ static int recv_async_now(struct oneshot_model *m, struct oslot *s, const char *
         s->status = rc;
     }
     count_rc(m, rc);
-    int got = band_oneshot_recv_async(m->o, &s->op, s->null_out ? NULL : s->out);
+    int got = band_oneshot_recv_async(m->o, s->null_out ? NULL : s->out, &s->op);
     expect_int(m, what, rc, got);
     if (rc == 0 && got == 0 && !s->null_out)
         expect_value(m, what, s->out, r->value);
@@ -665,7 +666,7 @@ static void op_misuse(struct oneshot_model *m)
     uint8_t v[MAXV], buf[MAXV];
     fill(v, sizeof(v), 0);
     memset(buf, SENTINEL, sizeof(buf));
-    struct band_oneshot_recv_op op;
+    band_oneshot_recv_op op;
     band_oneshot_stats st;
     band_oneshot *p = (band_oneshot *)(void *)&op; /* a marker: must stay unchanged */
     switch (next_byte(m) % 13) {
@@ -673,7 +674,8 @@ static void op_misuse(struct oneshot_model *m)
         expect_int(m, "send(NULL)", BAND_EINVAL, band_oneshot_send(NULL, v));
         break;
     case 1:
-        expect_int(m, "sender_drop(NULL)", BAND_EINVAL, band_oneshot_sender_drop(NULL));
+        expect_int(m, "close(NULL)", BAND_EINVAL, band_oneshot_close(NULL));
+        expect_int(m, "is_closed(NULL)", 0, band_oneshot_is_closed(NULL));
         break;
     case 2:
         expect_int(m, "try_recv(NULL)", BAND_EINVAL, band_oneshot_try_recv(NULL, buf));
@@ -683,10 +685,10 @@ static void op_misuse(struct oneshot_model *m)
         break;
     case 4:
         band_waiter_init(&op.w, wake_null, NULL);
-        expect_int(m, "recv_async(NULL)", BAND_EINVAL, band_oneshot_recv_async(NULL, &op, buf));
+        expect_int(m, "recv_async(NULL)", BAND_EINVAL, band_oneshot_recv_async(NULL, buf, &op));
         break;
     case 5:
-        expect_int(m, "recv_async(op NULL)", BAND_EINVAL, band_oneshot_recv_async(m->o, NULL, buf));
+        expect_int(m, "recv_async(op NULL)", BAND_EINVAL, band_oneshot_recv_async(m->o, buf, NULL));
         break;
     case 6:
         expect_int(m, "receiver_drop(NULL)", BAND_EINVAL, band_oneshot_receiver_drop(NULL));
@@ -706,7 +708,7 @@ static void op_misuse(struct oneshot_model *m)
     case 11:
         /* No wake function: EINVAL before anything is looked at, the op untouched. */
         band_waiter_init(&op.w, NULL, NULL);
-        expect_int(m, "recv_async(no wake)", BAND_EINVAL, band_oneshot_recv_async(m->o, &op, buf));
+        expect_int(m, "recv_async(no wake)", BAND_EINVAL, band_oneshot_recv_async(m->o, buf, &op));
         expect_int(m, "recv_async(no wake) status", 0, band_waiter_status(&op.w));
         if (band_waiter_is_pending(&op.w))
             fail(m, "recv_async(no wake) queued the op");
@@ -740,7 +742,7 @@ static int create_oneshot(struct oneshot_model *m)
     return 0;
 }
 
-/* End a pending receive (the sender drops), then destroy. */
+/* End a pending receive (the sender closes), then destroy. */
 static void finish_oneshot(struct oneshot_model *m, const char *why)
 {
     if (m->o == NULL || m->failed)
@@ -748,8 +750,8 @@ static void finish_oneshot(struct oneshot_model *m, const char *why)
     m->action = WA_NONE;
     frame_reset(m);
     if (m->r.waiting >= 0) {
-        ref_sender_drop(m);
-        expect_int(m, "sender_drop (finish)", 0, band_oneshot_sender_drop(m->o));
+        ref_close(m);
+        expect_int(m, "close (finish)", 0, band_oneshot_close(m->o));
         check_after_op(m, why);
     }
     if (m->failed)
@@ -776,7 +778,7 @@ static void op_recreate(struct oneshot_model *m)
 /* the interpreter                                                                     */
 
 static const char *const op_names[OM_OP_COUNT] = {
-    "send",   "sender_drop",   "try_recv",      "recv",   "recv_async",
+    "send",   "close",         "try_recv",      "recv",   "recv_async",
     "cancel", "receiver_drop", "destroy(busy)", "misuse", "recreate",
 };
 
@@ -786,7 +788,7 @@ static enum oneshot_model_op decode_op(struct oneshot_model *m)
     if (b < 30)
         return OM_OP_SEND;
     if (b < 42)
-        return OM_OP_SENDER_DROP;
+        return OM_OP_CLOSE;
     if (b < 72)
         return OM_OP_TRY_RECV;
     if (b < 92)
@@ -832,8 +834,8 @@ static void step(struct oneshot_model *m)
     case OM_OP_SEND:
         op_send(m);
         break;
-    case OM_OP_SENDER_DROP:
-        op_sender_drop(m);
+    case OM_OP_CLOSE:
+        op_close(m);
         break;
     case OM_OP_TRY_RECV:
         op_recv(m, 0);
@@ -868,10 +870,10 @@ static void step(struct oneshot_model *m)
         create_oneshot(m);
     if (m->trace)
         fprintf(stderr,
-                "#%llu %-13s action=%d | size=%zu sent=%d taken=%d sdrop=%d rdrop=%d "
+                "#%llu %-13s action=%d | size=%zu sent=%d taken=%d closed=%d rdrop=%d "
                 "waiting=%d%s\n",
                 (unsigned long long)m->opno, op_names[op], m->action, m->r.vsize, m->r.sent,
-                m->r.taken, m->r.sdrop, m->r.rdrop, m->r.waiting, m->failed ? " MISMATCH" : "");
+                m->r.taken, m->r.closed, m->r.rdrop, m->r.waiting, m->failed ? " MISMATCH" : "");
 }
 
 static void reset_ops(struct oneshot_model *m)

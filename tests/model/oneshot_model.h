@@ -5,7 +5,7 @@
  *
  * Shared by tests/model/model_oneshot.c (random bytes from fixed seeds, then the fuzz
  * corpus) and fuzz/fuzz_oneshot.c (libFuzzer bytes). Operations: send (also with a NULL
- * value), sender_drop, try_recv, blocking recv (past, short and unbounded deadlines),
+ * value), close, try_recv, blocking recv (past, short and unbounded deadlines),
  * recv_async on one of a few ops, cancel of an op (every reason, invalid ones too),
  * receiver_drop, destroy while a receive is pending, NULL and out-of-range arguments, and
  * recreate (destroy, then a new oneshot of another value size). After every operation it
@@ -30,7 +30,7 @@ struct oneshot_model;
 
 enum oneshot_model_op {
     OM_OP_SEND,
-    OM_OP_SENDER_DROP,
+    OM_OP_CLOSE,
     OM_OP_TRY_RECV,
     OM_OP_RECV,
     OM_OP_RECV_ASYNC,

@@ -17,10 +17,10 @@
  *  - read: the value and version, marking nothing; rx_read / mark_seen: EBUSY while the
  *    cursor waits, else the value and version, and the cursor has seen it (not counted in
  *    delivered: nothing changed for it);
- *  - a wait (try_changed, changed, changed_async): EBUSY while the cursor waits; 0 when
+ *  - a wait (try_recv, recv, recv_async): EBUSY while the cursor waits; 0 when
  *    the version is newer than the cursor's (value copied, cursor moved, delivered); then
- *    ECLOSED after close; else EAGAIN, which changed turns into ETIMEDOUT and
- *    changed_async into PENDING (queued);
+ *    ECLOSED after close; else EAGAIN, which recv turns into ETIMEDOUT and
+ *    recv_async into PENDING (queued);
  *  - cancel of a queued op: 0, status = reason, no wake, cursor unchanged, timeouts for
  *    ETIMEDOUT and cancels otherwise; a completed op answers EALREADY, an idle one (or a
  *    reason other than BAND_ECANCELED or BAND_ETIMEDOUT) EINVAL;
@@ -65,7 +65,7 @@ enum wake_action { WA_NONE, WA_STATS, WA_READ, WA_TRY, WA_RESUBMIT, WA_SEND, WA_
 struct watch_model;
 
 struct wslot {
-    struct band_watch_changed_op op; /* first */
+    band_watch_recv_op op; /* first */
     struct watch_model *m;
     int idx;
     enum op_state state;
@@ -444,33 +444,33 @@ static void do_read(struct watch_model *m, int null_out, int null_version, const
     expect_u64(m, what, null_version ? NOVERSION : m->r.version, v);
 }
 
-/* try_changed on cursor @c into a fresh buffer (or NULL). */
-static void do_try_changed(struct watch_model *m, int c, int null_out, const char *what)
+/* try_recv on cursor @c into a fresh buffer (or NULL). */
+static void do_try_recv(struct watch_model *m, int c, int null_out, const char *what)
 {
     uint8_t buf[MAXV];
     memset(buf, SENTINEL, sizeof(buf));
     int rc = m->r.rx[c].init ? ref_take(m, c) : BAND_EINVAL;
     count_rc(m, rc);
-    expect_int(m, what, rc, band_watch_try_changed(&m->rx[c], null_out ? NULL : buf));
+    expect_int(m, what, rc, band_watch_try_recv(&m->rx[c], null_out ? NULL : buf));
     if (rc == 0 && !null_out)
         expect_value(m, what, buf, m->r.value);
     else
         expect_untouched(m, what, buf);
 }
 
-/* changed_async of @s on its cursor with its null_out choice. */
-static void do_changed_async(struct watch_model *m, struct wslot *s, const char *what)
+/* recv_async of @s on its cursor with its null_out choice. */
+static void do_recv_async(struct watch_model *m, struct wslot *s, const char *what)
 {
     struct ref *r = &m->r;
     band_watch_rx *rx = &m->rx[s->rx];
     void *out = s->null_out ? NULL : s->out;
     if (s->state == ST_QUEUED) {
-        expect_int(m, what, BAND_EINVAL, band_watch_changed_async(rx, &s->op, out));
+        expect_int(m, what, BAND_EINVAL, band_watch_recv_async(rx, out, &s->op));
         return;
     }
     if (!r->rx[s->rx].init) {
         int before = band_waiter_status(&s->op.w);
-        expect_int(m, what, BAND_EINVAL, band_watch_changed_async(rx, &s->op, out));
+        expect_int(m, what, BAND_EINVAL, band_watch_recv_async(rx, out, &s->op));
         expect_int(m, "status after EINVAL (untouched)", before, band_waiter_status(&s->op.w));
         return;
     }
@@ -489,11 +489,11 @@ static void do_changed_async(struct watch_model *m, struct wslot *s, const char 
         s->status = rc;
     }
     count_rc(m, rc);
-    expect_int(m, what, rc, band_watch_changed_async(rx, &s->op, out));
+    expect_int(m, what, rc, band_watch_recv_async(rx, out, &s->op));
     if (rc == BAND_PENDING)
         return;
     if (rc == 0) {
-        expect_u64(m, "changed_async version", r->version, s->op.version);
+        expect_u64(m, "recv_async version", r->version, s->op.version);
         if (!s->null_out)
             expect_value(m, what, s->out, r->value);
     } else {
@@ -535,14 +535,14 @@ static void wake_action(struct watch_model *m, struct wslot *s)
         break;
     case WA_TRY:
         nested_begin(m);
-        do_try_changed(m, s->rx, 0, "try_changed inside a wake");
-        nested_end(m, "try_changed inside a wake");
+        do_try_recv(m, s->rx, 0, "try_recv inside a wake");
+        nested_end(m, "try_recv inside a wake");
         break;
     case WA_RESUBMIT:
         m->counts.resubmits++;
         nested_begin(m);
-        do_changed_async(m, s, "changed_async inside its wake");
-        nested_end(m, "changed_async inside its wake");
+        do_recv_async(m, s, "recv_async inside its wake");
+        nested_end(m, "recv_async inside its wake");
         break;
     case WA_SEND:
         m->counts.wake_sends++;
@@ -656,13 +656,13 @@ static void op_rx_read(struct watch_model *m)
                v);
 }
 
-static void op_try_changed(struct watch_model *m)
+static void op_try_recv(struct watch_model *m)
 {
     uint8_t b = next_byte(m);
-    do_try_changed(m, b % NRX, (b >> 4) == 0, "try_changed");
+    do_try_recv(m, b % NRX, (b >> 4) == 0, "try_recv");
 }
 
-static void op_changed(struct watch_model *m)
+static void op_recv(struct watch_model *m)
 {
     uint8_t b = next_byte(m);
     int c = b % NRX;
@@ -687,7 +687,7 @@ static void op_changed(struct watch_model *m)
     if (rc == BAND_EAGAIN)
         rc = BAND_ETIMEDOUT;
     uint64_t q0 = r->queued, t0 = r->timeouts;
-    int got = band_watch_changed(&m->rx[c], null_out ? NULL : buf, deadline, NULL);
+    int got = band_watch_recv(&m->rx[c], null_out ? NULL : buf, deadline, NULL);
     if (rc == BAND_ETIMEDOUT && future) {
         /* Queued and timed out, or found the deadline passed: the counters tell. */
         band_watch_stats st;
@@ -698,14 +698,14 @@ static void op_changed(struct watch_model *m)
         }
     }
     count_rc(m, rc);
-    expect_int(m, "changed", rc, got);
+    expect_int(m, "recv", rc, got);
     if (rc == 0 && !null_out)
-        expect_value(m, "changed", buf, r->value);
+        expect_value(m, "recv", buf, r->value);
     else
-        expect_untouched(m, "changed", buf);
+        expect_untouched(m, "recv", buf);
 }
 
-static void op_changed_async(struct watch_model *m)
+static void op_recv_async(struct watch_model *m)
 {
     uint8_t b = next_byte(m);
     struct wslot *s = &m->s[b % NOPS];
@@ -713,7 +713,7 @@ static void op_changed_async(struct watch_model *m)
         s->rx = (b >> 3) % NRX;
         s->null_out = (b >> 5) == 0;
     }
-    do_changed_async(m, s, "changed_async");
+    do_recv_async(m, s, "recv_async");
 }
 
 static int read_reason(struct watch_model *m)
@@ -789,7 +789,7 @@ static void op_misuse(struct watch_model *m)
     uint8_t v[MAXV], buf[MAXV];
     fill(v, sizeof(v), 0);
     memset(buf, SENTINEL, sizeof(buf));
-    struct band_watch_changed_op op;
+    band_watch_recv_op op;
     band_waiter_init(&op.w, wake_null, NULL);
     band_watch_rx zero;
     memset(&zero, 0, sizeof(zero));
@@ -836,17 +836,17 @@ static void op_misuse(struct watch_model *m)
         expect_int(m, "mark_seen(NULL)", BAND_EINVAL, band_watch_mark_seen(NULL));
         break;
     case 12:
-        expect_int(m, "try_changed(NULL)", BAND_EINVAL, band_watch_try_changed(NULL, buf));
+        expect_int(m, "try_recv(NULL)", BAND_EINVAL, band_watch_try_recv(NULL, buf));
         break;
     case 13:
-        expect_int(m, "changed(NULL)", BAND_EINVAL, band_watch_changed(NULL, buf, 0, NULL));
+        expect_int(m, "recv(NULL)", BAND_EINVAL, band_watch_recv(NULL, buf, 0, NULL));
         break;
     case 14:
-        expect_int(m, "changed_async(NULL)", BAND_EINVAL, band_watch_changed_async(NULL, &op, buf));
+        expect_int(m, "recv_async(NULL)", BAND_EINVAL, band_watch_recv_async(NULL, buf, &op));
         break;
     case 15:
-        expect_int(m, "changed_async(op NULL)", BAND_EINVAL,
-                   band_watch_changed_async(&m->rx[0], NULL, buf));
+        expect_int(m, "recv_async(op NULL)", BAND_EINVAL,
+                   band_watch_recv_async(&m->rx[0], buf, NULL));
         break;
     case 16: {
         /* No wake function: EINVAL, op untouched, on a cursor that would otherwise queue. */
@@ -856,12 +856,12 @@ static void op_misuse(struct watch_model *m)
                 c = k;
         band_waiter_init(&op.w, NULL, NULL);
         op.version = NOVERSION;
-        expect_int(m, "changed_async(no wake)", BAND_EINVAL,
-                   band_watch_changed_async(c >= 0 ? &m->rx[c] : &zero, &op, buf));
-        expect_int(m, "changed_async(no wake) status", 0, band_waiter_status(&op.w));
-        expect_u64(m, "changed_async(no wake) version", NOVERSION, op.version);
+        expect_int(m, "recv_async(no wake)", BAND_EINVAL,
+                   band_watch_recv_async(c >= 0 ? &m->rx[c] : &zero, buf, &op));
+        expect_int(m, "recv_async(no wake) status", 0, band_waiter_status(&op.w));
+        expect_u64(m, "recv_async(no wake) version", NOVERSION, op.version);
         if (band_waiter_is_pending(&op.w))
-            fail(m, "changed_async(no wake) queued the op");
+            fail(m, "recv_async(no wake) queued the op");
         break;
     }
     case 17:
@@ -948,8 +948,8 @@ static void op_recreate(struct watch_model *m)
 /* the interpreter                                                                     */
 
 static const char *const op_names[WM_OP_COUNT] = {
-    "send",    "close",         "read",   "rx_init",       "rx_read", "try_changed",
-    "changed", "changed_async", "cancel", "destroy(busy)", "misuse",  "recreate",
+    "send", "close",      "read",   "rx_init",       "rx_read", "try_recv",
+    "recv", "recv_async", "cancel", "destroy(busy)", "misuse",  "recreate",
 };
 
 static enum watch_model_op decode_op(struct watch_model *m)
@@ -966,11 +966,11 @@ static enum watch_model_op decode_op(struct watch_model *m)
     if (b < 84)
         return WM_OP_RX_READ;
     if (b < 110)
-        return WM_OP_TRY_CHANGED;
+        return WM_OP_TRY_RECV;
     if (b < 126)
-        return WM_OP_CHANGED;
+        return WM_OP_RECV;
     if (b < 186)
-        return WM_OP_CHANGED_ASYNC;
+        return WM_OP_RECV_ASYNC;
     if (b < 216)
         return WM_OP_CANCEL;
     if (b < 224)
@@ -1026,14 +1026,14 @@ static void step(struct watch_model *m)
     case WM_OP_RX_READ:
         op_rx_read(m);
         break;
-    case WM_OP_TRY_CHANGED:
-        op_try_changed(m);
+    case WM_OP_TRY_RECV:
+        op_try_recv(m);
         break;
-    case WM_OP_CHANGED:
-        op_changed(m);
+    case WM_OP_RECV:
+        op_recv(m);
         break;
-    case WM_OP_CHANGED_ASYNC:
-        op_changed_async(m);
+    case WM_OP_RECV_ASYNC:
+        op_recv_async(m);
         break;
     case WM_OP_CANCEL:
         op_cancel(m);

@@ -6,8 +6,8 @@
  * Shared by tests/model/model_watch.c (random bytes from fixed seeds, then the fuzz
  * corpus) and fuzz/fuzz_watch.c (libFuzzer bytes). Operations: send (also with a NULL
  * value, and next to UINT64_MAX for BAND_EOVERFLOW), close, read, rx_init, rx_read and
- * mark_seen, try_changed, blocking changed (past, short and unbounded deadlines),
- * changed_async on one of a few ops bound to a cursor, cancel of an op (every reason,
+ * mark_seen, try_recv, blocking recv (past, short and unbounded deadlines),
+ * recv_async on one of a few ops bound to a cursor, cancel of an op (every reason,
  * invalid ones too), destroy while a receiver waits, NULL and out-of-range arguments, and
  * recreate (destroy, then a new watch of another value size). After every operation it
  * compares the returned code, the bytes and versions copied out (and that nothing was
@@ -36,9 +36,9 @@ enum watch_model_op {
     WM_OP_READ,
     WM_OP_RX_INIT,
     WM_OP_RX_READ,
-    WM_OP_TRY_CHANGED,
-    WM_OP_CHANGED,
-    WM_OP_CHANGED_ASYNC,
+    WM_OP_TRY_RECV,
+    WM_OP_RECV,
+    WM_OP_RECV_ASYNC,
     WM_OP_CANCEL,
     WM_OP_DESTROY_BUSY,
     WM_OP_MISUSE,

@@ -144,7 +144,7 @@ static int send_once(struct sender *s, const struct msg *m)
         struct async_op op;
         atomic_init(&op.woken, 0);
         band_waiter_init(&op.u.s.w, async_wake, &op);
-        rc = band_broadcast_send_async(sc->b, &op.u.s, m);
+        rc = band_broadcast_send_async(sc->b, m, &op.u.s);
         if (rc == BAND_PENDING) {
             s->async_pending++;
             for (uint64_t k = test_rng_range(&s->rng, 0, 3); k > 0; k--)
@@ -254,7 +254,7 @@ static int recv_once(struct receiver *r)
         struct async_op op;
         atomic_init(&op.woken, 0);
         band_waiter_init(&op.u.r.w, async_wake, &op);
-        rc = band_broadcast_recv_async(&r->rx, &op.u.r, &m);
+        rc = band_broadcast_recv_async(&r->rx, &m, &op.u.r);
         if (rc == BAND_ELAGGED)
             missed = op.u.r.lagged;
         if (rc == BAND_PENDING) {

@@ -117,6 +117,31 @@ static void test_nesting(void **state)
     assert_int_equal(band_cancel_destroy(root), 0);
 }
 
+/* A hook that fired still refers to its token until it is removed, and a child that was
+ * requested through its parent still refers to the parent until it is destroyed: destroy
+ * refuses in both cases, so removing the hook (or destroying the child) never touches
+ * freed memory. */
+static void test_destroy_waits_for_fired_hooks(void **state)
+{
+    (void)state;
+    band_cancel *c, *child;
+    assert_int_equal(band_cancel_create(&c, NULL), 0);
+    band_cancel_opts o = {.parent = c};
+    assert_int_equal(band_cancel_create(&child, &o), 0);
+    atomic_int fired = 0;
+    band_cancel_hook h;
+    band_cancel_hook_init(&h, count_fire, &fired);
+    assert_int_equal(band_cancel_hook_add(c, &h), 0);
+    assert_int_equal(band_cancel_request(c), 0);
+    assert_int_equal(atomic_load(&fired), 1);
+    assert_int_equal(band_cancel_is_requested(child), 1);
+    assert_int_equal(band_cancel_destroy(c), BAND_EBUSY); /* h and the child's hook */
+    assert_int_equal(band_cancel_hook_remove(&h), BAND_EALREADY);
+    assert_int_equal(band_cancel_destroy(c), BAND_EBUSY); /* the child */
+    assert_int_equal(band_cancel_destroy(child), 0);
+    assert_int_equal(band_cancel_destroy(c), 0);
+}
+
 static void test_wait_refusal(void **state)
 {
     (void)state;
@@ -326,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_create_request),
         cmocka_unit_test(test_hooks_fire_once),
         cmocka_unit_test(test_nesting),
+        cmocka_unit_test(test_destroy_waits_for_fired_hooks),
         cmocka_unit_test(test_wait_refusal),
         cmocka_unit_test(test_block_cancelled),
         cmocka_unit_test(test_block_requested_before),

@@ -208,10 +208,10 @@ static void test_oneshot_watch_broadcast(void **state)
     band_watch_rx rx;
     assert_int_equal(band_watch_rx_init(&rx, wt), 0);
     assert_int_equal(band_watch_mark_seen(&rx), 0);
-    assert_int_equal(band_watch_changed(&rx, &out, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
+    assert_int_equal(band_watch_recv(&rx, &out, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
     finish(&l);
     assert_int_equal(band_watch_send(wt, &v), 0);
-    assert_int_equal(band_watch_changed(&rx, &out, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_watch_recv(&rx, &out, BAND_FOREVER, NULL), 0);
     assert_int_equal(out, 42);
     assert_int_equal(band_watch_destroy(wt), 0);
 
@@ -259,17 +259,18 @@ static void test_group_latch_token(void **state)
     assert_u64_equal(band_latch_count(lt), 1); /* the arrival counted */
     assert_int_equal(band_latch_destroy(lt), 0);
 
-    band_token *t;
-    assert_int_equal(band_token_create(&t), 0);
-    assert_int_equal(band_token_wait_requested(t, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
+    band_shutdown *t;
+    assert_int_equal(band_shutdown_create(&t), 0);
+    assert_int_equal(band_shutdown_wait_requested(t, BAND_FOREVER, cancel_soon(&l)),
+                     BAND_ECANCELED);
     finish(&l);
-    assert_int_equal(band_token_join(t), 0);
-    assert_int_equal(band_token_request(t, BAND_ECANCELED), 0);
-    assert_int_equal(band_token_wait_drained(t, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
+    assert_int_equal(band_shutdown_join(t), 0);
+    assert_int_equal(band_shutdown_request(t, BAND_ECANCELED), 0);
+    assert_int_equal(band_shutdown_wait_drained(t, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
     finish(&l);
-    assert_int_equal(band_token_leave(t), 0);
-    assert_int_equal(band_token_wait_drained(t, BAND_FOREVER, NULL), 0);
-    assert_int_equal(band_token_destroy(t), 0);
+    assert_int_equal(band_shutdown_leave(t), 0);
+    assert_int_equal(band_shutdown_wait_drained(t, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_shutdown_destroy(t), 0);
 }
 
 static void test_rate(void **state)

@@ -338,23 +338,23 @@ static void test_cancel_reason_must_be_cancel_or_timeout(void **state)
 }
 
 /*
- * A shutdown token ends the operations it watches with its own reason, which may be any
+ * A shutdown scope ends the operations it watches with its own reason, which may be any
  * negative code: a request with BAND_ECLOSED still withdraws a watched acquisition and
  * wakes it once with that status, although band_waiter_cancel() refuses that reason.
  */
-static void test_token_reason_is_not_limited(void **state)
+static void test_shutdown_reason_is_not_limited(void **state)
 {
     struct fixture *f = *state;
-    band_token *t;
-    assert_int_equal(band_token_create(&t), 0);
-    struct band_token_link link;
-    band_token_link_init(&link);
+    band_shutdown *t;
+    assert_int_equal(band_shutdown_create(&t), 0);
+    band_shutdown_link link;
+    band_shutdown_link_init(&link);
     struct wake_rec r;
     wake_rec_init(&r, 1, NULL);
     assert_int_equal(band_sem_acquire_async(f->sem, 2, &r.w), BAND_PENDING);
     assert_int_equal(band_sem_release(f->sem, 1), 0); /* a partial grant of 1 */
-    assert_int_equal(band_token_watch(t, &link, &r.w), 0);
-    assert_int_equal(band_token_request(t, BAND_ECLOSED), 0);
+    assert_int_equal(band_shutdown_watch(t, &link, &r.w), 0);
+    assert_int_equal(band_shutdown_request(t, BAND_ECLOSED), 0);
     assert_int_equal(atomic_load(&r.count), 1);
     assert_int_equal(atomic_load(&r.status), BAND_ECLOSED);
     assert_int_equal(band_waiter_is_pending(&r.w), 0);
@@ -363,8 +363,8 @@ static void test_token_reason_is_not_limited(void **state)
     assert_u64_equal(st.waiters, 0);
     assert_u64_equal(st.cancels, 1);
     assert_u64_equal(st.available, 1); /* the partial grant came back */
-    assert_int_equal(band_token_unwatch(&link), BAND_EALREADY);
-    assert_int_equal(band_token_destroy(t), 0);
+    assert_int_equal(band_shutdown_unwatch(&link), BAND_EALREADY);
+    assert_int_equal(band_shutdown_destroy(t), 0);
     assert_int_equal(band__sem_check(f->sem), 0);
 }
 
@@ -605,7 +605,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_invalid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_reason_must_be_cancel_or_timeout, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_token_reason_is_not_limited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_reason_is_not_limited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_after_wake_is_ealready, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_after_close_is_ealready, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waiter_reuse, setup, teardown),

@@ -1,6 +1,6 @@
 /*
  * test_group.c - the wait group (group.h): argument checks, add/done and their limits,
- * async and blocking waits, release on reaching 0 (FIFO, exactly once, on the done
+ * try_wait, async and blocking waits, release on reaching 0 (FIFO, exactly once, on the done
  * thread), rounds, cancel (both outcomes), deadlines, wakes that call back into the group,
  * counters.
  */
@@ -85,6 +85,7 @@ static void test_null_args(void **state)
     assert_int_equal(band_group_done(NULL), BAND_EINVAL);
     assert_int_equal(band_group_done_n(NULL, 1), BAND_EINVAL);
     assert_u64_equal(band_group_count(NULL), 0);
+    assert_int_equal(band_group_try_wait(NULL), BAND_EINVAL);
     assert_int_equal(band_group_wait(NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_group_wait_async(NULL, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_group_wait_async(f->g, NULL), BAND_EINVAL);
@@ -114,6 +115,28 @@ static void test_add_done_count(void **state)
     assert_int_equal(band_group_done_n(f->g, 2), 0);
     assert_u64_equal(band_group_count(f->g), 0);
     assert_u64_equal(stats_of(f->g).zeroes, 1);
+}
+
+/* try_wait answers at once, never queues, and follows every round. */
+static void test_try_wait(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_group_try_wait(f->g), 0);
+    assert_int_equal(band_group_add(f->g, 2), 0);
+    assert_int_equal(band_group_try_wait(f->g), BAND_EAGAIN);
+    assert_int_equal(band_group_done(f->g), 0);
+    assert_int_equal(band_group_try_wait(f->g), BAND_EAGAIN);
+    assert_int_equal(band_group_done(f->g), 0);
+    assert_int_equal(band_group_try_wait(f->g), 0);
+    /* A new round. */
+    assert_int_equal(band_group_add(f->g, 1), 0);
+    assert_int_equal(band_group_try_wait(f->g), BAND_EAGAIN);
+    band_group_stats st = stats_of(f->g);
+    assert_u64_equal(st.queued, 0); /* it never queued */
+    assert_u64_equal(st.waiters, 0);
+    assert_int_equal(band_group_done(f->g), 0);
+    assert_int_equal(band_group_try_wait(f->g), 0);
+    assert_u64_equal(stats_of(f->g).zeroes, 2);
 }
 
 /* done below zero is refused and changes nothing: the count never wraps. */
@@ -466,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_create_destroy_args),
         T(test_null_args),
         T(test_add_done_count),
+        T(test_try_wait),
         T(test_done_below_zero_is_einval),
         T(test_add_overflow),
         T(test_wait_async_at_zero_completes_now),

@@ -1,13 +1,22 @@
 /*
- * token.c - the shutdown token: request, observe, join/leave, drain, and watch links.
+ * shutdown.c - the shutdown scope: request, observe, its cancellation token, join/leave,
+ * drain, and watch links.
  *
  * Design notes
  * ------------
  * State. One atomic word: participants << 1 | REQUESTED. The reason is stored before
  * REQUESTED is set (by a read-modify-write with release), so whoever sees the flag with
  * acquire sees the reason. The wait queues, the watch lists and the counters are guarded
- * by the lock; fired_cv (with the lock) lets band_token_unwatch() wait for a cancel in
+ * by the lock; fired_cv (with the lock) lets band_shutdown_unwatch() wait for a cancel in
  * progress.
+ *
+ * The cancellation token. Each scope owns a band_cancel, created with it and requested by
+ * the first request after the lock is released, before the released waits are woken and
+ * before the links fire: threads blocked under the token stop as early as possible, and
+ * the token's hooks (which may run in a signal-safe context) never run under the scope's
+ * lock. A wait_requested blocked under the scope's own token still returns 0: the request
+ * completes it under the lock before it requests the token, so the wait's cancel loses and
+ * it waits for its wake.
  *
  * Invariant: REQUESTED is only set under the lock, and the word only becomes "drained"
  * (REQUESTED with no participant) under the lock: either the request sets the flag when
@@ -18,26 +27,27 @@
  * join and a request race on the one word, so either the join is refused or the request
  * sees the participant and the drain waits for it.
  *
- * Watch links. band_token_watch() puts a link on the watch list. The first request moves
+ * Watch links. band_shutdown_watch() puts a link on the watch list. The first request moves
  * the whole list to the firing list under the lock, then (lock released) fires one link
  * at a time: mark it FIRING under the lock, unlock, band_waiter_cancel(), relock, mark it
  * FIRED and broadcast fired_cv. When the cancel won (0) the waiter's primitive will never
- * wake it, so the token calls the wake itself, after unlocking: the owner sees exactly one
- * wake in every case, with status = the reason when the token won. unwatch() unlinks a
- * link that has not fired (0: the token never touches it again), waits for a FIRING link
+ * wake it, so the scope calls the wake itself, after unlocking: the owner sees exactly one
+ * wake in every case, with status = the reason when the scope won. unwatch() unlinks a
+ * link that has not fired (0: the scope never touches it again), waits for a FIRING link
  * to become FIRED, and reports a fired link (BAND_EALREADY). A wake may unwatch its own
- * link at any time: when the token's cancel wins, the link is FIRED before the wake runs;
- * when the primitive wins, the wake runs on another thread, and the token's cancel it may
+ * link at any time: when the scope's cancel wins, the link is FIRED before the wake runs;
+ * when the primitive wins, the wake runs on another thread, and the scope's cancel it may
  * wait for only takes the primitive's lock, which no wake holds.
  *
  * Lifetime. Destroy refuses while waits are queued, participants are joined, links are
- * not unwatched, or a request is still firing (the request touches the token until its
- * last link is done).
+ * not unwatched, a request is still firing (the request touches the scope until its last
+ * link is done), or the token is still in use (band_cancel_destroy() refuses first, so a
+ * refusal frees nothing).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "band/group.h"
+#include "band/shutdown.h"
 #include "core/block.h"
 #include "core/waitq.h"
 
@@ -52,16 +62,17 @@ enum link_state {
     LINK_FIRED = 3,   /* the cancel returned */
 };
 
-struct band_token {
-    /* Hot: joins, leaves and band_token_requested() polls. */
+struct band_shutdown {
+    /* Hot: joins, leaves and band_shutdown_is_requested() polls. */
     _Alignas(BAND__CACHELINE) _Atomic uint64_t state;
     _Atomic int reason;
     _Atomic uint64_t join_refusals;
+    band_cancel *cancel; /* set at create, requested by the first request */
     /* Everything below is guarded by lock. */
     _Alignas(BAND__CACHELINE) pthread_mutex_t lock;
     pthread_cond_t fired_cv;    /* a FIRING link became FIRED */
-    struct band__waitq req_q;   /* band_token_wait_requested waits */
-    struct band__waitq drain_q; /* band_token_wait_drained waits */
+    struct band__waitq req_q;   /* band_shutdown_wait_requested waits */
+    struct band__waitq drain_q; /* band_shutdown_wait_drained waits */
     struct band__node watch;    /* watched links, before the request */
     struct band__node firing;   /* links the request has still to fire */
     uint64_t links;             /* links watched and not yet unwatched */
@@ -69,22 +80,22 @@ struct band_token {
     uint64_t queued, released, timeouts, cancels, fired, fired_cancelled;
 };
 
-static void token_req_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
-                                    struct band__wakelist *wl);
-static void token_drain_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
-                                      struct band__wakelist *wl);
+static void shutdown_req_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                                       struct band__wakelist *wl);
+static void shutdown_drain_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                                         struct band__wakelist *wl);
 
-/* One op per queue, so that a cancel finds the token from the queue it was given. */
-static const struct band__waitq_ops token_req_ops = {token_req_cancel_locked};
-static const struct band__waitq_ops token_drain_ops = {token_drain_cancel_locked};
+/* One op per queue, so that a cancel finds the scope from the queue it was given. */
+static const struct band__waitq_ops shutdown_req_ops = {shutdown_req_cancel_locked};
+static const struct band__waitq_ops shutdown_drain_ops = {shutdown_drain_cancel_locked};
 
 /* ---------------------------------------------------------------- lifecycle */
 
-int band_token_create(band_token **out)
+int band_shutdown_create(band_shutdown **out)
 {
     if (out == NULL)
         return BAND_EINVAL;
-    band_token *t = aligned_alloc(BAND__CACHELINE, sizeof(*t));
+    band_shutdown *t = aligned_alloc(BAND__CACHELINE, sizeof(*t));
     if (t == NULL)
         return BAND_ENOMEM;
     if (pthread_mutex_init(&t->lock, NULL) != 0) {
@@ -96,11 +107,18 @@ int band_token_create(band_token **out)
         free(t);
         return BAND_ENOMEM;
     }
+    int rc = band_cancel_create(&t->cancel, NULL);
+    if (rc != 0) {
+        pthread_cond_destroy(&t->fired_cv);
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+        return rc;
+    }
     atomic_init(&t->state, 0);
     atomic_init(&t->reason, 0);
     atomic_init(&t->join_refusals, 0);
-    band__waitq_init(&t->req_q, &t->lock, &token_req_ops);
-    band__waitq_init(&t->drain_q, &t->lock, &token_drain_ops);
+    band__waitq_init(&t->req_q, &t->lock, &shutdown_req_ops);
+    band__waitq_init(&t->drain_q, &t->lock, &shutdown_drain_ops);
     band__list_init(&t->watch);
     band__list_init(&t->firing);
     t->links = 0;
@@ -110,7 +128,7 @@ int band_token_create(band_token **out)
     return 0;
 }
 
-int band_token_destroy(band_token *t)
+int band_shutdown_destroy(band_shutdown *t)
 {
     if (t == NULL)
         return 0;
@@ -120,6 +138,8 @@ int band_token_destroy(band_token *t)
     pthread_mutex_unlock(&t->lock);
     if (busy)
         return BAND_EBUSY;
+    if (band_cancel_destroy(t->cancel) != 0)
+        return BAND_EBUSY; /* a thread blocked under it, a hook or a child: nothing freed */
     pthread_cond_destroy(&t->fired_cv);
     pthread_mutex_destroy(&t->lock);
     free(t);
@@ -129,8 +149,8 @@ int band_token_destroy(band_token *t)
 /* ---------------------------------------------------------------- helpers (lock held) */
 
 /* Complete every wait on @q with status 0. */
-static void token_release_all_locked(band_token *t, struct band__waitq *q,
-                                     struct band__wakelist *wl)
+static void shutdown_release_all_locked(band_shutdown *t, struct band__waitq *q,
+                                        struct band__wakelist *wl)
 {
     band_waiter *w;
     while ((w = band__waitq_first(q)) != NULL) {
@@ -140,8 +160,8 @@ static void token_release_all_locked(band_token *t, struct band__waitq *q,
     }
 }
 
-static void token_count_cancel_locked(band_token *t, struct band__waitq *q, band_waiter *w,
-                                      int reason)
+static void shutdown_count_cancel_locked(band_shutdown *t, struct band__waitq *q, band_waiter *w,
+                                         int reason)
 {
     band__waitq_unlink_locked(q, w);
     if (reason == BAND_ETIMEDOUT)
@@ -152,44 +172,44 @@ static void token_count_cancel_locked(band_token *t, struct band__waitq *q, band
 
 /* Withdraw @w (queue ops, called by band_waiter_cancel() with the lock held). A wait holds
  * nothing, so its cancel completes nobody else and @wl stays empty. */
-static void token_req_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
-                                    struct band__wakelist *wl)
+static void shutdown_req_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                                       struct band__wakelist *wl)
 {
     (void)wl;
-    token_count_cancel_locked(band__container_of(q, band_token, req_q), q, w, reason);
+    shutdown_count_cancel_locked(band__container_of(q, band_shutdown, req_q), q, w, reason);
 }
 
-static void token_drain_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
-                                      struct band__wakelist *wl)
+static void shutdown_drain_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                                         struct band__wakelist *wl)
 {
     (void)wl;
-    token_count_cancel_locked(band__container_of(q, band_token, drain_q), q, w, reason);
+    shutdown_count_cancel_locked(band__container_of(q, band_shutdown, drain_q), q, w, reason);
 }
 
-static struct band_token_link *link_of(struct band__node *n)
+static struct band_shutdown_link *link_of(struct band__node *n)
 {
-    return band__container_of(n, struct band_token_link, _node);
+    return band__container_of(n, struct band_shutdown_link, _node);
 }
 
 /* ---------------------------------------------------------------- request */
 
 /*
  * Fire the links the request took, one at a time (called by the first request, lock not
- * held). Each cancel runs without the token's lock: it takes the primitive's lock and may
- * run wakes of other waiters, which may call back into the token.
+ * held). Each cancel runs without the scope's lock: it takes the primitive's lock and may
+ * run wakes of other waiters, which may call back into the scope.
  */
-static void token_fire_links(band_token *t, int reason)
+static void shutdown_fire_links(band_shutdown *t, int reason)
 {
     pthread_mutex_lock(&t->lock);
     struct band__node *n;
     while ((n = band__list_first(&t->firing)) != NULL) {
-        struct band_token_link *link = link_of(n);
+        struct band_shutdown_link *link = link_of(n);
         band__list_del_init(n);
         link->_state = LINK_FIRING;
         band_waiter *w = link->_w;
         pthread_mutex_unlock(&t->lock);
 
-        int rc = band__waiter_cancel_as(w, reason); /* the token's reason, any code */
+        int rc = band__waiter_cancel_as(w, reason); /* the scope's reason, any code */
 
         pthread_mutex_lock(&t->lock);
         link->_state = LINK_FIRED; /* unwatch may return now; the owner waits for the wake */
@@ -200,7 +220,7 @@ static void token_fire_links(band_token *t, int reason)
         pthread_mutex_unlock(&t->lock);
 
         if (rc == 0)
-            w->wake(w); /* the primitive will not wake it: the token does, once */
+            w->wake(w); /* the primitive will not wake it: the scope does, once */
 
         pthread_mutex_lock(&t->lock);
     }
@@ -208,7 +228,7 @@ static void token_fire_links(band_token *t, int reason)
     pthread_mutex_unlock(&t->lock);
 }
 
-int band_token_request(band_token *t, int reason)
+int band_shutdown_request(band_shutdown *t, int reason)
 {
     if (t == NULL || reason >= 0)
         return BAND_EINVAL;
@@ -223,9 +243,9 @@ int band_token_request(band_token *t, int reason)
     atomic_store_explicit(&t->reason, reason, memory_order_relaxed);
     /* Release: the reason is published with the flag. Joins may race: they CAS. */
     st = atomic_fetch_or_explicit(&t->state, REQUESTED, memory_order_acq_rel);
-    token_release_all_locked(t, &t->req_q, &wl);
+    shutdown_release_all_locked(t, &t->req_q, &wl);
     if (PARTS(st) == 0)
-        token_release_all_locked(t, &t->drain_q, &wl);
+        shutdown_release_all_locked(t, &t->drain_q, &wl);
     struct band__node *n;
     while ((n = band__list_first(&t->watch)) != NULL) {
         band__list_del_init(n);
@@ -234,28 +254,35 @@ int band_token_request(band_token *t, int reason)
     t->requesting = 1;
     pthread_mutex_unlock(&t->lock);
 
+    (void)band_cancel_request(t->cancel); /* BAND_EALREADY if requested directly */
     band__wakelist_run(&wl);
-    token_fire_links(t, reason);
+    shutdown_fire_links(t, reason);
     return 0;
 }
 
-int band_token_requested(const band_token *t)
+band_cancel *band_shutdown_cancel(band_shutdown *t)
+{
+    return t == NULL ? NULL : t->cancel;
+}
+
+int band_shutdown_is_requested(const band_shutdown *t)
 {
     if (t == NULL)
         return 0;
-    return (atomic_load_explicit(&((band_token *)t)->state, memory_order_acquire) & REQUESTED) != 0;
+    return (atomic_load_explicit(&((band_shutdown *)t)->state, memory_order_acquire) & REQUESTED) !=
+           0;
 }
 
-int band_token_reason(const band_token *t)
+int band_shutdown_reason(const band_shutdown *t)
 {
-    if (!band_token_requested(t))
+    if (!band_shutdown_is_requested(t))
         return 0;
-    return atomic_load_explicit(&((band_token *)t)->reason, memory_order_relaxed);
+    return atomic_load_explicit(&((band_shutdown *)t)->reason, memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------- participants */
 
-int band_token_join(band_token *t)
+int band_shutdown_join(band_shutdown *t)
 {
     if (t == NULL)
         return BAND_EINVAL;
@@ -265,18 +292,18 @@ int band_token_join(band_token *t)
             atomic_fetch_add_explicit(&t->join_refusals, 1, memory_order_relaxed);
             return atomic_load_explicit(&t->reason, memory_order_relaxed);
         }
-        if (PARTS(st) >= BAND_TOKEN_MAX_PARTICIPANTS)
+        if (PARTS(st) >= BAND_SHUTDOWN_MAX_PARTICIPANTS)
             return BAND_EOVERFLOW;
     } while (!atomic_compare_exchange_weak_explicit(&t->state, &st, st + ONE, memory_order_acquire,
                                                     memory_order_acquire));
     return 0;
 }
 
-int band_token_leave(band_token *t)
+int band_shutdown_leave(band_shutdown *t)
 {
     if (t == NULL)
         return BAND_EINVAL;
-    /* Fast path: this leave does not drain the token. */
+    /* Fast path: this leave does not drain the scope. */
     uint64_t st = atomic_load_explicit(&t->state, memory_order_relaxed);
     for (;;) {
         if (PARTS(st) == 0)
@@ -300,38 +327,38 @@ int band_token_leave(band_token *t)
     } while (!atomic_compare_exchange_weak_explicit(&t->state, &st, st - ONE, memory_order_acq_rel,
                                                     memory_order_relaxed));
     if (st - ONE == REQUESTED)
-        token_release_all_locked(t, &t->drain_q, &wl);
+        shutdown_release_all_locked(t, &t->drain_q, &wl);
     pthread_mutex_unlock(&t->lock);
     band__wakelist_run(&wl);
     return 0;
 }
 
-uint64_t band_token_participants(const band_token *t)
+uint64_t band_shutdown_participants(const band_shutdown *t)
 {
     if (t == NULL)
         return 0;
-    return PARTS(atomic_load_explicit(&((band_token *)t)->state, memory_order_acquire));
+    return PARTS(atomic_load_explicit(&((band_shutdown *)t)->state, memory_order_acquire));
 }
 
 /* ---------------------------------------------------------------- waits */
 
-static bool token_is_drained(uint64_t st)
+static bool shutdown_is_drained(uint64_t st)
 {
     return st == REQUESTED;
 }
 
 /* Is what a wait on @q waits for true in @st? */
-static bool token_satisfied(const band_token *t, const struct band__waitq *q, uint64_t st)
+static bool shutdown_satisfied(const band_shutdown *t, const struct band__waitq *q, uint64_t st)
 {
-    return q == &t->req_q ? (st & REQUESTED) != 0 : token_is_drained(st);
+    return q == &t->req_q ? (st & REQUESTED) != 0 : shutdown_is_drained(st);
 }
 
 /* 0 when the wait on @q is satisfied now (nothing queued), else queue @w: BAND_PENDING. */
-static int token_enqueue(band_token *t, struct band__waitq *q, band_waiter *w)
+static int shutdown_enqueue(band_shutdown *t, struct band__waitq *q, band_waiter *w)
 {
     int rc = BAND_PENDING;
     pthread_mutex_lock(&t->lock);
-    if (token_satisfied(t, q, atomic_load_explicit(&t->state, memory_order_acquire))) {
+    if (shutdown_satisfied(t, q, atomic_load_explicit(&t->state, memory_order_acquire))) {
         rc = 0;
     } else {
         band__waitq_push_locked(q, w, 0, 0);
@@ -343,21 +370,22 @@ static int token_enqueue(band_token *t, struct band__waitq *q, band_waiter *w)
     return rc;
 }
 
-static int token_wait_async(band_token *t, struct band__waitq *q, band_waiter *w)
+static int shutdown_wait_async(band_shutdown *t, struct band__waitq *q, band_waiter *w)
 {
     int rc = band__waiter_check_submit(w);
     if (rc != 0)
         return rc;
-    if (token_satisfied(t, q, atomic_load_explicit(&t->state, memory_order_acquire))) {
+    if (shutdown_satisfied(t, q, atomic_load_explicit(&t->state, memory_order_acquire))) {
         band__waiter_finish_now(w, 0);
         return 0;
     }
-    return token_enqueue(t, q, w);
+    return shutdown_enqueue(t, q, w);
 }
 
-static int token_wait(band_token *t, struct band__waitq *q, band_time deadline, band_cancel *cancel)
+static int shutdown_wait(band_shutdown *t, struct band__waitq *q, band_time deadline,
+                         band_cancel *cancel)
 {
-    if (token_satisfied(t, q, atomic_load_explicit(&t->state, memory_order_acquire)))
+    if (shutdown_satisfied(t, q, atomic_load_explicit(&t->state, memory_order_acquire)))
         return 0;
     int refusal = band__wait_refusal(deadline, cancel);
     if (refusal != 0)
@@ -365,7 +393,7 @@ static int token_wait(band_token *t, struct band__waitq *q, band_time deadline, 
     struct band__blocker b;
     band__blocker_init(&b);
     b.w.deadline = deadline;
-    int rc = token_enqueue(t, q, &b.w);
+    int rc = shutdown_enqueue(t, q, &b.w);
     if (rc != BAND_PENDING) {
         band__blocker_done(&b);
         return rc;
@@ -373,37 +401,37 @@ static int token_wait(band_token *t, struct band__waitq *q, band_time deadline, 
     return band__blocker_wait_cancel(&b, deadline, cancel);
 }
 
-int band_token_wait_requested(band_token *t, band_time deadline, band_cancel *cancel)
+int band_shutdown_wait_requested(band_shutdown *t, band_time deadline, band_cancel *cancel)
 {
     if (t == NULL)
         return BAND_EINVAL;
-    return token_wait(t, &t->req_q, deadline, cancel);
+    return shutdown_wait(t, &t->req_q, deadline, cancel);
 }
 
-int band_token_wait_requested_async(band_token *t, band_waiter *w)
+int band_shutdown_wait_requested_async(band_shutdown *t, band_waiter *w)
 {
     if (t == NULL)
         return BAND_EINVAL;
-    return token_wait_async(t, &t->req_q, w);
+    return shutdown_wait_async(t, &t->req_q, w);
 }
 
-int band_token_wait_drained(band_token *t, band_time deadline, band_cancel *cancel)
+int band_shutdown_wait_drained(band_shutdown *t, band_time deadline, band_cancel *cancel)
 {
     if (t == NULL)
         return BAND_EINVAL;
-    return token_wait(t, &t->drain_q, deadline, cancel);
+    return shutdown_wait(t, &t->drain_q, deadline, cancel);
 }
 
-int band_token_wait_drained_async(band_token *t, band_waiter *w)
+int band_shutdown_wait_drained_async(band_shutdown *t, band_waiter *w)
 {
     if (t == NULL)
         return BAND_EINVAL;
-    return token_wait_async(t, &t->drain_q, w);
+    return shutdown_wait_async(t, &t->drain_q, w);
 }
 
 /* ---------------------------------------------------------------- watch links */
 
-void band_token_link_init(struct band_token_link *link)
+void band_shutdown_link_init(struct band_shutdown_link *link)
 {
     if (link == NULL)
         return;
@@ -413,7 +441,7 @@ void band_token_link_init(struct band_token_link *link)
     link->_state = LINK_IDLE;
 }
 
-int band_token_watch(band_token *t, struct band_token_link *link, band_waiter *w)
+int band_shutdown_watch(band_shutdown *t, struct band_shutdown_link *link, band_waiter *w)
 {
     if (t == NULL || link == NULL || w == NULL || link->_t != NULL)
         return BAND_EINVAL;
@@ -440,11 +468,11 @@ int band_token_watch(band_token *t, struct band_token_link *link, band_waiter *w
     return 0;
 }
 
-int band_token_unwatch(struct band_token_link *link)
+int band_shutdown_unwatch(struct band_shutdown_link *link)
 {
     if (link == NULL || link->_t == NULL)
         return BAND_EINVAL;
-    band_token *t = link->_t;
+    band_shutdown *t = link->_t;
     int rc = 0;
     pthread_mutex_lock(&t->lock);
     if (link->_state == LINK_WATCHED) {
@@ -464,11 +492,11 @@ int band_token_unwatch(struct band_token_link *link)
 
 /* ---------------------------------------------------------------- observability */
 
-int band_token_get_stats(const band_token *ct, band_token_stats *out)
+int band_shutdown_get_stats(const band_shutdown *ct, band_shutdown_stats *out)
 {
     if (ct == NULL || out == NULL)
         return BAND_EINVAL;
-    band_token *t = (band_token *)ct; /* the lock is logically const */
+    band_shutdown *t = (band_shutdown *)ct; /* the lock is logically const */
     pthread_mutex_lock(&t->lock);
     uint64_t st = atomic_load_explicit(&t->state, memory_order_acquire);
     out->requested = (st & REQUESTED) != 0;
