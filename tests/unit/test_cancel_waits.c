@@ -173,10 +173,8 @@ static void test_admit(void **state)
 static void test_fair(void **state)
 {
     (void)state;
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 2);
     band_fair *f;
-    assert_int_equal(band_fair_create(&f, &cfg), 0);
+    assert_int_equal(band_fair_create(&f, 2, NULL), 0);
     assert_int_equal(band_fair_acquire(f, 1, 0, 2, BAND_FOREVER, NULL), 0);
     struct later l;
     assert_int_equal(band_fair_acquire(f, 2, 0, 1, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
