@@ -8,12 +8,13 @@
  *         g_failures += bench_admit_section(cfg.quick, cfg.reps);
  *
  * Workloads, for k = 1, 2 and 4 budgets:
- *   uncontended  one thread: band_admit_try() over k semaphores (1 unit each) +
+ *   uncontended  one thread: band_admit_try_acquire() over k semaphores (1 unit each) +
  *                band_admit_release(), ns per admission; beside k band_sem_try_acquire(1)
  *                + k band_sem_release(1) on the same k semaphores.
- *   2 threads    two threads contend for k semaphores of 1 permit each: band_admit(FOREVER)
- *                + release, admissions/s in total; beside band_sem_acquire(FOREVER) of the k
- *                semaphores in one fixed order + release in reverse (the "held" helper).
+ *   2 threads    two threads contend for k semaphores of 1 permit each:
+ *                band_admit_acquire(FOREVER) + release, admissions/s in total; beside
+ *                band_sem_acquire(FOREVER) of the k semaphores in one fixed order + release
+ *                in reverse (the "held" helper).
  *                Both are strict FIFO, so most admissions queue and hand off.
  * Every figure is the median of @reps rounds; within a round the variants run in an order
  * that rotates. After each run the semaphores must be whole again (checked; a failure is
@@ -58,8 +59,8 @@ static long bench_admit_loop(struct bench_admit_ctx *c, int blocking)
                 bad += band_sem_release(c->s[i], 1) != 0;
         } else {
             band_admit_grant g = BAND_ADMIT_GRANT_INIT;
-            bad +=
-                (blocking ? band_admit(&r, &g, BAND_FOREVER, NULL) : band_admit_try(&r, &g)) != 0;
+            bad += (blocking ? band_admit_acquire(&r, &g, BAND_FOREVER, NULL)
+                             : band_admit_try_acquire(&r, &g)) != 0;
             bad += band_admit_release(&g) != 0;
         }
     }

@@ -4,7 +4,7 @@
  * The input bytes are an operation sequence for the interpreter in tests/model/fair_model.c
  * (the same one tests/model/model_fair.c runs from fixed seeds and over this target's
  * corpus): the first bytes choose the fair's configuration (capacity up to the largest,
- * priority classes and thresholds, base quantum, default weight and cap, max_keys), then
+ * priority classes and their headroom, base quantum, default weight and cap, max_keys), then
  * each op byte selects try_acquire, a blocking acquire with a past or a 2 ms deadline,
  * acquire_async on one of the request slots, cancel, release, key_set, key_unset, close,
  * destroy while busy or recreate, followed by a byte that makes the wakes call back into

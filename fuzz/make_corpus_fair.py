@@ -21,13 +21,15 @@ POOL = {0: 0, 1: 1, 2: 2, 3: 3, "beef": 4, "max": 5}
 FRESH = 0xE0
 
 
-def config(capacity, classes=1, thresholds=(), quantum=1, max_keys=6):
-    """A configuration: capacity 1..12, 1..3 classes, thresholds[c] in 1..capacity."""
-    assert 1 <= capacity <= 12 and 1 <= classes <= 3 and len(thresholds) == classes - 1
+def config(capacity, classes=1, headroom=(), quantum=1, max_keys=6):
+    """A configuration: capacity 1..12, 1..3 classes (class 0 the most urgent), and the
+    headroom of classes 1.. in 0..capacity-1, never decreasing (class 0 has none)."""
+    assert 1 <= capacity <= 12 and 1 <= classes <= 3 and len(headroom) == classes - 1
+    assert list(headroom) == sorted(headroom) and all(0 <= h < capacity for h in headroom)
     b = [capacity - 1]
     b += [{1: 0, 2: 100, 3: 180}[classes]]
-    for t in thresholds:
-        b += [1, t - 1]  # (byte & 3) != 0: threshold 1 + next % capacity
+    for h in headroom:
+        b += [1, h]  # (byte & 3) != 0: headroom next % capacity
     assert 1 <= quantum <= 3
     b += [quantum - 1]  # quantum 1 + byte % 3
     b += [0x10]  # default weight 1, default cap the capacity
@@ -110,18 +112,19 @@ def seeds():
         b += release(i % 7, "one" if i % 4 else "all")
     out["cap_below_quantum"] = b
 
-    # Capacity 10, classes with thresholds 6 and 8, two reserved keys, borrowing.
-    b = config(10, classes=3, thresholds=(6, 8))
+    # Capacity 10, classes 1 and 2 leaving 2 and 4 units free for the classes before them,
+    # two reserved keys, borrowing.
+    b = config(10, classes=3, headroom=(2, 4))
     b += key_set(1, 2, reserve=2) + key_set(2, 1, reserve=1)
-    b += try_(3, 0, 5) + try_(0, 2, 4)
-    for i, (k, c, n) in enumerate([(1, 0, 2), (2, 1, 1), (3, 0, 3), (0, 2, 2), (1, 2, 1),
-                                   ("beef", 1, 4), (2, 0, 2), (3, 1, 1)]):
+    b += try_(3, 2, 5) + try_(0, 0, 4)
+    for i, (k, c, n) in enumerate([(1, 2, 2), (2, 1, 1), (3, 2, 3), (0, 0, 2), (1, 0, 1),
+                                   ("beef", 1, 4), (2, 2, 2), (3, 1, 1)]):
         b += async_(i, k, c, n, reenter=i % 3 == 0)
     for i in range(30):
         b += release(i, ("all", "one", "half")[i % 3])
-    b += try_(1, 1, 1) + try_(2, 0, 1)
+    b += try_(1, 1, 1) + try_(2, 2, 1)
     for i in range(8, 14):
-        b += async_(i, i % 4, i % 3, 1 + i % 3)
+        b += async_(i, i % 4, 2 - i % 3, 1 + i % 3)
     for i in range(30):
         b += release(i + 1, "one")
     out["classes_and_reservations"] = b
@@ -138,11 +141,11 @@ def seeds():
     out["cap_lowered"] = b
 
     # Close with requests queued in both classes; destroy while busy; recreate.
-    b = config(4, classes=2, thresholds=(3,)) + try_(0, 0, 3)
+    b = config(4, classes=2, headroom=(1,)) + try_(0, 1, 3)
     for i in range(10):
-        b += async_(i, i % 4, i % 2, 1 + i % 2, reenter=i == 4)
+        b += async_(i, i % 4, 1 - i % 2, 1 + i % 2, reenter=i == 4)
     b += op("destroy_busy") + cancel(3) + cancel(3) + cancel(4, "timeout") + cancel(5, "invalid")
-    b += op("close", reenter=True) + op("destroy_busy") + try_(1, 0, 1) + async_(11, 2, 1, 1)
+    b += op("close", reenter=True) + op("destroy_busy") + try_(1, 1, 1) + async_(11, 2, 0, 1)
     b += release(0, "all")
     b += op("recreate") + config(1) + try_(1, 0, 1) + async_(0, 2, 0, 1) + release(0, "all")
     out["close_with_waiters"] = b

@@ -13,6 +13,7 @@
 #include "band/broadcast.h"
 #include "band/budget.h"
 #include "band/cancel.h"
+#include "band/cap_tree.h"
 #include "band/chan.h"
 #include "band/core.h"
 #include "band/error.h"

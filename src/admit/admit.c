@@ -112,7 +112,7 @@ static int admit_try_take(const band_admit_req *r)
     return 0;
 }
 
-int band_admit_try(band_admit_req *r, band_admit_grant *g)
+int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g)
 {
     if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) || band_waiter_is_pending(&r->w))
         return BAND_EINVAL;
@@ -196,7 +196,7 @@ static int admit_enqueue(band_admit_req *r)
     return rc;
 }
 
-int band_admit_async(band_admit_req *r)
+int band_admit_acquire_async(band_admit_req *r)
 {
     if (r == NULL || r->n == 0)
         return BAND_EINVAL;
@@ -231,7 +231,8 @@ static void admit_block_wake(band_waiter *w)
     band__parker_unpark(w->data);
 }
 
-int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline, band_cancel *cancel)
+int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
+                       band_cancel *cancel)
 {
     if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) || band_waiter_is_pending(&r->w))
         return BAND_EINVAL;

@@ -24,9 +24,9 @@
 #define BAND__ADMIT_GRANTED    2u /* granted and not yet moved into a grant */
 
 /* A hierarchy node: a budget with a parent and a reservation. */
-struct band_tree {
+struct band_cap_tree {
     band_sem sem; /* first, cache-line aligned: the node's cap is its capacity */
-    band_tree *parent;
+    band_cap_tree *parent;
     uint64_t reserve;       /* guaranteed reservation (0 = none); constant */
     uint64_t child_reserve; /* reservations of the children, in total (admit mutex) */
     uint64_t children;      /* live children (admit mutex) */

@@ -19,11 +19,11 @@
 
 #include "admit/admit_internal.h"
 
-int band_tree_create(band_tree **out, band_tree *parent, uint64_t cap, uint64_t reserve)
+int band_cap_tree_create(band_cap_tree **out, band_cap_tree *parent, uint64_t cap, uint64_t reserve)
 {
     if (out == NULL || cap == 0 || cap > BAND_MAX_UNITS || reserve > cap)
         return BAND_EINVAL;
-    band_tree *t = aligned_alloc(BAND__CACHELINE, sizeof(*t));
+    band_cap_tree *t = aligned_alloc(BAND__CACHELINE, sizeof(*t));
     if (t == NULL)
         return BAND_ENOMEM;
     int rc = band__sem_init(&t->sem, cap, 1);
@@ -59,7 +59,7 @@ int band_tree_create(band_tree **out, band_tree *parent, uint64_t cap, uint64_t 
     return 0;
 }
 
-int band_tree_destroy(band_tree *t)
+int band_cap_tree_destroy(band_cap_tree *t)
 {
     if (t == NULL)
         return 0;
@@ -80,24 +80,24 @@ int band_tree_destroy(band_tree *t)
     return 0;
 }
 
-band_sem *band_tree_sem(band_tree *t)
+band_sem *band_cap_tree_sem(band_cap_tree *t)
 {
     return t == NULL ? NULL : &t->sem;
 }
 
-band_tree *band_tree_parent(const band_tree *t)
+band_cap_tree *band_cap_tree_parent(const band_cap_tree *t)
 {
     return t == NULL ? NULL : t->parent;
 }
 
-int band_admit_req_add_tree(band_admit_req *r, band_tree *leaf, uint64_t amount)
+int band_admit_req_add_tree(band_admit_req *r, band_cap_tree *leaf, uint64_t amount)
 {
     if (r == NULL || leaf == NULL || amount > BAND_MAX_UNITS || band_waiter_is_pending(&r->w))
         return BAND_EINVAL;
     /* Check first that the whole path fits, so that nothing changes on failure. */
     uint32_t fresh = 0;
-    band_tree *tenant = NULL;
-    for (band_tree *t = leaf; t != NULL; t = t->parent) {
+    band_cap_tree *tenant = NULL;
+    for (band_cap_tree *t = leaf; t != NULL; t = t->parent) {
         if (tenant == NULL && t->reserve > 0)
             tenant = t;
         uint32_t i = 0;
@@ -120,7 +120,7 @@ int band_admit_req_add_tree(band_admit_req *r, band_tree *leaf, uint64_t amount)
             return BAND_EOVERFLOW;
     }
     unsigned stage = 0;
-    for (band_tree *t = leaf; t != NULL; t = t->parent)
+    for (band_cap_tree *t = leaf; t != NULL; t = t->parent)
         (void)band__admit_req_add_staged(r, &t->sem, amount, stage++);
     if (tenant != NULL) {
         if (k == r->_ntenant) {
@@ -138,7 +138,7 @@ void band__admit_tree_classify_locked(band_admit_req *r)
     if (r->_ntenant == 0)
         return;
     for (uint32_t k = 0; k < r->_ntenant; k++) {
-        band_tree *t = r->_tenant[k];
+        band_cap_tree *t = r->_tenant[k];
         uint64_t used = band__sem_in_use_locked(&t->sem);
         uint64_t amt = r->_tenant_amt[k];
         if (used > t->reserve || t->g_pending > t->reserve - used ||

@@ -266,7 +266,7 @@ struct dplain {
 struct dobj {
     band_sem *sem; /* NULL when it does not exist */
     band_budget *budget;
-    band_tree *tree;
+    band_cap_tree *tree;
 };
 
 struct obs {
@@ -1654,7 +1654,7 @@ static void try_destroy_real(struct admit_model *m, unsigned target, unsigned se
     struct dobj *o = &m->obj[target];
     int rc;
     if (o->tree != NULL)
-        rc = band_tree_destroy(o->tree);
+        rc = band_cap_tree_destroy(o->tree);
     else if (o->budget != NULL)
         rc = band_budget_destroy(o->budget);
     else
@@ -1753,17 +1753,17 @@ static int real_op(struct admit_model *m, struct op *o, uint64_t *ret)
         return 0;
     }
     case O_TRY:
-        return band_admit_try(&m->rq[o->slot].r, &m->rq[o->slot].g);
+        return band_admit_try_acquire(&m->rq[o->slot].r, &m->rq[o->slot].g);
     case O_ASYNC: {
         struct dreq *d = &m->rq[o->slot];
         if (!band_waiter_is_pending(&d->r.w)) {
             d->hook = o->hook;
             d->hook_target = o->hook_target;
         }
-        return band_admit_async(&d->r);
+        return band_admit_acquire_async(&d->r);
     }
     case O_PAST:
-        return band_admit(&m->rq[o->slot].r, &m->rq[o->slot].g, o->deadline, NULL);
+        return band_admit_acquire(&m->rq[o->slot].r, &m->rq[o->slot].g, o->deadline, NULL);
     case O_TAKE:
         return band_admit_req_grant(&m->rq[o->slot].r, &m->rq[o->slot].g);
     case O_RELEASE:
@@ -1816,7 +1816,7 @@ static int real_op(struct admit_model *m, struct op *o, uint64_t *ret)
         struct dobj *ob = &m->obj[o->x];
         int rc;
         if (ob->tree != NULL)
-            rc = band_tree_destroy(ob->tree);
+            rc = band_cap_tree_destroy(ob->tree);
         else if (ob->budget != NULL)
             rc = band_budget_destroy(ob->budget);
         else
@@ -1833,10 +1833,10 @@ static int real_op(struct admit_model *m, struct op *o, uint64_t *ret)
         int rc;
         if (o->ckind == K_TREE) {
             unsigned pi = m->cand[0].s[o->x].parent;
-            rc = band_tree_create(&ob->tree, pi == NONE8 ? NULL : m->obj[pi].tree, o->cap,
+            rc = band_cap_tree_create(&ob->tree, pi == NONE8 ? NULL : m->obj[pi].tree, o->cap,
                                   o->reserve);
             if (rc == 0)
-                ob->sem = band_tree_sem(ob->tree);
+                ob->sem = band_cap_tree_sem(ob->tree);
         } else if (o->ckind == K_BUDGET) {
             rc = band_budget_create(&ob->budget, o->cap, NULL);
             if (rc == 0)
@@ -2963,7 +2963,7 @@ static void teardown(struct admit_model *m)
             continue;
         (void)band_sem_close(o->sem);
         if (o->tree != NULL)
-            (void)band_tree_destroy(o->tree);
+            (void)band_cap_tree_destroy(o->tree);
         else if (o->budget != NULL)
             (void)band_budget_destroy(o->budget);
         else

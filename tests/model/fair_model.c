@@ -6,28 +6,30 @@
  * numbers, a key's flow in a class is "the queued requests of that key and class", and
  * every decision is a linear scan written out from the rules of fair.h and docs/fair.md:
  *
+ *  Class 0 is the most urgent; class c leaves headroom[c] units free for the classes
+ *  before it, so it fits while in_use + n <= capacity - headroom[c] (its "room").
  *  - Checks, in order: class out of range EINVAL; n == 0 succeeds at once on an open
- *    fair (ECLOSED when closed) and creates no key; closed ECLOSED; n above the class
- *    threshold E2BIG; a new key with max_keys live keys ENOMEM; n above the key's cap
+ *    fair (ECLOSED when closed) and creates no key; closed ECLOSED; n above the class's
+ *    room E2BIG; a new key with max_keys live keys ENOMEM; n above the key's cap
  *    E2BIG; then the decision; a request that must queue is EOVERFLOW when the units
  *    queued in its class would pass 2^64 - 1.
  *  - Granted at once when it overtakes nothing: its key has nothing queued in the class,
- *    held + n <= cap, n <= free, in_use + n <= threshold, and either it is within the
- *    key's reservation, or no class at or above it is stalled and it leaves the unused
+ *    held + n <= cap, n <= free, in_use + n <= room, and either it is within the
+ *    key's reservation, or no class from 0 to its own is stalled and it leaves the unused
  *    reservations of the other protected keys free (a key is protected while it holds
  *    less than its reservation and one of its first requests fits in the rest of it).
  *  - After every change that can let a request in, the dispatch: first, keys with a
- *    reservation in the order they got it, each class from the highest, grant first
- *    requests that fit in the key's unused reservation, the capacity and the threshold;
- *    then each class from the highest, deficit round robin in rounds, until a class
- *    stalls (and with it every lower class) or has nothing it may grant.
+ *    reservation in the order they got it, each class from 0 on, grant first requests
+ *    that fit in the key's unused reservation, the capacity and the class's room; then
+ *    each class from 0 on, deficit round robin in rounds, until a class stalls (and with
+ *    it every less urgent class) or has nothing it may grant.
  *  - The rounds. A flow has a round it was last credited for and the credit left in it;
  *    its first request is due in the first round by which that credit plus one quantum
  *    (weight * base quantum) per round covers it. The flow due first has the turn, ties
  *    going to the lower stamp (the flow that reached that round first). A turn at its
  *    key's cap is set aside, keeping everything, and stalls nobody. Otherwise the current
  *    round becomes the due one; the turn is granted if it fits (the capacity, the
- *    threshold, and the other protected keys' unused reservations unless within its own),
+ *    class's room, and the other protected keys' unused reservations unless within its own),
  *    paying from its credit, or the class stalls. A flow that becomes active starts in
  *    the current round (or its own later one) with no credit and a new stamp; one that
  *    empties keeps its round and loses its credit. When a flow's situation changes (its
@@ -40,7 +42,7 @@
  *    an operation that leaves it idle evicts it (counted) before it returns, before any
  *    wake runs.
  *  - Close fails every queued request with ECLOSED; a lowered cap fails the key's queued
- *    requests above it with E2BIG, class by class, in arrival order.
+ *    requests above it with E2BIG, class by class from the least urgent, in arrival order.
  *
  * Rounds are 128-bit where the compiler has them (the real fair rebases its 64-bit rounds
  * once they pass 2^62, which must not change anything; the giant configurations that get
@@ -81,7 +83,7 @@ enum slot_state { SL_IDLE, SL_QUEUED, SL_DONE };
 struct fair_model;
 
 struct slot {
-    band_fair_req r; /* first member: the waiter is its first member */
+    band_fair_acquire_op r; /* first member: the waiter is its first member */
     struct fair_model *m;
     int idx;
     enum slot_state state; /* the model's view */
@@ -119,7 +121,7 @@ struct mkey {
 };
 
 struct mclass {
-    uint64_t threshold;
+    uint64_t headroom;
     mround vround;
     uint64_t stamps;
     int stalled;
@@ -350,12 +352,18 @@ static uint64_t protected_except(const struct fair_model *m, const struct mkey *
     return sum;
 }
 
-/* Capacity, threshold and reservations (the cap is checked apart). */
+/* in_use + n within class @c's room: the capacity less the class's headroom. */
+static int room_for(const struct ref *r, uint32_t c, uint64_t n)
+{
+    return r->in_use + n <= r->capacity - r->cls[c].headroom;
+}
+
+/* Capacity, headroom and reservations (the cap is checked apart). */
 static int fits(const struct fair_model *m, const struct mkey *k, uint32_t c, uint64_t n)
 {
     const struct ref *r = &m->r;
     uint64_t free_units = r->capacity - r->in_use;
-    if (n > free_units || r->in_use + n > r->cls[c].threshold)
+    if (n > free_units || !room_for(r, c, n))
         return 0;
     if (k->held + n <= k->reserve)
         return 1;
@@ -368,11 +376,11 @@ static int grant_now_ok(const struct fair_model *m, const struct mkey *k, uint32
     if (head(m, k, c) >= 0 || at_cap(k, n))
         return 0;
     uint64_t free_units = r->capacity - r->in_use;
-    if (n > free_units || r->in_use + n > r->cls[c].threshold)
+    if (n > free_units || !room_for(r, c, n))
         return 0;
     if (k->held + n <= k->reserve)
         return 1;
-    for (uint32_t c2 = c; c2 < r->classes; c2++)
+    for (uint32_t c2 = 0; c2 <= c; c2++)
         if (r->cls[c2].stalled)
             return 0;
     return free_units - n >= protected_except(m, k);
@@ -526,13 +534,13 @@ static void dispatch(struct fair_model *m)
     int nres = reserved_order(m, res);
     for (int i = 0; i < nres; i++) {
         struct mkey *j = res[i];
-        for (uint32_t c = r->classes; c-- > 0;) {
+        for (uint32_t c = 0; c < r->classes; c++) {
             int granted = 0, e;
             while ((e = head(m, j, c)) >= 0) {
                 uint64_t n = r->ent[e].n;
                 if (j->held >= j->reserve || n > j->reserve - j->held)
                     break;
-                if (n > r->capacity - r->in_use || r->in_use + n > r->cls[c].threshold)
+                if (n > r->capacity - r->in_use || !room_for(r, c, n))
                     break;
                 grant(m, e);
                 granted = 1;
@@ -542,8 +550,8 @@ static void dispatch(struct fair_model *m)
                 flow_changed(m, j, c);
         }
     }
-    /* then the round robin, class by class from the highest */
-    for (uint32_t c = r->classes; c-- > 0;) {
+    /* then the round robin, class by class from the most urgent */
+    for (uint32_t c = 0; c < r->classes; c++) {
         struct mclass *cl = &r->cls[c];
         for (;;) {
             struct mkey *t = NULL;
@@ -582,10 +590,11 @@ static void dispatch(struct fair_model *m)
     }
 }
 
-/* Fail queued requests of @k above its cap with E2BIG: class by class, in arrival order. */
+/* Fail queued requests of @k above its cap with E2BIG: class by class from the least
+ * urgent, in arrival order. */
 static void fail_too_big(struct fair_model *m, struct mkey *k)
 {
-    for (uint32_t c = 0; c < m->r.classes; c++) {
+    for (uint32_t c = m->r.classes; c-- > 0;) {
         for (;;) {
             int best = -1;
             for (int e = 0; e <= NSLOTS; e++) {
@@ -612,7 +621,7 @@ static int submit(struct fair_model *m, uint64_t key, uint32_t cls, uint64_t n, 
     struct ref *r = &m->r;
     if (r->closed)
         return BAND_ECLOSED;
-    if (n > r->cls[cls].threshold) {
+    if (n > r->capacity - r->cls[cls].headroom) {
         r->too_big++;
         return BAND_E2BIG;
     }
@@ -732,7 +741,7 @@ static void compare_stats(struct fair_model *m, const char *where)
         const struct mclass *cl = &r->cls[c];
         const band_fair_class_stats *o = &st.cls[c];
         snprintf(what, sizeof(what), "%s: class %u", where, c);
-        expect_u64(m, what, cl->threshold, o->threshold);
+        expect_u64(m, what, cl->headroom, o->headroom);
         expect_u64(m, what, (uint64_t)cl->stalled, (uint64_t)o->stalled);
         expect_u64(m, what, class_nreq(m, c), o->waiters);
         expect_u64(m, what, class_units(m, c), o->waiting_units);
@@ -848,14 +857,13 @@ static void check_model(struct fair_model *m, const char *opname)
         for (uint32_t c = 0; c < r->classes; c++) {
             int e = head(m, j, c);
             if (e >= 0 && r->ent[e].n <= j->reserve - j->held &&
-                r->ent[e].n <= r->capacity - r->in_use &&
-                r->in_use + r->ent[e].n <= r->cls[c].threshold)
+                r->ent[e].n <= r->capacity - r->in_use && room_for(r, c, r->ent[e].n))
                 fail(m, "%s: model: key %llu waits within its reservation", opname,
                      (unsigned long long)j->id);
         }
     }
-    /* above the first stalled class, every waiting flow is at its key's cap */
-    for (uint32_t c = r->classes; c-- > 0;) {
+    /* before the first stalled class, every waiting flow is at its key's cap */
+    for (uint32_t c = 0; c < r->classes; c++) {
         if (r->cls[c].stalled)
             break;
         for (int i = 0; i < MAXK; i++) {
@@ -1010,7 +1018,7 @@ static void dump_flows(const struct fair_model *m)
 
 static int create_fair(struct fair_model *m)
 {
-    band_fair_config cfg;
+    band_fair_opts opts = {0};
     uint8_t b = next_byte(m);
     uint64_t cap;
     int giant = 0;
@@ -1024,39 +1032,40 @@ static int create_fair(struct fair_model *m)
         cap = BAND_FAIR_MAX_CAPACITY - next_byte(m) % 3;
         giant = 1;
     }
-    band_fair_config_init(&cfg, cap);
     b = next_byte(m);
-    cfg.classes = b < 100 ? 1 : b < 180 ? 2 : b < 240 ? 3 : MAXC;
-    uint64_t prev = 1;
-    for (uint32_t c = 0; c + 1 < cfg.classes; c++) {
+    opts.classes = b < 100 ? 1 : b < 180 ? 2 : b < 240 ? 3 : MAXC;
+    /* headroom of classes 1..classes-1: never decreasing, below the capacity */
+    uint64_t prev = 0;
+    for (uint32_t c = 1; c < opts.classes; c++) {
         b = next_byte(m);
-        uint64_t t = (b & 3) == 0 ? 0 : giant ? cap - next_byte(m) % 4 : 1 + next_byte(m) % cap;
-        if (t != 0 && t < prev)
-            t = prev;
-        cfg.thresholds[c] = t;
-        prev = t == 0 ? cap : t;
+        uint64_t h = (b & 3) == 0 ? 0 : giant ? next_byte(m) % 4 : next_byte(m) % cap;
+        if (h < prev)
+            h = prev;
+        opts.headroom[c] = h;
+        prev = h;
     }
     b = next_byte(m);
-    cfg.quantum = b < 150   ? UINT64_C(1) + b % 3
-                  : b < 230 ? UINT64_C(1) + b % 16
-                            : BAND_FAIR_MAX_QUANTUM - b % 2;
+    opts.quantum = b < 150   ? UINT64_C(1) + b % 3
+                   : b < 230 ? UINT64_C(1) + b % 16
+                             : BAND_FAIR_MAX_QUANTUM - b % 2;
     if (giant && b < 150)
-        cfg.quantum = 1; /* requests far above the quantum: rounds get large */
+        opts.quantum = 1; /* requests far above the quantum: rounds get large */
     b = next_byte(m);
-    cfg.default_weight = b % 4;
-    cfg.default_cap = (b & 0x30) == 0 ? 1 + next_byte(m) % cap : 0;
+    opts.default_weight = b % 4;
+    opts.default_cap = (b & 0x30) == 0 ? 1 + next_byte(m) % cap : 0;
     b = next_byte(m);
-    cfg.max_keys = b < 200 ? 2 + b % 7 : b < 250 ? 9 + b % 8 : 0;
+    opts.max_keys = b < 200 ? 2 + b % 7 : b < 250 ? 9 + b % 8 : 0;
     if (giant)
-        cfg.default_cap = 0;
+        opts.default_cap = 0;
 
     /* sometimes an invalid configuration first: refused, nothing created */
     b = next_byte(m);
     if ((b & 15) == 0) {
-        band_fair_config bad = cfg;
+        band_fair_opts bad = opts;
+        uint64_t bad_cap = cap;
         switch ((b >> 4) & 7) {
         case 0:
-            bad.capacity = 0;
+            bad_cap = 0;
             break;
         case 1:
             bad.classes = BAND_FAIR_MAX_CLASSES + 1;
@@ -1071,43 +1080,49 @@ static int create_fair(struct fair_model *m)
             bad.default_cap = cap + 1;
             break;
         case 5:
-            bad.classes = 2;
-            bad.thresholds[0] = cap + 1;
+            if (b & 0x80) {
+                bad.headroom[0] = 1; /* nothing is more urgent than class 0 */
+            } else {
+                bad.classes = 2;
+                bad.headroom[1] = cap; /* not below the capacity */
+            }
             break;
         case 6:
-            bad.classes = 3;
-            bad.thresholds[0] = cap;
-            bad.thresholds[1] = cap > 1 ? cap - 1 : 0;
-            if (cap == 1)
-                bad.capacity = 0;
+            if ((b & 0x80) && bad.classes < BAND_FAIR_MAX_CLASSES) {
+                bad.headroom[bad.classes] = 1; /* a class the fair does not have */
+            } else {
+                bad.classes = 3;
+                bad.headroom[1] = 1;
+                bad.headroom[2] = 0; /* decreasing (with capacity 1, also not below it) */
+            }
             break;
         default:
-            bad.capacity = BAND_FAIR_MAX_CAPACITY + 1;
+            bad_cap = BAND_FAIR_MAX_CAPACITY + 1;
             break;
         }
         band_fair *f = (band_fair *)(uintptr_t)0x1;
-        expect_int(m, "create(invalid configuration)", BAND_EINVAL, band_fair_create(&f, &bad));
+        expect_int(m, "create(invalid configuration)", BAND_EINVAL,
+                   band_fair_create(&f, bad_cap, &bad));
         if (f != (band_fair *)(uintptr_t)0x1)
             fail(m, "create(invalid configuration) changed *out");
     }
 
     struct ref *r = &m->r;
     memset(r, 0, sizeof(*r));
-    int rc = band_fair_create(&m->f, &cfg);
+    int rc = band_fair_create(&m->f, cap, &opts);
     if (rc != 0) {
         fail(m, "create(capacity %llu) returned %d", (unsigned long long)cap, rc);
         m->f = NULL;
         return -1;
     }
     r->capacity = cap;
-    r->classes = cfg.classes == 0 ? 1 : cfg.classes;
-    r->quantum = cfg.quantum == 0 ? 1 : cfg.quantum;
-    r->dweight = cfg.default_weight == 0 ? 1 : cfg.default_weight;
-    r->dcap = cfg.default_cap == 0 ? cap : cfg.default_cap;
-    r->max_keys = cfg.max_keys == 0 ? BAND_FAIR_DEFAULT_MAX_KEYS : cfg.max_keys;
+    r->classes = opts.classes == 0 ? 1 : opts.classes;
+    r->quantum = opts.quantum == 0 ? 1 : opts.quantum;
+    r->dweight = opts.default_weight == 0 ? 1 : opts.default_weight;
+    r->dcap = opts.default_cap == 0 ? cap : opts.default_cap;
+    r->max_keys = opts.max_keys == 0 ? BAND_FAIR_DEFAULT_MAX_KEYS : opts.max_keys;
     for (uint32_t c = 0; c < r->classes; c++) {
-        uint64_t t = cfg.thresholds[c];
-        r->cls[c].threshold = (c + 1 == r->classes || t == 0) ? cap : t;
+        r->cls[c].headroom = opts.headroom[c];
         r->cls[c].vround = LAG;
     }
     m->floods = r->max_keys <= 16;
@@ -1143,7 +1158,7 @@ static uint64_t read_units(struct fair_model *m, uint64_t key, uint32_t cls)
     uint8_t c = next_byte(m);
     const struct mkey *k = key_find(m, key);
     uint64_t cap = k != NULL ? k->cap : r->dcap;
-    uint64_t thr = cls < r->classes ? r->cls[cls].threshold : r->capacity;
+    uint64_t room = cls < r->classes ? r->capacity - r->cls[cls].headroom : r->capacity;
     switch (c & 15) {
     case 0:
     case 1:
@@ -1161,7 +1176,7 @@ static uint64_t read_units(struct fair_model *m, uint64_t key, uint32_t cls)
         return r->capacity <= 64 ? 1 + next_byte(m) % (r->capacity + 2)
                                  : UINT64_C(1) + next_byte(m);
     case 11:
-        return (c & 0x10) ? thr : thr + 1;
+        return (c & 0x10) ? room : room + 1;
     case 12:
         return (c & 0x10) ? cap : cap + 1;
     case 13:
@@ -1246,10 +1261,11 @@ static void op_async(struct fair_model *m)
     int exp;
     if (sl->state == SL_QUEUED) {
         /* resubmitting a pending request: refused, the queued one is untouched */
-        expect_int(m, "acquire_async(pending)", BAND_EINVAL, band_fair_acquire_async(m->f, &sl->r));
+        expect_int(m, "acquire_async(pending)", BAND_EINVAL,
+                   band_fair_acquire_async(m->f, key, cls, n, &sl->r));
         return;
     }
-    band_fair_req_init(&sl->r, model_wake, sl, key, cls, n);
+    band_waiter_init(&sl->r.w, model_wake, sl);
     sl->wakes = 0;
     sl->state = SL_IDLE;
     sl->status = 0;
@@ -1266,7 +1282,7 @@ static void op_async(struct fair_model *m)
             sl->status = exp;
     }
     evict_idle(m);
-    int rc = band_fair_acquire_async(m->f, &sl->r);
+    int rc = band_fair_acquire_async(m->f, key, cls, n, &sl->r);
     expect_int(m, "acquire_async", exp, rc);
     if (rc == BAND_PENDING)
         m->counts.pending++;
@@ -1496,7 +1512,7 @@ static void op_destroy_busy(struct fair_model *m)
 static void reset_slots(struct fair_model *m)
 {
     for (int i = 0; i < NSLOTS; i++) {
-        band_fair_req_init(&m->slots[i].r, model_wake, &m->slots[i], 0, 0, 1);
+        band_waiter_init(&m->slots[i].r.w, model_wake, &m->slots[i]);
         m->slots[i].state = SL_IDLE;
         m->slots[i].status = 0;
         m->slots[i].wakes = 0;

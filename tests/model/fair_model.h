@@ -4,7 +4,7 @@
  *
  * Shared by tests/model/model_fair.c (bytes from fixed seeds, and the fuzz corpus) and
  * fuzz/fuzz_fair.c (libFuzzer's bytes). The first bytes of an input choose the fair's
- * configuration (capacity, classes and their thresholds, base quantum, default weight and
+ * configuration (capacity, classes and their headroom, base quantum, default weight and
  * cap, max_keys); then every operation is an op byte, a byte that decides whether the wakes
  * of this operation call back into the fair, and the operation's arguments. Operations:
  * try_acquire, blocking acquire with a past deadline, blocking acquire with a short

@@ -182,7 +182,7 @@ static void test_cancel_reason_counts(void **state)
         band_admit_req_init(&r, dwake_fn, NULL);
         assert_int_equal(band_admit_req_add(&r, sa, 1), 0);
         assert_int_equal(band_admit_req_add(&r, sb, 1), 0);
-        assert_int_equal(band_admit_async(&r), BAND_PENDING);
+        assert_int_equal(band_admit_acquire_async(&r), BAND_PENDING);
         for (unsigned j = 0; j < TEST_COUNTOF(refused); j++) {
             assert_int_equal(band_waiter_cancel(&plain.w, refused[j]), BAND_EINVAL);
             assert_int_equal(band_waiter_cancel(&r.w, refused[j]), BAND_EINVAL);
@@ -220,19 +220,19 @@ static void test_cancel_reason_counts(void **state)
 static void test_destroy_in_wake_while_staged(void **state)
 {
     (void)state;
-    band_tree *root, *leaf;
-    assert_int_equal(band_tree_create(&root, NULL, 4, 0), 0);
-    assert_int_equal(band_tree_create(&leaf, root, 2, 0), 0);
+    band_cap_tree *root, *leaf;
+    assert_int_equal(band_cap_tree_create(&root, NULL, 4, 0), 0);
+    assert_int_equal(band_cap_tree_create(&leaf, root, 2, 0), 0);
     band_admit_req held, staged;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     band_admit_req_init(&held, NULL, NULL);
     assert_int_equal(band_admit_req_add_tree(&held, leaf, 2), 0);
-    assert_int_equal(band_admit_try(&held, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&held, &g), 0);
     struct dwake sw = {0};
     band_admit_req_init(&staged, dwake_fn, &sw);
     assert_int_equal(band_admit_req_add_tree(&staged, leaf, 1), 0);
-    assert_int_equal(band_admit_async(&staged), BAND_PENDING); /* waits at the leaf */
-    assert_u64_equal(stats_of(band_tree_sem(root)).waiters, 0);
+    assert_int_equal(band_admit_acquire_async(&staged), BAND_PENDING); /* waits at the leaf */
+    assert_u64_equal(stats_of(band_cap_tree_sem(root)).waiters, 0);
 
     band_budget *x;
     assert_int_equal(band_budget_create(&x, 1, NULL), 0);
@@ -253,26 +253,26 @@ static void test_destroy_in_wake_while_staged(void **state)
     assert_int_equal(sw.status, 0);
     assert_int_equal(band_admit_req_grant(&staged, &g), 0);
     assert_int_equal(band_admit_release(&g), 0);
-    assert_int_equal(band_tree_destroy(leaf), 0);
-    assert_int_equal(band_tree_destroy(root), 0);
+    assert_int_equal(band_cap_tree_destroy(leaf), 0);
+    assert_int_equal(band_cap_tree_destroy(root), 0);
 }
 
 /* The same with a shrink that fails the plain waiter with BAND_E2BIG. */
 static void test_destroy_in_wake_of_shrink_while_staged(void **state)
 {
     (void)state;
-    band_tree *root, *leaf;
-    assert_int_equal(band_tree_create(&root, NULL, 4, 0), 0);
-    assert_int_equal(band_tree_create(&leaf, root, 2, 0), 0);
+    band_cap_tree *root, *leaf;
+    assert_int_equal(band_cap_tree_create(&root, NULL, 4, 0), 0);
+    assert_int_equal(band_cap_tree_create(&leaf, root, 2, 0), 0);
     band_admit_req held, staged;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     band_admit_req_init(&held, NULL, NULL);
     assert_int_equal(band_admit_req_add_tree(&held, leaf, 2), 0);
-    assert_int_equal(band_admit_try(&held, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&held, &g), 0);
     struct dwake sw = {0};
     band_admit_req_init(&staged, dwake_fn, &sw);
     assert_int_equal(band_admit_req_add_tree(&staged, leaf, 1), 0);
-    assert_int_equal(band_admit_async(&staged), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&staged), BAND_PENDING);
 
     band_budget *x;
     assert_int_equal(band_budget_create(&x, 3, NULL), 0);
@@ -290,8 +290,8 @@ static void test_destroy_in_wake_of_shrink_while_staged(void **state)
     assert_int_equal(sw.status, 0);
     assert_int_equal(band_admit_req_grant(&staged, &g), 0);
     assert_int_equal(band_admit_release(&g), 0);
-    assert_int_equal(band_tree_destroy(leaf), 0);
-    assert_int_equal(band_tree_destroy(root), 0);
+    assert_int_equal(band_cap_tree_destroy(leaf), 0);
+    assert_int_equal(band_cap_tree_destroy(root), 0);
 }
 
 /*
@@ -314,7 +314,7 @@ static void test_release_after_shrink_below_set_aside(void **state)
     band_admit_req_init(&r, dwake_fn, &rw);
     assert_int_equal(band_admit_req_add(&r, sa, 1), 0);
     assert_int_equal(band_admit_req_add(&r, sb, 1), 0);
-    assert_int_equal(band_admit_async(&r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&r), BAND_PENDING);
     assert_u64_equal(stats_of(sa).head_granted, 4); /* a's free units, set aside for r */
     assert_int_equal(band_budget_shrink(a, 4), 0);  /* capacity 1, owes 4 */
     band_sem_stats st = stats_of(sa);
@@ -346,20 +346,20 @@ static void test_release_after_shrink_below_set_aside(void **state)
 static void test_tree_reserve_past_shrunk_cap(void **state)
 {
     (void)state;
-    band_tree *root, *t1, *t2, *t3 = NULL;
-    assert_int_equal(band_tree_create(&root, NULL, 10, 0), 0);
-    assert_int_equal(band_tree_create(&t1, root, 10, 4), 0);
-    assert_int_equal(band_tree_create(&t2, root, 10, 4), 0);
-    assert_int_equal(band_tree_create(&t3, root, 5, 3), BAND_EINVAL); /* 8 + 3 > 10 */
-    assert_int_equal(band_sem_reduce(band_tree_sem(root), 7), 0);     /* capacity 3 < 8 */
-    assert_int_equal(band_tree_create(&t3, root, 5, 1), BAND_EINVAL); /* 8 + 1 > 3 */
+    band_cap_tree *root, *t1, *t2, *t3 = NULL;
+    assert_int_equal(band_cap_tree_create(&root, NULL, 10, 0), 0);
+    assert_int_equal(band_cap_tree_create(&t1, root, 10, 4), 0);
+    assert_int_equal(band_cap_tree_create(&t2, root, 10, 4), 0);
+    assert_int_equal(band_cap_tree_create(&t3, root, 5, 3), BAND_EINVAL); /* 8 + 3 > 10 */
+    assert_int_equal(band_sem_reduce(band_cap_tree_sem(root), 7), 0);     /* capacity 3 < 8 */
+    assert_int_equal(band_cap_tree_create(&t3, root, 5, 1), BAND_EINVAL); /* 8 + 1 > 3 */
     if (t3 != NULL) {
-        assert_int_equal(band_tree_destroy(t3), 0);
+        assert_int_equal(band_cap_tree_destroy(t3), 0);
         t3 = NULL;
     }
-    assert_int_equal(band_tree_destroy(t2), 0);
-    assert_int_equal(band_tree_destroy(t1), 0);
-    assert_int_equal(band_tree_destroy(root), 0);
+    assert_int_equal(band_cap_tree_destroy(t2), 0);
+    assert_int_equal(band_cap_tree_destroy(t1), 0);
+    assert_int_equal(band_cap_tree_destroy(root), 0);
 }
 
 /* ---------------------------------------------------------------------------------- */

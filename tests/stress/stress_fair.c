@@ -31,7 +31,7 @@ struct shared {
 };
 
 struct areq {
-    band_fair_req r;
+    band_fair_acquire_op r;
     atomic_int wakes;
 };
 
@@ -89,9 +89,9 @@ static void op_blocking(struct worker *w, uint64_t key, uint32_t cls, uint64_t n
 static void op_async(struct worker *w, uint64_t key, uint32_t cls, uint64_t n)
 {
     struct areq a;
-    band_fair_req_init(&a.r, areq_wake, NULL, key, cls, n);
+    band_waiter_init(&a.r.w, areq_wake, NULL);
     atomic_init(&a.wakes, 0);
-    int rc = band_fair_acquire_async(w->sh->f, &a.r);
+    int rc = band_fair_acquire_async(w->sh->f, key, cls, n, &a.r);
     if (rc == 0) {
         w->grants++;
         release_or_count(w, key, n);
@@ -157,7 +157,7 @@ static int worker_main(void *arg)
             break;
         w->iters++;
         uint64_t key = test_rng_next(&w->seed) % KEYS;
-        uint32_t cls = (uint32_t)(test_rng_next(&w->seed) % 3);
+        uint32_t cls = 2 - (uint32_t)(test_rng_next(&w->seed) % 3); /* 2: the least urgent */
         uint64_t n = test_rng_range(&w->seed, 1, 4);
         switch (test_rng_next(&w->seed) % 8) {
         case 0:
@@ -198,14 +198,13 @@ static int config_main(void *arg)
 
 static void run_scenario(uint32_t max_keys, band_time secs_ns, int closing)
 {
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 8);
-    cfg.classes = 3;
-    cfg.thresholds[0] = 5;
-    cfg.thresholds[1] = 6;
-    cfg.max_keys = max_keys;
+    band_fair_opts fo = {0};
+    fo.classes = 3;
+    fo.headroom[1] = 2; /* class 1 may fill 6 of the 8 units, class 2 only 5 */
+    fo.headroom[2] = 3;
+    fo.max_keys = max_keys;
     struct shared sh;
-    assert_int_equal(band_fair_create(&sh.f, &cfg), 0);
+    assert_int_equal(band_fair_create(&sh.f, 8, &fo), 0);
     band_fair_key_opts o0 = {4, 0, 2};
     band_fair_key_opts o1 = {1, 4, 0};
     band_fair_key_opts o2 = {2, 0, 1};
@@ -368,9 +367,9 @@ static void race_round(struct race *r, unsigned k, uint64_t *seed, struct race_c
                band_fair_try_acquire(r->f, KEY_HOLDER, 0, 1) != 0) {
         n->errors++;
     }
-    band_fair_req_init(&a.r, areq_wake, NULL, key, 0, 1);
+    band_waiter_init(&a.r.w, areq_wake, NULL);
     atomic_init(&a.wakes, 0);
-    if (band_fair_acquire_async(r->f, &a.r) != BAND_PENDING)
+    if (band_fair_acquire_async(r->f, key, 0, 1, &a.r) != BAND_PENDING)
         n->errors++;
     atomic_store_explicit(&r->queued, k, memory_order_release);
     atomic_fetch_add_explicit(&r->ready, 1, memory_order_acq_rel);
@@ -405,10 +404,8 @@ static void race_round(struct race *r, unsigned k, uint64_t *seed, struct race_c
 static void test_stress_cancel_races_release(void **state)
 {
     (void)state;
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 2);
     struct race r;
-    assert_int_equal(band_fair_create(&r.f, &cfg), 0);
+    assert_int_equal(band_fair_create(&r.f, 2, NULL), 0);
     band_fair_key_opts capped = {4, 1, 0}; /* weight 4, cap 1 */
     assert_int_equal(band_fair_key_set(r.f, KEY_CAPPED, &capped), 0);
     atomic_init(&r.queued, 0);

@@ -149,7 +149,7 @@ static void test_admit(void **state)
     assert_int_equal(band_admit_req_add(&r, b, 2), 0);
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     struct later l;
-    assert_int_equal(band_admit(&r, &g, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
+    assert_int_equal(band_admit_acquire(&r, &g, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
     finish(&l);
     assert_u64_equal(band_sem_available(a), 4); /* all or none */
     assert_u64_equal(band_sem_available(b), 1);
@@ -158,7 +158,7 @@ static void test_admit(void **state)
     band_admit_req_init(&r1, NULL, NULL);
     assert_int_equal(band_admit_req_add(&r1, a, 1), 0);
     assert_int_equal(band_admit_req_add(&r1, b, 1), 0);
-    assert_int_equal(band_admit(&r1, &g, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_admit_acquire(&r1, &g, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_admit_adjust(&g, b, 2, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);
     finish(&l);
     assert_u64_equal(band_admit_held(&g, b), 1);
@@ -173,10 +173,8 @@ static void test_admit(void **state)
 static void test_fair(void **state)
 {
     (void)state;
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 2);
     band_fair *f;
-    assert_int_equal(band_fair_create(&f, &cfg), 0);
+    assert_int_equal(band_fair_create(&f, 2, NULL), 0);
     assert_int_equal(band_fair_acquire(f, 1, 0, 2, BAND_FOREVER, NULL), 0);
     struct later l;
     assert_int_equal(band_fair_acquire(f, 2, 0, 1, BAND_FOREVER, cancel_soon(&l)), BAND_ECANCELED);

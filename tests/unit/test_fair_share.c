@@ -39,7 +39,7 @@ static int sched_step(struct sched *s)
     if (s->head == s->tail)
         return -1;
     int id = s->fifo[s->head++ % FAIR_LOG_MAX];
-    int rc = band_fair_release(s->f, s->reqs[id].r.key, s->reqs[id].r.n);
+    int rc = band_fair_release(s->f, s->reqs[id].key, s->reqs[id].n);
     sched_pull(s);
     return rc;
 }
@@ -72,20 +72,20 @@ static void test_weights_124_and_idle_share(void **state)
     struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
     int id = 0;
     freq_init(&reqs[id], id, &log, 99, 0, cap);
-    assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+    assert_int_equal(freq_submit(f, &reqs[id]), 0);
     s.fifo[s.tail++] = id++;
     /* queue the backlogs interleaved in a bad order: the light key first */
     for (int i = 0; i < NA; i++) {
         freq_init(&reqs[id], id, &log, 1, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     for (int i = 0; i < NB; i++) {
         freq_init(&reqs[id], id, &log, 2, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     for (int i = 0; i < NC; i++) {
         freq_init(&reqs[id], id, &log, 3, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     CHECK(f);
 
@@ -162,12 +162,12 @@ static void run_backlogged_124(uint64_t cap, uint64_t q, const uint64_t caps[3],
     struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
     int id = 0;
     freq_init(&reqs[id], id, &log, 99, 0, cap); /* holds the capacity while keys queue */
-    assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+    assert_int_equal(freq_submit(f, &reqs[id]), 0);
     s.fifo[s.tail++] = id++;
     for (uint64_t k = 1; k <= 3; k++) {
         for (unsigned i = 0; i < backlog; i++) {
             freq_init(&reqs[id], id, &log, k, 0, 1);
-            assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+            assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
         }
     }
     CHECK(f);
@@ -255,12 +255,12 @@ static void test_shares_caps_below_quantum(void **state)
         struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
         int id = 0;
         freq_init(&reqs[id], id, &log, 99, 0, 6);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+        assert_int_equal(freq_submit(f, &reqs[id]), 0);
         s.fifo[s.tail++] = id++;
         for (uint64_t k = 1; k <= 3; k++) {
             for (unsigned i = 0; i <= n; i++) {
                 freq_init(&reqs[id], id, &log, k, 0, 1);
-                assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+                assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
             }
         }
         while (log.len < n)
@@ -298,13 +298,13 @@ static void test_weighted_units(void **state)
     struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
     int id = 0;
     freq_init(&reqs[id], id, &log, 99, 0, cap);
-    assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+    assert_int_equal(freq_submit(f, &reqs[id]), 0);
     s.fifo[s.tail++] = id++;
     static const uint64_t size[4] = {0, 4, 1, 2};
     for (int i = 0; i < N; i++) {
         for (uint64_t k = 1; k <= 3; k++) {
             freq_init(&reqs[id], id, &log, k, 0, size[k]);
-            assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+            assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
         }
     }
     uint64_t units[4] = {0};
@@ -342,15 +342,15 @@ static void test_many_keys_one_round(void **state)
     struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
     int id = 0;
     freq_init(&reqs[id], id, &log, 999, 0, 1);
-    assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+    assert_int_equal(freq_submit(f, &reqs[id]), 0);
     s.fifo[s.tail++] = id++;
     for (int i = 0; i < DEEP; i++) {
         freq_init(&reqs[id], id, &log, 0, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     for (int i = 0; i < FEW; i++) {
         freq_init(&reqs[id], id, &log, (uint64_t)i + 1, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     while (log.len < 2 * (FEW + 1))
         assert_int_equal(sched_step(&s), 0);
@@ -368,11 +368,10 @@ static void test_many_keys_one_round(void **state)
 static void test_registry_flood(void **state)
 {
     (void)state;
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 1000);
-    cfg.max_keys = 64;
+    band_fair_opts o = {0};
+    o.max_keys = 64;
     band_fair *f = NULL;
-    assert_int_equal(band_fair_create(&f, &cfg), 0);
+    assert_int_equal(band_fair_create(&f, 1000, &o), 0);
     uint64_t rng = 42;
     /* 1. each distinct key acquires and releases: its state lives only meanwhile */
     for (int i = 0; i < 100000; i++) {
@@ -394,7 +393,7 @@ static void test_registry_flood(void **state)
         uint64_t key = 1000 + test_rng_next(&rng) % UINT64_C(1000000000);
         assert_int_equal(band_fair_try_acquire(f, key, 0, 1), BAND_ENOMEM);
         freq_init(&q, 0, NULL, key, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &q.r), BAND_ENOMEM);
+        assert_int_equal(freq_submit(f, &q), BAND_ENOMEM);
         assert_int_equal(band_waiter_status(&q.r.w), BAND_ENOMEM);
     }
     band_fair_get_stats(f, &st);
@@ -423,11 +422,10 @@ static void test_registry_flood(void **state)
 static void test_registry_many_live(void **state)
 {
     (void)state;
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 100000);
-    cfg.max_keys = 5000;
+    band_fair_opts o = {0};
+    o.max_keys = 5000;
     band_fair *f = NULL;
-    assert_int_equal(band_fair_create(&f, &cfg), 0);
+    assert_int_equal(band_fair_create(&f, 100000, &o), 0);
     for (uint64_t k = 0; k < 5000; k++)
         assert_int_equal(band_fair_try_acquire(f, k * 7919, 0, 1 + k % 3), 0);
     assert_int_equal(band_fair_try_acquire(f, 1, 0, 1), BAND_ENOMEM);
@@ -476,7 +474,7 @@ static int rnd_collect(struct rnd *m)
         if (wakes == 1) {
             int st = atomic_load(&m->q[i].status);
             if (st == 0)
-                m->held[m->q[i].r.key] += m->q[i].r.n;
+                m->held[m->q[i].key] += m->q[i].n;
             else if (st != BAND_E2BIG)
                 errors++;
             m->state[i] = SLOT_FREE;
@@ -488,7 +486,7 @@ static int rnd_collect(struct rnd *m)
 static void rnd_step(struct rnd *m)
 {
     uint64_t key = test_rng_next(&m->rng) % RND_KEYS;
-    uint32_t cls = (uint32_t)(test_rng_next(&m->rng) % 3);
+    uint32_t cls = 2 - (uint32_t)(test_rng_next(&m->rng) % 3); /* class 2: the least urgent */
     uint64_t n = test_rng_range(&m->rng, 1, 5);
     int i = (int)(test_rng_next(&m->rng) % RND_SLOTS);
     int rc;
@@ -499,7 +497,7 @@ static void rnd_step(struct rnd *m)
         if (m->state[i] != SLOT_FREE)
             return;
         freq_init(&m->q[i], i, NULL, key, cls, n);
-        rc = band_fair_acquire_async(m->f, &m->q[i].r);
+        rc = freq_submit(m->f, &m->q[i]);
         if (rc == 0)
             m->held[key] += n;
         else if (rc == BAND_PENDING)
@@ -558,16 +556,15 @@ static void test_random_ops(void **state)
     struct rnd *m = calloc(1, sizeof(*m));
     assert_non_null(m);
     for (uint64_t seed = 1; seed <= 60; seed++) {
-        band_fair_config cfg;
-        band_fair_config_init(&cfg, 12);
-        cfg.classes = 3;
-        cfg.thresholds[0] = 6;
-        cfg.thresholds[1] = 9;
-        cfg.max_keys = 6;
-        cfg.quantum = 1 + seed % 3;
+        band_fair_opts o = {0};
+        o.classes = 3;
+        o.headroom[1] = 3; /* class 1 may fill 9 of the 12 units, class 2 only 6 */
+        o.headroom[2] = 6;
+        o.max_keys = 6;
+        o.quantum = 1 + seed % 3;
         memset(m, 0, sizeof(*m));
         m->rng = seed;
-        assert_int_equal(band_fair_create(&m->f, &cfg), 0);
+        assert_int_equal(band_fair_create(&m->f, 12, &o), 0);
         for (int step = 0; step < 3000; step++) {
             rnd_step(m);
             assert_int_equal(rnd_collect(m), 0);

@@ -12,41 +12,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/name.h"
 #include "prim/fair/fair_internal.h"
 
-void band_fair_config_init(band_fair_config *c, uint64_t capacity)
+/* Check @capacity and *@o; 0 or BAND_EINVAL. */
+static int fair_opts_check(uint64_t capacity, const band_fair_opts *o)
 {
-    if (c == NULL)
-        return;
-    memset(c, 0, sizeof(*c));
-    c->capacity = capacity;
-}
-
-/* Check *@cfg; 0 or BAND_EINVAL. */
-static int fair_config_check(const band_fair_config *cfg)
-{
-    if (cfg->capacity == 0 || cfg->capacity > BAND_FAIR_MAX_CAPACITY)
+    if (capacity == 0 || capacity > BAND_FAIR_MAX_CAPACITY)
         return BAND_EINVAL;
-    if (cfg->classes > BAND_FAIR_MAX_CLASSES || cfg->quantum > BAND_FAIR_MAX_QUANTUM)
+    if (o->classes > BAND_FAIR_MAX_CLASSES || o->quantum > BAND_FAIR_MAX_QUANTUM)
         return BAND_EINVAL;
-    if (cfg->default_weight > BAND_FAIR_MAX_WEIGHT || cfg->default_cap > cfg->capacity)
+    if (o->default_weight > BAND_FAIR_MAX_WEIGHT || o->default_cap > capacity)
         return BAND_EINVAL;
-    uint32_t classes = cfg->classes == 0 ? 1 : cfg->classes;
-    uint64_t prev = 1;
-    for (uint32_t c = 0; c + 1 < classes; c++) {
-        uint64_t t = cfg->thresholds[c] == 0 ? cfg->capacity : cfg->thresholds[c];
-        if (t > cfg->capacity || t < prev)
+    uint32_t classes = o->classes == 0 ? 1 : o->classes;
+    if (o->headroom[0] != 0)
+        return BAND_EINVAL; /* nothing is more urgent than class 0 */
+    for (uint32_t c = 1; c < BAND_FAIR_MAX_CLASSES; c++) {
+        uint64_t h = o->headroom[c];
+        if (c >= classes) {
+            if (h != 0)
+                return BAND_EINVAL; /* a class the fair does not have */
+        } else if (h >= capacity || h < o->headroom[c - 1]) {
             return BAND_EINVAL;
-        prev = t;
+        }
     }
     return 0;
 }
 
-int band_fair_create(band_fair **out, const band_fair_config *cfg)
+int band_fair_create(band_fair **out, uint64_t capacity, const band_fair_opts *opts)
 {
-    if (out == NULL || cfg == NULL || fair_config_check(cfg) != 0)
+    static const band_fair_opts defaults;
+    if (opts == NULL)
+        opts = &defaults;
+    if (out == NULL || fair_opts_check(capacity, opts) != 0)
         return BAND_EINVAL;
-    uint32_t classes = cfg->classes == 0 ? 1 : cfg->classes;
+    uint32_t classes = opts->classes == 0 ? 1 : opts->classes;
     band_fair *f = calloc(1, sizeof(*f) + classes * sizeof(struct fair_class));
     if (f == NULL)
         return BAND_ENOMEM;
@@ -55,21 +55,20 @@ int band_fair_create(band_fair **out, const band_fair_config *cfg)
         return BAND_ENOMEM;
     }
     band__waitq_init(&f->q, &f->lock, &band__fair_waitq_ops);
-    f->capacity = cfg->capacity;
+    f->capacity = capacity;
     f->nclasses = classes;
-    f->quantum = cfg->quantum == 0 ? 1 : cfg->quantum;
-    f->default_weight = cfg->default_weight == 0 ? 1 : cfg->default_weight;
-    f->default_cap = cfg->default_cap == 0 ? cfg->capacity : cfg->default_cap;
+    f->quantum = opts->quantum == 0 ? 1 : opts->quantum;
+    f->default_weight = opts->default_weight == 0 ? 1 : opts->default_weight;
+    f->default_cap = opts->default_cap == 0 ? capacity : opts->default_cap;
     band__list_init(&f->reserved);
     for (uint32_t c = 0; c < classes; c++) {
         struct fair_class *cl = &f->cls[c];
         band__list_init(&cl->ring);
         band__list_init(&cl->parked);
         cl->vround = FAIR_LAG;
-        uint64_t t = cfg->thresholds[c];
-        cl->threshold = (c + 1 == classes || t == 0) ? cfg->capacity : t;
+        cl->limit = capacity - opts->headroom[c];
     }
-    uint64_t max_keys = cfg->max_keys == 0 ? BAND_FAIR_DEFAULT_MAX_KEYS : cfg->max_keys;
+    uint64_t max_keys = opts->max_keys == 0 ? BAND_FAIR_DEFAULT_MAX_KEYS : opts->max_keys;
     if (band__fair_keys_init(f, max_keys) != 0) {
         pthread_mutex_destroy(&f->lock);
         free(f);
@@ -92,6 +91,13 @@ int band_fair_destroy(band_fair *f)
     pthread_mutex_destroy(&f->lock);
     free(f);
     return 0;
+}
+
+int band_fair_set_name(band_fair *f, const char *name)
+{
+    if (f == NULL)
+        return BAND_EINVAL;
+    return band__set_name(f->name, name, &f->lock);
 }
 
 /* ---------------------------------------------------------------- keys */
@@ -173,7 +179,7 @@ int band_fair_close(band_fair *f)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
     f->closed = true;
-    for (uint32_t c = 0; c < f->nclasses; c++) {
+    for (uint32_t c = f->nclasses; c-- > 0;) { /* the least urgent class first */
         struct fair_class *cl = &f->cls[c];
         struct band__node *fn;
         /* the ring first, then the parked flows; each list in its order */
@@ -183,7 +189,7 @@ int band_fair_close(band_fair *f)
             struct fair_key *k = fl->key;
             struct band__node *n;
             while ((n = band__list_first(&fl->reqs)) != NULL) {
-                band_fair_req *r = band__fair_req_of(band__waiter_of(n));
+                band_fair_acquire_op *r = band__fair_op_of(band__waiter_of(n));
                 band__fair_unlink_locked(f, r); /* the last one takes fl off its list */
                 r->_k = NULL;
                 f->closed_fails++;
@@ -196,6 +202,17 @@ int band_fair_close(band_fair *f)
     pthread_mutex_unlock(&f->lock);
     band__wakelist_run(&wl);
     return 0;
+}
+
+int band_fair_is_closed(const band_fair *cf)
+{
+    if (cf == NULL)
+        return 0;
+    band_fair *f = (band_fair *)cf; /* the lock is logically const */
+    pthread_mutex_lock(&f->lock);
+    int closed = f->closed;
+    pthread_mutex_unlock(&f->lock);
+    return closed;
 }
 
 /* ---------------------------------------------------------------- observability */
@@ -228,6 +245,7 @@ int band_fair_get_stats(const band_fair *cf, band_fair_stats *out)
     band_fair *f = (band_fair *)cf; /* the lock is logically const */
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&f->lock);
+    memcpy(out->name, f->name, sizeof(out->name));
     out->capacity = f->capacity;
     out->in_use = f->in_use;
     out->reserved = f->reserved_total;
@@ -246,7 +264,7 @@ int band_fair_get_stats(const band_fair *cf, band_fair_stats *out)
     for (uint32_t c = 0; c < f->nclasses; c++) {
         const struct fair_class *cl = &f->cls[c];
         band_fair_class_stats *o = &out->cls[c];
-        o->threshold = cl->threshold;
+        o->headroom = f->capacity - cl->limit;
         o->stalled = cl->stalled;
         o->waiters = cl->nreq;
         o->waiting_units = cl->waiting_units;
@@ -331,12 +349,13 @@ int band__fair_check(const band_fair *cf)
                 uint64_t freq = 0;
                 const struct band__node *n;
                 band__list_foreach (n, &fl->reqs) {
-                    band_fair_req *r = band__fair_req_of(band__waiter_of((struct band__node *)n));
-                    FAIR_CHECK(r->_k == k && r->cls == c && r->n > 0 && r->n <= k->cap);
+                    band_fair_acquire_op *r =
+                        band__fair_op_of(band__waiter_of((struct band__node *)n));
+                    FAIR_CHECK(r->_k == k && r->_cls == c && r->_n > 0 && r->_n <= k->cap);
                     FAIR_CHECK(band__waiter_state(&r->w) == BAND__W_QUEUED);
                     freq++;
-                    kunits += r->n;
-                    cls_units[c] += r->n;
+                    kunits += r->_n;
+                    cls_units[c] += r->_n;
                 }
                 FAIR_CHECK(freq == fl->nreq);
                 FAIR_CHECK((freq > 0) == !band__list_empty(&fl->ring));
@@ -369,7 +388,8 @@ int band__fair_check(const band_fair *cf)
             listed++;
         }
         FAIR_CHECK(listed == cl->active);
-        FAIR_CHECK(c + 1 < f->nclasses || cl->threshold == f->capacity);
+        FAIR_CHECK(cl->limit >= 1 && cl->limit <= f->capacity);
+        FAIR_CHECK(c > 0 ? cl->limit <= f->cls[c - 1].limit : cl->limit == f->capacity);
     }
     rc = band__fair_check_sched_locked(f);
 out:

@@ -30,33 +30,20 @@ static void fair_cancel_locked(struct band__waitq *q, band_waiter *w, int reason
 
 const struct band__waitq_ops band__fair_waitq_ops = {fair_cancel_locked};
 
-void band_fair_req_init(band_fair_req *r, band_wake_fn *wake, void *data, uint64_t key,
-                        uint32_t cls, uint64_t n)
-{
-    if (r == NULL)
-        return;
-    band_waiter_init(&r->w, wake, data);
-    r->key = key;
-    r->n = n;
-    r->cls = cls;
-    r->_pad = 0;
-    r->_k = NULL;
-}
-
 /* Withdraw @w (queue op, called by band_waiter_cancel() with the lock held). */
 static void fair_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
                                struct band__wakelist *wl)
 {
     band_fair *f = band__container_of(q, band_fair, q);
-    band_fair_req *r = band__fair_req_of(w);
+    band_fair_acquire_op *r = band__fair_op_of(w);
     struct fair_key *k = r->_k;
     band__fair_unlink_locked(f, r);
     if (reason == BAND_ETIMEDOUT) {
         k->timeouts++;
-        f->cls[r->cls].timeouts++;
+        f->cls[r->_cls].timeouts++;
     } else {
         k->cancels++;
-        f->cls[r->cls].cancels++;
+        f->cls[r->_cls].cancels++;
     }
     r->_k = NULL;
     band__fair_key_refresh_locked(f, k); /* it may have been the head of its flow */
@@ -66,13 +53,13 @@ static void fair_cancel_locked(struct band__waitq *q, band_waiter *w, int reason
 
 void band__fair_fail_too_big_locked(band_fair *f, struct fair_key *k, struct band__wakelist *wl)
 {
-    for (uint32_t c = 0; c < f->nclasses; c++) {
+    for (uint32_t c = f->nclasses; c-- > 0;) { /* the least urgent class first */
         struct fair_flow *fl = &k->flow[c];
         struct band__node *n = fl->reqs.next;
         while (n != &fl->reqs) {
             struct band__node *next = n->next;
-            band_fair_req *r = band__fair_req_of(band__waiter_of(n));
-            if (r->n > k->cap) {
+            band_fair_acquire_op *r = band__fair_op_of(band__waiter_of(n));
+            if (r->_n > k->cap) {
                 band__fair_unlink_locked(f, r);
                 r->_k = NULL;
                 f->too_big++;
@@ -90,11 +77,11 @@ void band__fair_fail_too_big_locked(band_fair *f, struct fair_key *k, struct ban
  * that would wait answers BAND_EAGAIN.
  */
 static int fair_submit_locked(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
-                              band_fair_req *r, band_time now, struct band__wakelist *wl)
+                              band_fair_acquire_op *r, band_time now, struct band__wakelist *wl)
 {
     if (f->closed)
         return BAND_ECLOSED;
-    if (n > f->cls[cls].threshold) {
+    if (n > f->cls[cls].limit) {
         f->too_big++;
         return BAND_E2BIG;
     }
@@ -166,7 +153,7 @@ int band_fair_try_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n)
  * If the dispatch after queuing @r granted @r itself (it cannot, by the rules, but the
  * submission must never call wake), take it off @wl. Returns true when it did.
  */
-static bool fair_take_back(struct band__wakelist *wl, band_fair_req *r)
+static bool fair_take_back(struct band__wakelist *wl, band_fair_acquire_op *r)
 {
     for (struct band__node **pp = &wl->first; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == &r->w._link) {
@@ -179,42 +166,48 @@ static bool fair_take_back(struct band__wakelist *wl, band_fair_req *r)
     return false;
 }
 
-int band_fair_acquire_async(band_fair *f, band_fair_req *r)
+int band_fair_acquire_async(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
+                            band_fair_acquire_op *op)
 {
-    if (r == NULL)
+    if (op == NULL)
         return BAND_EINVAL;
-    int rc = fair_check_args(f, r->cls);
+    int rc = fair_check_args(f, cls);
     if (rc == 0)
-        rc = band__waiter_check_submit(&r->w);
+        rc = band__waiter_check_submit(&op->w);
     if (rc != 0)
         return rc;
-    if (r->n == 0) {
+    op->_key = key;
+    op->_n = n;
+    op->_cls = cls;
+    op->_pad = 0;
+    op->_k = NULL;
+    if (n == 0) {
         rc = fair_zero_request(f);
-        band__waiter_finish_now(&r->w, rc);
+        band__waiter_finish_now(&op->w, rc);
         return rc;
     }
     band_time now = band_now();
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
-    rc = fair_submit_locked(f, r->key, r->cls, r->n, r, now, &wl);
-    if (rc == BAND_PENDING && band__waiter_state(&r->w) == BAND__W_DONE && fair_take_back(&wl, r))
-        rc = (int)r->w._u.status;
+    rc = fair_submit_locked(f, key, cls, n, op, now, &wl);
+    if (rc == BAND_PENDING && band__waiter_state(&op->w) == BAND__W_DONE && fair_take_back(&wl, op))
+        rc = (int)op->w._u.status;
     pthread_mutex_unlock(&f->lock);
     band__wakelist_run(&wl);
     if (rc != BAND_PENDING)
-        band__waiter_finish_now(&r->w, rc);
+        band__waiter_finish_now(&op->w, rc);
     return rc;
 }
 
 struct fair_blocker {
-    band_fair_req r;
+    band_fair_acquire_op op;
     struct band__parker parker;
 };
 
 static void fair_blocker_wake(band_waiter *w)
 {
-    struct fair_blocker *b = band__container_of(w, struct fair_blocker, r.w);
+    struct fair_blocker *b = band__container_of(w, struct fair_blocker, op.w);
     band__parker_unpark(&b->parker);
 }
 
@@ -230,12 +223,12 @@ int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n, band
         return rc == BAND_EAGAIN ? refusal : rc;
     }
     struct fair_blocker b;
-    band_fair_req_init(&b.r, fair_blocker_wake, NULL, key, cls, n);
-    b.r.w.deadline = deadline;
+    band_waiter_init(&b.op.w, fair_blocker_wake, NULL);
+    b.op.w.deadline = deadline;
     band__parker_init(&b.parker);
-    rc = band_fair_acquire_async(f, &b.r);
+    rc = band_fair_acquire_async(f, key, cls, n, &b.op);
     if (rc == BAND_PENDING)
-        rc = band__block(&b.r.w, &b.parker, deadline, cancel);
+        rc = band__block(&b.op.w, &b.parker, deadline, cancel);
     band__parker_destroy(&b.parker);
     return rc;
 }

@@ -63,8 +63,8 @@ struct fair_class {
     uint64_t nparked;         /* flows on the parked list */
     uint64_t vround;          /* the current round: the due round of the latest turn */
     uint64_t stamps;          /* the last stamp handed out */
-    uint64_t threshold;
-    bool stalled; /* the turn's request does not fit: this class and lower wait */
+    uint64_t limit;           /* capacity - headroom[c]: in_use + n may not exceed it */
+    bool stalled; /* the turn's request does not fit: this class and less urgent ones wait */
     uint64_t waiting_units;
     uint64_t nreq;
     uint64_t granted, granted_units, queued, timeouts, cancels, wait_ns_total, wait_ns_max;
@@ -81,6 +81,7 @@ struct band_fair {
     uint32_t default_weight;
     uint64_t default_cap;
     bool closed;
+    char name[BAND_NAME_MAX];
     /* registry */
     struct fair_key **tab; /* hash buckets (chains) */
     uint64_t tab_mask;     /* buckets - 1; the table grows to at most tab_max buckets */
@@ -130,8 +131,9 @@ int band__fair_keys_init(band_fair *f, uint64_t max_keys);
 
 /*
  * May @k be granted @n units in class @c right now, ahead of everything queued? (The key
- * has nothing queued in @c, the cap, threshold and reservation rules hold, and no class at
- * or above @c is stalled - except for a request within @k's own reservation.)
+ * has nothing queued in @c, the cap, class headroom and reservation rules hold, and no
+ * class as urgent as @c or more (0..@c) is stalled - except for a request within @k's own
+ * reservation.)
  */
 bool band__fair_can_grant_now(const band_fair *f, const struct fair_key *k, uint32_t c, uint64_t n);
 
@@ -140,16 +142,17 @@ void band__fair_charge(band_fair *f, struct fair_key *k, uint32_t c, uint64_t n)
 
 /*
  * Grant what can be granted now: the reservation pass, then the round robin from the
- * highest class down. Granted requests move onto @wl; sets every class's stalled flag.
+ * most urgent class (0) on. Granted requests move onto @wl; sets every class's stalled flag.
  */
 void band__fair_dispatch_locked(band_fair *f, struct band__wakelist *wl);
 
 /* Queue @r (checked) on its key's flow, since @now. */
-void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_req *r, band_time now);
+void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_acquire_op *r,
+                               band_time now);
 
 /* Unlink queued @r from its flow (counters of the waiting side only). Call
  * band__fair_key_refresh_locked() for its key once the removals are done. */
-void band__fair_unlink_locked(band_fair *f, band_fair_req *r);
+void band__fair_unlink_locked(band_fair *f, band_fair_acquire_op *r);
 
 /*
  * @k's held units, cap or weight changed, or the head of one of its flows was removed:
@@ -169,9 +172,9 @@ int band__fair_check_sched_locked(const band_fair *f);
 extern const struct band__waitq_ops band__fair_waitq_ops;
 
 /* The request that embeds @w. */
-static inline band_fair_req *band__fair_req_of(band_waiter *w)
+static inline band_fair_acquire_op *band__fair_op_of(band_waiter *w)
 {
-    return band__container_of(w, band_fair_req, w);
+    return band__container_of(w, band_fair_acquire_op, w);
 }
 
 /* Fail every queued request of @k whose n exceeds its cap with BAND_E2BIG. */

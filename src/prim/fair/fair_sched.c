@@ -7,7 +7,7 @@
  * The rules (docs/fair.md states them for users). Let free = capacity - in_use. A request
  * of n units of key k in class c FITS when
  *   (1) k.held + n <= k.cap                                  (per-key cap)
- *   (2) n <= free and in_use + n <= threshold[c]             (capacity, class headroom)
+ *   (2) n <= free and in_use + n <= capacity - headroom[c]   (capacity, class headroom)
  *   (3) k.held + n <= k.reserve                              (within its own reservation)
  *       or free - n >= sum of unmet(j) over protected keys j != k     (borrowing)
  * where unmet(j) = j.reserve - j.held, and j is PROTECTED when it holds less than its
@@ -19,10 +19,11 @@
  * Dispatch order, after every change that may let a request in (release, cancel, close,
  * a key's configuration, a new request):
  *   1. Reservation pass: every protected key's head requests that fit within its
- *      reservation and (2) are granted, highest class first. They cost no round credit.
- *   2. Classes from the highest down, each by deficit round robin over its active flows
- *      (a flow = one key's queue in one class), and a class that stalls stalls every
- *      lower class.
+ *      reservation and (2) are granted, the most urgent class (0) first. They cost no
+ *      round credit.
+ *   2. Classes from the most urgent (0) on, each by deficit round robin over its active
+ *      flows (a flow = one key's queue in one class), and a class that stalls stalls every
+ *      less urgent class.
  *
  * Deficit round robin in virtual rounds. In every round a flow may receive its quantum,
  * weight * base quantum. A flow keeps the round it was last credited for (round) and the
@@ -30,11 +31,11 @@
  * round + ceil((n - deficit) / quantum) (in round itself when n <= deficit). The ring of
  * a class is ordered by (due, stamp), and the first flow has the turn: it is granted its
  * head if it FITS, paying from the credit of the rounds up to its due round, or the class
- * STALLS (nothing in it or below is granted until capacity frees). A flow that still has
- * credit for its next head stays first, so a turn takes a whole quantum as plain DRR does;
- * a flow whose next head is due in a later round gets a new stamp there, behind the flows
- * that reached that round before it. vround, the due round of the latest turn, is the
- * round being served.
+ * STALLS (nothing in it or in a less urgent class is granted until capacity frees). A flow
+ * that still has credit for its next head stays first, so a turn takes a whole quantum as
+ * plain DRR does; a flow whose next head is due in a later round gets a new stamp there,
+ * behind the flows that reached that round before it. vround, the due round of the latest turn, is
+ * the round being served.
  *
  * Ordering by rounds instead of rotating a ring is what keeps shares exact when a key's
  * cap (or the capacity) is smaller than its quantum. A flow whose key is at its cap for the
@@ -61,9 +62,9 @@
  * it is the turn, so a large request is never starved by small ones.
  *
  * A new request is granted at once only if it FITS, its key has nothing queued in its
- * class, and no class at or above it is stalled (a request within the key's reservation
- * ignores stalls, as in the reservation pass): it never overtakes a request the dispatch
- * would serve first.
+ * class, and no class from 0 to its own is stalled (a request within the key's
+ * reservation ignores stalls, as in the reservation pass): it never overtakes a request
+ * the dispatch would serve first.
  *
  * Cost. A grant is O(1) plus the ordered insertion of its flow, which walks back from the
  * ring's tail over the flows due in later rounds (usually none); a flow that returns from
@@ -88,10 +89,10 @@ static uint64_t fair_quantum(const band_fair *f, const struct fair_key *k)
     return (uint64_t)k->weight * f->quantum; /* <= 2^16 * 2^32: no overflow */
 }
 
-static band_fair_req *flow_head(const struct fair_flow *fl)
+static band_fair_acquire_op *flow_head(const struct fair_flow *fl)
 {
     struct band__node *n = band__list_first(&fl->reqs);
-    return n == NULL ? NULL : band__fair_req_of(band__waiter_of(n));
+    return n == NULL ? NULL : band__fair_op_of(band__waiter_of(n));
 }
 
 /* Is @j waiting for a request that fits within its unused reservation? */
@@ -100,8 +101,8 @@ static bool key_protected(const band_fair *f, const struct fair_key *j)
     if (j->nreq == 0 || j->held >= j->reserve)
         return false;
     for (uint32_t c = 0; c < f->nclasses; c++) {
-        const band_fair_req *r = flow_head(&j->flow[c]);
-        if (r != NULL && r->n <= j->reserve - j->held)
+        const band_fair_acquire_op *r = flow_head(&j->flow[c]);
+        if (r != NULL && r->_n <= j->reserve - j->held)
             return true;
     }
     return false;
@@ -124,7 +125,7 @@ static uint64_t protected_except(const band_fair *f, const struct fair_key *k)
 static bool fits_shared(const band_fair *f, const struct fair_key *k, uint32_t c, uint64_t n)
 {
     uint64_t free = f->capacity - f->in_use;
-    if (n > free || f->in_use + n > f->cls[c].threshold)
+    if (n > free || f->in_use + n > f->cls[c].limit)
         return false;
     if (k->held + n <= k->reserve)
         return true;
@@ -138,11 +139,11 @@ bool band__fair_can_grant_now(const band_fair *f, const struct fair_key *k, uint
     if (n > k->cap || k->held > k->cap - n)
         return false;
     uint64_t free = f->capacity - f->in_use;
-    if (n > free || f->in_use + n > f->cls[c].threshold)
+    if (n > free || f->in_use + n > f->cls[c].limit)
         return false;
     if (k->held + n <= k->reserve)
         return true;
-    for (uint32_t c2 = c; c2 < f->nclasses; c2++)
+    for (uint32_t c2 = 0; c2 <= c; c2++)
         if (f->cls[c2].stalled)
             return false;
     return free - n >= protected_except(f, k);
@@ -165,16 +166,16 @@ static struct fair_flow *flow_of(struct band__node *n)
     return band__container_of(n, struct fair_flow, ring);
 }
 
-static bool flow_capped(const struct fair_flow *fl, const band_fair_req *r)
+static bool flow_capped(const struct fair_flow *fl, const band_fair_acquire_op *r)
 {
     const struct fair_key *k = fl->key;
-    return r->n > k->cap || k->held > k->cap - r->n;
+    return r->_n > k->cap || k->held > k->cap - r->_n;
 }
 
 /* The round @fl's head is due in: the first by which its credit covers the head. */
 static uint64_t flow_due(const band_fair *f, const struct fair_flow *fl)
 {
-    uint64_t n = flow_head(fl)->n;
+    uint64_t n = flow_head(fl)->_n;
     if (n <= fl->deficit)
         return fl->round;
     uint64_t q = fair_quantum(f, fl->key), need = n - fl->deficit;
@@ -208,7 +209,7 @@ static void flow_set_due(const band_fair *f, const struct fair_class *cl, struct
     fl->due = flow_due(f, fl);
     if (fl->due <= cl->vround - FAIR_LAG) {
         fl->round = fl->due = cl->vround - FAIR_LAG;
-        fl->deficit = flow_head(fl)->n;
+        fl->deficit = flow_head(fl)->_n;
     }
 }
 
@@ -291,12 +292,13 @@ static void rebase_class(band_fair *f, uint32_t c)
     cl->vround = FAIR_LAG;
 }
 
-void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_req *r, band_time now)
+void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_acquire_op *r,
+                               band_time now)
 {
-    struct fair_flow *fl = &k->flow[r->cls];
-    struct fair_class *cl = &f->cls[r->cls];
+    struct fair_flow *fl = &k->flow[r->_cls];
+    struct fair_class *cl = &f->cls[r->_cls];
     r->_k = k;
-    r->w._u.want = r->n;
+    r->w._u.want = r->_n;
     r->w._since = now;
     band__list_add_tail(&fl->reqs, &r->w._link);
     if (fl->nreq++ == 0) {
@@ -311,20 +313,20 @@ void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_req *
         cl->active++;
     }
     k->nreq++;
-    k->waiting_units += r->n;
+    k->waiting_units += r->_n;
     k->queued++;
     cl->nreq++;
-    cl->waiting_units += r->n;
+    cl->waiting_units += r->_n;
     cl->queued++;
     f->q.len++;
     band__waiter_set(&r->w, &f->q, BAND__W_QUEUED);
 }
 
-void band__fair_unlink_locked(band_fair *f, band_fair_req *r)
+void band__fair_unlink_locked(band_fair *f, band_fair_acquire_op *r)
 {
     struct fair_key *k = r->_k;
-    struct fair_flow *fl = &k->flow[r->cls];
-    struct fair_class *cl = &f->cls[r->cls];
+    struct fair_flow *fl = &k->flow[r->_cls];
+    struct fair_class *cl = &f->cls[r->_cls];
     band__list_del_init(&r->w._link);
     if (--fl->nreq == 0) {
         band__list_del_init(&fl->ring);
@@ -336,18 +338,19 @@ void band__fair_unlink_locked(band_fair *f, band_fair_req *r)
         fl->deficit = 0; /* an idle flow keeps no credit; it keeps its round */
     }
     k->nreq--;
-    k->waiting_units -= r->n;
+    k->waiting_units -= r->_n;
     cl->nreq--;
-    cl->waiting_units -= r->n;
+    cl->waiting_units -= r->_n;
     f->q.len--;
 }
 
 /* Grant queued @r: unlink, charge, record its wait, move it onto @wl. */
-static void grant_queued(band_fair *f, band_fair_req *r, band_time *now, struct band__wakelist *wl)
+static void grant_queued(band_fair *f, band_fair_acquire_op *r, band_time *now,
+                         struct band__wakelist *wl)
 {
     struct fair_key *k = r->_k;
-    uint32_t c = r->cls;
-    uint64_t n = r->n;
+    uint32_t c = r->_cls;
+    uint64_t n = r->_n;
     band__fair_unlink_locked(f, r);
     band__fair_charge(f, k, c, n);
     if (*now == 0)
@@ -370,14 +373,14 @@ static void serve_reserved(band_fair *f, band_time *now, struct band__wakelist *
         struct fair_key *j = band__container_of(n, struct fair_key, rlink);
         if (j->nreq == 0)
             continue;
-        for (uint32_t c = f->nclasses; c-- > 0;) {
+        for (uint32_t c = 0; c < f->nclasses; c++) {
             struct fair_flow *fl = &j->flow[c];
             bool granted = false;
-            band_fair_req *r;
+            band_fair_acquire_op *r;
             while ((r = flow_head(fl)) != NULL) {
-                if (j->held >= j->reserve || r->n > j->reserve - j->held)
+                if (j->held >= j->reserve || r->_n > j->reserve - j->held)
                     break;
-                if (r->n > f->capacity - f->in_use || f->in_use + r->n > f->cls[c].threshold)
+                if (r->_n > f->capacity - f->in_use || f->in_use + r->_n > f->cls[c].limit)
                     break;
                 grant_queued(f, r, now, wl);
                 granted = true;
@@ -397,7 +400,7 @@ static int serve_class(band_fair *f, uint32_t c, band_time *now, struct band__wa
         if (n == NULL)
             return SERVE_IDLE;
         struct fair_flow *fl = flow_of(n);
-        band_fair_req *r = flow_head(fl);
+        band_fair_acquire_op *r = flow_head(fl);
         if (flow_capped(fl, r)) {
             flow_park(cl, fl); /* keeps its round and place; stalls nobody */
             continue;
@@ -407,12 +410,12 @@ static int serve_class(band_fair *f, uint32_t c, band_time *now, struct band__wa
             if (cl->vround >= FAIR_REBASE)
                 rebase_class(f, c);
         }
-        if (!fits_shared(f, fl->key, c, r->n))
+        if (!fits_shared(f, fl->key, c, r->_n))
             return SERVE_STALLED;
         /* pay from the credit of the rounds up to the due one (the product is below n + q) */
         fl->deficit += (fl->due - fl->round) * fair_quantum(f, fl->key);
         fl->round = fl->due;
-        fl->deficit -= r->n;
+        fl->deficit -= r->_n;
         grant_queued(f, r, now, wl); /* may empty the flow, which takes it off the ring */
         flow_refresh(f, cl, fl);     /* stays first while its credit covers the next head */
     }
@@ -426,10 +429,10 @@ void band__fair_dispatch_locked(band_fair *f, struct band__wakelist *wl)
         return;
     band_time now = 0;
     serve_reserved(f, &now, wl);
-    for (uint32_t c = f->nclasses; c-- > 0;) {
+    for (uint32_t c = 0; c < f->nclasses; c++) {
         if (serve_class(f, c, &now, wl) == SERVE_STALLED) {
             f->cls[c].stalled = true;
-            break; /* lower classes wait behind a stalled higher class */
+            break; /* less urgent classes wait behind a stalled more urgent one */
         }
     }
 }
@@ -443,9 +446,9 @@ int band__fair_check_sched_locked(const band_fair *f)
     band__list_foreach (n, &f->reserved) {
         const struct fair_key *j = band__container_of(n, struct fair_key, rlink);
         for (uint32_t c = 0; c < f->nclasses; c++) {
-            const band_fair_req *r = flow_head(&j->flow[c]);
-            if (r != NULL && j->held < j->reserve && r->n <= j->reserve - j->held &&
-                r->n <= f->capacity - f->in_use && f->in_use + r->n <= f->cls[c].threshold &&
+            const band_fair_acquire_op *r = flow_head(&j->flow[c]);
+            if (r != NULL && j->held < j->reserve && r->_n <= j->reserve - j->held &&
+                r->_n <= f->capacity - f->in_use && f->in_use + r->_n <= f->cls[c].limit &&
                 !f->closed)
                 return -__LINE__;
         }
@@ -476,14 +479,14 @@ int band__fair_check_sched_locked(const band_fair *f)
             cl->vround >= FAIR_REBASE)
             return -__LINE__;
     }
-    /* 3. from the highest class down to the first stalled one, a class that is not stalled
-     *    has nothing on its ring (every active flow is parked); a stalled class's turn is
-     *    below its cap, due in the current round, and does not fit; classes below a
-     *    stalled one are not marked stalled. */
-    bool below_stall = false;
-    for (uint32_t c = f->nclasses; c-- > 0;) {
+    /* 3. from the most urgent class (0) to the first stalled one, a class that is not
+     *    stalled has nothing on its ring (every active flow is parked); a stalled class's
+     *    turn is below its cap, due in the current round, and does not fit; classes less
+     *    urgent than a stalled one are not marked stalled. */
+    bool past_stall = false;
+    for (uint32_t c = 0; c < f->nclasses; c++) {
         const struct fair_class *cl = &f->cls[c];
-        if (below_stall) {
+        if (past_stall) {
             if (cl->stalled)
                 return -__LINE__;
             continue;
@@ -493,10 +496,10 @@ int band__fair_check_sched_locked(const band_fair *f)
             if (first == NULL)
                 return -__LINE__;
             const struct fair_flow *fl = flow_of((struct band__node *)first);
-            const band_fair_req *r = flow_head(fl);
-            if (fl->due > cl->vround || flow_capped(fl, r) || fits_shared(f, fl->key, c, r->n))
+            const band_fair_acquire_op *r = flow_head(fl);
+            if (fl->due > cl->vround || flow_capped(fl, r) || fits_shared(f, fl->key, c, r->_n))
                 return -__LINE__;
-            below_stall = true;
+            past_stall = true;
             continue;
         }
         if (!band__list_empty(&cl->ring))
