@@ -129,7 +129,7 @@ def main():
         at = f'{where}: {name}()'
         if doc is None:
             problem(at, 'no doc comment')
-        elif ret == 'int' and not re.search(r'Returns?|BAND_E[A-Z0-9]+|\b0\b', doc):
+        elif ret == 'int' and not re.search(r'[Rr]eturns?|BAND_E[A-Z0-9]+|\b0\b', doc):
             problem(at, 'the doc comment does not say what it returns')
         if name in FREE:
             continue

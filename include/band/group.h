@@ -69,6 +69,8 @@ BAND_API int band_group_add(band_group *g, uint64_t n);
 
 /**
  * band_group_done() - one outstanding task of @g finished: band_group_done_n(@g, 1).
+ *
+ * Returns what band_group_done_n() returns for one task.
  */
 BAND_API int band_group_done(band_group *g);
 

@@ -56,9 +56,18 @@ BAND_API int band_metrics_destroy(band_metrics *m);
  */
 BAND_API int band_metrics_add_sem(band_metrics *m, const char *name, const band_sem *s,
                                   const band_histo *wait);
+
+/** band_metrics_add_chan() - export channel @c as @name (@wait may be NULL); returns as
+ * band_metrics_add_sem(). */
 BAND_API int band_metrics_add_chan(band_metrics *m, const char *name, const band_chan *c,
                                    const band_histo *wait);
+
+/** band_metrics_add_rate() - export rate budget @r as @name; returns as
+ * band_metrics_add_sem(). */
 BAND_API int band_metrics_add_rate(band_metrics *m, const char *name, const band_rate *r);
+
+/** band_metrics_add_front_door() - export front door @d as @name (@hold may be NULL);
+ * returns as band_metrics_add_sem(). */
 BAND_API int band_metrics_add_front_door(band_metrics *m, const char *name,
                                          const band_front_door *d, const band_histo *hold);
 
