@@ -17,8 +17,8 @@
 #include "band/chan.h"
 #include "band/core.h"
 #include "band/error.h"
-#include "band/rate.h"
 #include "band/permit.h"
+#include "band/rate.h"
 
 #ifdef __cplusplus
 extern "C" {

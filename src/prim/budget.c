@@ -128,8 +128,10 @@ int band_budget_shrink(band_budget *b, uint64_t n)
 
 int band_budget_get_stats(const band_budget *b, band_budget_stats *out)
 {
+    if (b == NULL || out == NULL)
+        return BAND_EINVAL;
     band_sem_stats st;
-    int rc = band_sem_get_stats(b == NULL ? NULL : &b->sem, out == NULL ? NULL : &st);
+    int rc = band_sem_get_stats(&b->sem, &st);
     if (rc != 0)
         return rc;
     memset(out, 0, sizeof(*out));

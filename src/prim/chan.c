@@ -45,10 +45,10 @@
 
 #include "band/chan.h"
 #include "band/histo.h"
-#include "prim/chan_ring.h"
 #include "core/asym.h"
 #include "core/block.h"
 #include "core/name.h"
+#include "prim/chan_ring.h"
 
 enum { OP_SEND = 0, OP_RESERVE = 1 };
 enum { W_SENDERS = 1, W_RECEIVERS = 2 };

@@ -955,7 +955,7 @@ void band__sem_smart_push_locked(band_sem *s, band_waiter *w, band_waiter *befor
 
 int band__sem_smart_covered_locked(const band_sem *s, const band_waiter *w)
 {
-    return band__waiter_state(w) == BAND__W_QUEUED && band__waitq_first(&s->q) == w &&
+    return band__waiter_state(w) == BAND__W_QUEUED && s->q.head.next == &w->_link &&
            s->head_got >= w->_u.want;
 }
 
@@ -963,7 +963,7 @@ void band__sem_smart_leave_locked(band_sem *s, band_waiter *w, int granted, int 
                                   struct band__wakelist *wl)
 {
     uint64_t pool = 0;
-    if (band__waitq_first(&s->q) == w) {
+    if (s->q.head.next == &w->_link) { /* the head */
         pool = s->head_got;
         s->head_got = 0;
         if (granted)

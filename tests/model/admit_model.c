@@ -1834,7 +1834,7 @@ static int real_op(struct admit_model *m, struct op *o, uint64_t *ret)
         if (o->ckind == K_TREE) {
             unsigned pi = m->cand[0].s[o->x].parent;
             rc = band_cap_tree_create(&ob->tree, pi == NONE8 ? NULL : m->obj[pi].tree, o->cap,
-                                  o->reserve);
+                                      o->reserve);
             if (rc == 0)
                 ob->sem = band_cap_tree_sem(ob->tree);
         } else if (o->ckind == K_BUDGET) {
