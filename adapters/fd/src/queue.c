@@ -1,6 +1,7 @@
 /*
  * queue.c - the completion queue's life: create, the eventfd signal, the wake that moves a
- * completed op to the owner, posting owner-side completions, and destroy.
+ * completed op to the owner, the token hook, posting owner-side completions, withdrawing
+ * a waiting op, and destroy.
  */
 #include "fd_internal.h"
 
@@ -34,6 +35,7 @@ int band_fdq_create(band_fdq **out)
     }
     band__ready_init(&q->ready);
     atomic_init(&q->armed, 0);
+    atomic_init(&q->cancel_scan, 0);
     band__dl_init(&q->heap);
     q->batch_head = NULL;
     q->batch_tail = &q->batch_head;
@@ -77,6 +79,19 @@ void band__fdq_wake(band_waiter *w)
     atomic_fetch_sub_explicit(&q->armed, 1, memory_order_release);
 }
 
+/*
+ * The hook of every op with a token (any thread, maybe a signal handler, under the
+ * token's lock). An atomic store and a write(): both async-signal-safe. The queue is
+ * alive: hand-back removes the hook before the op or the queue goes.
+ */
+void band__fdq_hook(band_cancel_hook *h)
+{
+    band_fdq_op *op = h->data;
+    band_fdq *q = op->_q;
+    atomic_store_explicit(&q->cancel_scan, 1, memory_order_seq_cst);
+    band__fdq_signal(q);
+}
+
 void band__fdq_post(band_fdq *q, band_fdq_op *op)
 {
     if (band__ready_push(&q->ready, &op->_ready))
@@ -85,7 +100,7 @@ void band__fdq_post(band_fdq *q, band_fdq_op *op)
 
 void band__fdq_finish(band_fdq *q, band_fdq_op *op, int status)
 {
-    op->status = status;
+    op->_result = status; /* op->status stays BAND_PENDING until the hand-back */
     op->_state = BAND__FDQ_DONE;
     band__fdq_forget_deadline(q, op);
 }
@@ -101,6 +116,10 @@ void band__fdq_forget_deadline(band_fdq *q, band_fdq_op *op)
 void band__fdq_hand_back(band_fdq *q, band_fdq_op *op)
 {
     band__fdq_forget_deadline(q, op);
+    if (op->_hooked) {
+        (void)band_cancel_hook_remove(&op->_hook); /* waits for a hook still running */
+        op->_hooked = 0;
+    }
     if (op->_prev != NULL)
         op->_prev->_next = op->_next;
     else
@@ -113,13 +132,30 @@ void band__fdq_hand_back(band_fdq *q, band_fdq_op *op)
     op->_prev = NULL;
     q->count--;
 
-    if (op->_state == BAND__FDQ_WAITING)
-        op->status = band_waiter_status(band__fdq_waiter(op));
-    if (op->_kind == BAND__FDQ_RECV && op->status == 0 && op->_a.bytes_out != NULL)
-        *op->_a.bytes_out = op->_u.recv.bytes;
+    if (op->_state == BAND__FDQ_WAITING && op->_w != NULL)
+        op->status = band_waiter_status(op->_w); /* its wake pushed it */
+    else
+        op->status = op->_result; /* decided by the owner */
     op->_state = BAND__FDQ_IDLE;
     op->_ready.next = NULL;
     op->_q = NULL;
+}
+
+int band__fdq_withdraw(band_fdq *q, band_fdq_op *op, int reason, int post)
+{
+    if (!op->_timed) {
+        if (band_waiter_cancel(op->_w, reason) != 0) {
+            /* BAND_EALREADY: completed, its wake brings the result. BAND_EINVAL: another
+             * party cancelled the waiter and calls its wake itself (a shutdown token's
+             * watch). Either way a wake comes. */
+            return BAND_EALREADY;
+        }
+        atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
+    }
+    band__fdq_finish(q, op, reason);
+    if (post)
+        band__fdq_post(q, op);
+    return 0;
 }
 
 /* Wait until no wake can touch @q any more: they only push and signal, so this is short. */
@@ -140,29 +176,29 @@ int band_fdq_destroy(band_fdq *q, band_fdq_drop_fn *drop, void *ctx)
 {
     if (q == NULL)
         return BAND_EINVAL;
-    /* 1. Withdraw every op still queued on its primitive. */
+    /* 1. Withdraw every op still waiting (or, a misuse, bound and never started). */
     for (band_fdq_op *op = q->first; op != NULL; op = op->_next) {
-        if (op->_state != BAND__FDQ_WAITING)
-            continue;
-        if (band_waiter_cancel(band__fdq_waiter(op), BAND_ECANCELED) == 0) {
-            band__fdq_finish(q, op, BAND_ECANCELED);
-            atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-        } /* else BAND_EALREADY: its wake has run or is running */
+        if (op->_state == BAND__FDQ_WAITING) {
+            (void)band__fdq_withdraw(q, op, BAND_ECANCELED, 0);
+        } else if (op->_state == BAND__FDQ_BOUND) {
+            int rc = band_waiter_cancel(op->_w, BAND_ECANCELED);
+            if (rc == BAND_EALREADY) {
+                op->_state = BAND__FDQ_WAITING; /* its wake has run or is running */
+            } else {
+                /* 0: withdrawn; BAND_EINVAL: never queued. No wake comes either way. */
+                atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
+                band__fdq_finish(q, op, BAND_ECANCELED);
+            }
+        }
     }
     /* 2. Wait for the wakes that won. Every owned op then has its final result. */
     wait_unarmed(q);
-    /* 3. Hand every op back once, in submission order. */
+    /* 3. Hand every op back once, in bind order. */
     while (q->first != NULL) {
         band_fdq_op *op = q->first;
         band__fdq_hand_back(q, op);
-        if (drop != NULL) {
+        if (drop != NULL)
             drop(op, ctx); /* may free op */
-        } else if (op->_kind == BAND__FDQ_ACQUIRE && op->status == 0 && op->_a.acq.n > 0) {
-            /* Released, not leaked. It cannot overflow: these permits were granted. */
-            int rc = band_sem_release(op->_a.acq.sem, op->_a.acq.n);
-            (void)rc;
-            op->_taken = 1;
-        }
     }
     if (close(q->efd) != 0) {
         /* Nothing to do: the fd is released even when close reports an error. */

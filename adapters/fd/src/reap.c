@@ -1,6 +1,7 @@
 /*
  * reap.c - handing completed operations back to the owner, timing out those whose
- * deadline passed, and telling the loop how long it may sleep.
+ * deadline passed, completing timed operations that fell due, cancelling those whose
+ * token was requested, and telling the loop how long it may sleep.
  */
 #include "fd_internal.h"
 
@@ -33,10 +34,11 @@ static struct band__ready_node *batch_pop(band_fdq *q)
 }
 
 /*
- * Time out every op whose deadline is at or before now, earliest first. A cancel that
- * returns 0 ends the op here: it is posted like any completion, after the wakes that its
- * returned units ran (so the ready list stays in completion order). BAND_EALREADY means
- * its wake won and brings the real result, so only the deadline is dropped.
+ * Time out every op whose deadline is at or before now, earliest first, and complete every
+ * timed op that fell due. A cancel that returns 0 ends the op here: it is posted like any
+ * completion, after the wakes that its returned units ran (so the ready list stays in
+ * completion order). BAND_EALREADY means its wake won and brings the real result, so only
+ * the deadline is dropped.
  */
 static void expire(band_fdq *q)
 {
@@ -47,13 +49,25 @@ static void expire(band_fdq *q)
     while (min != NULL && min->deadline <= now) {
         band_fdq_op *op = band__fdq_op_of_dl(min);
         band__fdq_forget_deadline(q, op);
-        if (band_waiter_cancel(band__fdq_waiter(op), BAND_ETIMEDOUT) == 0) {
-            atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-            band__fdq_finish(q, op, BAND_ETIMEDOUT);
+        if (op->_timed) {
+            band__fdq_finish(q, op, 0); /* due */
             band__fdq_post(q, op);
+        } else {
+            (void)band__fdq_withdraw(q, op, BAND_ETIMEDOUT, 1);
         }
         min = band__dl_min(&q->heap);
     }
+}
+
+/* Cancel, with BAND_ECANCELED, every waiting op whose token was requested. Returns 1 when
+ * it withdrew any (their posts signalled the eventfd). */
+static int scan_tokens(band_fdq *q)
+{
+    int posted = 0;
+    for (band_fdq_op *op = q->first; op != NULL; op = op->_next)
+        if (op->_state == BAND__FDQ_WAITING && op->_hooked && band_cancel_requested(op->_cancel))
+            posted |= band__fdq_withdraw(q, op, BAND_ECANCELED, 1) == 0;
+    return posted;
 }
 
 size_t band_fdq_reap(band_fdq *q, band_fdq_op **out, size_t max)
@@ -62,10 +76,19 @@ size_t band_fdq_reap(band_fdq *q, band_fdq_op **out, size_t max)
         return 0;
     /* Timeouts first: their posts (and their signal) are collected just below. */
     expire(q);
-    /* Drain the signal BEFORE taking the list: a push the take misses signals again. */
+    /* Drain the signal BEFORE looking at the token flag and taking the list: a push or a
+     * hook that they miss signals again. */
     uint64_t signals;
     ssize_t rd = read(q->efd, &signals, sizeof(signals));
     (void)rd; /* EAGAIN: nothing was signalled; the list is taken anyway */
+    /* The withdrawals of a scan signalled for the list taken below: consume that signal
+     * too, so the fd does not stay readable for nothing, and look at the flag again, since
+     * that read may also have consumed a later hook's signal. */
+    while (atomic_exchange_explicit(&q->cancel_scan, 0, memory_order_seq_cst))
+        if (scan_tokens(q)) {
+            rd = read(q->efd, &signals, sizeof(signals));
+            (void)rd;
+        }
     batch_append(q, band__ready_take(&q->ready));
 
     size_t n = 0;

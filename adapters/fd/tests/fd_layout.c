@@ -19,4 +19,5 @@ void fdt_layout_internal(struct fdt_layout *l)
     l->dl_child_off = offsetof(struct band__dl_node, child);
     l->dl_sibling_off = offsetof(struct band__dl_node, sibling);
     l->dl_prev_off = offsetof(struct band__dl_node, prev);
+    l->hook_off = offsetof(band_fdq_op, _hook);
 }

@@ -75,3 +75,42 @@ int fdt_releaser_start(struct fdt_releaser *r, band_sem *s, uint64_t n, uint64_t
     r->step = step == 0 ? 1 : step;
     return test_thread_start(&r->t, releaser_main, r);
 }
+
+/* The three steps of every operation: bind the primitive's waiter, submit, start. */
+
+int fdt_acquire_tok(band_fdq *q, band_fdq_op *op, band_waiter *w, band_sem *s, uint64_t n,
+                    band_time deadline, band_cancel *token)
+{
+    int rc = band_fdq_bind(q, op, w, deadline, token);
+    if (rc != 0)
+        return rc;
+    return band_fdq_start(op, band_sem_acquire_async(s, n, w));
+}
+
+int fdt_acquire(band_fdq *q, band_fdq_op *op, band_waiter *w, band_sem *s, uint64_t n,
+                band_time deadline)
+{
+    return fdt_acquire_tok(q, op, w, s, n, deadline, NULL);
+}
+
+int fdt_send(band_fdq *q, band_fdq_op *op, struct band_chan_send_op *so, band_chan *c,
+             const void *elem, uint64_t bytes, band_time deadline)
+{
+    int rc = band_fdq_bind(q, op, &so->w, deadline, NULL);
+    if (rc != 0)
+        return rc;
+    so->elem = elem;
+    so->bytes = bytes;
+    return band_fdq_start(op, band_chan_send_async(c, so));
+}
+
+int fdt_recv(band_fdq *q, band_fdq_op *op, struct band_chan_recv_op *ro, band_chan *c, void *out,
+             band_time deadline)
+{
+    int rc = band_fdq_bind(q, op, &ro->w, deadline, NULL);
+    if (rc != 0)
+        return rc;
+    ro->out = out;
+    ro->bytes = 12345; /* the primitive sets it on success */
+    return band_fdq_start(op, band_chan_recv_async(c, ro));
+}

@@ -1,6 +1,7 @@
 /*
  * fd_test_util.h - helpers shared by libband-fd's tests: fd readability, an epoll loop
- * that waits for a number of completions, and op records that catch a second report.
+ * that waits for a number of completions, a releasing thread, and the bind / submit /
+ * start steps for acquisitions, sends and receives.
  */
 #ifndef BAND_FD_TEST_UTIL_H
 #define BAND_FD_TEST_UTIL_H
@@ -31,5 +32,20 @@ struct fdt_releaser {
     struct test_thread t;
 };
 int fdt_releaser_start(struct fdt_releaser *r, band_sem *s, uint64_t n, uint64_t step);
+
+/*
+ * The three steps of an operation through @q: bind the primitive's waiter (with
+ * @deadline and @token), submit it with the primitive's _async call, start with its
+ * answer. Return bind's or start's code. fdt_recv() sets @ro->bytes to 12345 first, so a
+ * test sees whether the channel wrote it.
+ */
+int fdt_acquire_tok(band_fdq *q, band_fdq_op *op, band_waiter *w, band_sem *s, uint64_t n,
+                    band_time deadline, band_cancel *token);
+int fdt_acquire(band_fdq *q, band_fdq_op *op, band_waiter *w, band_sem *s, uint64_t n,
+                band_time deadline);
+int fdt_send(band_fdq *q, band_fdq_op *op, struct band_chan_send_op *so, band_chan *c,
+             const void *elem, uint64_t bytes, band_time deadline);
+int fdt_recv(band_fdq *q, band_fdq_op *op, struct band_chan_recv_op *ro, band_chan *c, void *out,
+             band_time deadline);
 
 #endif /* BAND_FD_TEST_UTIL_H */

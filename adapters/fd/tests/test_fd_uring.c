@@ -196,23 +196,28 @@ static void test_uring_basic_flow(void **state)
 
     enum { NACQ = 8, NRECV = 4, N = 1 + NACQ + NRECV };
     band_fdq_op ops[N + 1];
+    band_waiter ws[N + 1];
+    struct band_chan_recv_op recv[NRECV];
     band_fdq_op *got[N + 1];
     band_time at[N + 1];
-    uint64_t out[NRECV], bytes[NRECV];
+    uint64_t out[NRECV];
+    /* A waiter is bound only when it is not pending: zeroed, it is idle. */
+    memset(ws, 0, sizeof(ws));
+    memset(recv, 0, sizeof(recv));
     for (int i = 0; i < N + 1; i++)
         band_fdq_op_init(&ops[i], (void *)(uintptr_t)i);
 
     /* ops[0]: the head, wants 10, times out after 40 ms holding what it got. */
     band_time d = band_deadline_after(40 * BAND_MSEC);
-    assert_int_equal(band_fdq_acquire(f->q, &ops[0], f->sem, 10, d), 0);
+    assert_int_equal(fdt_acquire(f->q, &ops[0], &ws[0], f->sem, 10, d), 0);
     for (int i = 1; i <= NACQ; i++)
-        assert_int_equal(band_fdq_acquire(f->q, &ops[i], f->sem, 1, BAND_FOREVER), 0);
+        assert_int_equal(fdt_acquire(f->q, &ops[i], &ws[i], f->sem, 1, BAND_FOREVER), 0);
     for (int i = 0; i < NRECV; i++)
-        assert_int_equal(
-            band_fdq_recv(f->q, &ops[1 + NACQ + i], f->ch, &out[i], &bytes[i], BAND_FOREVER), 0);
+        assert_int_equal(fdt_recv(f->q, &ops[1 + NACQ + i], &recv[i], f->ch, &out[i], BAND_FOREVER),
+                         0);
     /* ops[N]: an earlier deadline, cancelled before it fires: its timeout is replaced. */
     assert_int_equal(
-        band_fdq_acquire(f->q, &ops[N], f->sem, 1, band_deadline_after(20 * BAND_MSEC)), 0);
+        fdt_acquire(f->q, &ops[N], &ws[N], f->sem, 1, band_deadline_after(20 * BAND_MSEC)), 0);
     assert_int_equal(band_fdq_next_deadline(f->q), ops[N]._dl.deadline);
 
     /* Arm the poll and the 20 ms timeout, then cancel: the next wait replaces the timeout
@@ -251,14 +256,14 @@ static void test_uring_basic_flow(void **state)
         assert_int_equal(seen[i], 1);
     for (int i = 0; i < NRECV; i++) {
         assert_u64_equal(out[i], 500 + (uint64_t)i);
-        assert_u64_equal(bytes[i], (uint64_t)i + 1);
+        assert_u64_equal(recv[i].bytes, (uint64_t)i + 1);
     }
     assert_true(l.timeouts_fired >= 1);
     /* Conservation: the 8 released permits are held by ops 1..8; the head got none. */
     assert_u64_equal(band_sem_available(f->sem), 0);
     for (int i = 1; i <= NACQ; i++) {
         band_permit p = BAND_PERMIT_INIT;
-        assert_int_equal(band_fdq_op_take_permit(&ops[i], &p), 0);
+        assert_int_equal(band_permit_adopt(&p, f->sem, 1), 0);
         assert_int_equal(band_permit_release(&p), 0);
     }
     assert_u64_equal(band_sem_available(f->sem), NACQ);
@@ -275,12 +280,14 @@ static void test_uring_burst(void **state)
     uloop_open(&l, f->q, 0);
     enum { B = 2000 };
     band_fdq_op *ops = calloc(B, sizeof(*ops));
+    band_waiter *ws = calloc(B, sizeof(*ws));
     band_fdq_op **got = calloc(B, sizeof(*got));
+    assert_non_null(ws);
     assert_non_null(ops);
     assert_non_null(got);
     for (size_t i = 0; i < B; i++) {
         band_fdq_op_init(&ops[i], (void *)(uintptr_t)i);
-        assert_int_equal(band_fdq_acquire(f->q, &ops[i], f->sem, 1, BAND_FOREVER), 0);
+        assert_int_equal(fdt_acquire(f->q, &ops[i], &ws[i], f->sem, 1, BAND_FOREVER), 0);
     }
     struct fdt_releaser r;
     assert_int_equal(fdt_releaser_start(&r, f->sem, B, 7), 0);
@@ -297,6 +304,7 @@ static void test_uring_burst(void **state)
     uloop_close(&l);
     free(got);
     free(ops);
+    free(ws);
 }
 
 /* The same flow with a read SQE on the eventfd instead of a poll. */
@@ -307,16 +315,18 @@ static void test_uring_read_sqe(void **state)
     uloop_open(&l, f->q, 1);
     enum { R = 64 };
     band_fdq_op ops[R + 1];
+    band_waiter ws[R + 1];
+    memset(ws, 0, sizeof(ws));
     band_fdq_op *got[R + 1];
     band_time at[R + 1];
     for (int i = 0; i < R; i++) {
         band_fdq_op_init(&ops[i], (void *)(uintptr_t)i);
-        assert_int_equal(band_fdq_acquire(f->q, &ops[i], f->sem, 1, BAND_FOREVER), 0);
+        assert_int_equal(fdt_acquire(f->q, &ops[i], &ws[i], f->sem, 1, BAND_FOREVER), 0);
     }
     /* Queued behind them, wants more than will ever come: times out. */
     band_time d = band_deadline_after(10 * BAND_MSEC);
     band_fdq_op_init(&ops[R], (void *)(uintptr_t)R);
-    assert_int_equal(band_fdq_acquire(f->q, &ops[R], f->sem, 1000, d), 0);
+    assert_int_equal(fdt_acquire(f->q, &ops[R], &ws[R], f->sem, 1000, d), 0);
     struct fdt_releaser r;
     assert_int_equal(fdt_releaser_start(&r, f->sem, R, 3), 0);
     size_t n = uloop_collect(&l, got, R + 1, 5, at);

@@ -171,6 +171,8 @@ BAND_UV_API int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *d
  * time already past means "do not wait": an operation that queues is withdrawn at once
  * and reports BAND_ETIMEDOUT. @cancel (NULL: none) is a token whose request cancels the
  * wait (BAND_ECANCELED); it must outlive the callback.
+ * @w must not be pending, and must hold a waiter's state (zeroed, initialised, or ended):
+ * bind refuses a pending one rather than take its wake away.
  * Returns 0 (@op is bound: start it), BAND_ECLOSED when @u is closing, or BAND_EINVAL
  * (NULL @u, @op, @w or @cb, @op bound or pending, @w pending); on an error @op and @w are
  * untouched and no callback runs. Loop thread only.
