@@ -319,7 +319,8 @@ static void test_case(void **state)
 int main(void)
 {
     struct CMUnitTest tests[32];
-    assert_true(pcase_count <= TEST_COUNTOF(tests));
+    if (pcase_count > TEST_COUNTOF(tests))
+        return 1;
     for (size_t i = 0; i < pcase_count; i++) {
         memset(&tests[i], 0, sizeof(tests[i]));
         tests[i].name = pcase_all[i]->name;
