@@ -10,6 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+static int fail(struct pcase *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#endif
+
 static int fail(struct pcase *c, const char *fmt, ...)
 {
     if (c->err[0] != '\0')
