@@ -1070,6 +1070,36 @@ static void test_rate_bookings(void **state)
     assert_int_equal(band_rate_destroy(rate), 0);
 }
 
+/* Closing a rate budget refuses new bookings but keeps the ones made: they still fall due
+ * through the queue. A slot past a booking's deadline is refused by the budget itself. */
+static void test_rate_close_keeps_bookings(void **state)
+{
+    struct fixture *f = *state;
+    band_rate *rate;
+    assert_int_equal(band_rate_create_simple(&rate, 100, 1), 0); /* one every 10 ms */
+    band_rate_ticket t[2];
+    for (int i = 0; i < 2; i++) {
+        t[i] = (band_rate_ticket)BAND_RATE_TICKET_INIT;
+        assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &t[i], NULL), 0);
+        assert_int_equal(band_fdq_at(f->q, &f->op[i], t[i].at, NULL), 0);
+    }
+    band_rate_ticket x = BAND_RATE_TICKET_INIT;
+    band_time retry = 0;
+    assert_int_equal(band_rate_reserve(rate, 1, band_now() + BAND_MSEC, &x, &retry),
+                     BAND_ETIMEDOUT); /* its slot would be 20 ms away: nothing booked */
+    assert_true(retry > BAND_MSEC);
+    assert_int_equal(band_rate_close(rate), 0);
+    assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &x, NULL), BAND_ECLOSED);
+    collect(f, 2);
+    assert_true(band_now() >= t[1].at);
+    for (int i = 0; i < 2; i++) {
+        assert_ptr_equal(f->got[i], &f->op[i]);
+        assert_int_equal(f->op[i].status, 0);
+    }
+    assert_quiet(f);
+    assert_int_equal(band_rate_destroy(rate), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1097,6 +1127,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_token_from_signal_handler, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_token_watch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_bookings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rate_close_keeps_bookings, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

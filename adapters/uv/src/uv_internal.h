@@ -1,9 +1,9 @@
 /*
  * uv_internal.h - the adapter's private structure and the helpers its files share.
  *
- * Include this header, never band/uv.h directly, in the adapter's sources: the node types
- * of ready_list.h and deadline_heap.h must be defined before band/uv.h, which otherwise
- * defines identical copies for its consumers.
+ * Include this header, never band/uv.h directly, in the adapter's sources: it brings the
+ * helpers of ready_list.h and deadline_heap.h, whose node types (band/adapter_nodes.h)
+ * the op struct of band/uv.h embeds.
  *
  * Design notes
  * ------------

@@ -1253,6 +1253,34 @@ static void test_rate_bookings(void **state)
     assert_int_equal(band_rate_destroy(rate), 0);
 }
 
+/* Closing a rate budget refuses new bookings but keeps the ones made: they still fall due
+ * on the loop. A slot past a booking's deadline is refused by the budget itself. */
+static void test_rate_close_keeps_bookings(void **state)
+{
+    struct fixture *f = *state;
+    band_rate *rate;
+    assert_int_equal(band_rate_create_simple(&rate, 100, 1), 0); /* one every 10 ms */
+    struct rec r[2];
+    band_rate_ticket t[2];
+    for (int i = 0; i < 2; i++) {
+        rec_init(&r[i], f, i);
+        assert_int_equal(book(f->u, &r[i], rate, &t[i], NULL), 0);
+    }
+    band_rate_ticket x = BAND_RATE_TICKET_INIT;
+    band_time retry = 0;
+    assert_int_equal(band_rate_reserve(rate, 1, band_now() + BAND_MSEC, &x, &retry),
+                     BAND_ETIMEDOUT); /* its slot would be 20 ms away: nothing booked */
+    assert_true(retry > BAND_MSEC);
+    assert_int_equal(band_rate_close(rate), 0);
+    assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &x, NULL), BAND_ECLOSED);
+    run(f);
+    for (int i = 0; i < 2; i++) {
+        assert_once(&r[i], 0);
+        assert_true(r[i].at >= (band_time)r[i].val);
+    }
+    assert_int_equal(band_rate_destroy(rate), 0);
+}
+
 /* A deadline and a due time share the one timer and the one heap, in time order. */
 static void test_deadlines_and_due_times_interleave(void **state)
 {
@@ -1348,6 +1376,7 @@ int main(void)
         T(test_shutdown_token_watch),
         T(test_close_between_bind_and_start),
         T(test_rate_bookings),
+        T(test_rate_close_keeps_bookings),
         T(test_deadlines_and_due_times_interleave),
         T(test_op_layout),
         T(test_no_allocation_per_op),
