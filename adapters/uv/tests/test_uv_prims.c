@@ -203,8 +203,10 @@ static void sc_cancel(const struct pcase_ops *ops)
 {
     struct harness h;
     struct pcase c;
+    band_cancel *token; /* never requested: its hook must be removed all the same */
+    assert_int_equal(band_cancel_create(&token, NULL), 0);
     h_open(&h);
-    begin(&h, &c, ops, 0, band_now() + 60 * BAND_SEC, NULL);
+    begin(&h, &c, ops, 0, band_now() + 60 * BAND_SEC, token);
     assert_true(ops->waiting(&c) > 0); /* queued (an admission in each of its budgets) */
     assert_int_equal(band_uv_cancel(&h.op), 0);
     assert_int_equal(band_uv_cancel(&h.op), BAND_EALREADY);
@@ -212,6 +214,7 @@ static void sc_cancel(const struct pcase_ops *ops)
     assert_int_equal(h.calls, 0);
     h_run(&h);
     end(&h, &c, BAND_ECANCELED);
+    assert_int_equal(band_cancel_destroy(token), 0); /* EBUSY if the hook were left */
     h_close(&h);
 }
 
