@@ -279,7 +279,7 @@ static double a_band(long iters)
 {
     band_sem *s = NULL;
     long bad = 0;
-    if (band_sem_create(&s, 1) != 0) {
+    if (band_sem_create(&s, 1, NULL) != 0) {
         fail("(a) band_sem_create", 1);
         return 1;
     }
@@ -337,7 +337,7 @@ static uint64_t b_band_fn(void *obj, int id, long iters, const uint32_t *weights
     (void)weights;
     (void)spin;
     for (long i = 0; i < iters; i++) {
-        if (band_sem_acquire(s, 1, BAND_FOREVER) != 0)
+        if (band_sem_acquire(s, 1, BAND_FOREVER, NULL) != 0)
             bad++;
         if (band_sem_release(s, 1) != 0)
             bad++;
@@ -384,7 +384,7 @@ static double b_band(long iters)
     band_sem *s = NULL;
     band_sem_stats st;
     long bad = 0;
-    if (band_sem_create(&s, 1) != 0) {
+    if (band_sem_create(&s, 1, NULL) != 0) {
         fail("(b) band_sem_create", 1);
         return 1;
     }
@@ -557,7 +557,7 @@ static void c_band_run(size_t n, struct c_run *out)
     uint64_t rel = 0, enq = 0;
     long bad = 0;
     memset(out, 0, sizeof *out);
-    if (band_sem_create(&s, 0) != 0) {
+    if (band_sem_create(&s, 0, NULL) != 0) {
         fail("(c) band_sem_create", 1);
         return;
     }
@@ -836,7 +836,7 @@ static uint64_t d_band_fn(void *obj, int id, long iters, const uint32_t *weights
     (void)id;
     for (long i = 0; i < iters; i++) {
         uint64_t w = weights[i & (BENCH_WEIGHTS - 1)];
-        if (band_sem_acquire(s, w, BAND_FOREVER) != 0)
+        if (band_sem_acquire(s, w, BAND_FOREVER, NULL) != 0)
             bad++;
         acc += bench_tiny_spin(spin, w);
         if (band_sem_release(s, w) != 0)
@@ -882,7 +882,7 @@ static double d_band(long iters)
 {
     band_sem *s = NULL;
     long bad = 0;
-    if (band_sem_create(&s, cfg.d_cap) != 0) {
+    if (band_sem_create(&s, cfg.d_cap, NULL) != 0) {
         fail("(d) band_sem_create", 1);
         return 1;
     }
@@ -972,7 +972,7 @@ static uint64_t e_band_fn(void *obj, int id, long iters, const uint32_t *weights
     (void)weights;
     (void)spin;
     for (long i = 0; i < iters; i++) {
-        if (band_sem_acquire(mine, 1, BAND_FOREVER) != 0)
+        if (band_sem_acquire(mine, 1, BAND_FOREVER, NULL) != 0)
             bad++;
         if (band_sem_release(theirs, 1) != 0)
             bad++;
@@ -1020,7 +1020,7 @@ static double e_band(long iters)
     static struct e_pair p;
     band_sem_stats st;
     long bad = 0;
-    if (band_sem_create(&p.band[0], 1) != 0 || band_sem_create(&p.band[1], 0) != 0) {
+    if (band_sem_create(&p.band[0], 1, NULL) != 0 || band_sem_create(&p.band[1], 0, NULL) != 0) {
         fail("(e) band_sem_create", 1);
         return 1;
     }

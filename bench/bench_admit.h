@@ -8,12 +8,13 @@
  *         g_failures += bench_admit_section(cfg.quick, cfg.reps);
  *
  * Workloads, for k = 1, 2 and 4 budgets:
- *   uncontended  one thread: band_admit_try() over k semaphores (1 unit each) +
+ *   uncontended  one thread: band_admit_try_acquire() over k semaphores (1 unit each) +
  *                band_admit_release(), ns per admission; beside k band_sem_try_acquire(1)
  *                + k band_sem_release(1) on the same k semaphores.
- *   2 threads    two threads contend for k semaphores of 1 permit each: band_admit(FOREVER)
- *                + release, admissions/s in total; beside band_sem_acquire(FOREVER) of the k
- *                semaphores in one fixed order + release in reverse (the "held" helper).
+ *   2 threads    two threads contend for k semaphores of 1 permit each:
+ *                band_admit_acquire(FOREVER) + release, admissions/s in total; beside
+ *                band_sem_acquire(FOREVER) of the k semaphores in one fixed order + release
+ *                in reverse (the "held" helper).
  *                Both are strict FIFO, so most admissions queue and hand off.
  * Every figure is the median of @reps rounds; within a round the variants run in an order
  * that rotates. After each run the semaphores must be whole again (checked; a failure is
@@ -52,13 +53,14 @@ static long bench_admit_loop(struct bench_admit_ctx *c, int blocking)
     for (long it = 0; it < c->iters; it++) {
         if (c->plain) {
             for (int i = 0; i < c->k; i++)
-                bad += (blocking ? band_sem_acquire(c->s[i], 1, BAND_FOREVER)
+                bad += (blocking ? band_sem_acquire(c->s[i], 1, BAND_FOREVER, NULL)
                                  : band_sem_try_acquire(c->s[i], 1)) != 0;
             for (int i = c->k; i-- > 0;)
                 bad += band_sem_release(c->s[i], 1) != 0;
         } else {
             band_admit_grant g = BAND_ADMIT_GRANT_INIT;
-            bad += (blocking ? band_admit(&r, &g, BAND_FOREVER) : band_admit_try(&r, &g)) != 0;
+            bad += (blocking ? band_admit_acquire(&r, &g, BAND_FOREVER, NULL)
+                             : band_admit_try_acquire(&r, &g)) != 0;
             bad += band_admit_release(&g) != 0;
         }
     }
@@ -86,7 +88,7 @@ static double bench_admit_run(int k, int plain, int threads, long iters, long *f
     c.plain = plain;
     c.iters = iters;
     for (int i = 0; i < k; i++) {
-        if (band_sem_create(&c.s[i], 1) != 0) {
+        if (band_sem_create(&c.s[i], 1, NULL) != 0) {
             (*failures)++;
             return 0;
         }

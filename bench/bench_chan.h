@@ -241,7 +241,7 @@ static inline void *bench_ch_producer(void *p)
         break;
     default:
         for (uint64_t v = base; v < end; v++)
-            if (band_chan_send(run->chan, &v, BENCH_CH_ELEM_SIZE, BAND_FOREVER) != 0)
+            if (band_chan_send(run->chan, &v, BENCH_CH_ELEM_SIZE, BAND_FOREVER, NULL) != 0)
                 bad++;
         break;
     }
@@ -305,7 +305,7 @@ static inline struct bench_ch_result bench_ch_once(int kind, int producers, long
         setup = bench_lq_init(&run.lq, cap);
         break;
     default:
-        setup = band_chan_create(&run.chan, sizeof(uint64_t), cap, 0) != 0 ? -1 : 0;
+        setup = band_chan_create(&run.chan, sizeof(uint64_t), cap, NULL) != 0 ? -1 : 0;
         break;
     }
     if (setup != 0) {
@@ -344,7 +344,7 @@ static inline struct bench_ch_result bench_ch_once(int kind, int producers, long
     case BENCH_CH_BAND:
         for (; got < total; got++) {
             uint64_t v = 0;
-            if (band_chan_recv(run.chan, &v, NULL, BAND_FOREVER) != 0) {
+            if (band_chan_recv(run.chan, &v, NULL, BAND_FOREVER, NULL) != 0) {
                 bad++;
                 break;
             }
@@ -355,7 +355,8 @@ static inline struct bench_ch_result bench_ch_once(int kind, int producers, long
     default:
         while (got < total) {
             size_t n = 0;
-            if (band_chan_recv_many(run.chan, batch, BENCH_CH_BATCH, NULL, &n, BAND_FOREVER) != 0 ||
+            if (band_chan_recv_many(run.chan, BENCH_CH_BATCH, batch, NULL, &n, BAND_FOREVER,
+                                    NULL) != 0 ||
                 n == 0 || n > BENCH_CH_BATCH) {
                 bad++;
                 break;

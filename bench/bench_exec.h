@@ -180,18 +180,14 @@ static void bench_ex_check(long n, const char *who)
 static double bench_ex_band(long n, int spin)
 {
     bench_ex_reset(n, spin);
-    band_exec_opts o;
-    memset(&o, 0, sizeof(o));
-    o.workers = BENCH_EX_WORKERS;
-    o.capacity = BENCH_EX_CAP;
     band_exec *ex = NULL;
-    if (band_exec_create(&ex, &o) != 0) {
+    if (band_exec_create(&ex, BENCH_EX_WORKERS, BENCH_EX_CAP, NULL) != 0) {
         g_bench_ex_fail++;
         return 1e9;
     }
     uint64_t t0 = bench_now();
     for (long i = 0; i < n; i++)
-        if (band_exec_run(ex, &g_bench_ex_jobs[i].job, BAND_FOREVER) != 0)
+        if (band_exec_run(ex, &g_bench_ex_jobs[i].job, BAND_FOREVER, NULL) != 0)
             g_bench_ex_fail++;
     (void)band_exec_shutdown(ex, BAND_EXEC_DRAIN);
     (void)band_exec_join(ex);

@@ -32,11 +32,10 @@ static void bench_fair_nop_wake(band_waiter *w)
 
 static band_fair *bench_fair_new(uint64_t capacity, uint32_t max_keys)
 {
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, capacity);
-    cfg.max_keys = max_keys;
+    band_fair_opts opts = {0};
+    opts.max_keys = max_keys;
     band_fair *f = NULL;
-    if (band_fair_create(&f, &cfg) != 0)
+    if (band_fair_create(&f, capacity, &opts) != 0)
         return NULL;
     return f;
 }
@@ -81,7 +80,7 @@ static double bench_fair_handoff(uint32_t keys, int *bad)
     const uint32_t per_key = 4;
     uint64_t n = (uint64_t)keys * per_key;
     band_fair *f = bench_fair_new(1, keys + 1);
-    band_fair_req *reqs = calloc((size_t)n, sizeof(*reqs));
+    band_fair_acquire_op *reqs = calloc((size_t)n, sizeof(*reqs));
     if (f == NULL || reqs == NULL) {
         *bad = 1;
         free(reqs);
@@ -92,8 +91,8 @@ static double bench_fair_handoff(uint32_t keys, int *bad)
     if (band_fair_try_acquire(f, UINT64_MAX, 0, 1) != 0)
         *bad = 1;
     for (uint64_t i = 0; i < n; i++) {
-        band_fair_req_init(&reqs[i], bench_fair_nop_wake, NULL, i % keys, 0, 1);
-        if (band_fair_acquire_async(f, &reqs[i]) != BAND_PENDING)
+        band_waiter_init(&reqs[i].w, bench_fair_nop_wake, NULL);
+        if (band_fair_acquire_async(f, i % keys, 0, 1, &reqs[i]) != BAND_PENDING)
             *bad = 1;
     }
     /* release the placeholder; then each grant's holder releases in turn */

@@ -2,8 +2,8 @@
  * bench/bench_rate.h - band_rate costs beside baselines, for band_bench (section j; every
  * function static).
  *
- *   R1  band_rate_try that takes a token (a bucket too deep to run dry)      ns per call
- *   R2  band_rate_try that is refused (an empty bucket at a tiny rate)       ns per call
+ *   R1  band_rate_try_acquire that takes a token (a bucket too deep to run dry)      ns per call
+ *   R2  band_rate_try_acquire that is refused (an empty bucket at a tiny rate)       ns per call
  *   R3  band_rate_reserve + band_rate_ticket_cancel of a booking not yet due ns per pair
  *   beside, in the same rounds,
  *   B1  a naive token bucket: a pthread mutex around a refill computed in doubles from
@@ -52,13 +52,13 @@ static int bench_naive_take(struct bench_naive_bucket *b, double n)
 static double bench_rate_try_ok(long iters, int *bad)
 {
     band_rate *r = NULL;
-    if (band_rate_create_simple(&r, UINT64_C(1000000000), UINT64_C(1) << 32) != 0) {
+    if (band_rate_create(&r, UINT64_C(1000000000), BAND_SEC, UINT64_C(1) << 32, NULL) != 0) {
         *bad = 1;
         return 0;
     }
     uint64_t t0 = bench_now();
     for (long i = 0; i < iters; i++)
-        if (band_rate_try(r, 1, NULL) != 0)
+        if (band_rate_try_acquire(r, 1, NULL) != 0)
             *bad = 1;
     uint64_t t1 = bench_now();
     band_rate_destroy(r);
@@ -68,14 +68,14 @@ static double bench_rate_try_ok(long iters, int *bad)
 static double bench_rate_try_refused(long iters, int *bad)
 {
     band_rate *r = NULL;
-    if (band_rate_create_simple(&r, 1, 1) != 0 || band_rate_try(r, 1, NULL) != 0) {
+    if (band_rate_create(&r, 1, BAND_SEC, 1, NULL) != 0 || band_rate_try_acquire(r, 1, NULL) != 0) {
         *bad = 1;
         return 0;
     }
     band_time retry = 0;
     uint64_t t0 = bench_now();
     for (long i = 0; i < iters; i++)
-        if (band_rate_try(r, 1, &retry) != BAND_EAGAIN)
+        if (band_rate_try_acquire(r, 1, &retry) != BAND_EAGAIN)
             *bad = 1;
     uint64_t t1 = bench_now();
     band_rate_destroy(r);
@@ -86,14 +86,14 @@ static double bench_rate_try_refused(long iters, int *bad)
 static double bench_rate_reserve_cancel(long iters, int *bad)
 {
     band_rate *r = NULL;
-    if (band_rate_create_simple(&r, 1, 1) != 0 || band_rate_try(r, 1, NULL) != 0) {
+    if (band_rate_create(&r, 1, BAND_SEC, 1, NULL) != 0 || band_rate_try_acquire(r, 1, NULL) != 0) {
         *bad = 1;
         return 0;
     }
     uint64_t t0 = bench_now();
     for (long i = 0; i < iters; i++) {
         band_rate_ticket t = BAND_RATE_TICKET_INIT;
-        if (band_rate_reserve(r, 1, BAND_FOREVER, &t, NULL) != 0 ||
+        if (band_rate_reserve(r, 1, &t, NULL, BAND_FOREVER) != 0 ||
             band_rate_ticket_cancel(&t) != 0)
             *bad = 1;
     }
@@ -150,9 +150,9 @@ static long bench_rate_section(int quick)
         x_clock[r] = clk[r] > 0 ? ok[r] / clk[r] : 0;
     }
     printf("\n(j) rate budget (band_rate), one thread, medians of %d rounds\n", BENCH_RATE_RUNS);
-    printf("  R1 band_rate_try, token taken:              %7.1f ns\n",
+    printf("  R1 band_rate_try_acquire, token taken:              %7.1f ns\n",
            bench_median(ok, BENCH_RATE_RUNS));
-    printf("  R2 band_rate_try, refused (+retry-after):   %7.1f ns\n",
+    printf("  R2 band_rate_try_acquire, refused (+retry-after):   %7.1f ns\n",
            bench_median(no, BENCH_RATE_RUNS));
     printf("  R3 band_rate_reserve + ticket_cancel:       %7.1f ns\n",
            bench_median(rc, BENCH_RATE_RUNS));

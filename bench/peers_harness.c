@@ -60,7 +60,7 @@ static double w1_once(long iters)
 {
     band_sem *s = NULL;
     long bad = 0;
-    if (band_sem_create(&s, 1) != 0)
+    if (band_sem_create(&s, 1, NULL) != 0)
         die("band_sem_create", 1);
     uint64_t t0 = bench_now();
     for (long i = 0; i < iters; i++) {
@@ -94,7 +94,7 @@ static uint64_t duo_fn(void *obj, int id, long iters, const uint32_t *weights, i
     (void)id;
     if (weights == NULL) {
         for (long i = 0; i < iters; i++) {
-            if (band_sem_acquire(s, 1, BAND_FOREVER) != 0)
+            if (band_sem_acquire(s, 1, BAND_FOREVER, NULL) != 0)
                 bad++;
             if (band_sem_release(s, 1) != 0)
                 bad++;
@@ -102,7 +102,7 @@ static uint64_t duo_fn(void *obj, int id, long iters, const uint32_t *weights, i
     } else {
         for (long i = 0; i < iters; i++) {
             uint64_t w = weights[i & (BENCH_WEIGHTS - 1)];
-            if (band_sem_acquire(s, w, BAND_FOREVER) != 0)
+            if (band_sem_acquire(s, w, BAND_FOREVER, NULL) != 0)
                 bad++;
             acc += bench_tiny_spin(spin, w);
             if (band_sem_release(s, w) != 0)
@@ -118,7 +118,7 @@ static double duo_once(long iters, uint64_t permits, const uint32_t *w0, const u
 {
     band_sem *s = NULL;
     long bad = 0;
-    if (band_sem_create(&s, permits) != 0)
+    if (band_sem_create(&s, permits, NULL) != 0)
         die("band_sem_create", 1);
     double ops = bench_duo_run(duo_fn, s, iters, w0, w1, (int)SPIN, &bad);
     if (band_sem_available(s) != permits)
@@ -224,7 +224,7 @@ static void run_w3(long nl, int executor)
         executor ? "band sem async waiters -> executor thread" : "band sem async waiters";
     long bad = 0;
 
-    if (band_sem_create(&s, 0) != 0)
+    if (band_sem_create(&s, 0, NULL) != 0)
         die("band_sem_create", 1);
     memset(&g3, 0, sizeof g3);
     g3.n = n;

@@ -41,13 +41,13 @@ struct big_job {
 static void *big_job_main(void *arg)
 {
     struct big_job *job = arg;
-    job->rc = band_budget_alloc(job->budget, 800 * KIB, BAND_FOREVER, &job->buf);
+    job->rc = band_budget_alloc(job->budget, 800 * KIB, &job->buf, BAND_FOREVER, NULL);
     return NULL;
 }
 
 static void show(const char *what, band_budget *b)
 {
-    band_sem_stats st;
+    band_budget_stats st;
     if (band_budget_get_stats(b, &st) != 0)
         return;
     printf("%-40s capacity %5llu KiB  available %5llu KiB  debt %4llu KiB  waiting %llu\n", what,
@@ -60,7 +60,7 @@ static int wait_for_waiter(band_budget *b)
 {
     band_time give_up = band_deadline_after(5 * BAND_SEC);
     struct timespec ms = {0, 1000000};
-    band_sem_stats st;
+    band_budget_stats st;
     while (band_budget_get_stats(b, &st) == 0 && st.waiters == 0) {
         if (band_now() > give_up)
             return -1;
@@ -73,14 +73,14 @@ int main(void)
 {
     band_budget *b;
     void *small = NULL, *never = NULL;
-    CHECK(band_budget_create(&b, 1024 * KIB) == 0);
+    CHECK(band_budget_create(&b, 1024 * KIB, NULL) == 0);
     show("a budget of 1 MiB", b);
 
     /* More than the whole capacity: refused at once, since waiting could never help. */
-    CHECK(band_budget_alloc(b, 2048 * KIB, BAND_FOREVER, &never) == BAND_E2BIG);
+    CHECK(band_budget_alloc(b, 2048 * KIB, &never, BAND_FOREVER, NULL) == BAND_E2BIG);
     CHECK(never == NULL);
 
-    CHECK(band_budget_alloc(b, 600 * KIB, BAND_FOREVER, &small) == 0);
+    CHECK(band_budget_alloc(b, 600 * KIB, &small, BAND_FOREVER, NULL) == 0);
     memset(small, 1, 600 * KIB);
     show("600 KiB buffer allocated", b);
 
@@ -101,10 +101,11 @@ int main(void)
     show("600 KiB freed, the 800 KiB job runs", b);
 
     /* Growing a buffer reserves the difference before it reallocates. */
-    CHECK(band_budget_realloc(&job.buf, 1024 * KIB, BAND_FOREVER) == 0);
+    CHECK(band_budget_realloc(&job.buf, 1024 * KIB, BAND_FOREVER, NULL) == 0);
     show("buffer grown to 1 MiB", b);
     /* 2 MiB can never fit, even though the 1 MiB more it needs equals the capacity. */
-    CHECK(band_budget_realloc(&job.buf, 2048 * KIB, band_deadline_after(BAND_SEC)) == BAND_E2BIG);
+    CHECK(band_budget_realloc(&job.buf, 2048 * KIB, band_deadline_after(BAND_SEC), NULL) ==
+          BAND_E2BIG);
     CHECK(band_budget_buf_size(job.buf) == 1024 * KIB); /* unchanged, still valid */
 
     /* Shrink the capacity while it is all in use: nothing is revoked, a debt remains. */
@@ -113,7 +114,7 @@ int main(void)
     CHECK(band_budget_capacity(b) == 512 * KIB && band_budget_available(b) == 0);
 
     /* Returned bytes repay the debt before they become available again. */
-    CHECK(band_budget_realloc(&job.buf, 256 * KIB, BAND_FOREVER) == 0);
+    CHECK(band_budget_realloc(&job.buf, 256 * KIB, BAND_FOREVER, NULL) == 0);
     show("buffer shrunk to 256 KiB", b);
     CHECK(band_budget_available(b) == 256 * KIB);
     band_budget_free(job.buf);

@@ -178,7 +178,7 @@ static void *producer_main(void *arg)
 
     for (unsigned i = 0; i < run->per_producer; i++) {
         band_permit p = BAND_PERMIT_INIT;
-        int rc = band_permit_acquire(&p, run->slots, 1, BAND_FOREVER);
+        int rc = band_permit_acquire(&p, run->slots, 1, BAND_FOREVER, NULL);
         if (rc != 0) {
             fprintf(stderr, "band_permit_acquire: %s\n", band_strerror(rc));
             atomic_fetch_add(&run->errors, 1);
@@ -240,7 +240,7 @@ static void *consumer_main(void *arg)
 static int run_transfers(struct transfer_run *run, int move_permit, unsigned per_producer)
 {
     pthread_t producers[PRODUCERS], consumers[CONSUMERS];
-    int rc = band_sem_create(&run->slots, SLOTS);
+    int rc = band_sem_create(&run->slots, SLOTS, NULL);
     if (rc != 0) {
         fprintf(stderr, "band_sem_create: %s\n", band_strerror(rc));
         return -1;
@@ -320,7 +320,7 @@ static void *job_main(void *arg)
         int rc;
         if (run->budget == NULL) {
             /* One slot per job, whatever its size: the allocation is outside any bound. */
-            rc = band_sem_acquire(run->slots, 1, BAND_FOREVER);
+            rc = band_sem_acquire(run->slots, 1, BAND_FOREVER, NULL);
             if (rc == 0) {
                 buf = malloc((size_t)size);
                 if (buf != NULL)
@@ -334,7 +334,7 @@ static void *job_main(void *arg)
             }
         } else {
             /* Reserve the bytes first, in one acquisition, then allocate. */
-            rc = band_budget_alloc(run->budget, (size_t)size, BAND_FOREVER, &buf);
+            rc = band_budget_alloc(run->budget, (size_t)size, &buf, BAND_FOREVER, NULL);
             if (rc == 0) {
                 work_on(run, buf, size);
                 band_budget_free(buf); /* frees the payload and returns its bytes */
@@ -440,7 +440,7 @@ static void *chan_producer_main(void *arg)
         }
         memset(m.payload, (int)(i & 0xff), (size_t)m.size);
         /* Waits while the channel holds 32 messages or too many bytes for this one. */
-        int rc = band_chan_send(pl->chan, &m, m.size, BAND_FOREVER);
+        int rc = band_chan_send(pl->chan, &m, m.size, BAND_FOREVER, NULL);
         if (rc != 0) {
             fprintf(stderr, "band_chan_send: %s\n", band_strerror(rc));
             free(m.payload); /* a refused message stays with its sender */
@@ -469,7 +469,7 @@ static void *chan_consumer_main(void *arg)
         struct message m;
         uint64_t bytes = 0;
         sample_channel(pl);
-        int rc = band_chan_recv(pl->chan, &m, &bytes, BAND_FOREVER);
+        int rc = band_chan_recv(pl->chan, &m, &bytes, BAND_FOREVER, NULL);
         if (rc == BAND_ECLOSED)
             break; /* closed by the producer and empty: the stream is over */
         if (rc != 0) {
@@ -497,13 +497,11 @@ static int run_pipeline(struct pipeline *pl, uint64_t messages)
     pthread_t prod, cons;
     band_chan_opts o;
     memset(&o, 0, sizeof(o));
-    o.elem_size = sizeof(struct message);
-    o.capacity = CHAN_MESSAGES;
     o.byte_capacity = CHAN_BYTES;
     o.senders = 1; /* the producer; its band_chan_sender_leave() closes the channel */
-    int rc = band_chan_create_opts(&pl->chan, &o);
+    int rc = band_chan_create(&pl->chan, sizeof(struct message), CHAN_MESSAGES, &o);
     if (rc != 0) {
-        fprintf(stderr, "band_chan_create_opts: %s\n", band_strerror(rc));
+        fprintf(stderr, "band_chan_create: %s\n", band_strerror(rc));
         return -1;
     }
     band_chan_set_name(pl->chan, "stage-1-to-2");
@@ -581,9 +579,9 @@ int main(int argc, char **argv)
     static struct job_run counted, budgeted;
     counted.sizes = budgeted.sizes = sizes;
     counted.njobs = budgeted.njobs = cfg.jobs;
-    int rc = band_sem_create(&counted.slots, SLOTS);
+    int rc = band_sem_create(&counted.slots, SLOTS, NULL);
     if (rc == 0)
-        rc = band_budget_create(&budgeted.budget, BUDGET);
+        rc = band_budget_create(&budgeted.budget, BUDGET, NULL);
     if (rc != 0) {
         fprintf(stderr, "create: %s\n", band_strerror(rc));
         return 1;
@@ -596,7 +594,8 @@ int main(int argc, char **argv)
     /* A request that could never fit is refused at once instead of waiting forever. */
     void *huge = NULL;
     band_time t_big = band_now();
-    int rc_big = band_budget_alloc(budgeted.budget, (size_t)(BUDGET + 1), BAND_FOREVER, &huge);
+    int rc_big =
+        band_budget_alloc(budgeted.budget, (size_t)(BUDGET + 1), &huge, BAND_FOREVER, NULL);
     double big_ms = (double)(band_now() - t_big) / (double)BAND_MSEC;
     if (rc_big != BAND_E2BIG || huge != NULL || big_ms > 1000.0) {
         fprintf(stderr, "oversized request: %s after %.1f ms, want BAND_E2BIG at once\n",
@@ -604,7 +603,7 @@ int main(int argc, char **argv)
         failed = 1;
     }
 
-    band_sem_stats st;
+    band_budget_stats st;
     memset(&st, 0, sizeof(st));
     if (band_budget_get_stats(budgeted.budget, &st) != 0 || st.in_use != 0 ||
         band_budget_available(budgeted.budget) != BUDGET) {

@@ -43,7 +43,7 @@
 enum { R_NEW, R_PENDING, R_QUEUED, R_REFUSED, R_TIMED_OUT };
 
 struct request {
-    struct band_chan_send_op op;
+    band_chan_send_op op;
     struct request *self; /* the element: a pointer to this request */
     band_time arrival, deadline, answered, done;
     _Atomic int state;
@@ -78,7 +78,7 @@ static void *server_main(void *arg)
 {
     struct overload_run *run = arg;
     struct request *r;
-    while (band_chan_recv(run->chan, &r, NULL, BAND_FOREVER) == 0) {
+    while (band_chan_recv(run->chan, &r, NULL, BAND_FOREVER, NULL) == 0) {
         spin_until(band_now() + SERVICE_US * BAND_USEC);
         r->done = band_now();
         r->late = r->done > r->deadline;
@@ -150,11 +150,9 @@ static int run_mode(int deadline_aware, int lifo, band_time phase, struct overlo
     run.n = n;
     band_chan_opts o;
     memset(&o, 0, sizeof(o));
-    o.elem_size = sizeof(struct request *);
-    o.capacity = QUEUE;
     o.deadline_aware = deadline_aware;
     o.lifo_after = lifo ? DEADLINE_MS * BAND_MSEC / 2 : 0;
-    if (band_chan_create_opts(&run.chan, &o) != 0)
+    if (band_chan_create(&run.chan, sizeof(struct request *), QUEUE, &o) != 0)
         return -1;
     pthread_t server, reaper;
     pthread_create(&server, NULL, server_main, &run);
@@ -178,10 +176,9 @@ static int run_mode(int deadline_aware, int lifo, band_time phase, struct overlo
             band_waiter_init(&r->op.w, send_woken, r);
             /* The send must complete early enough for the queue inside the channel. */
             r->op.w.deadline = r->deadline - QUEUE * SERVICE_US * BAND_USEC;
-            r->op.elem = &r->self;
             atomic_store(&r->state, R_PENDING);
             atomic_store(&run.issued, k + 1); /* the reaper may look at it from now on */
-            int rc = band_chan_send_async(run.chan, &r->op);
+            int rc = band_chan_send_async(run.chan, &r->self, 0, &r->op);
             if (rc == 0) {
                 r->answered = band_now();
                 atomic_store(&r->state, R_QUEUED);

@@ -38,7 +38,7 @@ static void response_free(struct response *r)
 static struct response *start_request(band_sem *slots, int id, band_time deadline)
 {
     BAND_SCOPED_PERMIT band_permit p = BAND_PERMIT_INIT;
-    if (band_permit_acquire(&p, slots, 1, deadline) != 0)
+    if (band_permit_acquire(&p, slots, 1, deadline, NULL) != 0)
         return NULL; /* p is empty: nothing to give back */
     struct response *r = malloc(sizeof(*r));
     if (r == NULL)
@@ -69,7 +69,7 @@ static void *read_body(void *arg)
 int main(void)
 {
     band_sem *slots;
-    CHECK(band_sem_create(&slots, 2) == 0); /* at most two requests in flight */
+    CHECK(band_sem_create(&slots, 2, NULL) == 0); /* at most two requests in flight */
 
     struct response *a = start_request(slots, 1, BAND_FOREVER);
     struct response *b = start_request(slots, 2, BAND_FOREVER);

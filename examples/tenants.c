@@ -7,8 +7,8 @@
  * silver (weight 2, 6 threads), bronze (weight 1, 6 threads) and noisy (weight 1, 24
  * threads, flooding the fair). A FIFO semaphore would serve them in arrival order, so
  * noisy, with the most threads, would take the most slots; the fair serves them 4:2:1:1.
- * An "ops" tenant sends occasional urgent requests in the highest priority class; batch
- * work (class 0) may only fill 6 of the 8 slots, so ops finds room at once.
+ * An "ops" tenant sends occasional urgent requests in class 0, the most urgent; batch
+ * work (class 1) leaves 2 of the 8 slots free for it, so ops finds room at once.
  *
  * Prints, per tenant: weight, threads, grants, share of grants next to the share its
  * weight entitles it to, and the wait for a slot (p50, p99, max). Exits 1 if more slots
@@ -37,7 +37,10 @@
 #include <time.h>
 
 #define TENANT_SLOTS    8u
-#define TENANT_BATCH    6u /* class 0 threshold: batch work leaves 2 slots of headroom */
+#define TENANT_HEADROOM 2u /* batch work (class 1) leaves 2 slots free for urgent work */
+#define TENANT_BATCH    (TENANT_SLOTS - TENANT_HEADROOM) /* slots batch work may fill */
+#define CLASS_URGENT    0u
+#define CLASS_BATCH     1u
 #define TENANT_SAMPLES  (1u << 16)
 #define TENANT_MAX_THR  24u
 #define TENANT_OPS      4 /* index of the urgent tenant */
@@ -85,7 +88,7 @@ static void *client_main(void *arg)
     struct tenant *t = c->t;
     while (!atomic_load(&d->stop)) {
         band_time t0 = band_now();
-        int rc = band_fair_acquire(d->fair, t->key, t->cls, 1, t0 + 2 * BAND_SEC);
+        int rc = band_fair_acquire(d->fair, t->key, t->cls, 1, t0 + 2 * BAND_SEC, NULL);
         if (rc != 0) {
             atomic_fetch_add(&d->errors, 1);
             break;
@@ -103,7 +106,7 @@ static void *client_main(void *arg)
         atomic_fetch_sub(&d->in_flight, 1);
         if (band_fair_release(d->fair, t->key, 1) != 0)
             atomic_fetch_add(&d->errors, 1);
-        if (t->cls > 0)
+        if (t->cls == CLASS_URGENT)
             nap(TENANT_OPS_IDLE); /* urgent requests are occasional */
     }
     return NULL;
@@ -132,17 +135,18 @@ int band_tenants_demo(int quick)
         uint32_t cls;
         unsigned threads;
     } spec[TENANT_COUNT] = {
-        {"gold", 4, 0, 6},   {"silver", 2, 0, 6}, {"bronze", 1, 0, 6},
-        {"noisy", 1, 0, 24}, {"ops", 1, 1, 2},
+        {"gold", 4, CLASS_BATCH, 6},   {"silver", 2, CLASS_BATCH, 6}, {"bronze", 1, CLASS_BATCH, 6},
+        {"noisy", 1, CLASS_BATCH, 24}, {"ops", 1, CLASS_URGENT, 2},
     };
     struct demo *d = calloc(1, sizeof(*d));
     if (d == NULL)
         return 1;
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, TENANT_SLOTS);
-    cfg.classes = 2;
-    cfg.thresholds[0] = TENANT_BATCH;
-    int rc = band_fair_create(&d->fair, &cfg);
+    band_fair_opts opts = {0};
+    opts.classes = 2;
+    opts.headroom[CLASS_BATCH] = TENANT_HEADROOM;
+    int rc = band_fair_create(&d->fair, TENANT_SLOTS, &opts);
+    if (rc == 0)
+        rc = band_fair_set_name(d->fair, "tenants");
     unsigned nthreads = 0;
     for (int i = 0; i < TENANT_COUNT && rc == 0; i++) {
         struct tenant *t = &d->t[i];
@@ -188,7 +192,7 @@ int band_tenants_demo(int quick)
 
     uint64_t batch_total = 0, weight_total = 0;
     for (int i = 0; i < TENANT_COUNT; i++) {
-        if (d->t[i].cls == 0) {
+        if (d->t[i].cls == CLASS_BATCH) {
             batch_total += atomic_load(&d->t[i].grants);
             weight_total += d->t[i].weight;
         }
@@ -205,7 +209,7 @@ int band_tenants_demo(int quick)
             n = TENANT_SAMPLES;
         qsort(t->wait_ns, (size_t)n, sizeof(uint64_t), cmp_u64);
         char share[16] = "-", entitled[16] = "-";
-        if (t->cls == 0 && batch_total > 0) {
+        if (t->cls == CLASS_BATCH && batch_total > 0) {
             (void)snprintf(share, sizeof(share), "%.1f%%", 100.0 * (double)g / (double)batch_total);
             (void)snprintf(entitled, sizeof(entitled), "%.1f%%",
                            100.0 * (double)t->weight / (double)weight_total);
@@ -216,13 +220,12 @@ int band_tenants_demo(int quick)
     }
     band_fair_stats st;
     (void)band_fair_get_stats(d->fair, &st);
-    printf("most slots in use at once: %u of %u; class 0 waited %.0f us on average, class 1 "
-           "%.0f us\n",
+    const band_fair_class_stats *batch = &st.cls[CLASS_BATCH], *urgent = &st.cls[CLASS_URGENT];
+    printf("most slots in use at once: %u of %u; batch (class 1) waited %.0f us on average, "
+           "urgent (class 0) %.0f us\n",
            atomic_load(&d->max_in_flight), TENANT_SLOTS,
-           st.cls[0].granted ? (double)st.cls[0].wait_ns_total / 1e3 / (double)st.cls[0].granted
-                             : 0.0,
-           st.cls[1].granted ? (double)st.cls[1].wait_ns_total / 1e3 / (double)st.cls[1].granted
-                             : 0.0);
+           batch->granted ? (double)batch->wait_ns_total / 1e3 / (double)batch->granted : 0.0,
+           urgent->granted ? (double)urgent->wait_ns_total / 1e3 / (double)urgent->granted : 0.0);
 
     int failed = atomic_load(&d->errors) != 0 || atomic_load(&d->max_in_flight) > TENANT_SLOTS ||
                  st.in_use != 0;

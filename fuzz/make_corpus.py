@@ -28,11 +28,11 @@ def medium(v):  # an amount 0..64
     return [7, v]
 
 
-def near_max(d):  # BAND_SEM_MAX_PERMITS - d, d in 0..3
+def near_max(d):  # BAND_MAX_UNITS - d, d in 0..3
     return [13, d]
 
 
-def above_max(d):  # BAND_SEM_MAX_PERMITS + 1 + d
+def above_max(d):  # BAND_MAX_UNITS + 1 + d
     return [14, d]
 
 

@@ -16,6 +16,7 @@ packages=(
     build-essential    # gcc 12, make, libc headers
     cmake
     pkg-config
+    python3            # scripts/check_api.py, the fuzz corpus generators
     libcmocka-dev      # unit tests
     clang-14
     clang              # the `clang` command

@@ -10,3 +10,15 @@ band_add_test(NAME test_broadcast
 band_add_test(NAME stress_broadcast
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_broadcast.c"
     TIMEOUT 120 LABELS stress)
+
+# The reference-model test: random op sequences over fixed seeds on lossy and lossless
+# broadcasts, every result, wake, lag and counter checked against a small model written
+# in the test (tests/model/broadcast_model.c, shared with fuzz/fuzz_broadcast.c), then a
+# replay of the fuzz corpus, so every build re-checks those inputs. Bounded by operations
+# per seed and by BAND_MODEL_SECONDS of wall time (default 6).
+band_add_test(NAME model_broadcast
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_broadcast.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/broadcast_model.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+    ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_broadcast"
+    TIMEOUT 180 LABELS model)

@@ -3,3 +3,7 @@
 
 band_add_test(NAME test_cancel
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cancel.c" TIMEOUT 60 LABELS unit)
+
+# Every blocking call of every primitive, stopped by a token.
+band_add_test(NAME test_cancel_waits
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cancel_waits.c" TIMEOUT 60 LABELS unit)

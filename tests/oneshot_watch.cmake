@@ -16,3 +16,21 @@ band_add_test(NAME test_watch
 band_add_test(NAME stress_watch
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_watch.c"
     TIMEOUT 120 LABELS stress)
+
+# The reference-model tests: random op sequences over fixed seeds, every result, wake and
+# counter checked against a small model written in the test (tests/model/oneshot_model.c,
+# watch_model.c, shared with fuzz/fuzz_oneshot.c and fuzz/fuzz_watch.c), then a replay of
+# the fuzz corpus, so every build re-checks those inputs. Bounded by operations per seed
+# and by BAND_MODEL_SECONDS of wall time (default 6).
+band_add_test(NAME model_oneshot
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_oneshot.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/oneshot_model.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+    ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_oneshot"
+    TIMEOUT 180 LABELS model)
+band_add_test(NAME model_watch
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_watch.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/watch_model.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+    ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_watch"
+    TIMEOUT 180 LABELS model)

@@ -140,7 +140,7 @@ static void sample(struct run *run)
         max_u64(r->peak_slots_held, run->cfg->slots - band_sem_available(run->slots));
     r->peak_buffered = max_u64(r->peak_buffered, run->buffered);
     if (run->budget != NULL) {
-        band_sem_stats st;
+        band_budget_stats st;
         if (band_budget_get_stats(run->budget, &st) == 0)
             r->peak_budget_in_use = max_u64(r->peak_budget_in_use, st.in_use);
     }
@@ -606,10 +606,10 @@ int fetch_run(uv_loop_t *loop, const struct fetch_config *cfg, struct fetch_resu
         fprintf(stderr, "download: clients, window and slots must be at least 1\n");
         return -1;
     }
-    rc = band_sem_create(&run.slots, cfg->slots);
+    rc = band_sem_create(&run.slots, cfg->slots, NULL);
     if (rc == 0) {
         band_sem_set_name(run.slots, "transfer-slots");
-        if (cfg->budget > 0 && (rc = band_budget_create(&run.budget, cfg->budget)) == 0)
+        if (cfg->budget > 0 && (rc = band_budget_create(&run.budget, cfg->budget, NULL)) == 0)
             band_budget_set_name(run.budget, "body-bytes");
     }
     if (rc != 0) {

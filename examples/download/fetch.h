@@ -57,10 +57,10 @@ struct fetch_result {
     uint64_t peak_budget_in_use; /* the budget's in_use counter, sampled at every change */
     uint64_t bytes_outside_slot; /* body bytes that arrived while no slot was held */
 
-    band_sem_stats slot_stats;   /* the semaphore's counters at the end */
-    band_sem_stats budget_stats; /* the budget's counters at the end (budget runs) */
-    uint64_t slots_left;         /* permits available at the end: all of them */
-    uint64_t budget_left;        /* budget units available at the end: all of them */
+    band_sem_stats slot_stats;      /* the semaphore's counters at the end */
+    band_budget_stats budget_stats; /* the budget's counters at the end (budget runs) */
+    uint64_t slots_left;            /* permits available at the end: all of them */
+    uint64_t budget_left;           /* budget units available at the end: all of them */
 
     int stopped;       /* 1 when the run ended early */
     char why[128];     /* why it ended early */

@@ -22,8 +22,9 @@
  *  - The grant is a value (band_admit_grant) that returns everything it holds, on every
  *    path with BAND_SCOPED_ADMIT.
  *
- * Capacity hierarchies (band_tree_*): nodes with a cap and an optional guaranteed
- * reservation; a request at a leaf charges the leaf and every ancestor in one admission.
+ * Capacity hierarchies (band/cap_tree.h): nodes with a cap and an optional guaranteed
+ * reservation; band_admit_req_add_tree() makes a request at a leaf charge the leaf and
+ * every ancestor in one admission.
  *
  * Every function is MT-safe with respect to the budgets. A request and a grant each have
  * one owner: their own functions are not synchronized against each other on the same
@@ -33,7 +34,10 @@
 #define BAND_ADMIT_H
 
 #include "band/budget.h"
+#include "band/cancel.h"
+#include "band/cap_tree.h"
 #include "band/core.h"
+#include "band/permit.h"
 #include "band/sem.h"
 
 #ifdef __cplusplus
@@ -50,7 +54,6 @@ typedef struct band_admit_entry {
     band_waiter _node; /* private: this request's node in sem's wait queue */
 } band_admit_entry;
 
-typedef struct band_tree band_tree;
 struct band__smart_ops; /* private */
 
 /**
@@ -70,7 +73,7 @@ typedef struct band_admit_req {
     uint8_t _stage[BAND_ADMIT_MAX]; /* queueing stage of each entry (tree level) */
     uint8_t _joined, _nstages;      /* stages whose queues it has joined, of how many */
     uint64_t _ticket;               /* its place in the global order of requests */
-    band_tree *_tenant[BAND_ADMIT_MAX];
+    band_cap_tree *_tenant[BAND_ADMIT_MAX];
     uint64_t _tenant_amt[BAND_ADMIT_MAX];
     uint32_t _ntenant;
     const struct band__smart_ops *_ops; /* how the budgets talk to its entries' nodes */
@@ -100,8 +103,8 @@ typedef struct band_admit_grant {
 
 /**
  * band_admit_req_init() - prepare @r: no budgets, waiter initialised with @wake and @data
- * (as band_waiter_init(); @wake may be NULL when only band_admit_try() and band_admit()
- * are used). Must not be called on a pending request.
+ * (as band_waiter_init(); @wake may be NULL when only band_admit_try_acquire() and
+ * band_admit_acquire() are used). Must not be called on a pending request.
  */
 BAND_API void band_admit_req_init(band_admit_req *r, band_wake_fn *wake, void *data);
 
@@ -110,14 +113,14 @@ BAND_API void band_admit_req_init(band_admit_req *r, band_wake_fn *wake, void *d
  *
  * Naming a semaphore that @r already names merges the amounts (so each budget is charged
  * once). @s may be a budget's semaphore (band_budget_sem()). Returns 0, BAND_EINVAL (NULL
- * @r or @s, @r pending, @amount above BAND_SEM_MAX_PERMITS, or BAND_ADMIT_MAX budgets
- * already named), or BAND_EOVERFLOW when a merged amount would exceed BAND_SEM_MAX_PERMITS
+ * @r or @s, @r pending, @amount above BAND_MAX_UNITS, or BAND_ADMIT_MAX budgets
+ * already named), or BAND_EOVERFLOW when a merged amount would exceed BAND_MAX_UNITS
  * (nothing changes on failure). Capacity is checked at admission (BAND_E2BIG).
  */
 BAND_API int band_admit_req_add(band_admit_req *r, band_sem *s, uint64_t amount);
 
 /**
- * band_admit_try() - admit @r now or refuse without waiting.
+ * band_admit_try_acquire() - admit @r now or refuse without waiting.
  *
  * Returns 0 (*@g, which must be empty, holds every amount), BAND_EAGAIN (some budget has
  * not enough available, or has a waiter queued: try never overtakes), BAND_ECLOSED,
@@ -126,21 +129,29 @@ BAND_API int band_admit_req_add(band_admit_req *r, band_sem *s, uint64_t amount)
  * the budgets one by one and gives back what it took when a later one refuses, so a
  * concurrent try on one of them may see a spurious BAND_EAGAIN. MT-safe.
  */
-BAND_API int band_admit_try(band_admit_req *r, band_admit_grant *g);
+BAND_API int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g);
 
 /**
- * band_admit() - admit @r, blocking this thread until @deadline.
+ * band_admit_acquire() - admit @r, blocking this thread until @deadline.
  *
  * Returns 0 (*@g holds every amount), BAND_ETIMEDOUT (a past @deadline means "do not
  * wait"; a grant that races with the deadline wins), or the other codes of
- * band_admit_try() and band_admit_async() except BAND_EAGAIN and BAND_PENDING. While it
- * blocks it holds nothing. @r's wake and data are used internally for the duration of the
- * call and are restored before it returns. MT-safe.
+ * band_admit_try_acquire() and band_admit_acquire_async() except BAND_EAGAIN and
+ * BAND_PENDING. While it blocks it holds nothing. @r's wake and data are used internally
+ * for the duration of the call and are restored before it returns. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
-BAND_API int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadline);
+BAND_API int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
+                                band_cancel *cancel);
 
 /**
- * band_admit_async() - admit @r now, or queue it in every budget it names at once.
+ * band_admit_acquire_async() - admit @r now, or queue it in every budget it names at once.
+ *
+ * The request is its own op: it names several budgets, so it is built first with
+ * band_admit_req_init() and band_admit_req_add(), and its waiter is @r->w.
  *
  * Returns 0 when admitted at once (no wake follows; take the grant with
  * band_admit_req_grant()), BAND_PENDING when queued, or a negative code that also ends it:
@@ -153,11 +164,11 @@ BAND_API int band_admit(band_admit_req *r, band_admit_grant *g, band_time deadli
  * BAND_ECLOSED when a named budget closed, BAND_E2BIG when a shrink made an amount too
  * big. A cancel that returns 0 leaves nothing held. MT-safe.
  */
-BAND_API int band_admit_async(band_admit_req *r);
+BAND_API int band_admit_acquire_async(band_admit_req *r);
 
 /**
- * band_admit_req_grant() - move the units of a granted @r (band_admit_async() returned 0,
- * or its wake reported status 0) into the empty grant @g.
+ * band_admit_req_grant() - move the units of a granted @r (band_admit_acquire_async()
+ * returned 0, or its wake reported status 0) into the empty grant @g.
  *
  * Returns 0, or BAND_EINVAL (NULL argument, @g not empty, @r pending or not granted). Call
  * it once per grant: a second call would duplicate the units.
@@ -195,9 +206,13 @@ BAND_API int band_admit_release_part(band_admit_grant *g, band_sem *s, uint64_t 
  * Waiting for a shortfall while holding the rest of the grant is incremental acquisition:
  * two grants that each wait for what the other holds wait until their deadlines. Prefer a
  * generous estimate and return the surplus, or a short deadline. MT-safe for the budget.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (the grant is unchanged); a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount,
-                               band_time deadline);
+                               band_time deadline, band_cancel *cancel);
 
 /**
  * band_admit_reconcile() - set what @g holds of @s to @used, the units the admitted work
@@ -215,7 +230,7 @@ BAND_API int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount
  * releasing it returns all of them (settling the debt first).
  *
  * Returns 0; BAND_EINVAL when @g or @s is NULL, @g does not name @s, or @used exceeds
- * BAND_SEM_MAX_PERMITS; BAND_EOVERFLOW when the debt would pass BAND_SEM_MAX_PERMITS, or
+ * BAND_MAX_UNITS; BAND_EOVERFLOW when the debt would pass BAND_MAX_UNITS, or
  * when returning the surplus fails as band_sem_release() does with it. Nothing changes on
  * failure. MT-safe for the budget.
  */
@@ -236,67 +251,21 @@ BAND_API void band_admit_release_scoped(band_admit_grant *g);
  * BAND_SCOPED_ADMIT - declare a band_admit_grant released on every path out of its block:
  *
  *     BAND_SCOPED_ADMIT band_admit_grant g = BAND_ADMIT_GRANT_INIT;
- *     if (band_admit(&req, &g, deadline) != 0)
+ *     if (band_admit_acquire(&req, &g, deadline, NULL) != 0)
  *         return -1;
  */
 #define BAND_SCOPED_ADMIT __attribute__((cleanup(band_admit_release_scoped)))
 #endif
 
-/*
- * Capacity hierarchies.
- *
- * A band_tree node is a budget (its cap) with a parent and an optional guaranteed
- * reservation. band_admit_req_add_tree(r, leaf, n) names the leaf and every ancestor with
- * amount n, so one admission charges the whole path. Reservations:
- *
- *  - The reservations of a node's children may total at most the node's cap, and a
- *    reservation at most its own node's cap.
- *  - Caps: an amount over a node's cap fails with BAND_E2BIG.
- *  - Staged queueing: a request waits in its leaf's queue until the leaf has room for it,
- *    and only then joins its parent's queue, and so on up; so a tenant at its cap does not
- *    hold up its ancestors for everybody else. Later joins keep the request's original
- *    place in the global order (FIFO and deadlock freedom hold). Closing (or shrinking
- *    below the amount) an ancestor it has not reached yet still fails it at once.
- *  - Work-conserving: any request may use capacity that is free, including the unused
- *    reservation of a sibling.
- *  - A request is "guaranteed" when, for the reserving node on its path (the nearest node
- *    with a reservation, from the leaf up), the units in use there plus the units of its
- *    guaranteed requests still queued plus this request fit within the reservation. A
- *    guaranteed request that must wait is queued ahead of every non-guaranteed waiter
- *    (borrowers, and plain acquisitions of the nodes' semaphores) in every queue it joins,
- *    behind earlier guaranteed ones. Nothing is revoked: it gets the next freed capacity.
- *    The class is fixed when the request queues, the same in every queue, so the queues
- *    still agree with one global order and admission stays deadlock-free.
- */
-
-/**
- * band_tree_create() - allocate a node under @parent (NULL for a root) with capacity @cap
- * and guaranteed reservation @reserve (0 = none).
- *
- * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, @cap 0 or above
- * BAND_SEM_MAX_PERMITS, @reserve above @cap, or the reservations of @parent's children
- * would exceed @parent's capacity), or BAND_ENOMEM. MT-safe.
- */
-BAND_API int band_tree_create(band_tree **out, band_tree *parent, uint64_t cap, uint64_t reserve);
-
-/** band_tree_destroy() - free @t: 0, BAND_EBUSY while it has children or waiters (nothing
- *  freed). NULL returns 0. */
-BAND_API int band_tree_destroy(band_tree *t);
-
-/** band_tree_sem() - the node's budget as a semaphore (stats, direct acquisitions, close).
- *  NULL for NULL. */
-BAND_API band_sem *band_tree_sem(band_tree *t);
-
-/** band_tree_parent() - the parent node, NULL for a root or NULL. */
-BAND_API band_tree *band_tree_parent(const band_tree *t);
-
 /**
  * band_admit_req_add_tree() - add @amount units of @leaf and of every ancestor to @r.
  *
- * Returns 0, or the codes of band_admit_req_add() (BAND_EINVAL when the path does not fit
+ * One admission then charges the whole path, with the staged queueing and guaranteed
+ * reservations that band/cap_tree.h describes. Returns 0, or the codes of
+ * band_admit_req_add() (BAND_EINVAL also for a NULL @leaf, or when the path does not fit
  * in BAND_ADMIT_MAX budgets; nothing changes on failure).
  */
-BAND_API int band_admit_req_add_tree(band_admit_req *r, band_tree *leaf, uint64_t amount);
+BAND_API int band_admit_req_add_tree(band_admit_req *r, band_cap_tree *leaf, uint64_t amount);
 
 #ifdef __cplusplus
 }

@@ -46,6 +46,7 @@
 #ifndef BAND_BROADCAST_H
 #define BAND_BROADCAST_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -171,11 +172,17 @@ BAND_API int band_broadcast_try_send(band_broadcast *b, const void *elem);
  * before band_now() means "do not wait" and such a call never queues), or the other codes
  * of band_broadcast_try_send() except BAND_EAGAIN. Refused elements stay with the caller.
  * *@elem is only read while this call runs. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (the message is not sent); a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
-BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline);
+BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline,
+                                 band_cancel *cancel);
 
 /**
- * band_broadcast_send_async() - send a copy of *@elem now, or queue @op until there is room.
+ * band_broadcast_send_async() - send a copy of *@elem now, or queue @op until there is
+ * room.
  *
  * Returns 0 when sent at once (no wake follows), BAND_PENDING when queued (lossless mode
  * only: from then on exactly one of {wake called once, band_waiter_cancel() returns 0}
@@ -187,8 +194,8 @@ BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time 
  * ends with BAND_ECLOSED (close) or is cancelled was not sent; the element stays with the
  * caller. MT-safe.
  */
-BAND_API int band_broadcast_send_async(band_broadcast *b, band_broadcast_send_op *op,
-                                       const void *elem);
+BAND_API int band_broadcast_send_async(band_broadcast *b, const void *elem,
+                                       band_broadcast_send_op *op);
 
 /**
  * band_broadcast_try_recv() - copy @rx's next message into *@out, or refuse without waiting.
@@ -211,8 +218,13 @@ BAND_API int band_broadcast_try_recv(band_broadcast_rx *rx, void *out);
  * (none of them waits), or BAND_ETIMEDOUT when nothing was sent before @deadline (a
  * deadline at or before band_now() means "do not wait"). A message that races with the
  * deadline wins: it is returned as 0 and never lost. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
-BAND_API int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline);
+BAND_API int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline,
+                                 band_cancel *cancel);
 
 /**
  * band_broadcast_recv_async() - copy @rx's next message into *@out now, or queue @op.
@@ -226,8 +238,8 @@ BAND_API int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time dea
  * untouched). While queued, @op and *@out must stay valid and *@out untouched. A queued
  * receive is never completed with BAND_ELAGGED (see the header comment). MT-safe.
  */
-BAND_API int band_broadcast_recv_async(band_broadcast_rx *rx, band_broadcast_recv_op *op,
-                                       void *out);
+BAND_API int band_broadcast_recv_async(band_broadcast_rx *rx, void *out,
+                                       band_broadcast_recv_op *op);
 
 /**
  * band_broadcast_rx_lagged() - messages @rx missed, as reported by its last BAND_ELAGGED.

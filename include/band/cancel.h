@@ -79,10 +79,10 @@ BAND_API int band_cancel_create(band_cancel **out, const band_cancel_opts *opts)
 /**
  * band_cancel_destroy() - detach @c from its parent and free it.
  *
- * Returns 0 (also for NULL), or BAND_EBUSY when hooks are still added to @c: a thread is
- * blocked under it, an adapter still watches it, or a child still exists (nothing is
- * freed then). Not MT-safe with other uses of @c; a concurrent request of the parent is
- * fine.
+ * Returns 0 (also for NULL), or BAND_EBUSY when hooks are still added to @c, fired or not,
+ * until band_cancel_hook_remove(): a thread is blocked under it (or has not yet left after
+ * the request), an adapter still watches it, or a child still exists (nothing is freed
+ * then). Not MT-safe with other uses of @c; a concurrent request of the parent is fine.
  */
 BAND_API int band_cancel_destroy(band_cancel *c);
 
@@ -100,10 +100,10 @@ BAND_API int band_cancel_destroy(band_cancel *c);
 BAND_API int band_cancel_request(band_cancel *c);
 
 /**
- * band_cancel_requested() - 1 once @c (or an ancestor) was requested, 0 before and for
+ * band_cancel_is_requested() - 1 once @c (or an ancestor) was requested, 0 before and for
  * NULL. One atomic load; async-signal-safe; MT-safe.
  */
-BAND_API int band_cancel_requested(const band_cancel *c);
+BAND_API int band_cancel_is_requested(const band_cancel *c);
 
 /** band_cancel_hook_init() - prepare @h (not added) to call @fn with owner pointer @data. */
 BAND_API void band_cancel_hook_init(band_cancel_hook *h, band_cancel_fn *fn, void *data);

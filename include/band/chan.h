@@ -32,6 +32,7 @@
 #ifndef BAND_CHAN_H
 #define BAND_CHAN_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 #include "band/sem.h"
@@ -52,61 +53,61 @@ enum band_chan_overflow {
 /** Called once per element still queued when the channel is destroyed. */
 typedef void band_chan_drop_fn(void *elem, void *ctx);
 
-/** Creation options; zero-initialise, then set what you need. */
+struct band_histo;
+
+/**
+ * struct band_chan_opts - every creation option. A zero-initialised struct (or a NULL
+ * pointer) means the defaults: no byte bound, senders wait when full, no drop function,
+ * no sender counting, FIFO, no wait histogram.
+ */
 typedef struct band_chan_opts {
-    size_t elem_size;        /* bytes per element, > 0 */
-    uint64_t capacity;       /* elements, 1..BAND_SEM_MAX_PERMITS */
-    uint64_t byte_capacity;  /* 0: no byte bound */
+    uint64_t byte_capacity;  /* 0: no byte bound; else 1..BAND_MAX_UNITS declared bytes */
     int overflow;            /* enum band_chan_overflow */
     band_chan_drop_fn *drop; /* optional */
     void *drop_ctx;
-    uint64_t senders;     /* > 0: count senders, starting at this many; the channel closes
-                             when band_chan_sender_leave() brings the count to 0 */
-    int deadline_aware;   /* 1: a send or reservation that would have to queue is refused
-                             at once with BAND_ETIMEDOUT when the measured pace at which
-                             waiting senders are served predicts it would miss its deadline
-                             (the blocking call's deadline, or op->w.deadline for _async) */
-    band_time lifo_after; /* > 0: receivers take the NEWEST element first while the oldest
-                             has been queued longer than this (adaptive LIFO for overload:
-                             fresh requests still have time); 0: FIFO. Every operation of
-                             such a channel takes its lock */
+    uint64_t senders;              /* > 0: count senders, starting at this many; the channel closes
+                                      when band_chan_sender_leave() brings the count to 0 */
+    int deadline_aware;            /* 1: a send or reservation that would have to queue is refused
+                                      at once with BAND_ETIMEDOUT when the measured pace at which
+                                      waiting senders are served predicts it would miss its deadline
+                                      (the blocking call's deadline, or op->w.deadline for _async) */
+    band_time lifo_after;          /* > 0: receivers take the NEWEST element first while the oldest
+                                      has been queued longer than this (adaptive LIFO for overload:
+                                      fresh requests still have time); 0: FIFO. Every operation of
+                                      such a channel takes its lock */
+    struct band_histo *wait_histo; /* optional (band/histo.h): records how long each queued
+                             sender waited (ns, from queueing to being served, timing out,
+                             being cancelled or failed by close). Senders that never queue
+                             record nothing (their wait was 0). It stays the caller's and
+                             must outlive the channel */
 } band_chan_opts;
 
 /**
- * band_chan_create() - a channel of @capacity elements of @elem_size bytes, bounded also
- * by @byte_capacity declared bytes (0 for none), waiting when full.
+ * band_chan_create() - a channel of @capacity elements of @elem_size bytes, with the
+ * options in @opts (NULL: the defaults, see struct band_chan_opts). @opts is read during
+ * the call only (the wait histogram it names is kept).
  *
  * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, @elem_size 0, @capacity 0 or
- * above BAND_SEM_MAX_PERMITS, @byte_capacity above BAND_SEM_MAX_PERMITS), or BAND_ENOMEM.
+ * above BAND_MAX_UNITS, byte_capacity above BAND_MAX_UNITS, an unknown overflow policy,
+ * deadline_aware other than 0 or 1, a negative lifo_after), or BAND_ENOMEM. On error
+ * *@out is untouched and nothing is allocated. MT-safe.
  */
 BAND_API int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity,
-                              uint64_t byte_capacity);
-
-/** band_chan_create_opts() - as band_chan_create() with every option; BAND_EINVAL also for
- *  an unknown overflow policy, deadline_aware other than 0 or 1, or a negative lifo_after. */
-BAND_API int band_chan_create_opts(band_chan **out, const band_chan_opts *opts);
+                              const band_chan_opts *opts);
 
 /**
  * band_chan_destroy() - free @c, calling the drop function once per queued element.
  *
  * Returns 0, or BAND_EBUSY (nothing freed) while operations are pending or reservations
- * are outstanding. NULL returns 0.
+ * are outstanding. NULL returns 0. Never waits and never closes: close, let the waiters
+ * go, then destroy. Nobody may use @c afterwards.
  */
 BAND_API int band_chan_destroy(band_chan *c);
 
-/** band_chan_set_name() - as band_sem_set_name(). */
+/** band_chan_set_name() - name @c in its counters: the name is copied (at most
+ *  BAND_NAME_MAX bytes with its NUL; NULL or "" clears it). Returns 0, or BAND_EINVAL
+ *  (NULL @c, a name too long: nothing changes). MT-safe. */
 BAND_API int band_chan_set_name(band_chan *c, const char *name);
-
-struct band_histo;
-
-/**
- * band_chan_set_wait_histo() - record how long each queued sender waited (ns, from queueing
- * to being served, timing out, being cancelled or failed by close) into @h (band/histo.h),
- * from now on; NULL stops recording. @h stays the caller's and must outlive the channel or
- * the next call. Senders that never queue record nothing (their wait was 0). Returns 0 or
- * BAND_EINVAL (NULL @c). MT-safe.
- */
-BAND_API int band_chan_set_wait_histo(band_chan *c, struct band_histo *h);
 
 /*
  * Sending. @bytes is what the element stands for against the byte bound (ignored when the
@@ -120,35 +121,44 @@ BAND_API int band_chan_set_wait_histo(band_chan *c, struct band_histo *h);
  * Returns 0, BAND_EAGAIN (full, or older senders are waiting), BAND_ECLOSED, BAND_E2BIG
  * (@bytes above the byte capacity), or BAND_EINVAL (NULL argument, a channel with a drop
  * policy - use band_chan_offer() - or, without a byte bound, @bytes above
- * BAND_SEM_MAX_PERMITS). On any refusal the element stays with the caller.
+ * BAND_MAX_UNITS). On any refusal the element stays with the caller.
  */
 BAND_API int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes);
 
 /** band_chan_send() - as try_send, but waits in FIFO order until @deadline: 0,
- *  BAND_ETIMEDOUT, BAND_ECLOSED, BAND_E2BIG or BAND_EINVAL. */
-BAND_API int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline);
+ *  BAND_ETIMEDOUT (also at once on a deadline-aware channel, see struct band_chan_opts),
+ *  BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL, or BAND_ECANCELED (@cancel was requested while
+ *  it waited; the element stays with the caller). */
+BAND_API int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline,
+                            band_cancel *cancel);
 
 /**
- * struct band_chan_send_op - an asynchronous send or reservation. Set @elem (sends only)
- * and @bytes, band_waiter_init(&op->w, ...), then submit. @elem must stay valid while the
- * operation is pending: it is copied when the send is granted, before the wake.
+ * struct band_chan_send_op - an asynchronous send, embedded by its owner. Initialise @w
+ * with band_waiter_init() (and set @w.deadline on a deadline-aware channel); the call
+ * fills the other fields. No field is an input to fill in.
  */
-struct band_chan_send_op {
-    band_waiter w; /* first: band_waiter_cancel(&op->w, ...) withdraws it */
-    const void *elem;
-    uint64_t bytes;
-};
+typedef struct band_chan_send_op {
+    band_waiter w;    /* first member: band_waiter_cancel(&op->w, ...) withdraws it */
+    const void *elem; /* input copy: the call's @elem; *elem is copied into the channel when
+                         the send is granted, before the wake, so it must stay valid while
+                         the op is pending. Read-only to the owner */
+    uint64_t bytes;   /* input copy: the call's @bytes. Read-only to the owner */
+} band_chan_send_op;
 
 /**
- * band_chan_send_async() - queue *@op->elem now, or queue @op until there is room.
+ * band_chan_send_async() - queue a copy of *@elem (declaring @bytes) now, or queue @op
+ * until there is room. @op must not be pending; it stays the caller's and must stay valid
+ * (with *@elem) until the operation ended.
  *
  * Returns 0 (sent, no wake), BAND_PENDING (exactly one of {wake, successful cancel} ends
  * it; status 0 means the element was queued, BAND_ECLOSED that it stays with the caller),
- * or a refusal as for band_chan_try_send() (full is never a refusal here), or, on a
+ * or a refusal as for band_chan_try_send() (full is never a refusal here; nothing is
+ * queued and no wake follows; BAND_EINVAL leaves a pending @op as it is), or, on a
  * deadline-aware channel only, BAND_ETIMEDOUT at once when waiting is predicted to miss
- * @op->w.deadline.
+ * @op->w.deadline. MT-safe.
  */
-BAND_API int band_chan_send_async(band_chan *c, struct band_chan_send_op *op);
+BAND_API int band_chan_send_async(band_chan *c, const void *elem, uint64_t bytes,
+                                  band_chan_send_op *op);
 
 /**
  * band_chan_offer() - send on a channel with a drop policy; never waits.
@@ -180,26 +190,44 @@ typedef struct band_chan_slot {
     }
 
 /** band_chan_try_reserve() - reserve one slot and @bytes now into the empty @slot: 0,
- *  BAND_EAGAIN, BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL (NULL, @slot not empty, drop policy). */
+ *  BAND_EAGAIN, BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL (NULL, @slot not empty, drop policy).
+ *  MT-safe; @slot has one owner. */
 BAND_API int band_chan_try_reserve(band_chan *c, uint64_t bytes, band_chan_slot *slot);
 
 /** band_chan_reserve() - as try_reserve, waiting in FIFO order (with senders) until
- *  @deadline: adds BAND_ETIMEDOUT. */
-BAND_API int band_chan_reserve(band_chan *c, uint64_t bytes, band_time deadline,
-                               band_chan_slot *slot);
+ *  @deadline: adds BAND_ETIMEDOUT (also at once on a deadline-aware channel) and
+ *  BAND_ECANCELED (@cancel was requested while it waited; nothing reserved). */
+BAND_API int band_chan_reserve(band_chan *c, uint64_t bytes, band_chan_slot *slot,
+                               band_time deadline, band_cancel *cancel);
 
 /**
- * band_chan_reserve_async() - reserve @op->bytes now or when there is room (@op->elem is
- * ignored). Returns 0 / BAND_PENDING / a refusal as for band_chan_send_async() (including
- * BAND_ETIMEDOUT on a deadline-aware channel). When it succeeds (at once, or a wake with
- * status 0) the caller owns a reservation of @op->bytes: wrap it with
- * band_chan_slot_adopt() to fill or release it.
+ * struct band_chan_reserve_op - an asynchronous reservation, embedded by its owner.
+ * Initialise @w with band_waiter_init() (and set @w.deadline on a deadline-aware
+ * channel); the call fills the other fields.
  */
-BAND_API int band_chan_reserve_async(band_chan *c, struct band_chan_send_op *op);
+typedef struct band_chan_reserve_op {
+    band_waiter w;       /* first member: band_waiter_cancel(&op->w, ...) withdraws it */
+    uint64_t bytes;      /* input copy: the call's @bytes. Read-only to the owner */
+    band_chan_slot slot; /* output: the reservation (of @bytes) once the op succeeded - at
+                            once, or a wake with status 0 - and empty otherwise. It is the
+                            owner's: fill it with band_chan_slot_send(&op->slot, ...) or
+                            return it with band_chan_slot_release(&op->slot), or move it
+                            to a slot of its own (then empty this one) */
+} band_chan_reserve_op;
 
-/** band_chan_slot_adopt() - put a reservation the caller owns (from reserve_async) into the
- *  empty @slot: 0, or BAND_EINVAL. */
-BAND_API int band_chan_slot_adopt(band_chan_slot *slot, band_chan *c, uint64_t bytes);
+/**
+ * band_chan_reserve_async() - reserve one slot and @bytes now or when there is room.
+ * @op must not be pending; the call empties @op->slot first, so a reservation still held
+ * there must be filled or released before @op is submitted again.
+ *
+ * Returns 0 (reserved: @op->slot holds it, no wake), BAND_PENDING (exactly one of {wake,
+ * successful cancel} ends it; status 0 means @op->slot holds the reservation), or a
+ * refusal as for band_chan_try_reserve() (full is never a refusal here; nothing is
+ * queued, no wake follows, @op->slot stays empty; BAND_EINVAL leaves a pending @op as it
+ * is), or, on a deadline-aware channel only, BAND_ETIMEDOUT at once when waiting is
+ * predicted to miss @op->w.deadline. MT-safe.
+ */
+BAND_API int band_chan_reserve_async(band_chan *c, uint64_t bytes, band_chan_reserve_op *op);
 
 /**
  * band_chan_slot_send() - fill the reserved @slot with a copy of *@elem and empty it.
@@ -227,30 +255,51 @@ BAND_API int band_chan_slot_release(band_chan_slot *slot);
 BAND_API int band_chan_try_recv(band_chan *c, void *out, uint64_t *bytes);
 
 /** band_chan_recv() - as try_recv, waiting in FIFO order until @deadline: 0,
- *  BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL. */
-BAND_API int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline);
+ *  BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL, or BAND_ECANCELED (@cancel was requested
+ *  while it waited; nothing taken). */
+BAND_API int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline,
+                            band_cancel *cancel);
 
-/** struct band_chan_recv_op - an asynchronous receive; the element is copied into @out
- *  (and its bytes into @bytes) before the wake. @out must stay valid while pending. */
-struct band_chan_recv_op {
-    band_waiter w; /* first */
-    void *out;
-    uint64_t bytes;
-};
+/**
+ * struct band_chan_recv_op - an asynchronous receive, embedded by its owner. Initialise
+ * @w with band_waiter_init(); the call fills the other fields.
+ */
+typedef struct band_chan_recv_op {
+    band_waiter w;  /* first member: band_waiter_cancel(&op->w, ...) withdraws it */
+    void *out;      /* input copy: the call's @out, where the element is copied before the
+                       wake; it must stay valid while the op is pending. Read-only to the
+                       owner */
+    uint64_t bytes; /* output: the received element's declared bytes (when the status
+                       is 0) */
+} band_chan_recv_op;
 
-/** band_chan_recv_async() - 0 (received now, no wake), BAND_PENDING, BAND_ECLOSED, or
- *  BAND_EINVAL. A wake with status 0 means @op->out holds the element. */
-BAND_API int band_chan_recv_async(band_chan *c, struct band_chan_recv_op *op);
+/**
+ * band_chan_recv_async() - take the oldest element into *@out now, or queue @op until one
+ * comes. @op must not be pending; it stays the caller's and must stay valid (with @out)
+ * until the operation ended.
+ *
+ * Returns 0 (received now: *@out holds the element and @op->bytes its bytes, no wake),
+ * BAND_PENDING (exactly one of {wake, successful cancel} ends it; status 0 means *@out
+ * and @op->bytes hold the element), BAND_ECLOSED (closed, empty and no reservation left
+ * to fill; no wake), or BAND_EINVAL (NULL argument, a pending @op or one without a wake
+ * function: nothing queued, a pending @op is left as it is). MT-safe.
+ */
+BAND_API int band_chan_recv_async(band_chan *c, void *out, band_chan_recv_op *op);
 
 /**
  * band_chan_recv_many() - receive a batch: wait until @deadline for at least one element,
  * then take up to @max in order into the array @out (@max * elem_size bytes), and their
  * bytes into @bytes (NULL, or an array of @max). *@n receives the count.
  *
- * Returns 0 with *@n >= 1, BAND_ETIMEDOUT, BAND_ECLOSED or BAND_EINVAL (*@n is 0 then).
+ * Returns 0 with *@n >= 1, BAND_ETIMEDOUT, BAND_ECLOSED or BAND_EINVAL (NULL @c, @out or
+ * @n, @max 0; *@n is 0 then, when @n is not NULL).
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h). MT-safe.
  */
-BAND_API int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *bytes, size_t *n,
-                                 band_time deadline);
+BAND_API int band_chan_recv_many(band_chan *c, size_t max, void *out, uint64_t *bytes, size_t *n,
+                                 band_time deadline, band_cancel *cancel);
 
 /**
  * band_chan_close() - close for both sides.
@@ -260,6 +309,11 @@ BAND_API int band_chan_recv_many(band_chan *c, void *out, size_t max, uint64_t *
  * BAND_ECLOSED. Idempotent. Returns 0 or BAND_EINVAL.
  */
 BAND_API int band_chan_close(band_chan *c);
+
+/** band_chan_is_closed() - 1 once @c was closed (band_chan_close(), or the last counted
+ *  sender left), 0 before, and 0 for NULL. Queued elements may still be receivable.
+ *  MT-safe (an acquire load, no lock). */
+BAND_API int band_chan_is_closed(const band_chan *c);
 
 /** band_chan_sender_join() - one more sender (sender counting only): 0, BAND_ECLOSED once
  *  closed, BAND_EOVERFLOW, or BAND_EINVAL (NULL, or a channel without sender counting). */

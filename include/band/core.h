@@ -42,6 +42,14 @@ extern "C" {
 #define BAND_API
 #endif
 
+/** The largest count of units any band bound can hold, request or owe: permits, bytes,
+ *  elements (2^61 - 1; a semaphore's state word keeps the bit above it as headroom for
+ *  releases in flight). */
+#define BAND_MAX_UNITS ((UINT64_C(1) << 61) - 1)
+
+/** The longest name a primitive can carry, including the terminating NUL. */
+#define BAND_NAME_MAX 48
+
 /** Time: nanoseconds of CLOCK_MONOTONIC. Deadlines are absolute. */
 typedef int64_t band_time;
 
@@ -133,7 +141,8 @@ BAND_API void band_waiter_init(band_waiter *w, band_wake_fn *wake, void *data);
  * band_waiter_cancel() - withdraw a pending operation.
  *
  * @reason is the status the operation ends with: BAND_ECANCELED, or BAND_ETIMEDOUT for a
- * deadline (which also counts as a timeout in the primitive's counters).
+ * deadline (which also counts as a timeout in the primitive's counters). No other code is
+ * a reason.
  *
  * Returns 0 when the operation was still queued: it is removed, whatever it had been
  * partially granted went back to the primitive (to the next waiters first), its status is
@@ -142,8 +151,9 @@ BAND_API void band_waiter_init(band_waiter *w, band_wake_fn *wake, void *data);
  * Returns BAND_EALREADY when the operation already completed: its wake has run or is about
  * to run, and the result (permits) belongs to the owner, who must wait for the wake before
  * reusing or freeing @w.
- * Returns BAND_EINVAL when @w is NULL, @reason is not a negative BAND_E* code, or @w is
- * not pending (never submitted, completed at once, or already cancelled).
+ * Returns BAND_EINVAL, changing nothing, when @reason is neither BAND_ECANCELED nor
+ * BAND_ETIMEDOUT, @w is NULL, or @w is not pending (never submitted, completed at once, or
+ * already cancelled).
  *
  * MT-safe: may race with releases, closes and other cancels from any thread. The primitive
  * @w was submitted to must still exist.

@@ -2,9 +2,8 @@
  * band/exec.h - a bounded executor: a fixed set of worker threads fed by a bounded channel.
  *
  * The executor is the one band object that owns threads: band_exec_create() starts its
- * workers with pthreads and band_exec_join()/band_exec_destroy() joins them. Every other
- * band primitive is a state machine that runs on its callers' threads. docs/exec.md has
- * the long form.
+ * workers with pthreads and band_exec_join() joins them. Every other band primitive is a
+ * state machine that runs on its callers' threads. docs/exec.md has the long form.
  *
  *  - Jobs are caller-owned: a band_job embedded in the caller's own structure, with a
  *    function and an argument. Submitting allocates nothing; the job's pointer travels
@@ -16,9 +15,12 @@
  *    worker (and from then on the job belongs to the function), or it is handed back
  *    through the executor's handback callback - with BAND_ECANCELED after a successful
  *    band_exec_cancel(), with BAND_ECLOSED when an immediate shutdown drained it.
- *  - Shutdown: graceful (band_exec_shutdown(ex, BAND_EXEC_DRAIN)) closes the queue and lets
- *    the workers finish everything already queued; immediate (BAND_EXEC_NOW) closes the
- *    queue, lets running jobs finish, and hands every queued job back.
+ *  - Shutdown is the executor's close: graceful (band_exec_shutdown(ex, BAND_EXEC_DRAIN))
+ *    closes the queue and lets the workers finish everything already queued; immediate
+ *    (BAND_EXEC_NOW) closes the queue, lets running jobs finish, and hands every queued job
+ *    back. band_exec_join() then waits for the workers, and only then does
+ *    band_exec_destroy() free the executor: shutdown, join, destroy, as close, let the
+ *    waiters go, destroy for every other band object.
  *  - Queue time (accepted -> started) and service time (started -> function returned) are
  *    recorded separately in two band_histo histograms.
  *
@@ -27,6 +29,7 @@
 #ifndef BAND_EXEC_H
 #define BAND_EXEC_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 #include "band/histo.h"
@@ -96,29 +99,40 @@ enum band_exec_shutdown_mode {
 /** A clock for the histograms (tests pass a fake one); NULL means band_now(). */
 typedef band_time band_exec_clock_fn(void *ctx);
 
-/** Creation options; zero-initialise, then set what you need. */
+/**
+ * struct band_exec_opts - the executor's hooks. A zero-initialised struct (or a NULL
+ * pointer) means none: no handback callback, band_now() as the clock.
+ */
 typedef struct band_exec_opts {
-    unsigned workers;                /* worker threads, 1..BAND_EXEC_MAX_WORKERS */
-    uint64_t capacity;               /* queued jobs (not counting running ones), >= 1 */
     band_exec_handback_fn *handback; /* optional; see band_exec_cancel() without it */
     void *handback_ctx;
     band_exec_clock_fn *clock; /* optional: NULL uses band_now() */
     void *clock_ctx;
-    const char *name; /* optional; names the queue channel ("" or NULL: none) */
 } band_exec_opts;
 
 #define BAND_EXEC_MAX_WORKERS 1024
 
 /**
- * band_exec_create() - start an executor with @opts->workers threads and a queue of
- * @opts->capacity jobs.
+ * band_exec_create() - start an executor with @workers threads (1..BAND_EXEC_MAX_WORKERS)
+ * and a queue of @capacity jobs (1..BAND_MAX_UNITS, not counting running ones), with the
+ * hooks in @opts (NULL: none). @opts is read during the call only.
  *
- * Returns 0 and stores it in *@out, BAND_EINVAL (NULL argument, 0 or too many workers, a
- * capacity of 0 or above BAND_SEM_MAX_PERMITS, a name too long), BAND_ENOMEM, or BAND_EAGAIN
- * when a thread could not be created (the ones started are stopped and joined; nothing
- * leaks). The caller frees it with band_exec_destroy().
+ * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, 0 or too many workers, a
+ * capacity of 0 or above BAND_MAX_UNITS), BAND_ENOMEM, or BAND_EAGAIN when a thread could
+ * not be created (the ones started are stopped and joined; nothing leaks). On error *@out
+ * is untouched. The caller ends it with band_exec_shutdown(), band_exec_join() and
+ * band_exec_destroy(). MT-safe.
  */
-BAND_API int band_exec_create(band_exec **out, const band_exec_opts *opts);
+BAND_API int band_exec_create(band_exec **out, unsigned workers, uint64_t capacity,
+                              const band_exec_opts *opts);
+
+/**
+ * band_exec_set_name() - name @ex in its counters (band_exec_stats.name): the name is
+ * copied (at most BAND_NAME_MAX bytes with its NUL; NULL or "" clears it).
+ *
+ * Returns 0, or BAND_EINVAL (NULL @ex, a name too long: nothing changes). MT-safe.
+ */
+BAND_API int band_exec_set_name(band_exec *ex, const char *name);
 
 /**
  * band_exec_run() - queue @job, waiting until @deadline for room.
@@ -133,8 +147,12 @@ BAND_API int band_exec_create(band_exec **out, const band_exec_opts *opts);
  * Cancelling a job before its submission returned is a race of the caller's making; if
  * such a cancel wins against a refused submission, the job is handed back (BAND_ECANCELED)
  * on this thread and this call returns BAND_ECANCELED.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (the job is not queued); a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
-BAND_API int band_exec_run(band_exec *ex, band_job *job, band_time deadline);
+BAND_API int band_exec_run(band_exec *ex, band_job *job, band_time deadline, band_cancel *cancel);
 
 /** band_exec_try_run() - queue @job now or refuse: 0, BAND_EAGAIN (full, or older
  *  submitters are waiting), BAND_ECLOSED, BAND_EINVAL; refused jobs stay with the caller. */
@@ -154,7 +172,8 @@ BAND_API int band_exec_try_run(band_exec *ex, band_job *job);
 BAND_API int band_exec_cancel(band_job *job);
 
 /**
- * band_exec_shutdown() - stop accepting jobs; @mode says what happens to queued ones.
+ * band_exec_shutdown() - the executor's close: stop accepting jobs; @mode says what
+ * happens to queued ones.
  *
  * Both modes close the queue at once: later and waiting submissions fail with
  * BAND_ECLOSED, and their jobs stay with their submitters. BAND_EXEC_DRAIN lets the
@@ -178,28 +197,30 @@ BAND_API int band_exec_shutdown(band_exec *ex, int mode);
 BAND_API int band_exec_join(band_exec *ex);
 
 /**
- * band_exec_destroy() - shut down gracefully if not yet shut down, join the workers, and
- * free @ex.
+ * band_exec_destroy() - free @ex once it was shut down and joined.
  *
- * Returns 0 (NULL too), or BAND_EINVAL when called from one of @ex's workers (nothing is
- * freed). Nobody may use @ex afterwards.
+ * Returns 0 (NULL too), or BAND_EBUSY, freeing and changing nothing, before
+ * band_exec_shutdown() was called or before band_exec_join() returned 0 (also when called
+ * from one of @ex's own workers, which are not joined yet). It never shuts down and never
+ * waits: shut down, join, then destroy. Nobody may use @ex afterwards.
  */
 BAND_API int band_exec_destroy(band_exec *ex);
 
 /** struct band_exec_stats - a snapshot of an executor's counters. */
 typedef struct band_exec_stats {
-    unsigned workers;        /* worker threads started */
-    int closed;              /* 1 after band_exec_shutdown() */
-    uint64_t capacity;       /* queue capacity */
-    uint64_t queued;         /* jobs in the queue now (cancelled ones until skipped) */
-    uint64_t waiting;        /* submitters blocked in band_exec_run() for room */
-    uint64_t running;        /* jobs whose function runs now */
-    uint64_t accepted;       /* jobs accepted by run/try_run */
-    uint64_t refused_full;   /* refused with BAND_EAGAIN or BAND_ETIMEDOUT */
-    uint64_t refused_closed; /* refused with BAND_ECLOSED */
-    uint64_t completed;      /* jobs whose function returned */
-    uint64_t cancelled;      /* jobs handed back with BAND_ECANCELED */
-    uint64_t drained;        /* jobs handed back with BAND_ECLOSED */
+    char name[BAND_NAME_MAX]; /* band_exec_set_name(); "" when unnamed */
+    unsigned workers;         /* worker threads started */
+    int closed;               /* 1 after band_exec_shutdown() */
+    uint64_t capacity;        /* queue capacity */
+    uint64_t queued;          /* jobs in the queue now (cancelled ones until skipped) */
+    uint64_t waiting;         /* submitters blocked in band_exec_run() for room */
+    uint64_t running;         /* jobs whose function runs now */
+    uint64_t accepted;        /* jobs accepted by run/try_run */
+    uint64_t refused_full;    /* refused with BAND_EAGAIN or BAND_ETIMEDOUT */
+    uint64_t refused_closed;  /* refused with BAND_ECLOSED */
+    uint64_t completed;       /* jobs whose function returned */
+    uint64_t cancelled;       /* jobs handed back with BAND_ECANCELED */
+    uint64_t drained;         /* jobs handed back with BAND_ECLOSED */
 } band_exec_stats;
 
 /** band_exec_get_stats() - copy @ex's counters into *@out: 0 or BAND_EINVAL. Counters are

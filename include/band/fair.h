@@ -8,22 +8,26 @@
  *  - Weighted fair queuing. Waiting requests are queued per key and per priority class.
  *    Within a class, keys are served by deficit round robin: a key's quantum per round is
  *    its weight times the base quantum, and a request of n units costs n. While keys are
- *    backlogged they receive units in proportion to their weights, however many requests
- *    each has queued; an idle key's share goes to the others (work-conserving).
+ *    backlogged they receive units in proportion to their weights (off by at most about a
+ *    quantum and a request at any moment), however many requests each has queued and
+ *    whatever the capacity; an idle key's share goes to the others (work-conserving).
  *  - Whole grants, no barging. A request is granted in one piece. When the key whose turn
  *    it is does not fit, its class stalls: later requests (queued or new, try included) of
- *    that class and of lower classes wait behind it, so a large request is never starved
- *    by small ones. Requests of a key are served in arrival order (per class).
+ *    that class and of less urgent classes wait behind it, so a large request is never
+ *    starved by small ones. Requests of a key are served in arrival order (per class).
  *  - Per-key cap: a key never holds more than its cap; a key at its cap is skipped by the
- *    round robin (it does not stall anybody) until it releases.
+ *    round robin (it does not stall anybody) until it releases, and keeps its place in
+ *    the rounds, so a quantum larger than the cap is still received in full, interleaved
+ *    with the other keys.
  *  - Per-key reservation: while a key holds less than its reservation and waits for a
  *    request that fits in it, that unused reservation is protected: other keys may borrow
  *    it only while the reserved key does not wait for it. Requests within a key's
  *    reservation are served before the round robin. Nothing granted is ever revoked.
- *  - Priority classes 0 (lowest) to classes-1 (highest). A class-c request needs
- *    in_use + n <= threshold[c]; the highest class's threshold is the capacity, so the
- *    headroom above lower thresholds is kept for urgent work. Higher classes are served
- *    first when capacity frees, and a stalled class stalls every class below it.
+ *  - Priority classes 0 (the most urgent) to classes-1 (the least urgent). A class-c
+ *    request needs in_use + n <= capacity - headroom[c]: class c leaves headroom[c] units
+ *    free for more urgent classes (class 0 has none, and headroom never decreases as c
+ *    grows), so urgent work finds room. More urgent classes are served first when
+ *    capacity frees, and a stalled class stalls every less urgent class.
  *  - Registry. A key's state is allocated on its first use and freed (to a small cache)
  *    as soon as the key is idle: nothing held, nothing queued, no configuration. At most
  *    max_keys keys are live; a request for a new key past it fails with BAND_ENOMEM. The
@@ -43,6 +47,7 @@
 #ifndef BAND_FAIR_H
 #define BAND_FAIR_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -56,44 +61,44 @@ extern "C" {
 #define BAND_FAIR_MAX_WEIGHT 65536u
 /** The largest base quantum. */
 #define BAND_FAIR_MAX_QUANTUM (UINT64_C(1) << 32)
-/** The largest capacity (as band_sem's BAND_SEM_MAX_PERMITS). */
+/** The largest capacity (BAND_MAX_UNITS, as a semaphore's). */
 #define BAND_FAIR_MAX_CAPACITY ((UINT64_C(1) << 61) - 1)
-/** max_keys used when the configuration leaves it 0. */
+/** max_keys used when the options leave it 0. */
 #define BAND_FAIR_DEFAULT_MAX_KEYS 1024u
 
 typedef struct band_fair band_fair;
 
 /**
- * struct band_fair_config - how band_fair_create() sets up a fair.
+ * struct band_fair_opts - how band_fair_create() sets up a fair besides its capacity.
  *
- * Fill it with band_fair_config_init() and change what you need. Zero fields take the
- * defaults shown.
+ * Zero-initialise it and set what you need; zero fields take the defaults shown, and a
+ * NULL @opts means every default.
  */
-typedef struct band_fair_config {
-    uint64_t capacity;       /* units shared by every key; 1..BAND_FAIR_MAX_CAPACITY */
+typedef struct band_fair_opts {
     uint32_t classes;        /* priority classes, 1..BAND_FAIR_MAX_CLASSES (0: 1) */
     uint32_t max_keys;       /* live keys at most (0: BAND_FAIR_DEFAULT_MAX_KEYS) */
     uint64_t quantum;        /* base quantum in units, 1..BAND_FAIR_MAX_QUANTUM (0: 1) */
     uint32_t default_weight; /* weight of keys never configured (0: 1) */
     uint64_t default_cap;    /* cap of keys never configured (0: the capacity) */
-    /* thresholds[c] for c < classes - 1: class c may be granted only while
-     * in_use + n <= thresholds[c] (0: the capacity). Must not decrease with c. The highest
-     * class always uses the capacity; its entry is ignored. */
-    uint64_t thresholds[BAND_FAIR_MAX_CLASSES];
-} band_fair_config;
-
-/** band_fair_config_init() - zero *@c and set its capacity to @capacity. NULL: no-op. */
-BAND_API void band_fair_config_init(band_fair_config *c, uint64_t capacity);
+    /* headroom[c]: the units class c leaves free for more urgent classes. A request of
+     * class c is granted only while in_use + n <= capacity - headroom[c]. headroom[0] must
+     * be 0 (class 0 is the most urgent), every entry is below the capacity, entries do not
+     * decrease with c, and entries at or past `classes` must be 0. */
+    uint64_t headroom[BAND_FAIR_MAX_CLASSES];
+} band_fair_opts;
 
 /**
- * band_fair_create() - allocate a fair configured by *@cfg, every unit available.
+ * band_fair_create() - allocate a fair of @capacity units, every unit available, set up
+ * by *@opts (NULL: the defaults).
  *
- * Returns 0 and stores the fair in *@out, BAND_EINVAL when an argument is NULL or out of
- * range (capacity 0 or too large, too many classes, a quantum or default weight out of
- * range, thresholds that decrease or exceed the capacity), or BAND_ENOMEM. *@out is
- * unchanged on failure. Free with band_fair_destroy().
+ * Returns 0 and stores the fair in *@out, BAND_EINVAL when @out is NULL or a value is out
+ * of range (@capacity 0 or above BAND_FAIR_MAX_CAPACITY, too many classes, a quantum,
+ * default weight or default cap out of range, a headroom that is not 0 for class 0, not
+ * below the capacity, smaller than a more urgent class's, or set for a class the fair does
+ * not have), or BAND_ENOMEM. *@out is unchanged on failure and nothing is allocated. Free
+ * with band_fair_destroy().
  */
-BAND_API int band_fair_create(band_fair **out, const band_fair_config *cfg);
+BAND_API int band_fair_create(band_fair **out, uint64_t capacity, const band_fair_opts *opts);
 
 /**
  * band_fair_destroy() - free @f and every key state.
@@ -102,6 +107,14 @@ BAND_API int band_fair_create(band_fair **out, const band_fair_config *cfg);
  * still held become meaningless. NULL returns 0.
  */
 BAND_API int band_fair_destroy(band_fair *f);
+
+/**
+ * band_fair_set_name() - give @f a name that band_fair_get_stats() reports.
+ *
+ * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @f is NULL or the
+ * name does not fit in BAND_NAME_MAX bytes including its NUL (nothing changes). MT-safe.
+ */
+BAND_API int band_fair_set_name(band_fair *f, const char *name);
 
 /**
  * struct band_fair_key_opts - the configuration of one key.
@@ -135,37 +148,32 @@ BAND_API int band_fair_key_set(band_fair *f, uint64_t key, const band_fair_key_o
 BAND_API int band_fair_key_unset(band_fair *f, uint64_t key);
 
 /**
- * struct band_fair_req - one request: the waiter and what it asks for.
+ * struct band_fair_acquire_op - one asynchronous acquisition, owned by the caller.
  *
  * Embed it in your own structure; the waiter is the first member, so a wake function can
- * turn its band_waiter back into the request. Fill it with band_fair_req_init(); the
- * public fields must not change while the request is pending. 96 bytes on LP64.
+ * turn its band_waiter back into the op. Initialise @w with band_waiter_init() before
+ * each submission; band_fair_acquire_async() copies the key, class and units into the
+ * private fields, which must not be touched while the op is pending. 96 bytes on LP64.
  */
-typedef struct band_fair_req {
+typedef struct band_fair_acquire_op {
     band_waiter w; /* first member */
-    uint64_t key;  /* the key charged */
-    uint64_t n;    /* units asked for */
-    uint32_t cls;  /* priority class, 0 = lowest */
-    uint32_t _pad; /* private */
-    void *_k;      /* private: the key state while queued */
-} band_fair_req;
-
-/**
- * band_fair_req_init() - prepare @r to ask for @n units of @key in class @cls, with wake
- * function @wake and owner pointer @data (band_waiter_init()). NULL @r: no-op.
- */
-BAND_API void band_fair_req_init(band_fair_req *r, band_wake_fn *wake, void *data, uint64_t key,
-                                 uint32_t cls, uint64_t n);
+    /* private */
+    uint64_t _key; /* the key charged */
+    uint64_t _n;   /* units asked for */
+    uint32_t _cls; /* priority class */
+    uint32_t _pad;
+    void *_k; /* the key state while queued */
+} band_fair_acquire_op;
 
 /**
  * band_fair_try_acquire() - take @n units for @key in class @cls now, or refuse.
  *
  * Returns 0 (granted; n == 0 always succeeds on an open fair and creates no key state),
  * BAND_EAGAIN (does not fit now, or it would overtake a waiting request it must not
- * pass), BAND_E2BIG (@n exceeds the key's cap or the class threshold: it could never be
- * granted), BAND_ENOMEM (@key is new and the key table is full, or its state could not be
- * allocated), BAND_ECLOSED, or
- * BAND_EINVAL (NULL @f, @cls out of range). Never waits. A grant can end a stall (this
+ * pass), BAND_E2BIG (@n exceeds the key's cap, or the capacity minus the class's headroom:
+ * it could never be granted), BAND_ENOMEM (@key is new and the key table is full, or its
+ * state could not be allocated), BAND_ECLOSED, or BAND_EINVAL (NULL @f, @cls out of
+ * range). Never waits. A grant can end a stall (this
  * key reached its cap where it had the turn, or it no longer protects its reservation), so
  * this call may run wakes of the requests that lets in, on this thread, after unlocking.
  * MT-safe.
@@ -173,20 +181,23 @@ BAND_API void band_fair_req_init(band_fair_req *r, band_wake_fn *wake, void *dat
 BAND_API int band_fair_try_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n);
 
 /**
- * band_fair_acquire_async() - take @r->n units for @r->key now, or queue @r.
+ * band_fair_acquire_async() - take @n units for @key in class @cls now, or queue @op.
  *
- * Returns 0 when granted at once (no wake follows), BAND_PENDING when queued (from then on
- * exactly one of {wake called once, band_waiter_cancel(&r->w) returns 0} ends it), or a
- * code as band_fair_try_acquire() except BAND_EAGAIN; BAND_EINVAL also when @r's waiter is
- * pending or has no wake; BAND_EOVERFLOW when the units queued in @r->cls would exceed
- * 2^64 - 1. Refusals other than BAND_EINVAL are also reported by
- * band_waiter_status(&r->w). When the wake reports 0 the owner holds @r->n units of
- * @r->key; a wake may also report BAND_ECLOSED or BAND_E2BIG (the key's cap was lowered
- * below @r->n). Cancelling a queued request returns nothing (a request holds nothing until
+ * @op->w must have been initialised with band_waiter_init() (a wake function is needed)
+ * and must not be pending; @key, @cls and @n are copied into @op. Returns 0 when granted
+ * at once (no wake follows), BAND_PENDING when queued (from then on exactly one of {wake
+ * called once, band_waiter_cancel(&op->w) returns 0} ends it), or a code as
+ * band_fair_try_acquire() except BAND_EAGAIN; BAND_EINVAL also when @op is NULL, or its
+ * waiter is pending or has no wake (then @op is untouched); BAND_EOVERFLOW when the units
+ * queued in class @cls would exceed 2^64 - 1. Refusals other than BAND_EINVAL are also
+ * reported by band_waiter_status(&op->w). When the wake reports 0 the owner holds @n
+ * units of @key; a wake may also report BAND_ECLOSED or BAND_E2BIG (the key's cap was
+ * lowered below @n). Cancelling a queued op returns nothing (a request holds nothing until
  * it is granted whole), but may let other requests be granted: their wakes run on the
  * cancelling thread. Never allocates for a live key. MT-safe.
  */
-BAND_API int band_fair_acquire_async(band_fair *f, band_fair_req *r);
+BAND_API int band_fair_acquire_async(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
+                                     band_fair_acquire_op *op);
 
 /**
  * band_fair_acquire() - take @n units for @key in class @cls, blocking until @deadline.
@@ -194,9 +205,13 @@ BAND_API int band_fair_acquire_async(band_fair *f, band_fair_req *r);
  * Returns 0 (a grant that races with the deadline wins), BAND_ETIMEDOUT (a past deadline
  * means "do not wait": such a call never queues), or a code as band_fair_acquire_async().
  * MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
 BAND_API int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
-                               band_time deadline);
+                               band_time deadline, band_cancel *cancel);
 
 /**
  * band_fair_release() - return @n units that @key holds.
@@ -215,9 +230,14 @@ BAND_API int band_fair_release(band_fair *f, uint64_t key, uint64_t n);
  */
 BAND_API int band_fair_close(band_fair *f);
 
+/** band_fair_is_closed() - 1 once band_fair_close() was called on @f, else 0 (0 for
+ *  NULL). MT-safe. */
+BAND_API int band_fair_is_closed(const band_fair *f);
+
 /** Counters of one priority class. */
 typedef struct band_fair_class_stats {
-    uint64_t threshold;     /* in_use + n must not exceed this */
+    uint64_t headroom;      /* units this class leaves free: in_use + n must not exceed
+                               the capacity minus this */
     int stalled;            /* 1 while the key whose turn it is waits for capacity */
     uint64_t waiters;       /* queued requests */
     uint64_t waiting_units; /* units they ask for */
@@ -232,6 +252,7 @@ typedef struct band_fair_class_stats {
 
 /** A snapshot of a fair's counters. */
 typedef struct band_fair_stats {
+    char name[BAND_NAME_MAX]; /* "" when unnamed */
     uint64_t capacity;
     uint64_t in_use;   /* units held by all keys */
     uint64_t reserved; /* sum of the configured reservations */
@@ -247,7 +268,7 @@ typedef struct band_fair_stats {
     uint64_t try_refusals; /* try calls that answered BAND_EAGAIN */
     uint64_t too_big;      /* requests refused with BAND_E2BIG */
     uint64_t closed_fails; /* queued requests failed by close */
-    band_fair_class_stats cls[BAND_FAIR_MAX_CLASSES];
+    band_fair_class_stats cls[BAND_FAIR_MAX_CLASSES]; /* cls[0]: the most urgent class */
 } band_fair_stats;
 
 /** Counters of one key. They start at 0 when the key's state is created, and are lost

@@ -65,7 +65,8 @@ typedef struct band_histo_snapshot {
 /** band_histo_init() - make @h empty. Not MT-safe for the same @h. NULL is ignored. */
 BAND_API void band_histo_init(band_histo *h);
 
-/** band_histo_reset() - make @h empty again; see the header note on racing records. */
+/** band_histo_reset() - make @h empty again; see the header note on racing records. NULL
+ *  is ignored. */
 BAND_API void band_histo_reset(band_histo *h);
 
 /**
@@ -84,7 +85,8 @@ BAND_API int band_histo_read(const band_histo *h, band_histo_snapshot *out);
 
 /**
  * band_histo_merge() - add the snapshot @src into the snapshot @dst (counts, sums
- * saturating, min and max). Returns 0 or BAND_EINVAL.
+ * saturating, min and max). Returns 0 or BAND_EINVAL (NULL argument). Not MT-safe for
+ * the same @dst (a snapshot has one owner).
  */
 BAND_API int band_histo_merge(band_histo_snapshot *dst, const band_histo_snapshot *src);
 
@@ -95,19 +97,23 @@ BAND_API int band_histo_merge(band_histo_snapshot *dst, const band_histo_snapsho
  * Returns the upper bound of the bucket that holds rank ceil(@p * count) (at least rank
  * 1), clamped to the snapshot's max: never below the true percentile and at most 12.5 %
  * above it. p <= 0 gives the min, p >= 1 the max. Returns 0 for an empty snapshot or NULL.
+ * MT-safe (it only reads @s).
  */
 BAND_API uint64_t band_histo_percentile(const band_histo_snapshot *s, double p);
 
-/** band_histo_mean() - sum / count of the snapshot, 0 when empty or NULL. */
+/** band_histo_mean() - sum / count of the snapshot, 0 when empty or NULL. MT-safe (it
+ *  only reads @s). */
 BAND_API double band_histo_mean(const band_histo_snapshot *s);
 
-/** band_histo_bucket_of() - the index of the bucket that holds @v. */
+/** band_histo_bucket_of() - the index of the bucket that holds @v. Pure: MT-safe. */
 BAND_API unsigned band_histo_bucket_of(uint64_t v);
 
-/** band_histo_bucket_low() - the smallest value of bucket @i (@i < BAND_HISTO_BUCKETS). */
+/** band_histo_bucket_low() - the smallest value of bucket @i (@i < BAND_HISTO_BUCKETS;
+ *  UINT64_MAX for an @i beyond the last). Pure: MT-safe. */
 BAND_API uint64_t band_histo_bucket_low(unsigned i);
 
-/** band_histo_bucket_high() - the largest value of bucket @i (@i < BAND_HISTO_BUCKETS). */
+/** band_histo_bucket_high() - the largest value of bucket @i (@i < BAND_HISTO_BUCKETS;
+ *  UINT64_MAX for the last bucket and beyond). Pure: MT-safe. */
 BAND_API uint64_t band_histo_bucket_high(unsigned i);
 
 #ifdef __cplusplus

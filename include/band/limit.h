@@ -29,12 +29,16 @@
  * semaphore's balance always converges to the reported limit minus what is in flight.
  *
  * Time is passed in by the caller (start and finish of each request), so the controller
- * runs on a fake clock in tests. docs/limit.md has the simulation bounds and the tuning.
- * Every function is MT-safe.
+ * runs on a fake clock in tests. Any origin works, negative included; a round trip is
+ * now - start and must fit in a band_time (a report whose difference overflows is refused
+ * with BAND_EINVAL). Round trips up to INT64_MAX are valid and saturate the estimates
+ * (smoothed, window and minimum RTT) at INT64_MAX; no estimate ever wraps.
+ * docs/limit.md has the simulation bounds and the tuning. Every function is MT-safe.
  */
 #ifndef BAND_LIMIT_H
 #define BAND_LIMIT_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 #include "band/sem.h"
@@ -59,15 +63,15 @@ enum band_limit_outcome {
 };
 
 /**
- * Creation options; zero-initialise, then set what you need. Zero fields take the default
- * shown. Invalid values (min > max, initial outside [min, max], a factor out of range) are
- * refused with BAND_EINVAL.
+ * Creation options; NULL means every default. Zero-initialise, then set what you need:
+ * zero fields take the default shown. Invalid values (min > max, initial outside
+ * [min, max], a factor out of range, NaN or infinite) are refused with BAND_EINVAL.
  */
 typedef struct band_limit_opts {
     int algorithm;           /* enum band_limit_algorithm (AIMD) */
     uint64_t initial;        /* starting limit (min) */
     uint64_t min;            /* lowest limit, >= 1 (1) */
-    uint64_t max;            /* highest limit, <= BAND_SEM_MAX_PERMITS (1000) */
+    uint64_t max;            /* highest limit, <= BAND_MAX_UNITS (1000) */
     double backoff;          /* multiplicative decrease on congestion, in (0, 1) (0.9) */
     double increase;         /* AIMD: additive increase per window, > 0 (1) */
     band_time rtt_limit;     /* AIMD: a round trip above this is congestion (0: drops only) */
@@ -84,10 +88,12 @@ typedef struct band_limit_opts {
 } band_limit_opts;
 
 /**
- * band_limit_create() - a limit with its own semaphore holding @opts->initial permits.
+ * band_limit_create() - a limit with its own semaphore holding @opts->initial permits
+ * (@opts may be NULL: the defaults).
  *
- * Returns 0 and stores it in *@out, BAND_EINVAL (NULL argument, an invalid option), or
- * BAND_ENOMEM. Free it with band_limit_destroy().
+ * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, an invalid option), or
+ * BAND_ENOMEM; on error *@out is untouched and nothing is allocated. Free it with
+ * band_limit_destroy(). MT-safe.
  */
 BAND_API int band_limit_create(band_limit **out, const band_limit_opts *opts);
 
@@ -95,13 +101,25 @@ BAND_API int band_limit_create(band_limit **out, const band_limit_opts *opts);
  * band_limit_destroy() - free @l and its semaphore.
  *
  * Returns 0 (NULL too), or BAND_EBUSY while acquisitions are queued on the semaphore
- * (nothing freed; close it first).
+ * (nothing freed; close it first). Not MT-safe against other calls on @l.
  */
 BAND_API int band_limit_destroy(band_limit *l);
 
+/**
+ * band_limit_set_name() - give @l a name that band_limit_get_stats() reports.
+ *
+ * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @l is NULL or the
+ * name does not fit in BAND_NAME_MAX bytes including its NUL (nothing changes). MT-safe.
+ */
+BAND_API int band_limit_set_name(band_limit *l, const char *name);
+
 /** band_limit_close() - close the semaphore: queued and later acquisitions fail with
- *  BAND_ECLOSED; on_done still releases. Returns 0 or BAND_EINVAL. */
+ *  BAND_ECLOSED; on_done still releases. Returns 0 or BAND_EINVAL (NULL). MT-safe. */
 BAND_API int band_limit_close(band_limit *l);
+
+/** band_limit_is_closed() - 1 once band_limit_close() was called (or the semaphore was
+ *  closed), 0 otherwise (0 for NULL). MT-safe. */
+BAND_API int band_limit_is_closed(const band_limit *l);
 
 /**
  * band_limit_sem() - the semaphore the limit sizes (NULL for NULL @l).
@@ -112,16 +130,21 @@ BAND_API int band_limit_close(band_limit *l);
  */
 BAND_API band_sem *band_limit_sem(band_limit *l);
 
-/** band_limit_try_acquire() - take one permit now: 0 (counted in flight), BAND_EAGAIN,
- *  BAND_ECLOSED, BAND_EINVAL. */
+/** band_limit_try_acquire() - take one permit now, never waiting: 0 (counted in flight),
+ *  BAND_EAGAIN (none available, or acquisitions queued ahead), BAND_ECLOSED, BAND_EINVAL
+ *  (NULL). MT-safe. */
 BAND_API int band_limit_try_acquire(band_limit *l);
 
 /** band_limit_acquire() - take one permit, blocking until @deadline: 0 (counted in
- *  flight), BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL. */
-BAND_API int band_limit_acquire(band_limit *l, band_time deadline);
+ *  flight), BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL (NULL). @cancel (NULL for none):
+ *  when it is requested the wait ends with BAND_ECANCELED, nothing taken; a token
+ *  requested before the call means "do not wait" (band/cancel.h). MT-safe. */
+BAND_API int band_limit_acquire(band_limit *l, band_time deadline, band_cancel *cancel);
 
 /** band_limit_adopt() - count a permit acquired through band_limit_sem() as in flight.
- *  Returns 0 or BAND_EINVAL. */
+ *  Returns 0, or BAND_EINVAL (NULL @l, or @max permits are already counted in flight: no
+ *  caller can hold more than the highest limit, so this permit was never handed out;
+ *  nothing changes). MT-safe. */
 BAND_API int band_limit_adopt(band_limit *l);
 
 /**
@@ -129,9 +152,13 @@ BAND_API int band_limit_adopt(band_limit *l);
  * (band_limit_sample()), then return its permit and count it out of flight.
  *
  * @start and @now are the request's start and end (same clock, any origin). Returns 0,
- * or BAND_EINVAL (NULL @l, @now before @start, unknown @outcome; the permit is not
- * returned then). Wakes of acquirers that the returned permit or a raised limit completed
- * run on this thread, under no lock.
+ * or BAND_EINVAL with nothing changed (no sample recorded, no permit returned, the
+ * in-flight count as it was): NULL @l, @now before @start, @now - @start not
+ * representable in a band_time, an unknown @outcome, or no permit counted in flight (a
+ * report for a request that took no permit, or a second report for one request; returning
+ * a permit anyway would raise the semaphore above the limit). Wakes of acquirers that the
+ * returned permit or a raised limit completed run on this thread, under no lock. Never
+ * waits. MT-safe.
  */
 BAND_API int band_limit_on_done(band_limit *l, band_time start, band_time now, int outcome);
 
@@ -139,22 +166,27 @@ BAND_API int band_limit_on_done(band_limit *l, band_time start, band_time now, i
  * band_limit_sample() - feed one measurement without touching permits or the in-flight
  * count (for callers that hold permits some other way).
  *
- * Returns 0 or BAND_EINVAL as band_limit_on_done(). May change the limit.
+ * Returns 0, or BAND_EINVAL (nothing recorded) for NULL @l, @now before @start, @now -
+ * @start not representable in a band_time, or an unknown @outcome. May change the limit
+ * (wakes as band_limit_on_done()). MT-safe.
  */
 BAND_API int band_limit_sample(band_limit *l, band_time start, band_time now, int outcome);
 
-/** band_limit_current() - the current limit (0 for NULL). One atomic load. */
+/** band_limit_current() - the current limit (0 for NULL). One atomic load. MT-safe. */
 BAND_API uint64_t band_limit_current(const band_limit *l);
 
 /** struct band_limit_stats - the limit and the estimates behind it. */
 typedef struct band_limit_stats {
+    char name[BAND_NAME_MAX]; /* "" when unnamed */
+    int closed;               /* 1 after band_limit_close() */
     int algorithm;
     uint64_t limit;         /* current limit (what the semaphore converges to) */
     double limit_exact;     /* the controller's unrounded limit */
     uint64_t min, max;      /* bounds */
     uint64_t inflight;      /* permits counted in flight */
     band_time min_rtt;      /* smallest round trip seen (since the last reset), 0: none yet */
-    band_time smoothed_rtt; /* exponentially smoothed round trip, 0: none yet */
+    band_time smoothed_rtt; /* exponentially smoothed round trip, 0: none yet (or only
+                               round trips of 0) */
     band_time window_rtt;   /* mean round trip of the last closed window, 0: none yet */
     double gradient;        /* GRADIENT: last gradient (1 before the first window) */
     uint64_t samples;       /* samples recorded (not ignored ones) */
@@ -165,8 +197,8 @@ typedef struct band_limit_stats {
     uint64_t decreases;     /* adjustments that lowered it */
 } band_limit_stats;
 
-/** band_limit_get_stats() - copy the estimates into *@out: 0 or BAND_EINVAL. Takes the
- *  limit's mutex briefly. */
+/** band_limit_get_stats() - copy the estimates into *@out: 0 or BAND_EINVAL (NULL
+ *  argument). Takes the limit's mutex briefly. MT-safe. */
 BAND_API int band_limit_get_stats(const band_limit *l, band_limit_stats *out);
 
 #ifdef __cplusplus

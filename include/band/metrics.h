@@ -3,10 +3,10 @@
  *
  * A program registers the primitives an operator should see (semaphores and budgets,
  * channels, rate budgets, front doors) and any latency histograms (band/histo.h: a
- * channel's send waits, an executor's queue and service times, a door's hold times), each
- * under a name. band_metrics_write() then renders one consistent-per-primitive snapshot as
- * Prometheus text exposition format (version 0.0.4): gauges for what is held and waiting
- * now, counters for grants and for refusals by reason, and histograms in seconds. A bound
+ * channel's send waits, an executor's queue and service times, a front door's hold
+ * times), each under a name. band_metrics_write() then renders one consistent-per-primitive
+ * snapshot as Prometheus text exposition format (version 0.0.4): gauges for what is held and
+ * waiting now, counters for grants and for refusals by reason, and histograms in seconds. A bound
  * whose waiters and wait time grow while the others idle is the bottleneck.
  *
  * The registry does not own what it lists: each primitive and histogram must outlive the
@@ -24,8 +24,8 @@
 #include "band/chan.h"
 #include "band/core.h"
 #include "band/error.h"
+#include "band/front_door.h"
 #include "band/histo.h"
-#include "band/overload.h"
 #include "band/rate.h"
 #include "band/sem.h"
 
@@ -36,27 +36,40 @@ extern "C" {
 typedef struct band_metrics band_metrics;
 
 /** band_metrics_create() - a registry of at most @max_entries entries (> 0). Returns 0,
- *  BAND_EINVAL or BAND_ENOMEM. */
+ *  BAND_EINVAL (NULL @out, @max_entries 0 or too large to allocate) or BAND_ENOMEM; on error
+ *  *@out is untouched. MT-safe. */
 BAND_API int band_metrics_create(band_metrics **out, size_t max_entries);
 
 /** band_metrics_destroy() - free the registry (not what it lists). NULL is a no-op.
- *  Returns 0. */
+ *  Not MT-safe against other calls on @m. Returns 0. */
 BAND_API int band_metrics_destroy(band_metrics *m);
 
 /*
  * Registration. @name becomes the label name="..." of every series of the entry (copied;
  * 1..BAND_NAME_MAX-1 bytes; escaped on output). @wait, where offered, is an optional
  * histogram of waits in nanoseconds that the caller records into (for a channel:
- * band_chan_set_wait_histo()); it is rendered as a Prometheus histogram in seconds.
- * Each returns 0, BAND_EINVAL (NULL primitive, bad name) or BAND_E2BIG (registry full).
+ * band_chan_opts.wait_histo); it is rendered as a Prometheus histogram in seconds. @hold
+ * of a front door is the histogram its band_front_door_opts.hold records into (or NULL).
+ * The registry only points at the primitive and the histogram: both stay the caller's.
+ * Each returns 0, BAND_EINVAL (NULL @m or primitive, bad name) or BAND_E2BIG (registry
+ * full). One thread at a time per registry.
  */
 BAND_API int band_metrics_add_sem(band_metrics *m, const char *name, const band_sem *s,
                                   const band_histo *wait);
+
+/** band_metrics_add_chan() - export channel @c as @name (@wait may be NULL); returns as
+ * band_metrics_add_sem(). */
 BAND_API int band_metrics_add_chan(band_metrics *m, const char *name, const band_chan *c,
                                    const band_histo *wait);
+
+/** band_metrics_add_rate() - export rate budget @r as @name; returns as
+ * band_metrics_add_sem(). */
 BAND_API int band_metrics_add_rate(band_metrics *m, const char *name, const band_rate *r);
-BAND_API int band_metrics_add_door(band_metrics *m, const char *name, const band_door *d,
-                                   const band_histo *hold);
+
+/** band_metrics_add_front_door() - export front door @d as @name (@hold may be NULL);
+ * returns as band_metrics_add_sem(). */
+BAND_API int band_metrics_add_front_door(band_metrics *m, const char *name,
+                                         const band_front_door *d, const band_histo *hold);
 
 /**
  * band_metrics_add_histo() - a histogram of durations in nanoseconds under the metric

@@ -5,7 +5,7 @@
  * a pointer is one such value). It has two sides, each of which ends exactly once:
  *
  *  - the sender ends by band_oneshot_send() (the value is delivered or stored) or by
- *    band_oneshot_sender_drop() (it gave up: the receiver learns BAND_ECLOSED);
+ *    band_oneshot_close() (it gave up: the receiver learns BAND_ECLOSED);
  *  - the receiver ends by receiving the value, by learning that the sender gave up, or by
  *    band_oneshot_receiver_drop() (it left: a later send returns BAND_ECLOSED and the value
  *    stays with the sender).
@@ -23,12 +23,13 @@
  * most one receive can be pending, so the blocking receive reuses the core's blocker and
  * the async op stays small.
  *
- * Every band_oneshot_* function is MT-safe. Sends and drops may run the pending receiver's
- * wake on the calling thread, after every band lock is released.
+ * Every band_oneshot_* function is MT-safe. Sends, closes and drops may run the pending
+ * receiver's wake on the calling thread, after every band lock is released.
  */
 #ifndef BAND_ONESHOT_H
 #define BAND_ONESHOT_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -42,14 +43,14 @@ typedef struct band_oneshot band_oneshot;
  * struct band_oneshot_recv_op - a pending receive, embedded by its owner.
  *
  * @w comes first, so a wake function that receives &op->w can convert it back to the op
- * with a cast or container_of. @out is set by band_oneshot_recv_async() and is where the
- * value is copied before the wake runs. Keep the op (and the buffer @out points to) valid
- * and untouched while it is pending.
+ * with a cast or container_of. @out is set by band_oneshot_recv_async() from its argument
+ * and is where the value is copied before the wake runs. Keep the op (and the buffer @out
+ * points to) valid and untouched while it is pending.
  */
-struct band_oneshot_recv_op {
+typedef struct band_oneshot_recv_op {
     band_waiter w;
     void *out;
-};
+} band_oneshot_recv_op;
 
 /**
  * band_oneshot_create() - allocate a oneshot for one value of @value_size bytes.
@@ -70,8 +71,8 @@ BAND_API int band_oneshot_create(band_oneshot **out, size_t value_size);
  * received is discarded with the oneshot (its bytes; if it is a pointer to a resource,
  * receive it first). Ownership rule: destroy once no side will call again - typically
  * the receiver, once it holds its final answer (0 or BAND_ECLOSED from a receive, or its
- * drop) and the sender's last call has returned. band's last access to @o in a send or
- * drop is releasing the oneshot's lock, before any wake runs, so a receiver whose wake
+ * drop) and the sender's last call has returned. band's last access to @o in a send, close
+ * or drop is releasing the oneshot's lock, before any wake runs, so a receiver whose wake
  * has run may destroy @o at once.
  */
 BAND_API int band_oneshot_destroy(band_oneshot *o);
@@ -84,29 +85,36 @@ BAND_API int band_oneshot_destroy(band_oneshot *o);
  * receiver to take. Returns 0 (the value now belongs to the oneshot or the receiver),
  * BAND_ECLOSED when the receiver has dropped (nothing was copied: the value stays with the
  * caller), BAND_EALREADY when the sender side already ended (a value was sent before, or
- * the sender dropped; the value stays with the caller), or BAND_EINVAL (NULL @o, or NULL
- * @value with a non-zero value size). Never waits. MT-safe.
+ * band_oneshot_close() was called; the value stays with the caller), or BAND_EINVAL (NULL
+ * @o, or NULL @value with a non-zero value size). Never waits. MT-safe.
  */
 BAND_API int band_oneshot_send(band_oneshot *o, const void *value);
 
 /**
- * band_oneshot_sender_drop() - the sender gives up without sending.
+ * band_oneshot_close() - the sender gives up: it will not send.
  *
- * A pending receive ends with BAND_ECLOSED (its wake runs on this thread before this call
- * returns), and every later receive returns BAND_ECLOSED. After a send it changes nothing
- * (the value stays receivable), so a sender may always drop when it is done. Idempotent.
- * Returns 0, or BAND_EINVAL for NULL. MT-safe.
+ * Before a send, a pending receive ends with BAND_ECLOSED (its wake runs on this thread
+ * before this call returns), and every later receive returns BAND_ECLOSED. After a send
+ * it only marks the sender done (the value stays receivable), so a sender may always
+ * close when it is done. A later send returns BAND_EALREADY (the sender side has ended).
+ * Idempotent. Returns 0, or BAND_EINVAL for NULL. MT-safe.
  */
-BAND_API int band_oneshot_sender_drop(band_oneshot *o);
+BAND_API int band_oneshot_close(band_oneshot *o);
+
+/**
+ * band_oneshot_is_closed() - 1 once band_oneshot_close() was called (before or after a
+ * send), 0 before, and for NULL. One atomic load, no lock. MT-safe.
+ */
+BAND_API int band_oneshot_is_closed(const band_oneshot *o);
 
 /**
  * band_oneshot_try_recv() - take the value if it has arrived, without waiting.
  *
  * Returns 0 (the value was copied to @out and belongs to the caller), BAND_EAGAIN when
- * nothing has been sent yet, BAND_ECLOSED when the sender gave up, or after the receiver
- * dropped and no value had arrived, BAND_EALREADY when the value was already received,
- * BAND_EBUSY while another receive is pending, or BAND_EINVAL (NULL @o, or NULL @out
- * with a non-zero value size). Answers BAND_EAGAIN without taking a lock. MT-safe.
+ * nothing has been sent yet, BAND_ECLOSED when the sender closed without sending, or
+ * after the receiver dropped and no value had arrived, BAND_EALREADY when the value was
+ * already received, BAND_EBUSY while another receive is pending, or BAND_EINVAL (NULL @o,
+ * or NULL @out with a non-zero value size). Answers BAND_EAGAIN without taking a lock. MT-safe.
  */
 BAND_API int band_oneshot_try_recv(band_oneshot *o, void *out);
 
@@ -119,25 +127,29 @@ BAND_API int band_oneshot_try_recv(band_oneshot *o, void *out);
  * deadline passes is returned (0), never dropped; a value sent after the timeout stays in
  * the oneshot for a later receive. Returns BAND_ECANCELED when the receiver was dropped
  * by another thread meanwhile. Blocks the calling thread. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
-BAND_API int band_oneshot_recv(band_oneshot *o, void *out, band_time deadline);
+BAND_API int band_oneshot_recv(band_oneshot *o, void *out, band_time deadline, band_cancel *cancel);
 
 /**
- * band_oneshot_recv_async() - take the value now, or queue @op until it arrives.
+ * band_oneshot_recv_async() - take the value into @out now, or queue @op until it arrives.
  *
  * Returns 0 when the value was copied to @out at once (no wake follows), BAND_PENDING when
  * @op was queued: from then on exactly one of {the wake runs once, band_waiter_cancel(&op->w)
  * returns 0} ends it. Its status (band_waiter_status(&op->w)) is then 0 (the value was
  * copied to @out before the wake ran, and belongs to the owner), BAND_ECLOSED (the sender
- * gave up), BAND_ECANCELED (the receiver was dropped), or the cancel's reason. Any other
- * answer also ends it at once and, except for BAND_EINVAL (which leaves @op untouched), is
- * then its status: the codes of band_oneshot_try_recv() other than BAND_EAGAIN. BAND_EINVAL:
- * NULL @o or @op, @op pending or without a wake function, NULL @out with a non-zero value
- * size. The wake runs on the thread that sends, drops or (for a cancel of someone else)
- * never; with no band lock held. A cancel that returns 0 leaves any value that arrives
- * later in the oneshot. Never calls wake itself. MT-safe.
+ * closed without sending), BAND_ECANCELED (the receiver was dropped), or the cancel's
+ * reason. Any other answer also ends it at once and, except for BAND_EINVAL (which leaves
+ * @op untouched), is then its status: the codes of band_oneshot_try_recv() other than
+ * BAND_EAGAIN. BAND_EINVAL: NULL @o or @op, @op pending or without a wake function, NULL
+ * @out with a non-zero value size. The wake runs on the thread that sends, closes, drops
+ * or (for a cancel of someone else) never; with no band lock held. A cancel that returns 0
+ * leaves any value that arrives later in the oneshot. Never calls wake itself. MT-safe.
  */
-BAND_API int band_oneshot_recv_async(band_oneshot *o, struct band_oneshot_recv_op *op, void *out);
+BAND_API int band_oneshot_recv_async(band_oneshot *o, void *out, band_oneshot_recv_op *op);
 
 /**
  * band_oneshot_receiver_drop() - the receiver leaves.
@@ -157,7 +169,7 @@ typedef struct band_oneshot_stats {
     size_t value_size;    /* bytes per value */
     int sent;             /* 1 once a send returned 0 */
     int received;         /* 1 once the value was delivered to the receiver */
-    int sender_dropped;   /* 1 when the sender dropped before sending */
+    int closed;           /* 1 after band_oneshot_close() (before or after a send) */
     int receiver_dropped; /* 1 after band_oneshot_receiver_drop() */
     int waiting;          /* 1 while a receive is pending */
     int holds_value;      /* 1 while a sent value waits in the oneshot */

@@ -3,28 +3,34 @@
  *
  * A semaphore bounds how much work is in flight; a rate budget bounds how fast work may
  * start. Tokens flow in at @tokens per @period; the bucket holds at most @burst. Taking
- * n tokens is allowed when n are in the bucket. The state is one "theoretical arrival
- * time" (the generic cell rate algorithm), so nothing ticks in the background and a
- * bucket costs the same whether it is used once a day or a million times a second.
+ * n tokens is allowed when n are in the bucket. The state is how long until the bucket is
+ * full again (the "theoretical arrival time" of the generic cell rate algorithm), so
+ * nothing ticks in the background and a bucket costs the same whether it is used once a
+ * day or a million times a second.
  *
- *  - try takes tokens now or refuses, telling how long until it would succeed;
+ *  - try_acquire takes tokens now or refuses, telling how long until it would succeed;
  *  - reserve books the next slot and reports the delay (the async form: an event loop
  *    arms its own timer for it); a booking can be cancelled before it is due, which gives
  *    its tokens back;
- *  - wait books and sleeps until the slot; a wait whose slot lies past its deadline is
- *    refused at once, with the retry-after it would have needed, and takes nothing.
+ *  - acquire books and sleeps until the slot; an acquisition whose slot lies past its
+ *    deadline is refused at once, with the retry-after it would have needed, and takes
+ *    nothing. A deadline at or before now means "only if the tokens are there now", as
+ *    everywhere in band.
  *
- * All arithmetic is integer and exact: the emission interval period/tokens is kept as a
- * quotient and a remainder, so a rate of 3 per second never drifts. Sums that would
- * overflow are refused with BAND_EOVERFLOW and change nothing. Time comes from a clock
- * hook (default band_now()), so tests run on a fake clock.
+ * All arithmetic is integer and exact: time is counted in 1/tokens of a nanosecond, so a
+ * rate of 3 per second never drifts. A request that would leave the bucket full again only
+ * after INT64_MAX, or more than INT64_MAX ns from now, is refused with BAND_EOVERFLOW and
+ * changes nothing; the clock itself may read anything in the band_time range. Time comes
+ * from a clock hook (default band_now()), so tests run on a fake clock. A clock that steps
+ * back is read as no time elapsed: the bucket's time is the latest time the hook returned.
  *
  * Every function is MT-safe. Each takes the bucket's mutex for a few dozen instructions:
- * no allocation, no system call (except the sleep of band_rate_wait()).
+ * no allocation, no system call (except the sleep of band_rate_acquire()).
  */
 #ifndef BAND_RATE_H
 #define BAND_RATE_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -34,130 +40,171 @@ extern "C" {
 
 typedef struct band_rate band_rate;
 
-/** The clock hook: the current time in nanoseconds (monotonic). */
-typedef band_time band_clock_fn(void *ctx);
-/** The sleep hook of band_rate_wait(): return once the clock reads @until or later. */
-typedef void band_sleep_fn(void *ctx, band_time until);
+/** The clock hook: the current time in nanoseconds. It should be monotonic; a step back is
+ *  read as no time elapsed (until the clock passes the latest time it returned). */
+typedef band_time band_rate_clock_fn(void *ctx);
+/** The sleep hook of band_rate_acquire(): return once the clock reads @until or later. */
+typedef void band_rate_sleep_fn(void *ctx, band_time until);
 
-/** Creation options; zero-initialise, then set what you need. */
+/** Creation options; NULL or a zero-initialised struct means the real clock and sleep. */
 typedef struct band_rate_opts {
-    uint64_t tokens;      /* tokens added per period, >= 1 */
-    band_time period;     /* nanoseconds, >= 1 (BAND_SEC for "per second") */
-    uint64_t burst;       /* bucket size, >= 1: the most tokens one request can take */
-    band_clock_fn *clock; /* NULL: band_now() */
+    band_rate_clock_fn *clock; /* NULL: band_now() */
     void *clock_ctx;
-    band_sleep_fn *sleep; /* NULL: clock_nanosleep on CLOCK_MONOTONIC (needs clock NULL) */
+    band_rate_sleep_fn *sleep; /* NULL: clock_nanosleep on CLOCK_MONOTONIC (needs clock
+                                  NULL) */
     void *sleep_ctx;
 } band_rate_opts;
 
 /**
- * band_rate_create() - a bucket that starts full.
+ * band_rate_create() - a bucket that starts full: @tokens per @period nanoseconds
+ * (BAND_SEC for "per second"), holding at most @burst (the most tokens one request can
+ * take). @opts may be NULL (the real clock). The hooks are read once, here.
  *
- * Returns 0 and stores it in *@out; BAND_EINVAL (NULL, tokens, period or burst 0, a negative
- * period, a sleep hook without a clock hook); BAND_EOVERFLOW (burst × period does not fit
- * in 63 bits: the bucket's depth in time must be representable); BAND_ENOMEM.
+ * Returns 0 and stores it in *@out; BAND_EINVAL (NULL @out, @tokens, @period or @burst 0, a
+ * negative @period, @tokens above INT64_MAX, a sleep hook without a clock hook);
+ * BAND_EOVERFLOW (@burst x @period does not fit in 63 bits: the bucket's depth in time must
+ * be representable); BAND_ENOMEM. On error *@out is untouched. MT-safe.
  */
-BAND_API int band_rate_create(band_rate **out, const band_rate_opts *opts);
+BAND_API int band_rate_create(band_rate **out, uint64_t tokens, band_time period, uint64_t burst,
+                              const band_rate_opts *opts);
 
-/** band_rate_create_simple() - @per_second tokens per second, bucket @burst, real clock.
- *  Returns as band_rate_create(). */
-BAND_API int band_rate_create_simple(band_rate **out, uint64_t per_second, uint64_t burst);
-
-/** band_rate_destroy() - free @r (NULL is a no-op). Bookings still held become dangling:
- *  do not cancel them afterwards. Not MT-safe against other calls on @r. Returns 0. */
+/** band_rate_destroy() - free @r (NULL is a no-op). A rate budget never queues a waiter, so
+ *  there is nothing to refuse for: bookings still held become dangling (do not cancel them
+ *  afterwards), and a front door that refers to @r must be destroyed first. Not MT-safe
+ *  against other calls on @r. Returns 0. */
 BAND_API int band_rate_destroy(band_rate *r);
+
+/**
+ * band_rate_set_name() - give @r a name that band_rate_get_stats() reports.
+ *
+ * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @r is NULL or the
+ * name does not fit in BAND_NAME_MAX bytes including its NUL (nothing changes). MT-safe.
+ */
+BAND_API int band_rate_set_name(band_rate *r, const char *name);
 
 /**
  * band_rate_set() - change the rate and the burst at run time.
  *
- * Tokens taken from now on cost the new interval; time already booked stays booked (a
- * booking is never moved). Shrinking the burst applies at once. Returns 0, BAND_EINVAL or
- * BAND_EOVERFLOW as band_rate_create() (nothing changes on error).
+ * A change keeps what has accrued: the bucket is first brought to now under the old rate,
+ * and the tokens it then holds (a fraction included, fewer than none while bookings run
+ * ahead) stay in it, clamped to the new burst when that is lower. From then on it refills
+ * at the new rate up to the new burst, and tokens taken cost the new interval. A change of
+ * burst alone mints nothing: an empty bucket of 3 raised to 20 is still empty. Bookings
+ * already made keep their slots (a booking is never moved). The tokens held are re-counted
+ * in the new units rounding down, by less than 1/@period of a token.
+ *
+ * Returns 0, BAND_EINVAL or BAND_EOVERFLOW as band_rate_create(), or BAND_EOVERFLOW when
+ * the tokens owed, at the new rate, would take the bucket past INT64_MAX (or more than
+ * INT64_MAX ns) to refill. Nothing changes on error.
  */
 BAND_API int band_rate_set(band_rate *r, uint64_t tokens, band_time period, uint64_t burst);
 
 /**
- * band_rate_try() - take @n tokens now, or refuse.
+ * band_rate_try_acquire() - take @n tokens now, or refuse; never waits.
  *
- * Returns 0 (taken); BAND_EAGAIN (not enough tokens; nothing taken; *@retry_after, when not
- * NULL, is the wait in nanoseconds after which the same request would succeed if nobody
- * else took tokens meanwhile); BAND_E2BIG (@n > burst: it can never succeed);
- * BAND_ECLOSED; BAND_EINVAL (NULL @r, @n 0); BAND_EOVERFLOW.
+ * Returns 0 (taken); BAND_EAGAIN (not enough tokens, bookings ahead included; nothing
+ * taken; *@retry_after, when not NULL, is the wait in nanoseconds after which the same
+ * request would succeed if nobody else took tokens meanwhile); BAND_E2BIG (@n > burst: it
+ * can never succeed); BAND_ECLOSED; BAND_EINVAL (NULL @r, @n 0); BAND_EOVERFLOW (the bucket
+ * would be full again only after INT64_MAX; nothing taken). *@retry_after is 0 for every
+ * answer but BAND_EAGAIN. MT-safe.
  */
-BAND_API int band_rate_try(band_rate *r, uint64_t n, band_time *retry_after);
+BAND_API int band_rate_try_acquire(band_rate *r, uint64_t n, band_time *retry_after);
 
 /** A booked slot: a value with one owner. Initialise with BAND_RATE_TICKET_INIT. */
 typedef struct band_rate_ticket {
-    band_rate *rate;   /* NULL when empty */
-    band_time at;      /* when the booked work may start (clock of the bucket) */
-    uint64_t _n;       /* private: its tokens */
-    int64_t _cost_ns;  /* private: the booking's cost, for cancel */
-    uint64_t _cost_fr; /* private */
-    uint64_t _gen;     /* private: the settings it was booked under */
+    band_rate *rate; /* NULL when empty */
+    band_time at;    /* when the booked work may start (clock of the bucket) */
+    uint64_t _n;     /* private: its tokens */
 } band_rate_ticket;
 
 #define BAND_RATE_TICKET_INIT                                                                      \
     {                                                                                              \
-        NULL, 0, 0, 0, 0, 0                                                                        \
+        NULL, 0, 0                                                                                 \
     }
 
 /**
- * band_rate_reserve() - book @n tokens at the earliest slot; the async form of wait.
+ * band_rate_reserve() - book @n tokens at the earliest slot; the async form of
+ * band_rate_acquire(). It never waits and never queues a waiter.
  *
  * On 0 the tokens are taken and *@t says when the work may start (t->at; *@delay, when not
- * NULL, is t->at - now, 0 when it may start at once). An event loop arms its own timer for
- * the delay. BAND_ETIMEDOUT: the slot would lie after @deadline; nothing is booked and
- * *@delay is the retry-after the request would have needed. Also BAND_E2BIG, BAND_ECLOSED,
- * BAND_EOVERFLOW, BAND_EINVAL (NULL @r or @t, @n 0, @t not empty).
+ * NULL, is t->at - now, 0 when it may start at once). The ticket is the caller's: it ends
+ * when its slot comes (nothing to do) or with band_rate_ticket_cancel(). An event loop
+ * arms its own timer for
+ * the delay. BAND_ETIMEDOUT: the slot lies in the future and after @deadline; nothing is
+ * booked and *@delay is the retry-after the request would have needed. Tokens that are in
+ * the bucket now are taken whatever the deadline, so a deadline at or before now means
+ * "only if it can start now". BAND_EOVERFLOW: the bucket would be full again only after
+ * INT64_MAX, or more than INT64_MAX ns from now; nothing is booked. Also BAND_E2BIG,
+ * BAND_ECLOSED, BAND_EINVAL (NULL @r or @t, @n 0, @t not empty); on every error @t stays
+ * empty. MT-safe.
  */
-BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_time deadline, band_rate_ticket *t,
-                               band_time *delay);
+BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_rate_ticket *t, band_time *delay,
+                               band_time deadline);
 
 /**
  * band_rate_ticket_cancel() - give a booking that is not due yet back.
  *
  * Returns 0 (its tokens are returned: later bookings may start earlier; @t is emptied),
  * BAND_EALREADY (it is due: the work may start, the tokens stay spent; @t is emptied), or
- * BAND_EINVAL (NULL or empty @t). After band_rate_set(), a cancel returns what the booking
- * cost when it was made.
+ * BAND_EINVAL (NULL or empty @t). The tokens go back as tokens, never more than fills the
+ * bucket: after band_rate_set(), a booking made before it returns its tokens at the
+ * current rate. "Due" is judged on the bucket's time (see the clock hook). MT-safe against
+ * calls on the bucket; one owner per ticket.
  */
 BAND_API int band_rate_ticket_cancel(band_rate_ticket *t);
 
 /**
- * band_rate_wait() - take @n tokens, sleeping until their slot if needed (this thread).
+ * band_rate_acquire() - take @n tokens, sleeping until their slot if needed (this
+ * thread).
  *
- * A request whose slot lies after @deadline is refused at once with BAND_ETIMEDOUT, takes
- * nothing, and stores the retry-after in *@retry_after (when not NULL). Returns 0 once the
- * slot has come; also BAND_E2BIG, BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL (as
- * band_rate_reserve(), or a custom clock without a sleep hook). A close while sleeping does
- * not cut the sleep short: the booking stands.
+ * A request whose slot lies in the future and after @deadline is refused at once with
+ * BAND_ETIMEDOUT, takes nothing, and stores the retry-after in *@retry_after (when not
+ * NULL); with a deadline at or before now it succeeds, without sleeping, exactly when the
+ * tokens are in the bucket now. Returns 0 once the slot has come; also BAND_E2BIG,
+ * BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL (as band_rate_reserve(), or a custom clock
+ * without a sleep hook). A close while sleeping does not cut the sleep short: the booking
+ * stands.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED (a booking made before the request is returned); a token requested
+ * before the call means "do not wait", as a past deadline does (band/cancel.h). MT-safe.
  */
-BAND_API int band_rate_wait(band_rate *r, uint64_t n, band_time deadline, band_time *retry_after);
+BAND_API int band_rate_acquire(band_rate *r, uint64_t n, band_time *retry_after, band_time deadline,
+                               band_cancel *cancel);
 
-/** band_rate_available() - whole tokens in the bucket now (0 for NULL). */
+/** band_rate_available() - whole tokens in the bucket now (0 for NULL). MT-safe. */
 BAND_API uint64_t band_rate_available(const band_rate *r);
 
 /** band_rate_close() - refuse every later request with BAND_ECLOSED; bookings stand and can
- *  still be cancelled. Returns 0 or BAND_EINVAL. */
+ *  still be cancelled. A second close changes nothing. Returns 0 or BAND_EINVAL (NULL).
+ *  MT-safe. */
 BAND_API int band_rate_close(band_rate *r);
+
+/** band_rate_is_closed() - 1 once band_rate_close() was called, 0 otherwise (0 for NULL).
+ *  MT-safe. */
+BAND_API int band_rate_is_closed(const band_rate *r);
 
 /** Counters; see band_rate_get_stats(). */
 typedef struct band_rate_stats {
-    uint64_t tokens, burst; /* the current settings */
+    char name[BAND_NAME_MAX]; /* "" when unnamed */
+    uint64_t tokens, burst;   /* the current settings */
     band_time period;
     uint64_t available;        /* whole tokens in the bucket now */
-    uint64_t granted;          /* requests that took tokens (try, reserve, wait) */
-    uint64_t granted_tokens;   /* their tokens, cancelled bookings excluded */
+    uint64_t granted;          /* requests that took tokens (try_acquire, reserve, acquire) */
+    uint64_t granted_tokens;   /* their tokens, cancelled bookings excluded; saturates at
+                                  UINT64_MAX (and then stays there) instead of wrapping */
     uint64_t delayed;          /* bookings that had to wait for their slot */
-    uint64_t refused_rate;     /* try refused: BAND_EAGAIN */
-    uint64_t refused_deadline; /* reserve/wait refused at once: BAND_ETIMEDOUT */
+    uint64_t refused_rate;     /* try_acquire refused: BAND_EAGAIN */
+    uint64_t refused_deadline; /* reserve/acquire refused at once: BAND_ETIMEDOUT */
     uint64_t refused_too_big;  /* BAND_E2BIG */
     uint64_t refused_closed;   /* BAND_ECLOSED */
     uint64_t cancelled;        /* bookings given back before they were due */
-    int closed;
+    int closed;                /* 1 after band_rate_close() */
 } band_rate_stats;
 
-/** band_rate_get_stats() - a snapshot: 0 or BAND_EINVAL. */
+/** band_rate_get_stats() - a snapshot, taken under the bucket's mutex: 0 or BAND_EINVAL
+ *  (NULL argument). MT-safe. */
 BAND_API int band_rate_get_stats(const band_rate *r, band_rate_stats *out);
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
 /*
- * band/sem.h - the weighted FIFO semaphore and permits as values.
+ * band/sem.h - the weighted FIFO semaphore.
  *
  * A band_sem is a budget of permits that work acquires before it consumes a resource and
  * releases when the resource is free again. Semantics (docs/semaphore.md has the long form):
@@ -18,12 +18,16 @@
  *    the one load that tells release whether anybody waits.
  *  - Counters are readable at any time with band_sem_get_stats().
  *
+ * Permits held as values (band_permit, the form to embed in the object a resource belongs
+ * to) are in band/permit.h, which includes this header.
+ *
  * Every band_sem_* function is MT-safe. Releases, closes and cancels may run wake
  * functions of completed waiters on the calling thread, after every band lock is released.
  */
 #ifndef BAND_SEM_H
 #define BAND_SEM_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -31,31 +35,55 @@
 extern "C" {
 #endif
 
-/** The largest permit count a semaphore can hold, request or owe (2^61 - 1; the state
- *  word keeps the bit above it as headroom for releases in flight). */
-#define BAND_SEM_MAX_PERMITS ((UINT64_C(1) << 61) - 1)
-
-/** The longest name a primitive can carry, including the terminating NUL. */
-#define BAND_NAME_MAX 48
-
 typedef struct band_sem band_sem;
+
+struct band_histo;
+
+/**
+ * struct band_sem_opts - options for band_sem_create(). NULL, or a zero-initialised
+ * struct, means the defaults; the options are fixed for the semaphore's lifetime.
+ */
+typedef struct band_sem_opts {
+    /**
+     * 1: an acquisition that would have to queue is refused at once with BAND_ETIMEDOUT
+     * (holding nothing, no wake; counted in refused_deadline) when the measured pace of
+     * grants to queued waiters (grant_pace_ns in the counters) predicts it would miss its
+     * deadline: the blocking call's @deadline, or @w->deadline for band_sem_acquire_async(),
+     * read once at submission. Until a pace has been measured nobody is refused, and a
+     * deadline of BAND_FOREVER never is. Multi-budget admissions are not predicted.
+     * 0 (the default): waiters queue whatever their deadline and @w->deadline is never
+     * read. Any other value is refused with BAND_EINVAL.
+     */
+    int deadline_aware;
+    /**
+     * When not NULL, how long each queued acquisition waited (ns, from queueing to its
+     * grant, timeout, cancel or close) is recorded into it (band/histo.h; a metrics
+     * registry renders it, band_metrics_add_sem()). Acquisitions that never queue record
+     * nothing. It stays the caller's and must outlive the semaphore. Default: NULL, none.
+     */
+    struct band_histo *wait_histo;
+} band_sem_opts;
 
 /**
  * band_sem_create() - allocate a semaphore with @permits available permits.
  *
- * Returns 0 and stores the semaphore in *@out, BAND_EINVAL when @out is NULL or @permits
- * exceeds BAND_SEM_MAX_PERMITS, or BAND_ENOMEM. On failure *@out is left unchanged.
- * The caller owns the semaphore and frees it with band_sem_destroy().
+ * @opts may be NULL (the defaults, as a zero-initialised band_sem_opts). Returns 0 and
+ * stores the semaphore in *@out, BAND_EINVAL when @out is NULL, @permits exceeds
+ * BAND_MAX_UNITS or @opts->deadline_aware is neither 0 nor 1, or BAND_ENOMEM. On failure
+ * *@out is left unchanged and nothing is allocated. The caller owns the semaphore and frees
+ * it with band_sem_destroy(). MT-safe.
  */
-BAND_API int band_sem_create(band_sem **out, uint64_t permits);
+BAND_API int band_sem_create(band_sem **out, uint64_t permits, const band_sem_opts *opts);
 
 /**
  * band_sem_destroy() - free @s.
  *
- * Returns 0, or BAND_EBUSY (nothing is freed) while waiters are queued: close it first,
- * or let them finish, or BAND_EINVAL for the semaphore of a budget (use
- * band_budget_destroy()). Destroying NULL returns 0. Permits still held by callers become
- * dangling: nobody may use @s after this call.
+ * Never waits and never closes: close it, let the waiters go, then destroy it. Returns 0
+ * (also for NULL), BAND_EBUSY (nothing is freed) while acquisitions are queued on @s
+ * (multi-budget admissions included, band/admit.h), or BAND_EINVAL for the semaphore of a
+ * budget or of a capacity tree node (destroy the budget or the node instead). Permits still
+ * held are their holders' to return first: nobody may use @s after this call. Not MT-safe
+ * with other uses of @s.
  */
 BAND_API int band_sem_destroy(band_sem *s);
 
@@ -67,29 +95,6 @@ BAND_API int band_sem_destroy(band_sem *s);
  */
 BAND_API int band_sem_set_name(band_sem *s, const char *name);
 
-struct band_histo;
-
-/**
- * band_sem_set_wait_histo() - record how long each queued acquisition waited (ns, from
- * queueing to its grant, timeout, cancel or close) into @h (band/histo.h), from now on;
- * NULL stops recording. Acquisitions that never queue record nothing. @h stays the
- * caller's and must outlive @s or the next call. Works for a budget's semaphore too
- * (band_budget_sem()). Returns 0 or BAND_EINVAL (NULL @s). MT-safe.
- */
-BAND_API int band_sem_set_wait_histo(band_sem *s, struct band_histo *h);
-
-/**
- * band_sem_set_deadline_aware() - @on 1: an acquisition that would have to queue is refused
- * at once with BAND_ETIMEDOUT (holding nothing, no wake; counted in refused_deadline) when
- * the measured pace of grants to queued waiters (grant_pace_ns in the counters) predicts it
- * would miss its deadline: the blocking call's @deadline, or @w->deadline for
- * band_sem_acquire_async(), read once at submission. Until a pace has been measured
- * nobody is refused, and a deadline of BAND_FOREVER never is. @on 0 (the default): waiters
- * queue whatever their deadline and @w->deadline is never read. Multi-budget admissions
- * are not predicted. Returns 0 or BAND_EINVAL (NULL @s, @on not 0 or 1). MT-safe.
- */
-BAND_API int band_sem_set_deadline_aware(band_sem *s, int on);
-
 /**
  * band_sem_try_acquire() - take @n permits now, or refuse without waiting.
  *
@@ -97,7 +102,7 @@ BAND_API int band_sem_set_deadline_aware(band_sem *s, int on);
  * semaphore), BAND_EAGAIN when fewer than @n are available or another acquisition is
  * queued (try never barges past a waiter), BAND_ECLOSED after close, BAND_E2BIG when @s
  * is a budget and @n exceeds its capacity, or BAND_EINVAL (NULL @s, @n above
- * BAND_SEM_MAX_PERMITS). Never waits; lock-free on its fast path. MT-safe.
+ * BAND_MAX_UNITS). Never waits; lock-free on its fast path. MT-safe.
  */
 BAND_API int band_sem_try_acquire(band_sem *s, uint64_t n);
 
@@ -112,8 +117,12 @@ BAND_API int band_sem_try_acquire(band_sem *s, uint64_t n);
  * band_sem_try_acquire(), or BAND_EOVERFLOW as for band_sem_acquire_async(). Before it
  * queues it retries the lock-free path for about a microsecond while nobody is queued
  * (never past a waiter). MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
-BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline);
+BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_cancel *cancel);
 
 /**
  * band_sem_acquire_async() - take @n permits now, or queue @w for them.
@@ -123,9 +132,9 @@ BAND_API int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline);
  * any other answer also ends it at once, and except for BAND_EINVAL (which leaves @w
  * untouched) band_waiter_status(@w) then reports it. Other answers:
  * BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL (NULL @s or @w, @w already pending or with no
- * wake function, @n above BAND_SEM_MAX_PERMITS), BAND_EOVERFLOW when the units asked
+ * wake function, @n above BAND_MAX_UNITS), BAND_EOVERFLOW when the units asked
  * for by all queued waiters would exceed 2^64 - 1, or BAND_ETIMEDOUT only in deadline-aware
- * mode (band_sem_set_deadline_aware()), when the wait is predicted to miss @w->deadline.
+ * mode (band_sem_opts.deadline_aware), when the wait is predicted to miss @w->deadline.
  * Never calls wake itself. When the wake reports status 0 the owner holds @n permits. @w
  * must stay valid and untouched while pending. The semaphore never cancels @w at its
  * deadline: front ends that arm a timer do that with band_waiter_cancel(). MT-safe.
@@ -137,12 +146,19 @@ BAND_API int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w);
  *
  * The permits repay the debt first, then go to queued waiters in order, then become
  * available. Wakes of waiters completed by this release run on the calling thread before
- * it returns. Returns 0, BAND_EOVERFLOW when the permits left available afterwards would
- * exceed BAND_SEM_MAX_PERMITS (or a budget's capacity) - nothing changes then - or
- * BAND_EINVAL for a NULL @s. Works after close. MT-safe; lock-free when nobody waits.
+ * it returns. Returns 0, BAND_EOVERFLOW - nothing changes then - when the permits left
+ * available afterwards would exceed BAND_MAX_UNITS or, for a budget, when @n is
+ * more than callers hold (available + the head's partial grant + @n would exceed the
+ * capacity + the debt), or BAND_EINVAL for a NULL @s. Works after close. MT-safe;
+ * lock-free when nobody waits.
  * One corner near the maximum: a plain semaphore's release adds first and checks after,
  * so an acquisition that races with an overflowing release can take the excess before the
  * release undoes it; those permits are then charged as debt, leaving the balance as it was.
+ * A budget's release that overlaps a capacity change is checked again under the lock, so
+ * it meets the capacity before or after the change, never a mix; a release of units
+ * callers hold is always accepted. The one gap: when a change lands between the release's
+ * loads and its compare-and-swap and an acquisition takes the released units before the
+ * recheck, a release of units never acquired can pass.
  */
 BAND_API int band_sem_release(band_sem *s, uint64_t n);
 
@@ -152,7 +168,7 @@ BAND_API int band_sem_release(band_sem *s, uint64_t n);
  * Takes available permits first and records the rest as a debt that later releases repay
  * before any queued waiter. Held permits are never revoked. On a budget's semaphore this
  * is band_budget_shrink(): the capacity drops by @n too. Returns 0, BAND_EOVERFLOW when
- * @n or the debt would exceed BAND_SEM_MAX_PERMITS (nothing changes), or BAND_EINVAL (NULL
+ * @n or the debt would exceed BAND_MAX_UNITS (nothing changes), or BAND_EINVAL (NULL
  * @s; for a budget, @n not below its capacity).
  * Serialize reductions in one controller so that each adjustment is applied once. MT-safe.
  */
@@ -221,131 +237,6 @@ typedef struct band_sem_stats {
  * BAND_EINVAL (NULL argument). MT-safe.
  */
 BAND_API int band_sem_get_stats(const band_sem *s, band_sem_stats *out);
-
-/*
- * Permits as values.
- *
- * A band_permit is {semaphore, count}: the permits one owner holds. Embed it in the object
- * that owns the charged resource (a buffer, a response stream, a queued job), move it with
- * that object, and release it when the resource is freed. A permit is a plain value with
- * one owner: its functions are not synchronized against each other on the same permit, but
- * they are MT-safe with respect to the semaphore. Initialise with BAND_PERMIT_INIT.
- */
-typedef struct band_permit {
-    band_sem *sem;  /* NULL when empty */
-    uint64_t count; /* permits held */
-} band_permit;
-
-#define BAND_PERMIT_INIT                                                                           \
-    {                                                                                              \
-        NULL, 0                                                                                    \
-    }
-
-/**
- * band_permit_try_acquire() - band_sem_try_acquire() into an empty permit.
- *
- * On success *@p holds @n permits of @s. Returns the codes of band_sem_try_acquire(), or
- * BAND_EINVAL when @p is NULL or not empty (so held permits are never overwritten).
- */
-BAND_API int band_permit_try_acquire(band_permit *p, band_sem *s, uint64_t n);
-
-/** band_permit_acquire() - band_sem_acquire() into an empty permit; codes as that, plus
- *  BAND_EINVAL when @p is NULL or not empty. */
-BAND_API int band_permit_acquire(band_permit *p, band_sem *s, uint64_t n, band_time deadline);
-
-/**
- * band_permit_adopt() - wrap @n permits of @s that the caller already holds (for example
- * after an async acquisition's wake reported 0) in the empty permit @p.
- *
- * Returns 0, or BAND_EINVAL when @p or @s is NULL, @p is not empty, or @n exceeds
- * BAND_SEM_MAX_PERMITS.
- */
-BAND_API int band_permit_adopt(band_permit *p, band_sem *s, uint64_t n);
-
-/**
- * band_permit_release() - return what @p holds and empty it.
- *
- * Idempotent: releasing an empty permit returns 0 and does nothing. Returns BAND_EINVAL
- * for a NULL @p, otherwise the code of band_sem_release(); on BAND_EOVERFLOW @p keeps its
- * permits.
- */
-BAND_API int band_permit_release(band_permit *p);
-
-/**
- * band_permit_split() - move @n of @p's permits into the empty permit @out.
- *
- * Returns 0, or BAND_EINVAL (NULL argument, @out not empty, @p empty, or @n more than @p
- * holds); nothing changes on failure.
- */
-BAND_API int band_permit_split(band_permit *p, uint64_t n, band_permit *out);
-
-/**
- * band_permit_merge() - move everything @other holds into @p, leaving @other empty.
- *
- * Both must belong to the same semaphore (an empty permit belongs to none and merges with
- * any). Returns 0, BAND_EINVAL for different semaphores or a NULL argument, or
- * BAND_EOVERFLOW when the sum would exceed BAND_SEM_MAX_PERMITS. Nothing changes on
- * failure, so no permit is lost.
- */
-BAND_API int band_permit_merge(band_permit *p, band_permit *other);
-
-/**
- * band_permit_forget() - empty @p without returning its permits; returns how many it held.
- *
- * The permits leave the semaphore for good (the form of reducing capacity by consuming
- * held permits). For a budget's permit the forgotten units first settle any debt a shrink
- * left (they were owed anyway), and the capacity drops by the rest - possibly to 0, after
- * which every non-empty request is refused with BAND_E2BIG until band_budget_grow(). Queued
- * requests that no longer fit end with BAND_E2BIG. 0 for NULL.
- */
-BAND_API uint64_t band_permit_forget(band_permit *p);
-
-/**
- * band_permit_reconcile() - set what @p holds to @used, the units the work it stood for
- * has actually consumed (estimate, then reconcile).
- *
- * A surplus (@used below the count) is returned as band_sem_release() would return it,
- * waking waiters it completes on this thread; @used 0 returns everything and empties @p.
- * A shortfall (@used above the count) is charged at once and never waits, because the
- * resource is already consumed: the missing units are taken from the available units
- * first, and the rest becomes debt that later releases repay before any waiter, as
- * band_sem_reduce()'s deficit is (a queued head's partial grant is never taken). A
- * budget's capacity does not change, and a shortfall is not refused for size or for a
- * closed semaphore: `in_use` may then exceed the capacity until the permit is released,
- * and the debt shows the excess. Either way @p then holds @used, and releasing it later
- * returns all of them (settling the debt first).
- *
- * Returns 0; BAND_EINVAL when @p is NULL or empty (it names no semaphore) or @used exceeds
- * BAND_SEM_MAX_PERMITS; BAND_EOVERFLOW when the debt would pass BAND_SEM_MAX_PERMITS, or
- * when returning the surplus fails as band_sem_release() does with it. Nothing changes on
- * failure. MT-safe with respect to the semaphore.
- */
-BAND_API int band_permit_reconcile(band_permit *p, uint64_t used);
-
-/**
- * band_permit_release_scoped() - cleanup handler behind BAND_SCOPED_PERMIT.
- *
- * Releases @p. If the release fails with BAND_EOVERFLOW (only possible when extra permits
- * were released into the semaphore by other code) the permits are forgotten, since they
- * could not be returned by anyone.
- */
-BAND_API void band_permit_release_scoped(band_permit *p);
-
-#if defined(__GNUC__) || defined(__clang__)
-/**
- * BAND_SCOPED_PERMIT - declare a band_permit that is released on every path out of its
- * block (GCC/Clang cleanup attribute):
- *
- *     BAND_SCOPED_PERMIT band_permit p = BAND_PERMIT_INIT;
- *     if (band_permit_acquire(&p, sem, 1, deadline) != 0)
- *         return -1;           // p is empty: nothing to release
- *     ...                      // every return below releases p
- *
- * Move the permit out (assign it elsewhere, then set p to BAND_PERMIT_INIT, or use
- * band_permit_split()/merge()) to keep it alive past the block.
- */
-#define BAND_SCOPED_PERMIT __attribute__((cleanup(band_permit_release_scoped)))
-#endif
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@
  * cannot fail); a pending wait keeps its cursor and its output buffer in the op, so the
  * watch needs no per-receiver storage; "try" variants never wait; reads that do not mark
  * seen (band_watch_read) are separate from reads that do (band_watch_rx_read,
- * band_watch_changed).
+ * band_watch_recv).
  *
  * Every band_watch_* function is MT-safe. Sends and closes run the wakes of the receivers
  * they complete on the calling thread, after every band lock is released.
@@ -32,6 +32,7 @@
 #ifndef BAND_WATCH_H
 #define BAND_WATCH_H
 
+#include "band/cancel.h"
 #include "band/core.h"
 #include "band/error.h"
 
@@ -56,20 +57,20 @@ typedef struct band_watch_rx {
 } band_watch_rx;
 
 /**
- * struct band_watch_changed_op - a pending wait for a change, embedded by its owner.
+ * struct band_watch_recv_op - a pending wait for a change, embedded by its owner.
  *
  * @w comes first, so a wake function can convert &op->w back to the op with a cast or
- * container_of. band_watch_changed_async() sets @rx and @out. When the
- * wake reports 0, the value of version @version has been copied to @out (unless @out is
- * NULL) and @rx's seen version is @version. Keep the op, the cursor and the buffer valid
- * and untouched while pending.
+ * container_of. band_watch_recv_async() sets @rx and @out from its arguments. When the
+ * wake reports 0, the value of version @version (the result) has been copied to @out
+ * (unless @out is NULL) and @rx's seen version is @version. Keep the op, the cursor and
+ * the buffer valid and untouched while pending.
  */
-struct band_watch_changed_op {
+typedef struct band_watch_recv_op {
     band_waiter w;
     band_watch_rx *rx;
     void *out;
     uint64_t version;
-};
+} band_watch_recv_op;
 
 /**
  * band_watch_create() - allocate a watch holding @value_size bytes, initially @initial.
@@ -130,7 +131,7 @@ BAND_API int band_watch_is_closed(const band_watch *w);
 /**
  * band_watch_rx_init() - point the cursor @rx at @w, with the current version seen.
  *
- * So the first band_watch_changed() waits for the next send; call band_watch_rx_read() for
+ * So the first band_watch_recv() waits for the next send; call band_watch_rx_read() for
  * the value as it is now. Returns 0 or BAND_EINVAL (NULL argument). Must not be called on a
  * cursor with a pending wait. Not MT-safe for the same @rx (it has one owner).
  */
@@ -156,7 +157,7 @@ BAND_API int band_watch_rx_read(band_watch_rx *rx, void *out, uint64_t *version)
 BAND_API int band_watch_mark_seen(band_watch_rx *rx);
 
 /**
- * band_watch_try_changed() - if a version newer than @rx's is current, copy the value to
+ * band_watch_try_recv() - if a version newer than @rx's is current, copy the value to
  * @out (may be NULL), mark it seen and return 0; never waits.
  *
  * Returns 0, BAND_EAGAIN when @rx has seen the current version and the watch is open
@@ -164,23 +165,28 @@ BAND_API int band_watch_mark_seen(band_watch_rx *rx);
  * the watch is closed, BAND_EBUSY while @rx has a pending wait, or BAND_EINVAL (NULL or
  * uninitialised @rx). MT-safe.
  */
-BAND_API int band_watch_try_changed(band_watch_rx *rx, void *out);
+BAND_API int band_watch_try_recv(band_watch_rx *rx, void *out);
 
 /**
- * band_watch_changed() - wait until @deadline for a version newer than @rx's, then copy the
+ * band_watch_recv() - wait until @deadline for a version newer than @rx's, then copy the
  * value to @out (may be NULL) and mark it seen.
  *
- * Returns the codes of band_watch_try_changed(), except that instead of BAND_EAGAIN it
+ * Returns the codes of band_watch_try_recv(), except that instead of BAND_EAGAIN it
  * waits, and returns BAND_ETIMEDOUT when @deadline passed first (@rx is unchanged; a
  * deadline at or before band_now() means "do not wait": such a call never queues). A
  * change that races with the deadline is returned (0), never half-applied. If several sends
  * happen before the caller runs, it gets the newest value as of the send that woke it.
  * Blocks the calling thread. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
+ * wait", as a past deadline does (band/cancel.h).
  */
-BAND_API int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline);
+BAND_API int band_watch_recv(band_watch_rx *rx, void *out, band_time deadline, band_cancel *cancel);
 
 /**
- * band_watch_changed_async() - take a newer version now, or queue @op until one is sent.
+ * band_watch_recv_async() - take a newer version into @out now, or queue @op until one is
+ * sent.
  *
  * Returns 0 when a newer version was current (copied to @out, marked seen, op->version set;
  * no wake follows), or BAND_PENDING when @op was queued: from then on exactly one of {the
@@ -193,8 +199,7 @@ BAND_API int band_watch_changed(band_watch_rx *rx, void *out, band_time deadline
  * without a wake function. Wakes run on the thread that sends or closes, with no band lock
  * held. Never calls wake itself. MT-safe.
  */
-BAND_API int band_watch_changed_async(band_watch_rx *rx, struct band_watch_changed_op *op,
-                                      void *out);
+BAND_API int band_watch_recv_async(band_watch_rx *rx, void *out, band_watch_recv_op *op);
 
 /**
  * struct band_watch_stats - a snapshot of a watch's counters.

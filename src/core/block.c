@@ -53,6 +53,27 @@ done:
     return band_waiter_status(w);
 }
 
+int band__sleep_until(band_time until, band_cancel *cancel)
+{
+    struct band__parker p;
+    band__parker_init(&p);
+    band_cancel_hook hook;
+    band_cancel_hook_init(&hook, interrupt_parker, &p);
+    int rc = cancel != NULL ? band_cancel_hook_add(cancel, &hook) : 0;
+    int hooked = cancel != NULL && rc == 0;
+    while (rc == 0) {
+        rc = band__parker_park(&p, until);
+        if (rc == BAND_ETIMEDOUT) {
+            rc = 0;
+            break;
+        }
+    }
+    if (hooked)
+        (void)band_cancel_hook_remove(&hook);
+    band__parker_destroy(&p);
+    return rc;
+}
+
 int band__park_until(band_waiter *w, struct band__parker *p, band_time deadline)
 {
     return band__block(w, p, deadline, NULL);

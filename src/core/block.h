@@ -29,7 +29,7 @@ static inline bool band__deadline_passed(band_time deadline)
  */
 static inline int band__wait_refusal(band_time deadline, const band_cancel *cancel)
 {
-    if (band_cancel_requested(cancel))
+    if (band_cancel_is_requested(cancel))
         return BAND_ECANCELED;
     return band__deadline_passed(deadline) ? BAND_ETIMEDOUT : 0;
 }
@@ -63,6 +63,12 @@ int band__blocker_wait_cancel(struct band__blocker *b, band_time deadline, band_
 
 /* Release @b's resources when its waiter was never queued. */
 void band__blocker_done(struct band__blocker *b);
+
+/*
+ * Sleep until @until (CLOCK_MONOTONIC) or until @cancel (may be NULL) is requested.
+ * Returns 0 once @until has passed, BAND_ECANCELED when cancelled first.
+ */
+int band__sleep_until(band_time until, band_cancel *cancel);
 
 /* band__block() without a cancellation token. */
 int band__park_until(band_waiter *w, struct band__parker *p, band_time deadline);

@@ -37,7 +37,7 @@ struct band_cancel {
     atomic_int lock;
     atomic_int pending;      /* a request waits for delivery */
     struct band__node hooks; /* added hooks (lock) */
-    uint64_t nhooks;         /* hooks added and not yet fired or removed (lock) */
+    uint64_t nhooks;         /* hooks added and not yet removed, fired or not (lock) */
     band_cancel *parent;
     band_cancel_hook parent_hook; /* this token's hook on its parent */
 };
@@ -74,8 +74,7 @@ static void fire_locked(band_cancel *c)
     while ((n = band__list_first(&c->hooks)) != NULL) {
         band__list_del_init(n);
         band_cancel_hook *h = band__container_of(n, band_cancel_hook, _node);
-        c->nhooks--;
-        h->fn(h);
+        h->fn(h); /* still counted in nhooks: it refers to @c until removed */
         h->_state = HOOK_FIRED;
     }
 }
@@ -145,7 +144,7 @@ int band_cancel_request(band_cancel *c)
     return 0;
 }
 
-int band_cancel_requested(const band_cancel *c)
+int band_cancel_is_requested(const band_cancel *c)
 {
     return c != NULL && atomic_load_explicit(&((band_cancel *)c)->requested, memory_order_acquire);
 }
@@ -185,11 +184,11 @@ int band_cancel_hook_remove(band_cancel_hook *h)
     int rc;
     if (h->_state == HOOK_ADDED) {
         band__list_del_init(&h->_node);
-        c->nhooks--;
         rc = 0;
     } else {
         rc = BAND_EALREADY; /* fired; its fn returned before we got the lock */
     }
+    c->nhooks--;
     h->_state = HOOK_IDLE;
     h->_token = NULL;
     unlock(c);

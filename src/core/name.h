@@ -6,7 +6,6 @@
 
 #include <pthread.h>
 
-#include "band/sem.h"
 #include "core/internal.h"
 
 /*

@@ -133,6 +133,15 @@ void band__smart_wake(band_waiter *w)
 
 int band_waiter_cancel(band_waiter *w, int reason)
 {
+    /* The primitives count a cancel as a timeout or as a cancel; any other code would
+     * tell the owner something that did not happen (a close, a shrink). */
+    if (reason != BAND_ECANCELED && reason != BAND_ETIMEDOUT)
+        return BAND_EINVAL;
+    return band__waiter_cancel_as(w, reason);
+}
+
+int band__waiter_cancel_as(band_waiter *w, int reason)
+{
     if (w == NULL || reason >= 0)
         return BAND_EINVAL;
     uintptr_t qs = __atomic_load_n(&w->_qstate, __ATOMIC_ACQUIRE);

@@ -176,6 +176,13 @@ void band__wakelist_run(struct band__wakelist *wl);
  */
 int band__waiter_check_submit(const band_waiter *w);
 
+/*
+ * band_waiter_cancel() with any negative @reason, for band's own callers that end watched
+ * operations with a reason of their owner's choosing (a shutdown scope's). The primitive
+ * counts it as a timeout for BAND_ETIMEDOUT and as a cancel otherwise. Same answers.
+ */
+int band__waiter_cancel_as(band_waiter *w, int reason);
+
 /* Mark @w as completed at once with @status (no wake follows). */
 static inline void band__waiter_finish_now(band_waiter *w, int status)
 {

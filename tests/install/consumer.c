@@ -23,7 +23,7 @@ int main(void)
                 BAND_VERSION_NUMBER);
         return 1;
     }
-    rc = band_sem_create(&s, 2);
+    rc = band_sem_create(&s, 2, NULL);
     if (rc != 0 || s == NULL) {
         fprintf(stderr, "consumer: band_sem_create: %s\n", band_strerror(rc));
         return 1;

@@ -20,7 +20,7 @@ int main(void)
     band_waiter w = {0};
     band_fdq_op *done[2];
 
-    if (band_fdq_create(&q) != 0 || band_sem_create(&s, 0) != 0)
+    if (band_fdq_create(&q) != 0 || band_sem_create(&s, 0, NULL) != 0)
         return 1;
     band_fdq_op_init(&op, NULL);
     band_fdq_op_init(&due, NULL);

@@ -40,7 +40,7 @@ int main(void)
     band_permit p = BAND_PERMIT_INIT;
     int rc;
 
-    if (uv_loop_init(&loop) != 0 || band_sem_create(&s, 0) != 0)
+    if (uv_loop_init(&loop) != 0 || band_sem_create(&s, 0, NULL) != 0)
         return 1;
     if ((rc = band_uv_create(&loop, &u)) != 0) {
         fprintf(stderr, "consumer_uv: band_uv_create: %s\n", band_strerror(rc));

@@ -58,8 +58,11 @@ enum { K_SEND = 0, K_RESERVE = 1 };
 
 struct chan_model;
 
-struct sslot {                   /* an async send or reserve op */
-    struct band_chan_send_op op; /* first */
+struct sslot { /* an async send or reserve op */
+    union {
+        band_chan_send_op op;     /* first: sends */
+        band_chan_reserve_op rsv; /* reservations: the same waiter */
+    };
     struct chan_model *m;
     int idx;
     enum op_state state;
@@ -69,8 +72,8 @@ struct sslot {                   /* an async send or reserve op */
     int to_adopt; /* a reserve op granted by a wake: the driver adopts its reservation */
 };
 
-struct rslot {                   /* an async receive op */
-    struct band_chan_recv_op op; /* first */
+struct rslot {            /* an async receive op */
+    band_chan_recv_op op; /* first */
     struct chan_model *m;
     int idx;
     enum op_state state;
@@ -181,7 +184,7 @@ static uint8_t next_byte(struct chan_model *m)
 }
 
 /* Declared bytes: within or up to two above the byte bound (E2BIG). Values beyond
- * BAND_SEM_MAX_PERMITS are left to test_chan.c (test_huge_bytes_is_e2big). */
+ * BAND_MAX_UNITS are left to test_chan.c (test_huge_bytes_is_e2big). */
 static uint64_t read_bytes(struct chan_model *m)
 {
     uint8_t b = next_byte(m);
@@ -566,18 +569,25 @@ static void check_after_op(struct chan_model *m, const char *opname)
         m->counts.both_waiting++;
 }
 
-/* Reservations granted to the driver (at once or by a wake) go into a held slot; with no
- * free slot the driver releases it at once (an extra op, checked like any other). */
-static void adopt_reservation(struct chan_model *m, uint64_t bytes)
+/* Reservations granted to reserve op @s (at once or by a wake) are in its output slot,
+ * which must hold exactly the reservation asked for; the driver moves it into a held slot,
+ * or with no free slot releases it at once (an extra op, checked like any other). */
+static void adopt_reservation(struct chan_model *m, struct sslot *s)
 {
+    uint64_t bytes = s->bytes;
+    band_chan_slot tmp = s->rsv.slot;
+    s->rsv.slot = (band_chan_slot)BAND_CHAN_SLOT_INIT;
+    if (tmp.chan != m->c || tmp.bytes != bytes) {
+        fail(m, "reserve op %d: granted slot %p/%llu, expected %p/%llu", s->idx, (void *)tmp.chan,
+             (unsigned long long)tmp.bytes, (void *)m->c, (unsigned long long)bytes);
+        return;
+    }
     for (int h = 0; h < NHELD; h++) {
         if (m->held[h].chan == NULL) {
-            expect_int(m, "slot_adopt", 0, band_chan_slot_adopt(&m->held[h], m->c, bytes));
+            m->held[h] = tmp;
             return;
         }
     }
-    band_chan_slot tmp = BAND_CHAN_SLOT_INIT;
-    expect_int(m, "slot_adopt(tmp)", 0, band_chan_slot_adopt(&tmp, m->c, bytes));
     m->r.reserved--;
     m->r.rbytes -= bytes;
     serve_senders(m);
@@ -596,7 +606,7 @@ static void adopt_granted(struct chan_model *m)
             if (s->to_adopt) {
                 s->to_adopt = 0;
                 m->nexp = m->ngot = 0;
-                adopt_reservation(m, s->bytes);
+                adopt_reservation(m, s);
                 check_after_op(m, "adopt granted reservation");
                 any = 1;
             }
@@ -633,14 +643,12 @@ static int create_channel(struct chan_model *m)
     r->nsenders = r->counting ? 1 + (uint64_t)(c >> 6) : 0;
     band_chan_opts o;
     memset(&o, 0, sizeof(o));
-    o.elem_size = sizeof(uint64_t);
-    o.capacity = r->cap;
     o.byte_capacity = r->bytecap;
     o.overflow = r->overflow;
     o.drop = drop_fn;
     o.drop_ctx = m;
     o.senders = r->nsenders;
-    int rc = band_chan_create_opts(&m->c, &o);
+    int rc = band_chan_create(&m->c, sizeof(uint64_t), r->cap, &o);
     if (rc != 0) {
         fail(m, "create: %s", band_err_name(rc));
         return -1;
@@ -736,7 +744,7 @@ static void op_send_past(struct chan_model *m)
             rc = BAND_ETIMEDOUT; /* counted in refused_full like try_send */
     }
     count_rc(m, rc);
-    expect_int(m, "send(past)", rc, band_chan_send(m->c, &val, bytes, 0));
+    expect_int(m, "send(past)", rc, band_chan_send(m->c, &val, bytes, 0, NULL));
 }
 
 static void op_send_async(struct chan_model *m, int kind)
@@ -749,16 +757,14 @@ static void op_send_async(struct chan_model *m, int kind)
     if (s->state == ST_QUEUED) {
         /* Resubmitted while pending: EINVAL, and the pending op is left alone. */
         rc = BAND_EINVAL;
-        got = kind == K_SEND ? band_chan_send_async(m->c, &s->op)
-                             : band_chan_reserve_async(m->c, &s->op);
+        got = kind == K_SEND ? band_chan_send_async(m->c, &s->val, bytes, &s->op)
+                             : band_chan_reserve_async(m->c, bytes, &s->rsv);
         expect_int(m, what, rc, got);
         return;
     }
     s->val = new_val(m);
     s->bytes = bytes;
     s->kind = kind;
-    s->op.elem = &s->val;
-    s->op.bytes = bytes;
     rc = ref_check_send(m, bytes, 0);
     if (rc == 0)
         rc = ref_send(m, kind, s->val, bytes, i);
@@ -769,13 +775,16 @@ static void op_send_async(struct chan_model *m, int kind)
     count_rc(m, rc);
     if (rc == BAND_PENDING)
         m->counts.pending++;
-    got =
-        kind == K_SEND ? band_chan_send_async(m->c, &s->op) : band_chan_reserve_async(m->c, &s->op);
+    got = kind == K_SEND ? band_chan_send_async(m->c, &s->val, bytes, &s->op)
+                         : band_chan_reserve_async(m->c, bytes, &s->rsv);
     expect_int(m, what, rc, got);
+    if (kind == K_RESERVE && rc != 0 && rc != BAND_PENDING && rc != BAND_EINVAL &&
+        s->rsv.slot.chan != NULL)
+        fail(m, "reserve_async refused with %s but filled its slot", band_err_name(rc));
     if (rc == 0 && kind == K_RESERVE) {
         check_after_op(m, "reserve_async (at once)");
         m->nexp = m->ngot = 0;
-        adopt_reservation(m, bytes);
+        adopt_reservation(m, s);
     }
 }
 
@@ -796,7 +805,7 @@ static void op_try_reserve(struct chan_model *m, int past)
         int k = next_byte(m) % NHELD;
         band_chan_slot copy = m->held[k];
         expect_int(m, "try_reserve(full slot)", BAND_EINVAL,
-                   past ? band_chan_reserve(m->c, bytes, 0, &copy)
+                   past ? band_chan_reserve(m->c, bytes, &copy, 0, NULL)
                         : band_chan_try_reserve(m->c, bytes, &copy));
         if (copy.chan != m->held[k].chan || copy.bytes != m->held[k].bytes)
             fail(m, "reserve into a full slot changed it");
@@ -809,7 +818,7 @@ static void op_try_reserve(struct chan_model *m, int past)
             rc = BAND_ETIMEDOUT;
     }
     count_rc(m, rc);
-    int got = past ? band_chan_reserve(m->c, bytes, 0, &m->held[h])
+    int got = past ? band_chan_reserve(m->c, bytes, &m->held[h], 0, NULL)
                    : band_chan_try_reserve(m->c, bytes, &m->held[h]);
     expect_int(m, past ? "reserve(past)" : "try_reserve", rc, got);
     if (rc == 0) {
@@ -872,7 +881,7 @@ static void op_try_recv(struct chan_model *m, int past)
         rc = BAND_ETIMEDOUT;
     count_rc(m, rc);
     uint64_t v = NOVALUE, b = NOVALUE;
-    int got = past ? band_chan_recv(m->c, &v, &b, 0) : band_chan_try_recv(m->c, &v, &b);
+    int got = past ? band_chan_recv(m->c, &v, &b, 0, NULL) : band_chan_try_recv(m->c, &v, &b);
     expect_int(m, past ? "recv(past)" : "try_recv", rc, got);
     if (rc == 0 && got == 0)
         expect_elem(m, "try_recv", &e, v, b);
@@ -884,7 +893,8 @@ static void op_recv_async(struct chan_model *m)
     struct rslot *s = &m->rv[i];
     struct ref *r = &m->r;
     if (s->state == ST_QUEUED) {
-        expect_int(m, "recv_async(pending)", BAND_EINVAL, band_chan_recv_async(m->c, &s->op));
+        expect_int(m, "recv_async(pending)", BAND_EINVAL,
+                   band_chan_recv_async(m->c, &s->out, &s->op));
         return;
     }
     struct qelem e = {NOVALUE, 0};
@@ -901,9 +911,8 @@ static void op_recv_async(struct chan_model *m)
     }
     count_rc(m, rc);
     s->out = NOVALUE;
-    s->op.out = &s->out;
-    s->op.bytes = NOVALUE;
-    expect_int(m, "recv_async", rc, band_chan_recv_async(m->c, &s->op));
+    s->op.bytes = NOVALUE; /* an output: the call overwrites it */
+    expect_int(m, "recv_async", rc, band_chan_recv_async(m->c, &s->out, &s->op));
     if (rc == 0)
         expect_elem(m, "recv_async", &e, s->out, s->op.bytes);
 }
@@ -930,7 +939,7 @@ static void op_recv_many(struct chan_model *m)
     count_rc(m, rc);
     uint64_t v[4] = {NOVALUE, NOVALUE, NOVALUE, NOVALUE}, b[4] = {0, 0, 0, 0};
     size_t got_n = 99;
-    int got = band_chan_recv_many(m->c, v, max, with_bytes ? b : NULL, &got_n, 0);
+    int got = band_chan_recv_many(m->c, max, v, with_bytes ? b : NULL, &got_n, 0, NULL);
     expect_int(m, "recv_many", rc, got);
     expect_u64(m, "recv_many n", n, got_n);
     for (size_t k = 0; k < n && k < got_n && rc == 0 && got == 0; k++)
@@ -1241,7 +1250,6 @@ static void reset_ops(struct chan_model *m)
         m->rv[i].state = ST_IDLE;
         m->rv[i].status = 0;
         m->rv[i].out = NOVALUE;
-        m->rv[i].op.out = &m->rv[i].out;
     }
 }
 
@@ -1269,15 +1277,18 @@ static void teardown_channel(struct chan_model *m)
         (void)band_waiter_cancel(&m->rv[i].op.w, BAND_ECANCELED);
     for (int i = 0; i < NSEND; i++)
         (void)band_waiter_cancel(&m->s[i].op.w, BAND_ECANCELED);
-    /* Reservations the model lost track of (granted to ops it did not expect to grant):
-     * return them all, so that destroy can succeed and nothing leaks. */
+    /* Reservations still in reserve ops' output slots (granted to ops the model did not
+     * expect to grant, or not yet moved because the run failed): return them. */
+    for (int i = 0; i < NSEND; i++)
+        if (m->s[i].kind == K_RESERVE && m->s[i].rsv.slot.chan == m->c)
+            (void)band_chan_slot_release(&m->s[i].rsv.slot);
+    /* Reservations the model lost track of otherwise: return them all, so that destroy
+     * can succeed and nothing leaks (a slot is a plain value naming its channel). */
     for (int k = 0; k < 64; k++) {
         band_chan_stats st;
         if (band_chan_get_stats(m->c, &st) != 0 || st.reserved == 0)
             break;
-        band_chan_slot tmp = BAND_CHAN_SLOT_INIT;
-        if (band_chan_slot_adopt(&tmp, m->c, st.reserved_bytes) != 0)
-            break;
+        band_chan_slot tmp = {m->c, st.reserved_bytes};
         (void)band_chan_slot_release(&tmp);
     }
     (void)band_chan_destroy(m->c); /* EBUSY would leak it; the run already failed */

@@ -1,196 +1,152 @@
 /*
- * model_rate.c - band_rate against a plain token bucket, on random operation sequences.
+ * model_rate.c - runs the rate budget's reference model (rate_model.c) over fixed seeds,
+ * then replays the fuzz corpus given on the command line (every file in the directories
+ * passed as arguments), and finally checks that the generated sequences reached every
+ * kind of operation and outcome.
  *
- * The library computes GCRA (one theoretical arrival time, exact fractions). The model is
- * the textbook bucket, written independently in integers: the level L counts tokens in
- * units of 1/period, time adds `tokens` units per nanosecond, the bucket holds at most
- * burst × period, and a booking may drive the level below zero (its slot is when the level
- * would be back at zero). For every operation - try, reserve with a deadline, cancel a
- * random booking, advance the fake clock, read the available tokens - the outcome, the
- * retry-after or delay, the booked slot and, at the end, every counter must agree.
+ * The reference is a plain token bucket written independently of the library's GCRA, on
+ * a fake clock that also steps back and jumps to the ends of the band_time range, with
+ * rate and burst changes among the random operations (see rate_model.h).
+ *
+ * Environment knobs for longer local runs: BAND_MODEL_SEEDS (how many seeds, default 24)
+ * and BAND_MODEL_OPS (operations per seed, default 100000). RATE_MODEL_TRACE=1 prints every
+ * operation and the model's state.
  */
 #include "test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "band/rate.h"
+#include "rate_model.h"
 
-#define OPS     20000
-#define SEEDS   20
-#define TICKETS 8
+#define MAX_SEEDS 256
 
-struct model {
-    int64_t tokens, period, burst; /* small: every product fits in int64 */
-    int64_t level;                 /* in 1/period tokens */
-    band_time now;
-    struct {
-        int live;
-        band_time at;
-        int64_t n;
-    } t[TICKETS];
-    uint64_t granted, granted_tokens, delayed, refused_rate, refused_deadline, refused_too_big,
-        cancelled;
-};
+static uint64_t g_ops = 100000;
+static unsigned g_nseeds = 24;
+static uint64_t g_seeds[MAX_SEEDS];
+static struct rate_model_counts g_total;
+static int g_argc;
+static char **g_argv;
 
-static band_time clock_of(void *ctx)
+static void add_counts(const struct rate_model_counts *c)
 {
-    return ((struct model *)ctx)->now;
+    const uint64_t *src = (const uint64_t *)(const void *)c;
+    uint64_t *dst = (uint64_t *)(void *)&g_total;
+    for (size_t k = 0; k < sizeof(*c) / sizeof(uint64_t); k++)
+        dst[k] += src[k];
 }
 
-static int64_t ceil_div(int64_t a, int64_t b)
+static void test_seed(void **state)
 {
-    return (a + b - 1) / b;
+    uint64_t seed = *(uint64_t *)*state;
+    struct rate_model *m = rate_model_new();
+    assert_non_null(m);
+    int rc = rate_model_run_seed(m, seed, g_ops);
+    if (rc != 0)
+        print_error("seed %llu: %s\n", (unsigned long long)seed, rate_model_error(m));
+    add_counts(rate_model_counts(m));
+    rate_model_free(m);
+    assert_int_equal(rc, 0);
 }
 
-static void advance(struct model *m, band_time dt)
+static int replay_one(const uint8_t *data, size_t len, const char *path, void *ctx)
 {
-    m->now += dt;
-    m->level += dt * m->tokens;
-    if (m->level > m->burst * m->period)
-        m->level = m->burst * m->period;
+    (void)ctx;
+    struct rate_model *m = rate_model_new();
+    if (m == NULL)
+        return 1;
+    int rc = rate_model_run_bytes(m, data, len);
+    if (rc != 0)
+        print_error("%s: %s\n", path, rate_model_error(m));
+    add_counts(rate_model_counts(m));
+    rate_model_free(m);
+    return rc != 0;
 }
 
-static void run_seed(uint64_t seed)
-{
-    uint64_t rng = seed;
-    struct model m;
-    memset(&m, 0, sizeof(m));
-    m.tokens = (int64_t)test_rng_range(&rng, 1, 7);
-    m.period = (int64_t)test_rng_range(&rng, 1, 1000);
-    m.burst = (int64_t)test_rng_range(&rng, 1, 6);
-    m.level = m.burst * m.period;
-    m.now = (band_time)test_rng_range(&rng, 0, 1000000);
-
-    band_rate_opts o;
-    memset(&o, 0, sizeof(o));
-    o.tokens = (uint64_t)m.tokens;
-    o.period = m.period;
-    o.burst = (uint64_t)m.burst;
-    o.clock = clock_of;
-    o.clock_ctx = &m;
-    band_rate *r = NULL;
-    assert_int_equal(band_rate_create(&r, &o), 0);
-    band_rate_ticket tk[TICKETS];
-    for (int i = 0; i < TICKETS; i++) {
-        band_rate_ticket z = BAND_RATE_TICKET_INIT;
-        tk[i] = z;
-    }
-    /* One token's worth of time, at least 1 ns: the scale of the clock steps. */
-    int64_t step = m.period / m.tokens + 1;
-
-    for (int op = 0; op < OPS; op++) {
-        uint64_t kind = test_rng_range(&rng, 0, 99);
-        int64_t n = (int64_t)test_rng_range(&rng, 1, (uint64_t)m.burst + 1); /* +1: E2BIG */
-        if (kind < 30) {
-            band_time retry = -1;
-            int rc = band_rate_try(r, (uint64_t)n, &retry);
-            int want;
-            band_time want_retry = 0;
-            if (n > m.burst) {
-                want = BAND_E2BIG;
-                m.refused_too_big++;
-            } else if (m.level >= n * m.period) {
-                want = 0;
-                m.level -= n * m.period;
-                m.granted++;
-                m.granted_tokens += (uint64_t)n;
-            } else {
-                want = BAND_EAGAIN;
-                want_retry = ceil_div(n * m.period - m.level, m.tokens);
-                m.refused_rate++;
-            }
-            if (rc != want || retry != want_retry)
-                fail_msg("seed %llu op %d: try(%lld) = %d retry %lld, model %d retry %lld",
-                         (unsigned long long)seed, op, (long long)n, rc, (long long)retry, want,
-                         (long long)want_retry);
-        } else if (kind < 55) {
-            int i = (int)test_rng_range(&rng, 0, TICKETS - 1);
-            if (m.t[i].live)
-                continue;
-            band_time deadline =
-                m.now + (band_time)test_rng_range(&rng, 0, (uint64_t)(step * 4 * m.burst));
-            band_time delay = -1;
-            int rc = band_rate_reserve(r, (uint64_t)n, deadline, &tk[i], &delay);
-            int want;
-            band_time want_delay = 0;
-            if (n > m.burst) {
-                want = BAND_E2BIG;
-                m.refused_too_big++;
-            } else {
-                int64_t after = m.level - n * m.period;
-                want_delay = after >= 0 ? 0 : ceil_div(-after, m.tokens);
-                if (m.now + want_delay > deadline) {
-                    want = BAND_ETIMEDOUT;
-                    m.refused_deadline++;
-                } else {
-                    want = 0;
-                    m.level = after;
-                    m.t[i].live = 1;
-                    m.t[i].at = m.now + want_delay;
-                    m.t[i].n = n;
-                    m.granted++;
-                    m.granted_tokens += (uint64_t)n;
-                    m.delayed += want_delay > 0;
-                }
-            }
-            if (rc != want || delay != want_delay || (rc == 0 && tk[i].at != m.t[i].at))
-                fail_msg("seed %llu op %d: reserve(%lld) = %d delay %lld, model %d delay %lld",
-                         (unsigned long long)seed, op, (long long)n, rc, (long long)delay, want,
-                         (long long)want_delay);
-        } else if (kind < 70) {
-            int i = (int)test_rng_range(&rng, 0, TICKETS - 1);
-            int rc = band_rate_ticket_cancel(&tk[i]);
-            int want;
-            if (!m.t[i].live) {
-                want = BAND_EINVAL;
-            } else if (m.t[i].at <= m.now) {
-                want = BAND_EALREADY;
-                m.t[i].live = 0;
-            } else {
-                want = 0;
-                m.t[i].live = 0;
-                m.level += m.t[i].n * m.period;
-                if (m.level > m.burst * m.period)
-                    m.level = m.burst * m.period;
-                m.cancelled++;
-                m.granted--;
-                m.granted_tokens -= (uint64_t)m.t[i].n;
-                m.delayed--;
-            }
-            if (rc != want)
-                fail_msg("seed %llu op %d: cancel = %d, model %d", (unsigned long long)seed, op, rc,
-                         want);
-        } else if (kind < 95) {
-            advance(&m, (band_time)test_rng_range(&rng, 0, (uint64_t)step * 2));
-        } else {
-            uint64_t want = m.level <= 0 ? 0 : (uint64_t)(m.level / m.period);
-            assert_u64_equal(band_rate_available(r), want);
-        }
-    }
-    band_rate_stats st;
-    assert_int_equal(band_rate_get_stats(r, &st), 0);
-    assert_u64_equal(st.granted, m.granted);
-    assert_u64_equal(st.granted_tokens, m.granted_tokens);
-    assert_u64_equal(st.delayed, m.delayed);
-    assert_u64_equal(st.refused_rate, m.refused_rate);
-    assert_u64_equal(st.refused_deadline, m.refused_deadline);
-    assert_u64_equal(st.refused_too_big, m.refused_too_big);
-    assert_u64_equal(st.cancelled, m.cancelled);
-    assert_int_equal(band_rate_destroy(r), 0);
-}
-
-static void test_model(void **state)
+/* Replays every file of the directories given as arguments (the fuzz corpus). */
+static void test_corpus(void **state)
 {
     (void)state;
-    for (uint64_t s = 1; s <= SEEDS; s++)
-        run_seed(s * UINT64_C(0x9e3779b97f4a7c15));
+    unsigned files = 0;
+    unsigned failures = test_replay_corpus(g_argv + 1, g_argc - 1, replay_one, NULL, &files);
+    print_message("replayed %u corpus file(s)\n", files);
+    assert_int_equal(failures, 0);
+    assert_true(g_argc < 2 || files > 0);
 }
 
-int main(void)
+/* The generator must reach every operation and every interesting outcome. */
+static void test_coverage(void **state)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model),
-    };
-    return cmocka_run_group_tests_name("model_rate", tests, NULL, NULL);
+    (void)state;
+    static const char *const names[RM_OP_COUNT] = {"try",       "reserve",   "wait",  "cancel",
+                                                   "advance",   "step_back", "jump",  "set",
+                                                   "available", "stats",     "close", "recreate"};
+    for (int i = 0; i < RM_OP_COUNT; i++) {
+        if (g_total.ops[i] == 0)
+            print_error("operation %s never ran\n", names[i]);
+        assert_true(g_total.ops[i] > 0);
+    }
+    const struct rate_model_counts *c = &g_total;
+    print_message("granted %llu (delayed %llu, past deadline %llu), eagain %llu, etimedout "
+                  "%llu, e2big %llu, eclosed %llu, einval %llu, eoverflow %llu, cancels %llu, "
+                  "ealready %llu, sets %llu (clamped %llu, owing %llu), stale clock reads "
+                  "%llu, sleeps %llu, buckets %llu (extreme %llu)\n",
+                  (unsigned long long)c->granted, (unsigned long long)c->delayed,
+                  (unsigned long long)c->past_deadline, (unsigned long long)c->eagain,
+                  (unsigned long long)c->etimedout, (unsigned long long)c->e2big,
+                  (unsigned long long)c->eclosed, (unsigned long long)c->einval,
+                  (unsigned long long)c->eoverflow, (unsigned long long)c->cancels_ok,
+                  (unsigned long long)c->ealready, (unsigned long long)c->sets_ok,
+                  (unsigned long long)c->sets_clamped, (unsigned long long)c->sets_owing,
+                  (unsigned long long)c->stale_clock, (unsigned long long)c->sleeps,
+                  (unsigned long long)c->buckets, (unsigned long long)c->extreme_runs);
+    assert_true(c->granted > 0);
+    assert_true(c->delayed > 0);
+    assert_true(c->past_deadline > 0);
+    assert_true(c->eagain > 0);
+    assert_true(c->etimedout > 0);
+    assert_true(c->e2big > 0);
+    assert_true(c->eclosed > 0);
+    assert_true(c->einval > 0);
+    assert_true(c->eoverflow > 0);
+    assert_true(c->cancels_ok > 0);
+    assert_true(c->ealready > 0);
+    assert_true(c->sets_ok > 0);
+    assert_true(c->sets_clamped > 0);
+    assert_true(c->sets_owing > 0);
+    assert_true(c->stale_clock > 0);
+    assert_true(c->sleeps > 0);
+    assert_true(c->extreme_runs > 0);
+    assert_true(c->buckets > c->extreme_runs);
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0')
+        return dflt;
+    return strtoull(v, NULL, 10);
+}
+
+int main(int argc, char **argv)
+{
+    g_argc = argc;
+    g_argv = argv;
+    g_ops = env_u64("BAND_MODEL_OPS", g_ops);
+    uint64_t ns = env_u64("BAND_MODEL_SEEDS", g_nseeds);
+    g_nseeds = (unsigned)(ns > MAX_SEEDS ? MAX_SEEDS : ns);
+
+    struct CMUnitTest tests[MAX_SEEDS + 2];
+    size_t n = 0;
+    for (unsigned i = 0; i < g_nseeds; i++) {
+        g_seeds[i] = UINT64_C(0x72617465) * (i + 1) + i; /* fixed: "rate" * k */
+        static char names[MAX_SEEDS][40];
+        snprintf(names[i], sizeof(names[i]), "model_seed_%llu", (unsigned long long)g_seeds[i]);
+        tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_seed, &g_seeds[i]);
+        tests[n++].name = names[i];
+    }
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_coverage);
+    return _cmocka_run_group_tests("model_rate", tests, n, NULL, NULL);
 }

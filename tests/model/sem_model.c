@@ -3,18 +3,20 @@
  * compares it with the real thing (see sem_model.h).
  *
  * The model is deliberately naive: a plain array holds the queue in arrival order, and
- * every rule is written out the long way from the headers (sem.h, budget.h, core.h):
+ * every rule is written out the long way from the headers (sem.h, permit.h, budget.h, core.h):
  *
- *  - acquisitions are checked in the order EINVAL (n above BAND_SEM_MAX_PERMITS, bad
+ *  - acquisitions are checked in the order EINVAL (n above BAND_MAX_UNITS, bad
  *    waiter), E2BIG (budget: n above the capacity, counted in too_big), ECLOSED; n == 0
  *    succeeds at once on an open semaphore even with waiters queued;
  *  - while any waiter is queued or a debt is owed, nothing is available: the head waiter
  *    holds released permits as its partial grant;
  *  - a release repays the debt, then completes waiters in FIFO order, then adds the rest
  *    to the available count; it fails with EOVERFLOW, changing nothing, when that rest
- *    would exceed the limit (BAND_SEM_MAX_PERMITS, or a budget's capacity);
+ *    would exceed BAND_MAX_UNITS, or on a budget when it returns more than callers
+ *    hold (available + the head's partial grant + n above capacity + debt);
  *  - reduce takes available permits first and owes the rest; drain takes only what is
- *    available; cancel hands a head's partial grant on like a release would; close fails
+ *    available; cancel (reason BAND_ECANCELED or BAND_ETIMEDOUT, any other is EINVAL)
+ *    hands a head's partial grant on like a release would; close fails
  *    every waiter with ECLOSED in FIFO order and hands the head's partial grant on;
  *  - shrink reduces, then fails every queued request above the new capacity with E2BIG
  *    (FIFO order, counted in too_big), then hands the failed head's partial grant on;
@@ -23,7 +25,7 @@
  *
  * An acquisition that would push the queued units past 2^64 - 1 is EOVERFLOW (sem.h).
  * Details the headers leave open follow the implementation: on a semaphore,
- * reduce(n > BAND_SEM_MAX_PERMITS) is EOVERFLOW even when the debt would fit; a submission
+ * reduce(n > BAND_MAX_UNITS) is EOVERFLOW even when the debt would fit; a submission
  * refused with EINVAL leaves the waiter's state and status alone, one refused with E2BIG,
  * ECLOSED or EOVERFLOW (or completed at once) ends idle with that status.
  */
@@ -37,10 +39,10 @@
 #include <string.h>
 
 #include "band/band.h"
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 #define NSLOTS 16
-#define MAXP   BAND_SEM_MAX_PERMITS
+#define MAXP   BAND_MAX_UNITS
 #define MAXEV  (2 * NSLOTS)
 
 enum slot_state { SL_IDLE, SL_QUEUED, SL_DONE };
@@ -58,7 +60,7 @@ struct slot {
 
 struct ref {
     int is_budget;
-    uint64_t limit; /* capacity of a budget, BAND_SEM_MAX_PERMITS for a semaphore */
+    uint64_t limit; /* capacity of a budget, BAND_MAX_UNITS for a semaphore */
     uint64_t avail, debt, head_got, q_units;
     uint64_t held; /* permits the driver holds */
     int closed;
@@ -169,7 +171,7 @@ static uint64_t head_need(const struct sem_model *m)
 
 /*
  * An amount: mostly small, sometimes one of the interesting values near the state (what
- * is available, the limit, the head's need, what is held) or near BAND_SEM_MAX_PERMITS
+ * is available, the limit, the head's need, what is held) or near BAND_MAX_UNITS
  * and UINT64_MAX.
  */
 static uint64_t read_amount(struct sem_model *m)
@@ -274,10 +276,17 @@ static int ref_release(struct sem_model *m, uint64_t n)
         return 0;
     }
     uint64_t rest = n - min_u64(n, r->debt);
-    uint64_t need = r->q_units - r->head_got;
-    uint64_t left = rest - min_u64(rest, need);
-    if (left > r->limit)
-        return BAND_EOVERFLOW;
+    if (r->is_budget) {
+        /* Callers hold capacity + debt - head_got (nothing is available): no more may
+         * come back. */
+        if (r->head_got > r->limit || rest > r->limit - r->head_got)
+            return BAND_EOVERFLOW;
+    } else {
+        uint64_t need = r->q_units - r->head_got;
+        uint64_t left = rest - min_u64(rest, need);
+        if (left > r->limit)
+            return BAND_EOVERFLOW;
+    }
     r->avail += ref_grant(m, n);
     return 0;
 }
@@ -341,51 +350,68 @@ static void ref_close(struct sem_model *m)
 /* ---------------------------------------------------------------------------------- */
 /* comparing                                                                           */
 
-static void compare_stats(struct sem_model *m, const char *where)
-{
-    const struct ref *r = &m->r;
-    band_sem_stats st;
-    int rc = m->budget != NULL && (m->opno & 1) ? band_budget_get_stats(m->budget, &st)
-                                                : band_sem_get_stats(m->sem, &st);
-    if (rc != 0) {
-        fail(m, "%s: get_stats returned %d", where, rc);
-        return;
-    }
-    char what[96];
+/* The checks of the fields band_sem_stats and band_budget_stats share, on a snapshot
+ * named st (either type). */
 #define CMP(field, value)                                                                          \
     do {                                                                                           \
         snprintf(what, sizeof(what), "%s: stats." #field, where);                                  \
         expect_u64(m, what, (uint64_t)(value), (uint64_t)st.field);                                \
     } while (0)
-    CMP(closed, r->closed);
-    CMP(is_budget, r->is_budget);
-    CMP(available, r->avail);
-    CMP(debt, r->debt);
-    CMP(waiters, (uint64_t)r->qlen);
-    CMP(waiting_units, r->q_units);
-    CMP(head_granted, r->head_got);
-    CMP(queued, r->queued);
-    CMP(grants, r->grants);
-    CMP(timeouts, r->timeouts);
-    CMP(cancels, r->cancels);
-    CMP(closed_fails, r->closed_fails);
-    CMP(try_refusals, r->try_refusals);
-    CMP(too_big, r->too_big);
-    if (r->is_budget) {
-        uint64_t total = r->limit + r->debt, free_units = r->avail + r->head_got;
-        CMP(capacity, r->limit);
-        CMP(in_use, total > free_units ? total - free_units : 0);
+#define CMP_COMMON()                                                                               \
+    do {                                                                                           \
+        CMP(closed, r->closed);                                                                    \
+        CMP(available, r->avail);                                                                  \
+        CMP(debt, r->debt);                                                                        \
+        CMP(waiters, (uint64_t)r->qlen);                                                           \
+        CMP(waiting_units, r->q_units);                                                            \
+        CMP(head_granted, r->head_got);                                                            \
+        CMP(queued, r->queued);                                                                    \
+        CMP(grants, r->grants);                                                                    \
+        CMP(timeouts, r->timeouts);                                                                \
+        CMP(cancels, r->cancels);                                                                  \
+        CMP(closed_fails, r->closed_fails);                                                        \
+        CMP(try_refusals, r->try_refusals);                                                        \
+        CMP(too_big, r->too_big);                                                                  \
+        if (r->is_budget) {                                                                        \
+            uint64_t total = r->limit + r->debt, free_units = r->avail + r->head_got;              \
+            CMP(capacity, r->limit);                                                               \
+            CMP(in_use, total > free_units ? total - free_units : 0);                              \
+        } else {                                                                                   \
+            CMP(capacity, 0);                                                                      \
+            CMP(in_use, 0);                                                                        \
+        }                                                                                          \
+        if (st.wait_ns_max > st.wait_ns_total)                                                     \
+            fail(m, "%s: wait_ns_max %llu > wait_ns_total %llu", where,                            \
+                 (unsigned long long)st.wait_ns_max, (unsigned long long)st.wait_ns_total);        \
+        if (strcmp(st.name, "model") != 0)                                                         \
+            fail(m, "%s: name '%s'", where, st.name);                                              \
+    } while (0)
+
+static void compare_stats(struct sem_model *m, const char *where)
+{
+    const struct ref *r = &m->r;
+    char what[96];
+    if (m->budget != NULL && (m->opno & 1)) {
+        band_budget_stats st;
+        int rc = band_budget_get_stats(m->budget, &st);
+        if (rc != 0) {
+            fail(m, "%s: band_budget_get_stats returned %d", where, rc);
+            return;
+        }
+        CMP_COMMON();
     } else {
-        CMP(capacity, 0);
-        CMP(in_use, 0);
+        band_sem_stats st;
+        int rc = band_sem_get_stats(m->sem, &st);
+        if (rc != 0) {
+            fail(m, "%s: band_sem_get_stats returned %d", where, rc);
+            return;
+        }
+        CMP(is_budget, r->is_budget);
+        CMP_COMMON();
     }
-#undef CMP
-    if (st.wait_ns_max > st.wait_ns_total)
-        fail(m, "%s: wait_ns_max %llu > wait_ns_total %llu", where,
-             (unsigned long long)st.wait_ns_max, (unsigned long long)st.wait_ns_total);
-    if (strcmp(st.name, "model") != 0)
-        fail(m, "%s: name '%s'", where, st.name);
 }
+#undef CMP_COMMON
+#undef CMP
 
 static void model_wake(band_waiter *w)
 {
@@ -474,6 +500,7 @@ static void check_after_op(struct sem_model *m, const char *opname)
     if (m->budget != NULL) {
         expect_u64(m, "band_budget_capacity()", r->limit, band_budget_capacity(m->budget));
         expect_u64(m, "band_budget_available()", r->avail, band_budget_available(m->budget));
+        expect_int(m, "band_budget_is_closed()", r->closed, band_budget_is_closed(m->budget));
     }
     compare_stats(m, opname);
     if (r->qlen > 0 && r->head_got > 0)
@@ -515,14 +542,14 @@ static int create_primitive(struct sem_model *m)
     if (kind & 1) {
         if (n == 0)
             n = 1;
-        rc = band_budget_create(&m->budget, n);
+        rc = band_budget_create(&m->budget, n, NULL);
         if (rc == 0)
             m->sem = band_budget_sem(m->budget);
         m->r.is_budget = 1;
         m->r.limit = n;
         m->counts.budgets++;
     } else {
-        rc = band_sem_create(&m->sem, n);
+        rc = band_sem_create(&m->sem, n, NULL);
         m->r.limit = MAXP;
         m->counts.sems++;
     }
@@ -571,8 +598,8 @@ static void op_acquire_past(struct sem_model *m)
         if (exp == BAND_EAGAIN)
             exp = BAND_ETIMEDOUT;
     }
-    int rc = via_budget ? band_budget_acquire(m->budget, n, deadline)
-                        : band_sem_acquire(m->sem, n, deadline);
+    int rc = via_budget ? band_budget_acquire(m->budget, n, deadline, NULL)
+                        : band_sem_acquire(m->sem, n, deadline, NULL);
     expect_int(m, "acquire(past deadline)", exp, rc);
 }
 
@@ -701,7 +728,8 @@ static void op_cancel(struct sem_model *m)
         reason = BAND_ETIMEDOUT;
         break;
     case 6:
-        reason = BAND_ECLOSED; /* any negative code is a reason; counted as a cancel */
+        /* Negative codes that are not reasons: refused like the non-negative ones. */
+        reason = (c & 8) ? BAND_ECLOSED : BAND_E2BIG;
         break;
     default:
         reason = (c & 8) ? 0 : BAND_PENDING; /* not a reason: refused */
@@ -712,7 +740,7 @@ static void op_cancel(struct sem_model *m)
         return;
     }
     int exp;
-    if (reason >= 0) {
+    if (reason != BAND_ECANCELED && reason != BAND_ETIMEDOUT) {
         exp = BAND_EINVAL;
     } else if (sl->state == SL_IDLE) {
         exp = BAND_EINVAL;

@@ -31,7 +31,7 @@
 #include <time.h>
 
 #include "core/internal.h"
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 #define NBUD     5
 #define NTHREADS 4
@@ -45,7 +45,7 @@ static const uint64_t tcaps[NTREE] = {6, 4, 4, 3, 3};
 struct world {
     band_budget *bud[3];
     band_sem *s[NBUD];
-    band_tree *tn[NTREE]; /* NULL outside the tree scenario */
+    band_cap_tree *tn[NTREE]; /* NULL outside the tree scenario */
     band_time stop;
     long iters;
     atomic_int closing;
@@ -127,7 +127,7 @@ static void use_grant(struct worker *k, band_admit_grant *g)
         band_permit *p = &g->p[test_rng_range(&k->seed, 0, g->n - 1)];
         uint64_t to = test_rng_range(&k->seed, 0, p->count + 1);
         band_time dl = test_rng_range(&k->seed, 0, 1) ? 0 : band_deadline_after(50 * BAND_USEC);
-        int rc = band_admit_adjust(g, p->sem, to, dl);
+        int rc = band_admit_adjust(g, p->sem, to, dl, NULL);
         if (rc != 0 && !refusal_ok(rc))
             note_bad(k, rc);
     }
@@ -169,7 +169,7 @@ static void op_blocking(struct worker *k, int forever)
     band_time dl =
         forever ? BAND_FOREVER
                 : band_deadline_after((band_time)test_rng_range(&k->seed, 0, 200) * BAND_USEC);
-    int rc = band_admit(&r, &g, dl);
+    int rc = band_admit_acquire(&r, &g, dl, NULL);
     if (rc == 0)
         use_grant(k, &g);
     else if (refusal_ok(rc))
@@ -185,7 +185,7 @@ static void op_async(struct worker *k)
     atomic_init(&q.woke, 0);
     build(k, &q.r);
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
-    int rc = band_admit_async(&q.r);
+    int rc = band_admit_acquire_async(&q.r);
     if (rc == BAND_PENDING) {
         int cancel = test_rng_range(&k->seed, 0, 2) != 0;
         for (int i = 0, n = (int)test_rng_range(&k->seed, 0, 200); cancel && i < n; i++)
@@ -225,7 +225,7 @@ static void op_try(struct worker *k)
     band_admit_req_init(&r, NULL, NULL);
     build(k, &r);
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
-    int rc = band_admit_try(&r, &g);
+    int rc = band_admit_try_acquire(&r, &g);
     if (rc == 0)
         use_grant(k, &g);
     else if (refusal_ok(rc))
@@ -241,14 +241,14 @@ static void op_plain(struct worker *k)
     uint64_t n = test_rng_range(&k->seed, 1, caps[b]);
     if (k->w->tn[0] != NULL && test_rng_range(&k->seed, 0, 1) == 0) {
         int t = (int)test_rng_range(&k->seed, 0, NTREE - 1);
-        s = band_tree_sem(k->w->tn[t]);
+        s = band_cap_tree_sem(k->w->tn[t]);
         n = test_rng_range(&k->seed, 1, tcaps[t]);
     }
     band_time dl =
         test_rng_range(&k->seed, 0, 1)
             ? BAND_FOREVER
             : band_deadline_after((band_time)test_rng_range(&k->seed, 0, 100) * BAND_USEC);
-    int rc = band_sem_acquire(s, n, dl);
+    int rc = band_sem_acquire(s, n, dl, NULL);
     if (rc == 0) {
         for (int i = 0, m = (int)test_rng_range(&k->seed, 0, 30); i < m; i++)
             band__cpu_relax();
@@ -300,18 +300,18 @@ static void world_init(struct world *w, int with_tree)
 {
     memset(w, 0, sizeof(*w));
     if (with_tree) {
-        assert_int_equal(band_tree_create(&w->tn[0], NULL, tcaps[0], 0), 0);
-        assert_int_equal(band_tree_create(&w->tn[1], w->tn[0], tcaps[1], 2), 0);
-        assert_int_equal(band_tree_create(&w->tn[2], w->tn[0], tcaps[2], 2), 0);
-        assert_int_equal(band_tree_create(&w->tn[3], w->tn[1], tcaps[3], 0), 0);
-        assert_int_equal(band_tree_create(&w->tn[4], w->tn[2], tcaps[4], 0), 0);
+        assert_int_equal(band_cap_tree_create(&w->tn[0], NULL, tcaps[0], 0), 0);
+        assert_int_equal(band_cap_tree_create(&w->tn[1], w->tn[0], tcaps[1], 2), 0);
+        assert_int_equal(band_cap_tree_create(&w->tn[2], w->tn[0], tcaps[2], 2), 0);
+        assert_int_equal(band_cap_tree_create(&w->tn[3], w->tn[1], tcaps[3], 0), 0);
+        assert_int_equal(band_cap_tree_create(&w->tn[4], w->tn[2], tcaps[4], 0), 0);
     }
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(band_budget_create(&w->bud[i], caps[i]), 0);
+        assert_int_equal(band_budget_create(&w->bud[i], caps[i], NULL), 0);
         w->s[i] = band_budget_sem(w->bud[i]);
     }
     for (int i = 3; i < NBUD; i++)
-        assert_int_equal(band_sem_create(&w->s[i], caps[i]), 0);
+        assert_int_equal(band_sem_create(&w->s[i], caps[i], NULL), 0);
     int slow = test_under_sanitizer();
     w->iters = slow ? 20000 : 200000;
     w->stop = band_deadline_after(1200 * BAND_MSEC);
@@ -335,14 +335,14 @@ static void world_check_and_free(struct world *w)
     }
     for (int i = NTREE - 1; i >= 0 && w->tn[0] != NULL; i--) {
         band_sem_stats st;
-        assert_int_equal(band_sem_get_stats(band_tree_sem(w->tn[i]), &st), 0);
-        assert_int_equal(band__sem_check(band_tree_sem(w->tn[i])), 0);
+        assert_int_equal(band_sem_get_stats(band_cap_tree_sem(w->tn[i]), &st), 0);
+        assert_int_equal(band__sem_check(band_cap_tree_sem(w->tn[i])), 0);
         assert_u64_equal(st.available, tcaps[i]);
         assert_u64_equal(st.in_use, 0);
         assert_u64_equal(st.waiters, 0);
         assert_u64_equal(st.head_granted, 0);
         assert_u64_equal(st.queued, st.grants + st.timeouts + st.cancels + st.closed_fails);
-        assert_int_equal(band_tree_destroy(w->tn[i]), 0);
+        assert_int_equal(band_cap_tree_destroy(w->tn[i]), 0);
     }
     for (int i = 0; i < 3; i++)
         assert_int_equal(band_budget_destroy(w->bud[i]), 0);
@@ -368,7 +368,7 @@ static void run(int with_close, int with_tree)
         assert_int_equal(band_budget_close(w.bud[1]), 0);
         assert_int_equal(band_sem_close(w.s[4]), 0);
         if (with_tree) /* a tenant: requests below it fail, queued or not there yet */
-            assert_int_equal(band_sem_close(band_tree_sem(w.tn[1])), 0);
+            assert_int_equal(band_sem_close(band_cap_tree_sem(w.tn[1])), 0);
     }
     long granted = 0, refused = 0, cancelled = 0, iters = 0;
     for (int i = 0; i < NTHREADS; i++) {

@@ -29,7 +29,7 @@
 
 #include "band/broadcast.h"
 
-#include "broadcast_internal.h"
+#include "prim/broadcast_internal.h"
 
 #define NSEND     3
 #define NRECV     3 /* fixed receivers; one more subscribes and unsubscribes over and over */
@@ -128,7 +128,7 @@ static int send_once(struct sender *s, const struct msg *m)
     int rc;
     if (how < 4) {
         band_time d = band_deadline_after((band_time)test_rng_range(&s->rng, 0, 500) * BAND_USEC);
-        rc = band_broadcast_send(sc->b, m, d);
+        rc = band_broadcast_send(sc->b, m, d, NULL);
         if (rc == BAND_ETIMEDOUT) {
             s->timeouts++;
             return 0;
@@ -144,7 +144,7 @@ static int send_once(struct sender *s, const struct msg *m)
         struct async_op op;
         atomic_init(&op.woken, 0);
         band_waiter_init(&op.u.s.w, async_wake, &op);
-        rc = band_broadcast_send_async(sc->b, &op.u.s, m);
+        rc = band_broadcast_send_async(sc->b, m, &op.u.s);
         if (rc == BAND_PENDING) {
             s->async_pending++;
             for (uint64_t k = test_rng_range(&s->rng, 0, 3); k > 0; k--)
@@ -235,7 +235,7 @@ static int recv_once(struct receiver *r)
     int rc;
     if (how < 4) {
         band_time d = band_deadline_after((band_time)test_rng_range(&r->rng, 0, 500) * BAND_USEC);
-        rc = band_broadcast_recv(&r->rx, &m, d);
+        rc = band_broadcast_recv(&r->rx, &m, d, NULL);
         if (rc == BAND_ETIMEDOUT) {
             r->timeouts++;
             return 0;
@@ -254,7 +254,7 @@ static int recv_once(struct receiver *r)
         struct async_op op;
         atomic_init(&op.woken, 0);
         band_waiter_init(&op.u.r.w, async_wake, &op);
-        rc = band_broadcast_recv_async(&r->rx, &op.u.r, &m);
+        rc = band_broadcast_recv_async(&r->rx, &m, &op.u.r);
         if (rc == BAND_ELAGGED)
             missed = op.u.r.lagged;
         if (rc == BAND_PENDING) {

@@ -64,13 +64,16 @@ struct opctl {
 };
 
 struct prod_op {
-    struct band_chan_send_op op; /* first */
+    union {
+        band_chan_send_op op;     /* first: sends */
+        band_chan_reserve_op rsv; /* reservations: the same waiter */
+    };
     struct opctl ctl;
     struct elem e;
 };
 
 struct cons_op {
-    struct band_chan_recv_op op; /* first */
+    band_chan_recv_op op; /* first */
     struct opctl ctl;
     struct elem out;
 };
@@ -371,7 +374,7 @@ static void p_try(struct worker *wk, const struct elem *e, uint64_t bytes)
     }
     if (rc == BAND_EAGAIN) {
         cnt(wk)->try_eagain++;
-        rc = band_chan_send(wk->sc->c, e, bytes, short_deadline(wk));
+        rc = band_chan_send(wk->sc->c, e, bytes, short_deadline(wk), NULL);
         if (rc == 0) {
             cnt(wk)->send_ok++;
             return;
@@ -382,7 +385,7 @@ static void p_try(struct worker *wk, const struct elem *e, uint64_t bytes)
 
 static void p_send(struct worker *wk, const struct elem *e, uint64_t bytes)
 {
-    int rc = band_chan_send(wk->sc->c, e, bytes, short_deadline(wk));
+    int rc = band_chan_send(wk->sc->c, e, bytes, short_deadline(wk), NULL);
     if (rc == 0)
         cnt(wk)->send_ok++;
     else
@@ -415,7 +418,7 @@ static void p_reserve(struct worker *wk, const struct elem *e, uint64_t bytes)
 {
     band_chan_slot slot = BAND_CHAN_SLOT_INIT;
     int rc = (wk->rng & 1) ? band_chan_try_reserve(wk->sc->c, bytes, &slot)
-                           : band_chan_reserve(wk->sc->c, bytes, short_deadline(wk), &slot);
+                           : band_chan_reserve(wk->sc->c, bytes, &slot, short_deadline(wk), NULL);
     if (rc != 0) {
         if (slot.chan != NULL)
             record_error(wk->sc, "refused reserve filled the slot");
@@ -433,10 +436,8 @@ static void p_async(struct worker *wk, const struct elem *e, uint64_t bytes, int
     struct counters *c = cnt(wk);
     ctl_reset(&op->ctl);
     op->e = *e;
-    op->op.elem = &op->e;
-    op->op.bytes = bytes;
-    int rc =
-        reserve ? band_chan_reserve_async(sc->c, &op->op) : band_chan_send_async(sc->c, &op->op);
+    int rc = reserve ? band_chan_reserve_async(sc->c, bytes, &op->rsv)
+                     : band_chan_send_async(sc->c, &op->e, bytes, &op->op);
     int granted = 0;
     if (rc == 0) {
         c->async_now++;
@@ -468,9 +469,11 @@ static void p_async(struct worker *wk, const struct elem *e, uint64_t bytes, int
         return;
     }
     if (reserve) {
-        band_chan_slot slot = BAND_CHAN_SLOT_INIT;
-        if (band_chan_slot_adopt(&slot, sc->c, bytes) != 0) {
-            record_error(sc, "slot_adopt failed");
+        band_chan_slot slot = op->rsv.slot; /* the op's output: move it out */
+        op->rsv.slot = (band_chan_slot)BAND_CHAN_SLOT_INIT;
+        if (slot.chan != sc->c || slot.bytes != bytes) {
+            record_error(sc, "reserve_async granted a slot of %p/%llu", (void *)slot.chan,
+                         (unsigned long long)slot.bytes);
             return;
         }
         c->reserve_async_ok++;
@@ -588,8 +591,7 @@ static int c_async(struct worker *wk)
     struct cons_op *op = &sc->cops[wk->idx];
     ctl_reset(&op->ctl);
     memset(&op->out, 0, sizeof(op->out));
-    op->op.out = &op->out;
-    int rc = band_chan_recv_async(sc->c, &op->op);
+    int rc = band_chan_recv_async(sc->c, &op->out, &op->op);
     if (rc != BAND_PENDING)
         return recv_result(wk, rc, &op->out, "recv_async");
     cnt(wk)->recv_async_pending++;
@@ -610,8 +612,8 @@ static int c_many(struct worker *wk)
     struct elem out[4];
     uint64_t bytes[4];
     size_t n = 99;
-    int rc = band_chan_recv_many(wk->sc->c, out, 4, (wk->rng & 1) ? bytes : NULL, &n,
-                                 short_deadline(wk));
+    int rc = band_chan_recv_many(wk->sc->c, 4, out, (wk->rng & 1) ? bytes : NULL, &n,
+                                 short_deadline(wk), NULL);
     cnt(wk)->recv_many_calls++;
     if (rc != 0) {
         if (n != 0)
@@ -642,7 +644,8 @@ static int consumer_main(void *arg)
         if (sc->hot)
             r = r < 60 ? 0 : r < 95 ? 99 : 30; /* recv, recv_many, sometimes try_recv */
         if (r < 30) {
-            done = recv_result(wk, band_chan_recv(sc->c, &e, &b, short_deadline(wk)), &e, "recv");
+            done = recv_result(wk, band_chan_recv(sc->c, &e, &b, short_deadline(wk), NULL), &e,
+                               "recv");
         } else if (r < 55) {
             done = recv_result(wk, band_chan_try_recv(sc->c, &e, NULL), &e, "try_recv");
             if (!done && band_now() >= sc->hard_stop) {
@@ -713,12 +716,10 @@ static void run_scenario(const struct params *prm)
 
     band_chan_opts o;
     memset(&o, 0, sizeof(o));
-    o.elem_size = sizeof(struct elem);
-    o.capacity = sc->capacity;
     o.byte_capacity = sc->byte_capacity;
     o.overflow = sc->overflow;
     o.senders = (uint64_t)sc->nprod;
-    assert_int_equal(band_chan_create_opts(&sc->c, &o), 0);
+    assert_int_equal(band_chan_create(&sc->c, sizeof(struct elem), sc->capacity, &o), 0);
     assert_int_equal(band_chan_set_name(sc->c, prm->name), 0);
     for (int i = 0; i < MAX_PROD; i++) {
         band_waiter_init(&sc->pops[i].op.w, prod_wake, NULL);

@@ -79,11 +79,11 @@ static int submitter(void *arg)
     while ((k = atomic_fetch_add(&r->next, 1)) < POOL) {
         struct sjob *j = &r->jobs[k];
         int rc = (k & 1) ? band_exec_try_run(r->ex, &j->job)
-                         : band_exec_run(r->ex, &j->job, band_now() + 200 * BAND_USEC);
+                         : band_exec_run(r->ex, &j->job, band_now() + 200 * BAND_USEC, NULL);
         j->submit_rc = rc;
         if (rc == BAND_EAGAIN || rc == BAND_ETIMEDOUT) {
             /* one more try with a longer deadline */
-            rc = band_exec_run(r->ex, &j->job, band_now() + 2 * BAND_MSEC);
+            rc = band_exec_run(r->ex, &j->job, band_now() + 2 * BAND_MSEC, NULL);
             j->submit_rc = rc;
         }
     }
@@ -125,10 +125,8 @@ static void test_exec_races(void **state)
             band_job_init(&r->jobs[i].job, sjob_fn, NULL);
         band_exec_opts o;
         memset(&o, 0, sizeof(o));
-        o.workers = 2;
-        o.capacity = (uint64_t)(1 + rounds % 8);
         o.handback = sjob_handback;
-        assert_int_equal(band_exec_create(&r->ex, &o), 0);
+        assert_int_equal(band_exec_create(&r->ex, 2, (uint64_t)(1 + rounds % 8), &o), 0);
 
         struct test_thread sub[2], can;
         for (int i = 0; i < 2; i++)
@@ -215,14 +213,14 @@ static void test_exec_churn(void **state)
             band_job_init(&r->jobs[i].job, sjob_fn, NULL);
         band_exec_opts o;
         memset(&o, 0, sizeof(o));
-        o.workers = 1 + (unsigned)(n % 3);
-        o.capacity = 16;
         o.handback = sjob_handback;
-        assert_int_equal(band_exec_create(&r->ex, &o), 0);
+        assert_int_equal(band_exec_create(&r->ex, 1 + (unsigned)(n % 3), 16, &o), 0);
         struct test_thread t;
         assert_int_equal(test_thread_start(&t, busy_sub, r), 0);
         assert_int_equal(band_exec_shutdown(r->ex, BAND_EXEC_NOW), 0);
         assert_int_equal(test_thread_join(&t), 0);
+        assert_int_equal(band_exec_destroy(r->ex), BAND_EBUSY); /* not joined yet */
+        assert_int_equal(band_exec_join(r->ex), 0);
         assert_int_equal(band_exec_destroy(r->ex), 0);
         for (int i = 0; i < 64; i++) {
             struct sjob *j = &r->jobs[i];
@@ -255,7 +253,7 @@ static int lim_worker(void *arg)
     uint64_t rng = (uint64_t)c->id * 31u + 5u;
     for (int i = 0; i < LIM_OPS; i++) {
         int rc = (i & 1) ? band_limit_try_acquire(c->l)
-                         : band_limit_acquire(c->l, band_now() + 100 * BAND_USEC);
+                         : band_limit_acquire(c->l, band_now() + 100 * BAND_USEC, NULL);
         if (rc != 0) {
             c->refused++;
             continue;

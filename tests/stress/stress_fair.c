@@ -2,8 +2,10 @@
  * stress_fair.c - threads on one band_fair: blocking acquires with short deadlines, async
  * requests that are cancelled or waited for, try acquires, floods of distinct keys against
  * a small key table, and a thread that reconfigures keys; the last scenario closes the fair
- * while all that runs. Each scenario is bounded by iterations and wall time (2 s, 2 s and
- * 1 s; 1 s each under sanitizers).
+ * while all that runs; and a cancel racing, round after round, with the release that grants
+ * the request (also when the release brings a key back from its cap). Each scenario is
+ * bounded by iterations and wall time (2 s, 2 s, 1 s and 1 s; 1 s, 1 s, 1 s and 0.5 s under
+ * sanitizers).
  *
  * Workers never assert (an assert belongs on the main thread, see tests/support/test.h):
  * they count errors (a wake seen twice, a wake after a successful cancel, a cancel that
@@ -17,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fair_internal.h"
+#include "prim/fair/fair_internal.h"
 
 enum { THREADS = 6, ITERS = 40000, KEYS = 12 };
 
@@ -29,7 +31,7 @@ struct shared {
 };
 
 struct areq {
-    band_fair_req r;
+    band_fair_acquire_op r;
     atomic_int wakes;
 };
 
@@ -69,7 +71,7 @@ static void release_or_count(struct worker *w, uint64_t key, uint64_t n)
 static void op_blocking(struct worker *w, uint64_t key, uint32_t cls, uint64_t n)
 {
     band_time dl = band_deadline_after((band_time)test_rng_range(&w->seed, 0, 200) * BAND_USEC);
-    int rc = band_fair_acquire(w->sh->f, key, cls, n, dl);
+    int rc = band_fair_acquire(w->sh->f, key, cls, n, dl, NULL);
     if (rc == 0) {
         w->grants++;
         release_or_count(w, key, n);
@@ -87,9 +89,9 @@ static void op_blocking(struct worker *w, uint64_t key, uint32_t cls, uint64_t n
 static void op_async(struct worker *w, uint64_t key, uint32_t cls, uint64_t n)
 {
     struct areq a;
-    band_fair_req_init(&a.r, areq_wake, NULL, key, cls, n);
+    band_waiter_init(&a.r.w, areq_wake, NULL);
     atomic_init(&a.wakes, 0);
-    int rc = band_fair_acquire_async(w->sh->f, &a.r);
+    int rc = band_fair_acquire_async(w->sh->f, key, cls, n, &a.r);
     if (rc == 0) {
         w->grants++;
         release_or_count(w, key, n);
@@ -155,7 +157,7 @@ static int worker_main(void *arg)
             break;
         w->iters++;
         uint64_t key = test_rng_next(&w->seed) % KEYS;
-        uint32_t cls = (uint32_t)(test_rng_next(&w->seed) % 3);
+        uint32_t cls = 2 - (uint32_t)(test_rng_next(&w->seed) % 3); /* 2: the least urgent */
         uint64_t n = test_rng_range(&w->seed, 1, 4);
         switch (test_rng_next(&w->seed) % 8) {
         case 0:
@@ -196,14 +198,13 @@ static int config_main(void *arg)
 
 static void run_scenario(uint32_t max_keys, band_time secs_ns, int closing)
 {
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 8);
-    cfg.classes = 3;
-    cfg.thresholds[0] = 5;
-    cfg.thresholds[1] = 6;
-    cfg.max_keys = max_keys;
+    band_fair_opts fo = {0};
+    fo.classes = 3;
+    fo.headroom[1] = 2; /* class 1 may fill 6 of the 8 units, class 2 only 5 */
+    fo.headroom[2] = 3;
+    fo.max_keys = max_keys;
     struct shared sh;
-    assert_int_equal(band_fair_create(&sh.f, &cfg), 0);
+    assert_int_equal(band_fair_create(&sh.f, 8, &fo), 0);
     band_fair_key_opts o0 = {4, 0, 2};
     band_fair_key_opts o1 = {1, 4, 0};
     band_fair_key_opts o2 = {2, 0, 1};
@@ -291,12 +292,159 @@ static void test_stress_close_mid_run(void **state)
     run_scenario(64, BAND_SEC, 1);
 }
 
+/*
+ * A cancel racing with the release that grants the request, round after round. Each
+ * round the releasing thread holds what the request waits for, both threads meet, then
+ * one releases while the other cancels. Even rounds: the request waits for capacity
+ * (another key holds all of it). Odd rounds: the request's own key is at its cap, so the
+ * request's flow is set aside, and the release of that key's unit brings it back and
+ * grants it. The outcome must be exactly one of: the cancel returns 0 and no wake comes,
+ * or it returns BAND_EALREADY and exactly one wake reports the grant (then the units are
+ * the canceller's to release). Bounded by iterations and wall time.
+ */
+enum { RACE_ROUNDS = 20000, KEY_HOLDER = 100, KEY_CAPPED = 101, KEY_OTHER = 102 };
+
+struct race {
+    band_fair *f;
+    atomic_uint queued;   /* the round whose request is queued: the releaser may start it */
+    atomic_uint ready;    /* arrivals at the start line: 2 per round */
+    atomic_uint released; /* the round whose release the releaser finished */
+    atomic_int stop;
+};
+
+static void spin_a_little(uint64_t *seed)
+{
+    for (unsigned i = (unsigned)(test_rng_next(seed) % 64); i > 0; i--)
+        atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Wait until *@v reaches @want or the race stops; false when it stopped. It spins a
+ * while before it yields, so that both threads leave the start line together. */
+static bool race_wait(struct race *r, atomic_uint *v, unsigned want)
+{
+    for (unsigned spins = 0; atomic_load_explicit(v, memory_order_acquire) < want; spins++) {
+        if (atomic_load(&r->stop))
+            return false;
+        if (spins >= 2000)
+            sched_yield();
+    }
+    return true;
+}
+
+/* The releasing thread: returns the number of releases that failed. */
+static int releaser_main(void *arg)
+{
+    struct race *r = arg;
+    uint64_t seed = 0x7e1ea5e;
+    int errors = 0;
+    for (unsigned k = 1;; k++) {
+        if (!race_wait(r, &r->queued, k))
+            return errors;
+        atomic_fetch_add_explicit(&r->ready, 1, memory_order_acq_rel);
+        if (!race_wait(r, &r->ready, 2 * k))
+            return errors;
+        spin_a_little(&seed);
+        if (band_fair_release(r->f, k % 2 == 0 ? KEY_HOLDER : KEY_CAPPED, 1) != 0)
+            errors++;
+        atomic_store_explicit(&r->released, k, memory_order_release);
+    }
+}
+
+struct race_counts {
+    uint64_t errors, cancel_won, grant_won;
+};
+
+static void race_round(struct race *r, unsigned k, uint64_t *seed, struct race_counts *n)
+{
+    struct areq a;
+    uint64_t key = k % 2 == 0 ? KEY_OTHER : KEY_CAPPED;
+    /* capacity 2: even rounds the holder takes both units; odd rounds the capped key holds
+     * its one unit and the holder the other */
+    if (k % 2 == 0) {
+        if (band_fair_try_acquire(r->f, KEY_HOLDER, 0, 2) != 0)
+            n->errors++;
+    } else if (band_fair_try_acquire(r->f, KEY_CAPPED, 0, 1) != 0 ||
+               band_fair_try_acquire(r->f, KEY_HOLDER, 0, 1) != 0) {
+        n->errors++;
+    }
+    band_waiter_init(&a.r.w, areq_wake, NULL);
+    atomic_init(&a.wakes, 0);
+    if (band_fair_acquire_async(r->f, key, 0, 1, &a.r) != BAND_PENDING)
+        n->errors++;
+    atomic_store_explicit(&r->queued, k, memory_order_release);
+    atomic_fetch_add_explicit(&r->ready, 1, memory_order_acq_rel);
+    (void)race_wait(r, &r->ready, 2 * k);
+    spin_a_little(seed);
+    int c = band_waiter_cancel(&a.r.w, BAND_ECANCELED);
+    if (c == 0) {
+        n->cancel_won++;
+    } else if (c == BAND_EALREADY && wait_wake(&a, 5 * BAND_SEC) &&
+               band_waiter_status(&a.r.w) == 0) {
+        n->grant_won++;
+        if (band_fair_release(r->f, key, 1) != 0)
+            n->errors++;
+    } else {
+        n->errors++;
+    }
+    if (!race_wait(r, &r->released, k)) {
+        n->errors++;
+        return;
+    }
+    /* the releaser's release ran (and with it any wake): exactly one end, and quiet */
+    if (atomic_load(&a.wakes) != (c == 0 ? 0 : 1))
+        n->errors++;
+    if (band_fair_release(r->f, KEY_HOLDER, 1) != 0)
+        n->errors++;
+    band_fair_stats st;
+    band_fair_get_stats(r->f, &st);
+    if (st.waiters != 0 || st.in_use != 0 || band__fair_check(r->f) != 0)
+        n->errors++;
+}
+
+static void test_stress_cancel_races_release(void **state)
+{
+    (void)state;
+    struct race r;
+    assert_int_equal(band_fair_create(&r.f, 2, NULL), 0);
+    band_fair_key_opts capped = {4, 1, 0}; /* weight 4, cap 1 */
+    assert_int_equal(band_fair_key_set(r.f, KEY_CAPPED, &capped), 0);
+    atomic_init(&r.queued, 0);
+    atomic_init(&r.ready, 0);
+    atomic_init(&r.released, 0);
+    atomic_init(&r.stop, 0);
+    band_time end = band_deadline_after(test_under_sanitizer() ? BAND_SEC / 2 : BAND_SEC);
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, releaser_main, &r), 0);
+    struct race_counts n = {0, 0, 0};
+    uint64_t seed = 0xca5ce1, rounds = 0;
+    for (unsigned k = 1; k <= RACE_ROUNDS && band_now() < end && n.errors == 0; k++) {
+        race_round(&r, k, &seed, &n);
+        rounds++;
+    }
+    atomic_store(&r.stop, 1);
+    assert_int_equal(test_thread_join(&t), 0);
+    print_message("stress_fair cancel vs release: %llu rounds, cancel won %llu, grant won %llu\n",
+                  (unsigned long long)rounds, (unsigned long long)n.cancel_won,
+                  (unsigned long long)n.grant_won);
+    assert_u64_equal(n.errors, 0);
+    assert_u64_equal(n.cancel_won + n.grant_won, rounds);
+    assert_true(rounds > 0);
+    band_fair_stats st;
+    assert_int_equal(band_fair_get_stats(r.f, &st), 0);
+    assert_u64_equal(st.in_use, 0);
+    assert_u64_equal(st.waiters, 0);
+    assert_u64_equal(st.keys, 1); /* the configured key */
+    assert_int_equal(band__fair_check(r.f), 0);
+    assert_int_equal(band_fair_destroy(r.f), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stress_roomy_table),
         cmocka_unit_test(test_stress_tight_table),
         cmocka_unit_test(test_stress_close_mid_run),
+        cmocka_unit_test(test_stress_cancel_races_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

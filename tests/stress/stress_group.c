@@ -1,5 +1,5 @@
 /*
- * stress_group.c - threads on wait groups, latches and shutdown tokens.
+ * stress_group.c - threads on wait groups, latches and shutdown scopes.
  *
  * Scenarios (each bounded by an iteration count AND about two seconds of wall time; CI has
  * 2 cores and runs this under TSan and ASan):
@@ -13,12 +13,18 @@
  *   latch_rounds  a fresh latch per round; N workers arrive_and_wait and must all have
  *                 arrived when they pass; an async wait submitted before the round is
  *                 woken exactly once.
- *   token_rounds  a fresh token and semaphore per round; workers join, queue a semaphore
- *                 acquisition watched by the token, wait for its one wake, unwatch, leave,
+ *   shutdown_rounds
+ *                 a fresh scope and semaphore per round; workers join, queue a semaphore
+ *                 acquisition watched by the scope, wait for its one wake, unwatch, leave,
  *                 until a join is refused; the coordinator releases a few permits, requests
  *                 shutdown, waits for the drain and checks no participant is active, no
  *                 join succeeded after the request returned, every watched acquisition
- *                 ended with exactly one wake, and the token can be destroyed.
+ *                 ended with exactly one wake, and the scope can be destroyed.
+ *   shutdown_cancel_rounds
+ *                 the same rounds, with workers blocked in band_sem_acquire() under the
+ *                 scope's cancellation token: each acquisition is granted or ends with
+ *                 BAND_ECANCELED, the latter only once shutdown was requested, and the
+ *                 drain, the counters and the destroy are checked as above.
  * Workers never assert: they record the first inconsistency; the main thread checks.
  */
 #include "test.h"
@@ -28,6 +34,8 @@
 #include <string.h>
 
 #include "band/group.h"
+#include "band/latch.h"
+#include "band/shutdown.h"
 #include "core/internal.h"
 
 #define NW          4
@@ -126,7 +134,7 @@ static int churn_main(void *arg)
         }
         case 1: {
             band_time dl = band_now() + (band_time)test_rng_range(&wk->rng, 0, 50000);
-            int rc = band_group_wait(c->g, dl);
+            int rc = band_group_wait(c->g, dl, NULL);
             EXPECT(rc == 0 || rc == BAND_ETIMEDOUT, rc, 0);
             atomic_fetch_add(rc == 0 ? &c->waits_ok : &c->waits_timeout, 1);
             break;
@@ -213,13 +221,14 @@ struct rounds {
     atomic_int finished; /* workers finished with the current round */
     band_group *g;
     band_latch *latch;
-    band_token *token;
+    band_shutdown *scope;
     band_sem *sem;
     atomic_int slots[NW];
     atomic_int arrived;
-    atomic_int active; /* token participants between join and leave */
+    atomic_int active; /* scope participants between join and leave */
     atomic_int request_returned;
-    atomic_uint_least64_t joins_after, watched_ops, token_wakes;
+    atomic_uint_least64_t joins_after, watched_ops, scope_wakes;
+    atomic_uint_least64_t blocked_ops, blocked_granted, blocked_stopped;
 };
 
 struct round_worker {
@@ -228,7 +237,7 @@ struct round_worker {
     uint64_t rng;
     void (*step)(struct round_worker *wk, int round);
     struct op op;
-    struct band_token_link link;
+    band_shutdown_link link;
 };
 
 static int round_worker_main(void *arg)
@@ -280,7 +289,7 @@ static void run_rounds(struct rounds *r, void (*step)(struct round_worker *, int
         wk[i].rng = 0xabcdu + (uint64_t)i;
         wk[i].step = step;
         op_init(&wk[i].op);
-        band_token_link_init(&wk[i].link);
+        band_shutdown_link_init(&wk[i].link);
         assert_int_equal(test_thread_start(&th[i], round_worker_main, &wk[i]), 0);
     }
     band_time stop_at = band_deadline_after(SCENARIO_NS);
@@ -321,7 +330,7 @@ static void group_coordinate(struct rounds *r, int n, uint64_t *rng)
         op_wait_wakes(&op, 1);
         EXPECT(atomic_load(&op.status) == 0, atomic_load(&op.status), n);
     } else {
-        rc = band_group_wait(r->g, band_deadline_after(HANG_NS));
+        rc = band_group_wait(r->g, band_deadline_after(HANG_NS), NULL);
         EXPECT(rc == 0, rc, n);
     }
     for (int i = 0; i < NW; i++) {
@@ -352,7 +361,7 @@ static void test_group_rounds(void **state)
 static void latch_step(struct round_worker *wk, int round)
 {
     atomic_fetch_add(&wk->r->arrived, 1);
-    int rc = band_latch_arrive_and_wait(wk->r->latch, 1, band_deadline_after(HANG_NS));
+    int rc = band_latch_arrive_and_wait(wk->r->latch, 1, band_deadline_after(HANG_NS), NULL);
     EXPECT(rc == 0, rc, round);
     int a = atomic_load(&wk->r->arrived);
     EXPECT(a == NW, a, round);
@@ -384,15 +393,15 @@ static void test_latch_rounds(void **state)
     run_rounds(&r, latch_step, latch_coordinate, "latch_rounds");
 }
 
-/* ------------------------------------------------------------------ token_rounds */
+/* ------------------------------------------------------------------ shutdown_rounds */
 
-static void token_step(struct round_worker *wk, int round)
+static void shutdown_step(struct round_worker *wk, int round)
 {
     struct rounds *r = wk->r;
     int expected = 0; /* wakes expected on wk->op */
     for (int iter = 0; iter < MAX_ITERS; iter++) {
         int returned_before = atomic_load(&r->request_returned);
-        int rc = band_token_join(r->token);
+        int rc = band_shutdown_join(r->scope);
         if (rc != 0) {
             EXPECT(rc == BAND_ECANCELED, rc, round);
             break;
@@ -410,9 +419,9 @@ static void token_step(struct round_worker *wk, int round)
         } else {
             EXPECT(rc == BAND_PENDING, rc, round);
             atomic_fetch_add(&r->watched_ops, 1);
-            rc = band_token_watch(r->token, &wk->link, &wk->op.w);
+            rc = band_shutdown_watch(r->scope, &wk->link, &wk->op.w);
             if (rc == 0) {
-                expected = 1; /* the grant or the token wakes it, once */
+                expected = 1; /* the grant or the scope wakes it, once */
             } else if (rc == BAND_EALREADY) {
                 expected = 1; /* granted already */
             } else {
@@ -429,13 +438,42 @@ static void token_step(struct round_worker *wk, int round)
                     EXPECT(atomic_load(&wk->op.status) == BAND_ECANCELED,
                            atomic_load(&wk->op.status), round);
             }
-            int u = band_token_unwatch(&wk->link);
+            int u = band_shutdown_unwatch(&wk->link);
             EXPECT(u == 0 || u == BAND_EALREADY || u == BAND_EINVAL, u, round);
             /* After unwatch nothing else touches the op: exactly the expected wakes. */
             EXPECT(atomic_load(&wk->op.wakes) == expected, atomic_load(&wk->op.wakes), expected);
         }
         atomic_fetch_sub(&r->active, 1);
-        EXPECT(band_token_leave(r->token) == 0, round, 0);
+        EXPECT(band_shutdown_leave(r->scope) == 0, round, 0);
+    }
+}
+
+/* Join, block in band_sem_acquire() under the scope's token, leave; until a join is
+ * refused. The acquisition is granted (the permit is kept, so the few the coordinator
+ * releases are not passed around and every worker ends up blocked), or stopped by the
+ * request - never before it: the flag is set before the token is requested. */
+static void shutdown_block_step(struct round_worker *wk, int round)
+{
+    struct rounds *r = wk->r;
+    band_cancel *stop = band_shutdown_cancel(r->scope);
+    for (int iter = 0; iter < MAX_ITERS; iter++) {
+        int rc = band_shutdown_join(r->scope);
+        if (rc != 0) {
+            EXPECT(rc == BAND_ECANCELED, rc, round);
+            break;
+        }
+        atomic_fetch_add(&r->active, 1);
+        atomic_fetch_add(&r->blocked_ops, 1);
+        rc = band_sem_acquire(r->sem, 1, BAND_FOREVER, stop);
+        if (rc == 0) {
+            atomic_fetch_add(&r->blocked_granted, 1);
+        } else {
+            EXPECT(rc == BAND_ECANCELED, rc, round);
+            EXPECT(band_shutdown_is_requested(r->scope), rc, round);
+            atomic_fetch_add(&r->blocked_stopped, 1);
+        }
+        atomic_fetch_sub(&r->active, 1);
+        EXPECT(band_shutdown_leave(r->scope) == 0, round, 0);
     }
 }
 
@@ -445,16 +483,16 @@ static bool cond_sem_has_waiters(void *arg)
     return band_sem_get_stats(arg, &st) == 0 && st.waiters > 0;
 }
 
-static void token_coordinate(struct rounds *r, int n, uint64_t *rng)
+static void shutdown_coordinate(struct rounds *r, int n, uint64_t *rng)
 {
-    EXPECT(band_token_create(&r->token) == 0, n, 0);
-    EXPECT(band_sem_create(&r->sem, 0) == 0, n, 0);
+    EXPECT(band_shutdown_create(&r->scope) == 0, n, 0);
+    EXPECT(band_sem_create(&r->sem, 0, NULL) == 0, n, 0);
     atomic_store(&r->request_returned, 0);
     struct op req, drained;
     op_init(&req);
     op_init(&drained);
-    EXPECT(band_token_wait_requested_async(r->token, &req.w) == BAND_PENDING, n, 0);
-    EXPECT(band_token_wait_drained_async(r->token, &drained.w) == BAND_PENDING, n, 0);
+    EXPECT(band_shutdown_wait_requested_async(r->scope, &req.w) == BAND_PENDING, n, 0);
+    EXPECT(band_shutdown_wait_drained_async(r->scope, &drained.w) == BAND_PENDING, n, 0);
     atomic_store_explicit(&r->round, n, memory_order_release);
 
     for (uint64_t k = test_rng_range(rng, 0, 3); k > 0; k--) {
@@ -463,37 +501,53 @@ static void token_coordinate(struct rounds *r, int n, uint64_t *rng)
     }
     for (uint64_t s = test_rng_range(rng, 0, 2000); s > 0; s--)
         band__cpu_relax();
-    int rc = band_token_request(r->token, BAND_ECANCELED);
+    int rc = band_shutdown_request(r->scope, BAND_ECANCELED);
     EXPECT(rc == 0, rc, n);
     atomic_store(&r->request_returned, 1);
     EXPECT(atomic_load(&req.wakes) == 1, atomic_load(&req.wakes), n);
-    rc = band_token_wait_drained(r->token, band_deadline_after(HANG_NS));
+    rc = band_shutdown_wait_drained(r->scope, band_deadline_after(HANG_NS), NULL);
     EXPECT(rc == 0, rc, n);
     EXPECT(atomic_load(&r->active) == 0, atomic_load(&r->active), n);
     op_wait_wakes(&drained, 1);
     wait_finished(r);
     EXPECT(atomic_load(&drained.wakes) == 1, atomic_load(&drained.wakes), n);
-    band_token_stats st;
-    EXPECT(band_token_get_stats(r->token, &st) == 0, n, 0);
+    band_shutdown_stats st;
+    EXPECT(band_shutdown_get_stats(r->scope, &st) == 0, n, 0);
     EXPECT(st.watched == 0 && st.participants == 0, st.watched, st.participants);
-    atomic_fetch_add(&r->token_wakes, st.fired_cancelled);
-    rc = band_token_destroy(r->token);
+    atomic_fetch_add(&r->scope_wakes, st.fired_cancelled);
+    rc = band_shutdown_destroy(r->scope);
     EXPECT(rc == 0, rc, n);
     EXPECT(band_sem_close(r->sem) == 0, n, 0);
     rc = band_sem_destroy(r->sem);
     EXPECT(rc == 0, rc, n);
 }
 
-static void test_token_rounds(void **state)
+static void test_shutdown_rounds(void **state)
 {
     (void)state;
     struct rounds r;
     memset(&r, 0, sizeof(r));
-    run_rounds(&r, token_step, token_coordinate, "token_rounds");
+    run_rounds(&r, shutdown_step, shutdown_coordinate, "shutdown_rounds");
     assert_u64_equal(atomic_load(&r.joins_after), 0);
-    printf("token_rounds: %llu watched acquisitions, %llu ended by the token's cancel\n",
+    printf("shutdown_rounds: %llu watched acquisitions, %llu ended by the scope's cancel\n",
            (unsigned long long)atomic_load(&r.watched_ops),
-           (unsigned long long)atomic_load(&r.token_wakes));
+           (unsigned long long)atomic_load(&r.scope_wakes));
+}
+
+static void test_shutdown_cancel_rounds(void **state)
+{
+    (void)state;
+    struct rounds r;
+    memset(&r, 0, sizeof(r));
+    run_rounds(&r, shutdown_block_step, shutdown_coordinate, "shutdown_cancel_rounds");
+    printf("shutdown_cancel_rounds: %llu blocking acquisitions under the scope's token, %llu "
+           "granted, %llu stopped by the request\n",
+           (unsigned long long)atomic_load(&r.blocked_ops),
+           (unsigned long long)atomic_load(&r.blocked_granted),
+           (unsigned long long)atomic_load(&r.blocked_stopped));
+    assert_u64_equal(atomic_load(&r.blocked_ops),
+                     atomic_load(&r.blocked_granted) + atomic_load(&r.blocked_stopped));
+    assert_true(atomic_load(&r.blocked_stopped) > 0);
 }
 
 int main(void)
@@ -502,7 +556,8 @@ int main(void)
         cmocka_unit_test(test_group_churn),
         cmocka_unit_test(test_group_rounds),
         cmocka_unit_test(test_latch_rounds),
-        cmocka_unit_test(test_token_rounds),
+        cmocka_unit_test(test_shutdown_rounds),
+        cmocka_unit_test(test_shutdown_cancel_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

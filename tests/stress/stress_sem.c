@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 #define NTHREADS        8
 #define CAPACITY        256 /* the semaphore's permits */
@@ -173,8 +173,8 @@ static void do_blocking(struct worker *wk)
     struct counters *c = &sc->cnt[wk->idx];
     uint64_t n = rnd(wk, 1, MAX_WEIGHT);
     band_time deadline = band_deadline_after((band_time)rnd(wk, 0, 2000) * BAND_USEC);
-    int rc = sc->budget_mode ? band_budget_acquire(sc->budget, n, deadline)
-                             : band_sem_acquire(sc->sem, n, deadline);
+    int rc = sc->budget_mode ? band_budget_acquire(sc->budget, n, deadline, NULL)
+                             : band_sem_acquire(sc->sem, n, deadline, NULL);
     if (rc == 0) {
         c->blocking_ok++;
         hold(wk);
@@ -398,11 +398,11 @@ static void run_scenario(const char *name, int budget_mode, uint64_t seed, band_
     pthread_mutex_init(&sc->err_mu, NULL);
     if (budget_mode) {
         sc->capacity = BUDGET_CAPACITY;
-        assert_int_equal(band_budget_create(&sc->budget, sc->capacity), 0);
+        assert_int_equal(band_budget_create(&sc->budget, sc->capacity, NULL), 0);
         sc->sem = band_budget_sem(sc->budget);
     } else {
         sc->capacity = CAPACITY;
-        assert_int_equal(band_sem_create(&sc->sem, sc->capacity), 0);
+        assert_int_equal(band_sem_create(&sc->sem, sc->capacity, NULL), 0);
     }
     for (int i = 0; i < NTHREADS; i++) {
         struct op *op = &sc->ops[i];
@@ -614,7 +614,7 @@ static void test_stress_budget_release_vs_shrink(void **state)
     (void)state;
     struct race_ctx c;
     memset(&c, 0, sizeof(c));
-    assert_int_equal(band_budget_create(&c.b, 1000), 0);
+    assert_int_equal(band_budget_create(&c.b, 1000, NULL), 0);
     band_time seconds = scenario_time() / 3;
     c.stop_at = band_now() + (seconds > BAND_SEC ? seconds : BAND_SEC);
     struct test_thread th[4];
@@ -623,7 +623,7 @@ static void test_stress_budget_release_vs_shrink(void **state)
         assert_int_equal(test_thread_start(&th[i], race_releaser, &c), 0);
     for (int i = 0; i < 4; i++)
         test_thread_join(&th[i]);
-    band_sem_stats st;
+    band_budget_stats st;
     assert_int_equal(band_budget_get_stats(c.b, &st), 0);
     print_message(
         "budget release vs shrink: %llu releases, %llu shrink/grow pairs, "

@@ -69,7 +69,7 @@ static void yield_some(uint64_t *rng, uint64_t max)
 
 /* An async op with a mutex/cond so its owner can wait for the wake or a cancel. */
 struct aop {
-    struct band_watch_changed_op op; /* first */
+    band_watch_recv_op op; /* first */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int woken, wakes, status;
@@ -138,7 +138,7 @@ static void check_value(struct wrx *r, const struct wval *val, uint64_t ver)
 static int rx_blocking(struct wrx *r, band_time deadline)
 {
     struct wval val;
-    int rc = band_watch_changed(&r->rx, &val, deadline);
+    int rc = band_watch_recv(&r->rx, &val, deadline, NULL);
     if (rc == 0)
         check_value(r, &val, 0);
     else if (rc == BAND_ETIMEDOUT)
@@ -146,7 +146,7 @@ static int rx_blocking(struct wrx *r, band_time deadline)
     else if (rc == BAND_ECLOSED)
         return 1;
     else
-        record_error(&r->sc->err, "rx %d: changed returned %d", r->mode, rc);
+        record_error(&r->sc->err, "rx %d: recv returned %d", r->mode, rc);
     return 0;
 }
 
@@ -158,7 +158,7 @@ static int rx_async(struct wrx *r)
     a->woken = a->wakes = 0;
     a->status = 12345;
     pthread_mutex_unlock(&a->mu);
-    int rc = band_watch_changed_async(&r->rx, &a->op, &val);
+    int rc = band_watch_recv_async(&r->rx, &val, &a->op);
     if (rc == 0) {
         r->at_once++;
         check_value(r, &val, a->op.version);
@@ -167,7 +167,7 @@ static int rx_async(struct wrx *r)
     if (rc == BAND_ECLOSED)
         return 1;
     if (rc != BAND_PENDING) {
-        record_error(&r->sc->err, "rx %d: changed_async returned %d", r->mode, rc);
+        record_error(&r->sc->err, "rx %d: recv_async returned %d", r->mode, rc);
         return 1;
     }
     r->pending++;
@@ -208,7 +208,7 @@ static int rx_async(struct wrx *r)
 static int rx_poll(struct wrx *r)
 {
     struct wval val;
-    int rc = band_watch_try_changed(&r->rx, &val);
+    int rc = band_watch_try_recv(&r->rx, &val);
     if (rc == 0)
         check_value(r, &val, 0);
     else if (rc == BAND_ECLOSED)
@@ -216,7 +216,7 @@ static int rx_poll(struct wrx *r)
     else if (rc == BAND_EAGAIN)
         sched_yield();
     else
-        record_error(&r->sc->err, "rx %d: try_changed returned %d", r->mode, rc);
+        record_error(&r->sc->err, "rx %d: try_recv returned %d", r->mode, rc);
     return 0;
 }
 
@@ -445,9 +445,9 @@ static int os_sender(void *arg)
             return 0;
         yield_some(&sc->rng_s, 2);
         if (test_rng_range(&sc->rng_s, 0, 4) == 0) {
-            int rc = band_oneshot_sender_drop(sc->o);
+            int rc = band_oneshot_close(sc->o);
             if (rc != 0)
-                record_error(&sc->err, "sender_drop returned %d", rc);
+                record_error(&sc->err, "close returned %d", rc);
             sc->s_result = S_DROPPED;
         } else {
             uint64_t v = sc->token;
@@ -461,7 +461,7 @@ static int os_sender(void *arg)
                 sc->s_result = S_DROPPED;
             }
             if (test_rng_range(&sc->rng_s, 0, 1) == 0)
-                (void)band_oneshot_sender_drop(sc->o); /* done: no effect after a send */
+                (void)band_oneshot_close(sc->o); /* done: the value stays after a send */
         }
         pthread_barrier_wait(&sc->end);
     }
@@ -492,7 +492,7 @@ static void r_async(struct oscenario *sc)
     a->status = 12345;
     pthread_mutex_unlock(&a->mu);
     atomic_store(&sc->armed, 1);
-    int rc = band_oneshot_recv_async(sc->o, &a->op, &v);
+    int rc = band_oneshot_recv_async(sc->o, &v, &a->op);
     if (rc != BAND_PENDING) {
         atomic_store(&sc->armed, 0);
         r_result(sc, rc, v);
@@ -543,13 +543,13 @@ static int os_receiver(void *arg)
         switch (mode) {
         case 0: {
             band_time us = (band_time)test_rng_range(&sc->rng_r, 0, 100);
-            rc = band_oneshot_recv(sc->o, &v, band_deadline_after(us * BAND_USEC));
+            rc = band_oneshot_recv(sc->o, &v, band_deadline_after(us * BAND_USEC), NULL);
             r_result(sc, rc, v);
             break;
         }
         case 1:
-            /* The sender always sends or drops, so this always ends. */
-            rc = band_oneshot_recv(sc->o, &v, BAND_FOREVER);
+            /* The sender always sends or closes, so this always ends. */
+            rc = band_oneshot_recv(sc->o, &v, BAND_FOREVER, NULL);
             r_result(sc, rc, v);
             break;
         case 2:

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 struct areq {
     band_admit_req r; /* first: the request's waiter is the first member */
@@ -65,8 +65,8 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_budget_create(&f->ba, 4) != 0 || band_budget_create(&f->bb, 4) != 0 ||
-        band_budget_create(&f->bc, 8) != 0 || band_sem_create(&f->s, 2) != 0)
+    if (band_budget_create(&f->ba, 4, NULL) != 0 || band_budget_create(&f->bb, 4, NULL) != 0 ||
+        band_budget_create(&f->bc, 8, NULL) != 0 || band_sem_create(&f->s, 2, NULL) != 0)
         return -1;
     f->a = band_budget_sem(f->ba);
     f->b = band_budget_sem(f->bb);
@@ -131,7 +131,7 @@ static void test_req_add_args(void **state)
     struct areq *q = &f->q[0];
     assert_int_equal(band_admit_req_add(NULL, f->a, 1), BAND_EINVAL);
     assert_int_equal(band_admit_req_add(&q->r, NULL, 1), BAND_EINVAL);
-    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_SEM_MAX_PERMITS + 1), BAND_EINVAL);
+    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_MAX_UNITS + 1), BAND_EINVAL);
     assert_int_equal(q->r.n, 0);
 
     /* A budget named twice is merged: charged once, with the sum. */
@@ -139,14 +139,14 @@ static void test_req_add_args(void **state)
     assert_int_equal(band_admit_req_add(&q->r, f->a, 2), 0);
     assert_int_equal(q->r.n, 1);
     assert_u64_equal(q->r.e[0].amount, 3);
-    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_SEM_MAX_PERMITS), 0);
+    assert_int_equal(band_admit_req_add(&q->r, f->s, BAND_MAX_UNITS), 0);
     assert_int_equal(band_admit_req_add(&q->r, f->s, 1), BAND_EOVERFLOW);
-    assert_u64_equal(q->r.e[1].amount, BAND_SEM_MAX_PERMITS); /* unchanged */
+    assert_u64_equal(q->r.e[1].amount, BAND_MAX_UNITS); /* unchanged */
 
     /* At most BAND_ADMIT_MAX budgets. */
     band_sem *extra[BAND_ADMIT_MAX];
     for (int i = 0; i < BAND_ADMIT_MAX; i++)
-        assert_int_equal(band_sem_create(&extra[i], 1), 0);
+        assert_int_equal(band_sem_create(&extra[i], 1, NULL), 0);
     for (int i = 0; i < BAND_ADMIT_MAX - 2; i++)
         assert_int_equal(band_admit_req_add(&q->r, extra[i], 1), 0);
     assert_int_equal(q->r.n, BAND_ADMIT_MAX);
@@ -161,33 +161,33 @@ static void test_submit_args(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     struct areq *q = &f->q[0];
-    assert_int_equal(band_admit_try(NULL, &g), BAND_EINVAL);
-    assert_int_equal(band_admit_try(&q->r, NULL), BAND_EINVAL);
-    assert_int_equal(band_admit_try(&q->r, &g), BAND_EINVAL); /* no budgets */
-    assert_int_equal(band_admit_async(&q->r), BAND_EINVAL);
-    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_admit_async(NULL), BAND_EINVAL);
+    assert_int_equal(band_admit_try_acquire(NULL, &g), BAND_EINVAL);
+    assert_int_equal(band_admit_try_acquire(&q->r, NULL), BAND_EINVAL);
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), BAND_EINVAL); /* no budgets */
+    assert_int_equal(band_admit_acquire_async(&q->r), BAND_EINVAL);
+    assert_int_equal(band_admit_acquire(&q->r, &g, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_admit_acquire_async(NULL), BAND_EINVAL);
 
     add2(q, f->a, 1, NULL, 0);
-    assert_int_equal(band_admit_try(&q->r, &g), 0);
-    assert_int_equal(band_admit_try(&q->r, &g), BAND_EINVAL); /* g not empty */
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), BAND_EINVAL); /* g not empty */
     assert_int_equal(band_admit_release(&g), 0);
 
     band_admit_req nowake;
     band_admit_req_init(&nowake, NULL, NULL);
     assert_int_equal(band_admit_req_add(&nowake, f->a, 1), 0);
-    assert_int_equal(band_admit_async(&nowake), BAND_EINVAL); /* no wake function */
-    assert_int_equal(band_admit_try(&nowake, &g), 0);         /* try needs none */
+    assert_int_equal(band_admit_acquire_async(&nowake), BAND_EINVAL); /* no wake function */
+    assert_int_equal(band_admit_try_acquire(&nowake, &g), 0);         /* try needs none */
     assert_int_equal(band_admit_release(&g), 0);
 
     /* A pending request cannot be changed or submitted again. */
     struct areq *p = &f->q[1];
     add2(p, f->a, 4, NULL, 0);
     assert_int_equal(band_sem_try_acquire(f->a, 1), 0);
-    assert_int_equal(band_admit_async(&p->r), BAND_PENDING);
-    assert_int_equal(band_admit_async(&p->r), BAND_EINVAL);
+    assert_int_equal(band_admit_acquire_async(&p->r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&p->r), BAND_EINVAL);
     assert_int_equal(band_admit_req_add(&p->r, f->b, 1), BAND_EINVAL);
-    assert_int_equal(band_admit_try(&p->r, &g), BAND_EINVAL);
+    assert_int_equal(band_admit_try_acquire(&p->r, &g), BAND_EINVAL);
     assert_int_equal(band_admit_req_grant(&p->r, &g), BAND_EINVAL);
     assert_int_equal(band_waiter_cancel(&p->r.w, BAND_ECANCELED), 0);
     assert_int_equal(band_sem_release(f->a, 1), 0);
@@ -204,13 +204,13 @@ static void test_try_all_or_nothing(void **state)
     struct areq *q = &f->q[0];
     add2(q, f->a, 2, f->b, 3);
     assert_int_equal(band_sem_try_acquire(f->b, 2), 0); /* B has 2 of 3 */
-    assert_int_equal(band_admit_try(&q->r, &g), BAND_EAGAIN);
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), BAND_EAGAIN);
     assert_u64_equal(band_sem_available(f->a), 4); /* nothing kept */
     assert_u64_equal(band_sem_available(f->b), 2);
     assert_int_equal(g.n, 0);
     assert_int_equal(band_sem_release(f->b, 2), 0);
 
-    assert_int_equal(band_admit_try(&q->r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), 0);
     assert_u64_equal(band_sem_available(f->a), 2);
     assert_u64_equal(band_sem_available(f->b), 1);
     assert_u64_equal(band_admit_held(&g, f->a), 2);
@@ -231,7 +231,7 @@ static void test_try_never_overtakes(void **state)
     assert_int_equal(band_sem_try_acquire(f->a, 1), 0);
     assert_int_equal(band_sem_acquire_async(f->a, 4, &f->rec[0].w), BAND_PENDING);
     add2(&f->q[0], f->a, 1, f->b, 1);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), BAND_EAGAIN);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), BAND_EAGAIN);
     assert_u64_equal(band_sem_available(f->b), 4);
     assert_int_equal(band_sem_release(f->a, 1), 0);
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
@@ -247,9 +247,9 @@ static void test_e2big_first(void **state)
     /* B is busy and A is too small: E2BIG wins, at once, on every path. */
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(q, f->b, 1, f->a, 5);
-    assert_int_equal(band_admit_try(&q->r, &g), BAND_E2BIG);
-    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER), BAND_E2BIG);
-    assert_int_equal(band_admit_async(&q->r), BAND_E2BIG);
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), BAND_E2BIG);
+    assert_int_equal(band_admit_acquire(&q->r, &g, BAND_FOREVER, NULL), BAND_E2BIG);
+    assert_int_equal(band_admit_acquire_async(&q->r), BAND_E2BIG);
     assert_int_equal(band_waiter_status(&q->r.w), BAND_E2BIG);
     assert_int_equal(atomic_load(&q->count), 0);
     assert_u64_equal(stats_of(f->a).too_big, 3);
@@ -266,9 +266,9 @@ static void test_closed(void **state)
     struct areq *q = &f->q[0];
     add2(q, f->a, 1, f->b, 1);
     assert_int_equal(band_budget_close(f->bb), 0);
-    assert_int_equal(band_admit_try(&q->r, &g), BAND_ECLOSED);
-    assert_int_equal(band_admit(&q->r, &g, BAND_FOREVER), BAND_ECLOSED);
-    assert_int_equal(band_admit_async(&q->r), BAND_ECLOSED);
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), BAND_ECLOSED);
+    assert_int_equal(band_admit_acquire(&q->r, &g, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(band_admit_acquire_async(&q->r), BAND_ECLOSED);
     assert_int_equal(band_waiter_status(&q->r.w), BAND_ECLOSED);
     assert_u64_equal(band_sem_available(f->a), 4); /* nothing kept */
     CHECK(f);
@@ -281,14 +281,14 @@ static void test_zero_amount(void **state)
     /* An amount of 0 charges nothing and never waits, but a closed budget still refuses. */
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(&f->q[0], f->a, 1, f->b, 0);
-    assert_int_equal(band_admit_async(&f->q[0].r), 0);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), 0);
     assert_int_equal(band_admit_req_grant(&f->q[0].r, &g), 0);
     assert_u64_equal(band_admit_held(&g, f->b), 0);
     assert_int_equal(band_admit_release(&g), 0);
     assert_int_equal(band_sem_release(f->b, 4), 0);
     assert_int_equal(band_budget_close(f->bb), 0);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), BAND_ECLOSED);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_ECLOSED);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), BAND_ECLOSED);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_ECLOSED);
     assert_u64_equal(band_sem_available(f->a), 4);
     CHECK(f);
 }
@@ -302,7 +302,7 @@ static void test_async_at_once(void **state)
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     struct areq *q = &f->q[0];
     add2(q, f->a, 1, f->c, 8);
-    assert_int_equal(band_admit_async(&q->r), 0);
+    assert_int_equal(band_admit_acquire_async(&q->r), 0);
     assert_int_equal(band_waiter_status(&q->r.w), 0);
     assert_int_equal(atomic_load(&q->count), 0); /* no wake */
     assert_int_equal(band_admit_req_grant(&q->r, &g), 0);
@@ -322,7 +322,7 @@ static void test_async_granted_when_last_frees(void **state)
     assert_int_equal(band_sem_try_acquire(f->a, 3), 0);
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(q, f->a, 2, f->b, 2);
-    assert_int_equal(band_admit_async(&q->r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&q->r), BAND_PENDING);
     assert_int_equal(band_waiter_status(&q->r.w), BAND_PENDING);
     CHECK(f);
 
@@ -364,9 +364,9 @@ static void test_fifo_across_requests(void **state)
     add2(&f->q[0], f->a, 3, f->b, 1);
     add2(&f->q[1], f->a, 1, NULL, 0);
     add2(&f->q[2], f->c, 1, NULL, 0);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
-    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING); /* not past q0 on A */
-    assert_int_equal(band_admit_async(&f->q[2].r), 0);            /* C is unrelated */
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[1].r), BAND_PENDING); /* not past q0 on A */
+    assert_int_equal(band_admit_acquire_async(&f->q[2].r), 0);            /* C is unrelated */
     assert_int_equal(band_admit_req_grant(&f->q[2].r, &g[2]), 0);
     /* plain acquisitions of A queue behind too */
     assert_int_equal(band_sem_try_acquire(f->a, 1), BAND_EAGAIN);
@@ -398,7 +398,7 @@ static void test_plain_waiter_ahead_is_served_first(void **state)
     assert_int_equal(band_sem_try_acquire(f->a, 4), 0);
     assert_int_equal(band_sem_acquire_async(f->a, 3, &f->rec[0].w), BAND_PENDING);
     add2(&f->q[0], f->a, 1, f->b, 1);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
     assert_int_equal(band_sem_release(f->a, 2), 0); /* partial for rec0 */
     assert_int_equal(atomic_load(&f->log.len), 0);
     assert_int_equal(band_sem_release(f->a, 2), 0); /* rec0 (3), then q0 gets the last */
@@ -422,8 +422,8 @@ static void test_order_independent(void **state)
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(&f->q[0], f->a, 4, f->b, 4);
     add2(&f->q[1], f->b, 4, f->a, 4);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
-    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[1].r), BAND_PENDING);
     assert_int_equal(band_sem_release(f->b, 4), 0);
     assert_int_equal(atomic_load(&f->log.len), 0);
     assert_int_equal(band_sem_release(f->a, 4), 0);
@@ -449,7 +449,7 @@ static void test_cascade(void **state)
     add2(&f->q[1], f->c, 3, f->b, 1);
     add2(&f->q[2], f->c, 2, f->a, 3);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(band_admit_async(&f->q[i].r), BAND_PENDING);
+        assert_int_equal(band_admit_acquire_async(&f->q[i].r), BAND_PENDING);
     assert_int_equal(band_sem_release(f->c, 8), 0); /* one release admits all three */
     int order[] = {0, 1, 2};
     assert_log(&f->log, order, 3);
@@ -472,8 +472,8 @@ static void test_cancel(void **state)
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(&f->q[0], f->a, 4, f->b, 1); /* head of A with 2 set aside, waits for B */
     add2(&f->q[1], f->a, 2, NULL, 0);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
-    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[1].r), BAND_PENDING);
     assert_int_equal(band_sem_acquire_async(f->b, 1, &f->rec[0].w), BAND_PENDING);
 
     /* Cancelling q0 frees A's head place: q1 is granted on this thread, inside the cancel;
@@ -500,7 +500,7 @@ static void test_cancel(void **state)
     assert_u64_equal(band_sem_available(f->b), 4);
 
     /* A cancelled request can be resubmitted. */
-    assert_int_equal(band_admit_async(&f->q[0].r), 0);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), 0);
     assert_int_equal(band_admit_req_grant(&f->q[0].r, &g), 0);
     assert_int_equal(band_admit_release(&g), 0);
     CHECK(f);
@@ -511,7 +511,7 @@ static void test_timeout_cancel_counts(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(&f->q[0], f->a, 1, f->b, 1);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
     assert_int_equal(band_waiter_cancel(&f->q[0].r.w, BAND_ETIMEDOUT), 0);
     assert_u64_equal(stats_of(f->a).timeouts, 1);
     assert_u64_equal(stats_of(f->b).timeouts, 1);
@@ -528,8 +528,8 @@ static void test_close_fails_request(void **state)
     assert_int_equal(band_sem_acquire_async(f->a, 1, &f->rec[0].w), BAND_PENDING);
     add2(&f->q[0], f->a, 1, f->b, 1);
     add2(&f->q[1], f->a, 1, NULL, 0);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
-    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[1].r), BAND_PENDING);
     assert_int_equal(band_sem_release(f->a, 1), 0); /* rec0 */
 
     /* Closing B fails q0 (its wake runs inside the close); A's queue moves on to q1. */
@@ -557,7 +557,7 @@ static void test_close_head_with_set_aside(void **state)
     /* q0 is A's head with units set aside; closing A fails it and the units stay. */
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(&f->q[0], f->a, 2, f->b, 1);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
     assert_u64_equal(stats_of(f->a).head_granted, 4);
     assert_int_equal(band_budget_close(f->ba), 0);
     assert_int_equal(atomic_load(&f->q[0].status), BAND_ECLOSED);
@@ -573,8 +573,8 @@ static void test_shrink_fails_too_big(void **state)
     assert_int_equal(band_sem_try_acquire(f->c, 8), 0);
     add2(&f->q[0], f->c, 6, f->a, 1);
     add2(&f->q[1], f->c, 2, f->a, 1);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
-    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[1].r), BAND_PENDING);
     assert_int_equal(band_budget_shrink(f->bc, 3), 0); /* capacity 5: q0 can never fit */
     assert_int_equal(atomic_load(&f->q[0].count), 1);
     assert_int_equal(atomic_load(&f->q[0].status), BAND_E2BIG);
@@ -599,7 +599,7 @@ static void test_release_part(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     add2(&f->q[0], f->a, 3, f->c, 5);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
     assert_int_equal(band_admit_release_part(&g, f->a, 4), BAND_EINVAL);
     assert_int_equal(band_admit_release_part(&g, f->b, 1), BAND_EINVAL);
     assert_int_equal(band_admit_release_part(NULL, f->a, 1), BAND_EINVAL);
@@ -619,21 +619,21 @@ static void test_adjust_down_and_up(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     add2(&f->q[0], f->a, 1, f->c, 6); /* estimate 6 of C */
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
     assert_int_equal(band_sem_acquire_async(f->c, 3, &f->rec[0].w), BAND_PENDING);
 
     /* Surplus returned at once: the waiter gets it. */
-    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0), 0); /* 2 set aside + 1 */
+    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0, NULL), 0); /* 2 set aside + 1 */
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
-    assert_int_equal(band_admit_adjust(&g, f->c, 4, 0), 0);
+    assert_int_equal(band_admit_adjust(&g, f->c, 4, 0, NULL), 0);
     assert_u64_equal(band_sem_available(f->c), 1);
     assert_u64_equal(band_admit_held(&g, f->c), 4);
 
-    assert_int_equal(band_admit_adjust(&g, f->c, 9, 0), BAND_E2BIG);
-    assert_int_equal(band_admit_adjust(&g, f->b, 1, 0), BAND_EINVAL);
-    assert_int_equal(band_admit_adjust(&g, f->c, 6, 0), BAND_ETIMEDOUT); /* 1 free, 2 short */
+    assert_int_equal(band_admit_adjust(&g, f->c, 9, 0, NULL), BAND_E2BIG);
+    assert_int_equal(band_admit_adjust(&g, f->b, 1, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_admit_adjust(&g, f->c, 6, 0, NULL), BAND_ETIMEDOUT); /* 1 free, 2 short */
     assert_u64_equal(band_admit_held(&g, f->c), 4);
-    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0), 0); /* shortfall of 1, free now */
+    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0, NULL), 0); /* shortfall of 1, free now */
     assert_u64_equal(band_sem_available(f->c), 0);
     assert_int_equal(band_admit_release(&g), 0);
     assert_int_equal(band_sem_release(f->c, 3), 0);
@@ -646,16 +646,16 @@ static void test_adjust_keeps_place(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     add2(&f->q[0], f->c, 4, NULL, 0);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
     /* Later requests queue on C: a plain waiter (partially served) and a request. */
     assert_int_equal(band_sem_try_acquire(f->c, 3), 0);
     assert_int_equal(band_sem_acquire_async(f->c, 3, &f->rec[0].w), BAND_PENDING);
     add2(&f->q[1], f->c, 1, NULL, 0);
-    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[1].r), BAND_PENDING);
     assert_u64_equal(stats_of(f->c).head_granted, 1);
 
     /* Adjusting up by 1 takes the unit set aside for the head: the grant ranks first. */
-    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0), 0);
+    assert_int_equal(band_admit_adjust(&g, f->c, 5, 0, NULL), 0);
     assert_u64_equal(stats_of(f->c).head_granted, 0);
     /* Surplus back: the waiters proceed in order. */
     assert_int_equal(band_sem_release(f->c, 3), 0);
@@ -681,7 +681,7 @@ struct adj_arg {
 static int adjust_thread(void *arg)
 {
     struct adj_arg *a = arg;
-    return band_admit_adjust(a->g, a->s, a->amount, band_deadline_after(10 * BAND_SEC));
+    return band_admit_adjust(a->g, a->s, a->amount, band_deadline_after(10 * BAND_SEC), NULL);
 }
 
 static void test_adjust_waits_at_front(void **state)
@@ -689,7 +689,7 @@ static void test_adjust_waits_at_front(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     add2(&f->q[0], f->c, 2, NULL, 0);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
     assert_int_equal(band_sem_try_acquire(f->c, 6), 0);
     assert_int_equal(band_sem_acquire_async(f->c, 1, &f->rec[0].w), BAND_PENDING);
 
@@ -719,10 +719,10 @@ static void test_adjust_closed(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     add2(&f->q[0], f->a, 2, f->b, 1);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
     assert_int_equal(band_budget_close(f->ba), 0);
-    assert_int_equal(band_admit_adjust(&g, f->a, 3, 0), BAND_ECLOSED); /* no new units */
-    assert_int_equal(band_admit_adjust(&g, f->a, 1, 0), 0);            /* returns still work */
+    assert_int_equal(band_admit_adjust(&g, f->a, 3, 0, NULL), BAND_ECLOSED); /* no new units */
+    assert_int_equal(band_admit_adjust(&g, f->a, 1, 0, NULL), 0); /* returns still work */
     assert_u64_equal(band_admit_held(&g, f->a), 1);
     assert_int_equal(band_admit_release(&g), 0);
     assert_u64_equal(band_sem_available(f->a), 4);
@@ -738,7 +738,7 @@ static void test_reconcile_surplus(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     add2(&f->q[0], f->a, 3, f->c, 5);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
     assert_int_equal(band_sem_acquire_async(f->c, 4, &f->rec[0].w), BAND_PENDING);
     assert_u64_equal(stats_of(f->c).head_granted, 3);
     /* The work used 4 of the 5: the surplus goes to the waiter at once. */
@@ -770,7 +770,7 @@ static void test_reconcile_shortfall_is_debt(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     add2(&f->q[0], f->a, 2, f->c, 1);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
     /* The work used 7 of A (capacity 4): the 2 available are taken, 3 are owed. */
     assert_int_equal(band_admit_reconcile(&g, f->a, 7), 0);
     assert_u64_equal(band_admit_held(&g, f->a), 7);
@@ -782,7 +782,7 @@ static void test_reconcile_shortfall_is_debt(void **state)
     assert_int_equal(band_sem_try_acquire(f->a, 1), BAND_EAGAIN);
     /* Later requests wait until the debt is repaid, in order. */
     add2(&f->q[1], f->a, 1, f->c, 1);
-    assert_int_equal(band_admit_async(&f->q[1].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[1].r), BAND_PENDING);
     assert_int_equal(band_sem_acquire_async(f->a, 1, &f->rec[0].w), BAND_PENDING);
     assert_int_equal(band_admit_release_part(&g, f->a, 3), 0); /* repays the debt only */
     assert_u64_equal(stats_of(f->a).debt, 0);
@@ -811,7 +811,7 @@ static void test_reconcile_never_waits(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     add2(&f->q[0], f->b, 2, NULL, 0);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
     assert_int_equal(band_sem_try_acquire(f->b, 2), 0);
     assert_int_equal(band_sem_acquire_async(f->b, 3, &f->rec[0].w), BAND_PENDING);
     /* A waiter is queued and nothing is available: the shortfall is all debt, at once. */
@@ -843,30 +843,30 @@ static void test_reconcile_args(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     add2(&f->q[0], f->s, 1, NULL, 0);
-    assert_int_equal(band_admit_try(&f->q[0].r, &g), 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
     assert_int_equal(band_admit_reconcile(NULL, f->s, 1), BAND_EINVAL);
     assert_int_equal(band_admit_reconcile(&g, NULL, 1), BAND_EINVAL);
     assert_int_equal(band_admit_reconcile(&g, f->a, 1), BAND_EINVAL); /* not named */
-    assert_int_equal(band_admit_reconcile(&g, f->s, BAND_SEM_MAX_PERMITS + 1), BAND_EINVAL);
+    assert_int_equal(band_admit_reconcile(&g, f->s, BAND_MAX_UNITS + 1), BAND_EINVAL);
     assert_u64_equal(band_admit_held(&g, f->s), 1);
     assert_u64_equal(band_sem_available(f->s), 1);
     /* The debt may not pass the maximum: S owes all but one unit of it. */
-    assert_int_equal(band_sem_reduce(f->s, BAND_SEM_MAX_PERMITS), 0);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 1);
+    assert_int_equal(band_sem_reduce(f->s, BAND_MAX_UNITS), 0);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS - 1);
     assert_int_equal(band_admit_reconcile(&g, f->s, 3), BAND_EOVERFLOW);
     assert_u64_equal(band_admit_held(&g, f->s), 1);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 1);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS - 1);
     assert_int_equal(band_admit_reconcile(&g, f->s, 2), 0);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS);
     assert_int_equal(band_admit_release(&g), 0);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 2);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS - 2);
     CHECK(f);
 }
 
 static int scoped_user(struct fixture *f, int fail)
 {
     BAND_SCOPED_ADMIT band_admit_grant g = BAND_ADMIT_GRANT_INIT;
-    if (band_admit_try(&f->q[0].r, &g) != 0)
+    if (band_admit_try_acquire(&f->q[0].r, &g) != 0)
         return -1;
     if (band_sem_available(f->a) != 2)
         return -2;
@@ -897,10 +897,11 @@ static void test_blocking_deadline(void **state)
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(&f->q[0], f->a, 1, f->b, 1);
-    assert_int_equal(band_admit(&f->q[0].r, &g, 0), BAND_ETIMEDOUT); /* past: no wait */
+    assert_int_equal(band_admit_acquire(&f->q[0].r, &g, 0, NULL),
+                     BAND_ETIMEDOUT); /* past: no wait */
     assert_u64_equal(stats_of(f->a).queued, 0);
     band_time t0 = band_now();
-    assert_int_equal(band_admit(&f->q[0].r, &g, band_deadline_after(20 * BAND_MSEC)),
+    assert_int_equal(band_admit_acquire(&f->q[0].r, &g, band_deadline_after(20 * BAND_MSEC), NULL),
                      BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     assert_int_equal(g.n, 0);
@@ -910,7 +911,7 @@ static void test_blocking_deadline(void **state)
     assert_ptr_equal(f->q[0].r.w.wake, areq_wake);
     assert_ptr_equal(f->q[0].r.w.data, &f->q[0]);
     assert_int_equal(band_sem_release(f->b, 4), 0);
-    assert_int_equal(band_admit(&f->q[0].r, &g, BAND_FOREVER), 0);
+    assert_int_equal(band_admit_acquire(&f->q[0].r, &g, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_admit_release(&g), 0);
     CHECK(f);
 }
@@ -923,7 +924,7 @@ struct admit_arg {
 static int admit_thread(void *arg)
 {
     struct admit_arg *a = arg;
-    return band_admit(a->r, &a->g, band_deadline_after(10 * BAND_SEC));
+    return band_admit_acquire(a->r, &a->g, band_deadline_after(10 * BAND_SEC), NULL);
 }
 
 static void test_blocking_granted(void **state)
@@ -963,7 +964,7 @@ static void test_wake_calls_back(void **state)
     for (int i = 0; i < 3; i++) {
         add2(&f->q[i], f->a, 4, f->b, 4);
         f->q[i].hook = release_in_wake;
-        assert_int_equal(band_admit_async(&f->q[i].r), BAND_PENDING);
+        assert_int_equal(band_admit_acquire_async(&f->q[i].r), BAND_PENDING);
     }
     assert_int_equal(band_sem_release(f->a, 4), 0);
     int order[] = {0, 1, 2};
@@ -983,7 +984,7 @@ static void test_plain_sem_and_debt(void **state)
     /* A debt on S is repaid before the request. */
     assert_int_equal(band_sem_reduce(f->s, 3), 0); /* 2 available taken, owes 1 */
     add2(&f->q[0], f->s, 1, f->a, 1);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
     assert_int_equal(band_sem_release(f->s, 1), 0);
     assert_int_equal(atomic_load(&f->q[0].count), 0);
     assert_int_equal(band_sem_release(f->s, 1), 0);
@@ -1000,7 +1001,7 @@ static void test_release_overflow_with_request(void **state)
     /* A budget refuses releases of units nobody held, also while a request waits. */
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(&f->q[0], f->a, 1, f->b, 1);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
     assert_int_equal(band_sem_release(f->a, 1), BAND_EOVERFLOW);
     assert_u64_equal(stats_of(f->a).head_granted, 4);
     assert_int_equal(band_waiter_cancel(&f->q[0].r.w, BAND_ECANCELED), 0);
@@ -1032,14 +1033,14 @@ static void test_wake_cancels_request_and_destroys_sem(void **state)
      * waiter's wake cancels q0 and destroys X, now idle: the release may not touch X
      * after that wake, not even to have q0 evaluated (AddressSanitizer checks). */
     band_sem *x;
-    assert_int_equal(band_sem_create(&x, 0), 0);
+    assert_int_equal(band_sem_create(&x, 0, NULL), 0);
     struct cancel_destroy cd = {x, &f->q[0].r, 12345, 12345};
     f->rec[0].hook = cancel_then_destroy;
     f->rec[0].ctx = &cd;
     assert_int_equal(band_sem_acquire_async(x, 1, &f->rec[0].w), BAND_PENDING);
     assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
     add2(&f->q[0], x, 1, f->b, 1);
-    assert_int_equal(band_admit_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
     assert_u64_equal(stats_of(x).waiters, 2);
     assert_int_equal(band_sem_release(x, 2), 0);
     assert_int_equal(atomic_load(&f->rec[0].count), 1);

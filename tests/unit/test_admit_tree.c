@@ -1,5 +1,5 @@
 /*
- * test_admit_tree.c - capacity hierarchies (band_tree_* in admit.h): creation rules, one
+ * test_admit_tree.c - capacity hierarchies (band/cap_tree.h): creation rules, one
  * admission charging a leaf and all its ancestors, caps at every level, work-conserving
  * borrowing of unused reservations, guaranteed requests served before borrowers with the
  * next freed capacity (nothing revoked), the guaranteed budget counting queued requests,
@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 struct areq {
     band_admit_req r;
@@ -36,7 +36,7 @@ static void areq_wake(band_waiter *w)
 }
 
 struct fixture {
-    band_tree *root, *t1, *t2, *p1;
+    band_cap_tree *root, *t1, *t2, *p1;
     struct wake_log log;
     struct areq q[6];
     band_admit_grant g[6];
@@ -48,9 +48,10 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_tree_create(&f->root, NULL, 10, 0) != 0 ||
-        band_tree_create(&f->t1, f->root, 10, 4) != 0 ||
-        band_tree_create(&f->t2, f->root, 10, 4) != 0 || band_tree_create(&f->p1, f->t1, 6, 0) != 0)
+    if (band_cap_tree_create(&f->root, NULL, 10, 0) != 0 ||
+        band_cap_tree_create(&f->t1, f->root, 10, 4) != 0 ||
+        band_cap_tree_create(&f->t2, f->root, 10, 4) != 0 ||
+        band_cap_tree_create(&f->p1, f->t1, 6, 0) != 0)
         return -1;
     wake_log_init(&f->log);
     for (int i = 0; i < 6; i++) {
@@ -70,34 +71,34 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     int bad = 0;
-    bad |= band_tree_destroy(f->p1) != 0;
-    bad |= band_tree_destroy(f->t1) != 0;
-    bad |= band_tree_destroy(f->t2) != 0;
-    bad |= band_tree_destroy(f->root) != 0;
+    bad |= band_cap_tree_destroy(f->p1) != 0;
+    bad |= band_cap_tree_destroy(f->t1) != 0;
+    bad |= band_cap_tree_destroy(f->t2) != 0;
+    bad |= band_cap_tree_destroy(f->root) != 0;
     free(f);
     return bad ? -1 : 0;
 }
 
-static uint64_t in_use(band_tree *t)
+static uint64_t in_use(band_cap_tree *t)
 {
     band_sem_stats st;
-    assert_int_equal(band_sem_get_stats(band_tree_sem(t), &st), 0);
+    assert_int_equal(band_sem_get_stats(band_cap_tree_sem(t), &st), 0);
     return st.in_use;
 }
 
-static uint64_t waiters(band_tree *t)
+static uint64_t waiters(band_cap_tree *t)
 {
     band_sem_stats st;
-    assert_int_equal(band_sem_get_stats(band_tree_sem(t), &st), 0);
+    assert_int_equal(band_sem_get_stats(band_cap_tree_sem(t), &st), 0);
     return st.waiters;
 }
 
 #define CHECK(f)                                                                                   \
     do {                                                                                           \
-        assert_int_equal(band__sem_check(band_tree_sem((f)->root)), 0);                            \
-        assert_int_equal(band__sem_check(band_tree_sem((f)->t1)), 0);                              \
-        assert_int_equal(band__sem_check(band_tree_sem((f)->t2)), 0);                              \
-        assert_int_equal(band__sem_check(band_tree_sem((f)->p1)), 0);                              \
+        assert_int_equal(band__sem_check(band_cap_tree_sem((f)->root)), 0);                        \
+        assert_int_equal(band__sem_check(band_cap_tree_sem((f)->t1)), 0);                          \
+        assert_int_equal(band__sem_check(band_cap_tree_sem((f)->t2)), 0);                          \
+        assert_int_equal(band__sem_check(band_cap_tree_sem((f)->p1)), 0);                          \
     } while (0)
 
 static void assert_log(struct wake_log *log, const int *ids, unsigned n)
@@ -108,10 +109,10 @@ static void assert_log(struct wake_log *log, const int *ids, unsigned n)
 }
 
 /* Request @amount at @leaf for q[@i], async; returns the submission's answer. */
-static int submit(struct fixture *f, int i, band_tree *leaf, uint64_t amount)
+static int submit(struct fixture *f, int i, band_cap_tree *leaf, uint64_t amount)
 {
     assert_int_equal(band_admit_req_add_tree(&f->q[i].r, leaf, amount), 0);
-    return band_admit_async(&f->q[i].r);
+    return band_admit_acquire_async(&f->q[i].r);
 }
 
 static void take(struct fixture *f, int i)
@@ -129,26 +130,26 @@ static void give_back(struct fixture *f, int i)
 static void test_create_rules(void **state)
 {
     struct fixture *f = *state;
-    band_tree *t = (band_tree *)(uintptr_t)0x1;
-    assert_int_equal(band_tree_create(NULL, NULL, 1, 0), BAND_EINVAL);
-    assert_int_equal(band_tree_create(&t, NULL, 0, 0), BAND_EINVAL);
-    assert_int_equal(band_tree_create(&t, NULL, BAND_SEM_MAX_PERMITS + 1, 0), BAND_EINVAL);
-    assert_int_equal(band_tree_create(&t, NULL, 4, 5), BAND_EINVAL); /* reserve > cap */
+    band_cap_tree *t = (band_cap_tree *)(uintptr_t)0x1;
+    assert_int_equal(band_cap_tree_create(NULL, NULL, 1, 0), BAND_EINVAL);
+    assert_int_equal(band_cap_tree_create(&t, NULL, 0, 0), BAND_EINVAL);
+    assert_int_equal(band_cap_tree_create(&t, NULL, BAND_MAX_UNITS + 1, 0), BAND_EINVAL);
+    assert_int_equal(band_cap_tree_create(&t, NULL, 4, 5), BAND_EINVAL); /* reserve > cap */
     /* root's children already reserve 8 of its 10 */
-    assert_int_equal(band_tree_create(&t, f->root, 10, 3), BAND_EINVAL);
-    assert_ptr_equal(t, (band_tree *)(uintptr_t)0x1);
-    assert_int_equal(band_tree_create(&t, f->root, 10, 2), 0);
-    assert_ptr_equal(band_tree_parent(t), f->root);
-    assert_ptr_equal(band_tree_parent(f->root), NULL);
-    assert_ptr_equal(band_tree_parent(NULL), NULL);
-    assert_ptr_equal(band_tree_sem(NULL), NULL);
-    assert_int_equal(band_tree_destroy(t), 0);
-    assert_int_equal(band_tree_create(&t, f->root, 10, 2), 0); /* its reservation came back */
-    assert_int_equal(band_tree_destroy(t), 0);
-    assert_int_equal(band_tree_destroy(f->root), BAND_EBUSY); /* has children */
-    assert_int_equal(band_tree_destroy(NULL), 0);
+    assert_int_equal(band_cap_tree_create(&t, f->root, 10, 3), BAND_EINVAL);
+    assert_ptr_equal(t, (band_cap_tree *)(uintptr_t)0x1);
+    assert_int_equal(band_cap_tree_create(&t, f->root, 10, 2), 0);
+    assert_ptr_equal(band_cap_tree_parent(t), f->root);
+    assert_ptr_equal(band_cap_tree_parent(f->root), NULL);
+    assert_ptr_equal(band_cap_tree_parent(NULL), NULL);
+    assert_ptr_equal(band_cap_tree_sem(NULL), NULL);
+    assert_int_equal(band_cap_tree_destroy(t), 0);
+    assert_int_equal(band_cap_tree_create(&t, f->root, 10, 2), 0); /* its reservation came back */
+    assert_int_equal(band_cap_tree_destroy(t), 0);
+    assert_int_equal(band_cap_tree_destroy(f->root), BAND_EBUSY); /* has children */
+    assert_int_equal(band_cap_tree_destroy(NULL), 0);
     /* the node's semaphore is a budget: destroyed only through the tree */
-    assert_int_equal(band_sem_destroy(band_tree_sem(f->t1)), BAND_EINVAL);
+    assert_int_equal(band_sem_destroy(band_cap_tree_sem(f->t1)), BAND_EINVAL);
 }
 
 static void test_charges_whole_path(void **state)
@@ -203,7 +204,7 @@ static void test_work_conserving(void **state)
 static void test_guaranteed_gets_next_capacity(void **state)
 {
     struct fixture *f = *state;
-    band_sem *root = band_tree_sem(f->root);
+    band_sem *root = band_cap_tree_sem(f->root);
     assert_int_equal(submit(f, 0, f->t2, 6), 0); /* t2 borrows beyond its reservation */
     take(f, 0);
     assert_int_equal(band_sem_try_acquire(root, 4), 0);     /* root full */
@@ -260,7 +261,7 @@ static void test_capped_tenant_does_not_block_others(void **state)
 static void test_staged_join_keeps_global_order(void **state)
 {
     struct fixture *f = *state;
-    band_sem *root = band_tree_sem(f->root);
+    band_sem *root = band_cap_tree_sem(f->root);
     /* q1 (older) waits at its full leaf; q2 (newer) queues at root. When q1 reaches root
      * it is placed ahead of q2 by its ticket: the order of requests is one global order. */
     assert_int_equal(submit(f, 0, f->p1, 6), 0);
@@ -269,7 +270,7 @@ static void test_staged_join_keeps_global_order(void **state)
     assert_int_equal(submit(f, 1, f->p1, 1), BAND_PENDING);
     assert_int_equal(submit(f, 2, f->t2, 5), BAND_PENDING); /* borrower, at root */
     assert_u64_equal(waiters(f->root), 1);
-    assert_int_equal(band_admit_release_part(&f->g[0], band_tree_sem(f->p1), 1), 0);
+    assert_int_equal(band_admit_release_part(&f->g[0], band_cap_tree_sem(f->p1), 1), 0);
     assert_u64_equal(waiters(f->root), 2); /* q1 joined, ahead of q2 */
     assert_int_equal(band_sem_release(root, 1), 0);
     int one[] = {1};
@@ -333,7 +334,7 @@ static void test_guaranteed_in_arrival_order(void **state)
 static void test_plain_acquire_is_borrower(void **state)
 {
     struct fixture *f = *state;
-    band_sem *root = band_tree_sem(f->root);
+    band_sem *root = band_cap_tree_sem(f->root);
     assert_int_equal(band_sem_try_acquire(root, 10), 0);
     assert_int_equal(band_sem_acquire_async(root, 1, &f->rec.w), BAND_PENDING);
     assert_int_equal(submit(f, 0, f->t1, 1), BAND_PENDING); /* guaranteed: ahead of rec */
@@ -377,7 +378,7 @@ static void test_close_unreached_ancestor(void **state)
     take(f, 0);
     assert_int_equal(submit(f, 1, f->p1, 2), BAND_PENDING);
     assert_u64_equal(waiters(f->root), 0);
-    assert_int_equal(band_sem_close(band_tree_sem(f->root)), 0);
+    assert_int_equal(band_sem_close(band_cap_tree_sem(f->root)), 0);
     assert_int_equal(atomic_load(&f->q[1].count), 1);
     assert_int_equal(atomic_load(&f->q[1].status), BAND_ECLOSED);
     assert_u64_equal(waiters(f->p1), 0);
@@ -395,7 +396,7 @@ static void test_shrink_unreached_ancestor(void **state)
     assert_int_equal(submit(f, 1, f->p1, 3), BAND_PENDING); /* at p1 only */
     assert_int_equal(submit(f, 2, f->p1, 1), BAND_PENDING);
     /* root's capacity 10 -> 2: q1's 3 can never fit there, q2's 1 can */
-    assert_int_equal(band_sem_reduce(band_tree_sem(f->root), 8), 0);
+    assert_int_equal(band_sem_reduce(band_cap_tree_sem(f->root), 8), 0);
     assert_int_equal(atomic_load(&f->q[1].status), BAND_E2BIG);
     assert_int_equal(atomic_load(&f->q[2].count), 0);
     give_back(f, 0); /* repays root's debt of 4; p1 and root have room for q2 */
@@ -446,7 +447,7 @@ static void test_wake_destroys_unrelated_sem_on_close(void **state)
     /* An unrelated semaphore: closing it fails its waiter, whose wake destroys it. Nothing
      * may touch the semaphore after that wake (AddressSanitizer would report it). */
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     f->rec.hook = destroy_sem_hook;
     f->rec.ctx = s;
     assert_int_equal(band_sem_acquire_async(s, 1, &f->rec.w), BAND_PENDING);
@@ -462,7 +463,7 @@ static void test_wake_destroys_unrelated_budget_on_shrink(void **state)
     struct fixture *f = *state;
     stage_one(f);
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 4), 0);
+    assert_int_equal(band_budget_create(&b, 4, NULL), 0);
     assert_int_equal(band_budget_try_acquire(b, 1), 0);
     f->rec.hook = destroy_budget_hook;
     f->rec.ctx = b;
@@ -479,7 +480,7 @@ static void test_wake_destroys_unrelated_budget_on_forget(void **state)
     struct fixture *f = *state;
     stage_one(f);
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 4), 0);
+    assert_int_equal(band_budget_create(&b, 4, NULL), 0);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_try_acquire(&p, band_budget_sem(b), 2), 0);
     f->rec.hook = destroy_budget_hook;
@@ -495,10 +496,10 @@ static void test_wake_destroys_unrelated_budget_on_forget(void **state)
 static void test_path_too_long(void **state)
 {
     (void)state;
-    band_tree *chain[BAND_ADMIT_MAX + 1];
-    band_tree *parent = NULL;
+    band_cap_tree *chain[BAND_ADMIT_MAX + 1];
+    band_cap_tree *parent = NULL;
     for (int i = 0; i <= BAND_ADMIT_MAX; i++) {
-        assert_int_equal(band_tree_create(&chain[i], parent, 5, 0), 0);
+        assert_int_equal(band_cap_tree_create(&chain[i], parent, 5, 0), 0);
         parent = chain[i];
     }
     band_admit_req r;
@@ -512,7 +513,7 @@ static void test_path_too_long(void **state)
     assert_int_equal(band_admit_req_add_tree(NULL, chain[0], 1), BAND_EINVAL);
     assert_int_equal(band_admit_req_add_tree(&r, NULL, 1), BAND_EINVAL);
     for (int i = BAND_ADMIT_MAX; i >= 0; i--)
-        assert_int_equal(band_tree_destroy(chain[i]), 0);
+        assert_int_equal(band_cap_tree_destroy(chain[i]), 0);
 }
 
 int main(void)

@@ -13,7 +13,7 @@
 #include "band/broadcast.h"
 
 /* Defined in src/broadcast.c (test hook; 0 when the invariants hold). */
-#include "broadcast_internal.h"
+#include "prim/broadcast_internal.h"
 
 #define LOSSY    BAND_BROADCAST_LOSSY
 #define LOSSLESS BAND_BROADCAST_LOSSLESS
@@ -157,24 +157,24 @@ static void test_null_args(void **state)
     assert_int_equal(band_broadcast_unsubscribe(&idle), BAND_EINVAL);
     assert_int_equal(band_broadcast_try_send(NULL, &v), BAND_EINVAL);
     assert_int_equal(band_broadcast_try_send(b, NULL), BAND_EINVAL);
-    assert_int_equal(band_broadcast_send(NULL, &v, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_broadcast_send(b, NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_broadcast_send(NULL, &v, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_broadcast_send(b, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     init_sop(f, 0, 1);
-    assert_int_equal(band_broadcast_send_async(NULL, &f->sop[0], &v), BAND_EINVAL);
-    assert_int_equal(band_broadcast_send_async(b, NULL, &v), BAND_EINVAL);
-    assert_int_equal(band_broadcast_send_async(b, &f->sop[0], NULL), BAND_EINVAL);
+    assert_int_equal(band_broadcast_send_async(NULL, &v, &f->sop[0]), BAND_EINVAL);
+    assert_int_equal(band_broadcast_send_async(b, &v, NULL), BAND_EINVAL);
+    assert_int_equal(band_broadcast_send_async(b, NULL, &f->sop[0]), BAND_EINVAL);
     band_waiter_init(&f->sop[1].w, NULL, NULL); /* no wake function */
-    assert_int_equal(band_broadcast_send_async(b, &f->sop[1], &v), BAND_EINVAL);
+    assert_int_equal(band_broadcast_send_async(b, &v, &f->sop[1]), BAND_EINVAL);
     assert_int_equal(band_broadcast_try_recv(NULL, &v), BAND_EINVAL);
     assert_int_equal(band_broadcast_try_recv(&rx, NULL), BAND_EINVAL);
     assert_int_equal(band_broadcast_try_recv(&idle, &v), BAND_EINVAL);
-    assert_int_equal(band_broadcast_recv(NULL, &v, 0), BAND_EINVAL);
-    assert_int_equal(band_broadcast_recv(&idle, &v, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_broadcast_recv(NULL, &v, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_broadcast_recv(&idle, &v, BAND_FOREVER, NULL), BAND_EINVAL);
     init_rop(f, 0);
-    assert_int_equal(band_broadcast_recv_async(NULL, &f->rop[0], &v), BAND_EINVAL);
-    assert_int_equal(band_broadcast_recv_async(&rx, NULL, &v), BAND_EINVAL);
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[0], NULL), BAND_EINVAL);
-    assert_int_equal(band_broadcast_recv_async(&idle, &f->rop[0], &v), BAND_EINVAL);
+    assert_int_equal(band_broadcast_recv_async(NULL, &v, &f->rop[0]), BAND_EINVAL);
+    assert_int_equal(band_broadcast_recv_async(&rx, &v, NULL), BAND_EINVAL);
+    assert_int_equal(band_broadcast_recv_async(&rx, NULL, &f->rop[0]), BAND_EINVAL);
+    assert_int_equal(band_broadcast_recv_async(&idle, &v, &f->rop[0]), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->rop[0].w), 0);
     assert_int_equal(band_broadcast_close(NULL), BAND_EINVAL);
     assert_int_equal(band_broadcast_is_closed(NULL), 0);
@@ -284,7 +284,7 @@ static void test_lossless_no_receivers_never_blocks(void **state)
     for (uint64_t v = 0; v < 5; v++)
         send_val(b, v);
     uint64_t v = 5;
-    assert_int_equal(band_broadcast_send(b, &v, 0), 0); /* past deadline: no wait needed */
+    assert_int_equal(band_broadcast_send(b, &v, 0, NULL), 0); /* past deadline: no wait needed */
     band_broadcast_stats st = stats_of(b);
     assert_u64_equal(st.next_seq, 6);
     assert_u64_equal(st.retained, 0);
@@ -308,8 +308,8 @@ static void test_lossless_slowest_holds_back(void **state)
     send_val(b, 2);
     uint64_t v = 3;
     assert_int_equal(band_broadcast_try_send(b, &v), BAND_EAGAIN);
-    assert_int_equal(band_broadcast_send(b, &v, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_broadcast_send(b, &v, band_now() - 1), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_send(b, &v, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_send(b, &v, band_now() - 1, NULL), BAND_ETIMEDOUT);
     expect_val(&fast, 1);
     expect_val(&fast, 2);
     assert_int_equal(band_broadcast_try_send(b, &v), BAND_EAGAIN); /* slow holds both */
@@ -343,11 +343,11 @@ static void test_lossless_fifo_senders(void **state)
     send_val(b, 0);
     for (int i = 0; i < 4; i++) {
         init_sop(f, i, 10 + (uint64_t)i);
-        assert_int_equal(band_broadcast_send_async(b, &f->sop[i], &f->val[i]), BAND_PENDING);
+        assert_int_equal(band_broadcast_send_async(b, &f->val[i], &f->sop[i]), BAND_PENDING);
         assert_int_equal(band_waiter_status(&f->sop[i].w), BAND_PENDING);
     }
     /* Submitting a pending op again is refused and leaves it queued. */
-    assert_int_equal(band_broadcast_send_async(b, &f->sop[0], &f->val[0]), BAND_EINVAL);
+    assert_int_equal(band_broadcast_send_async(b, &f->val[0], &f->sop[0]), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->sop[0].w), 1);
     band_broadcast_stats st = stats_of(b);
     assert_u64_equal(st.waiting_senders, 4);
@@ -394,7 +394,7 @@ static void test_lossless_unsubscribe_releases_senders(void **state)
     send_val(b, 2);
     for (int i = 0; i < 3; i++) {
         init_sop(f, i, 3 + (uint64_t)i);
-        assert_int_equal(band_broadcast_send_async(b, &f->sop[i], &f->val[i]), BAND_PENDING);
+        assert_int_equal(band_broadcast_send_async(b, &f->val[i], &f->sop[i]), BAND_PENDING);
     }
     expect_val(&fast, 1);
     expect_val(&fast, 2);
@@ -415,7 +415,7 @@ static void test_lossless_unsubscribe_releases_senders(void **state)
     send_val(b, 6);
     send_val(b, 7);
     init_sop(f, 3, 8);
-    assert_int_equal(band_broadcast_send_async(b, &f->sop[3], &f->val[3]), BAND_PENDING);
+    assert_int_equal(band_broadcast_send_async(b, &f->val[3], &f->sop[3]), BAND_PENDING);
     assert_int_equal(band_broadcast_unsubscribe(&fast), 0);
     assert_int_equal(atomic_load(&f->rec[3].count), 1);
     assert_int_equal(atomic_load(&f->rec[3].status), 0);
@@ -438,7 +438,7 @@ static void test_lossy_lag_exact(void **state)
     assert_int_equal(band_broadcast_subscribe(b, &keep), 0);
     for (uint64_t v = 0; v < 10; v++) {
         uint64_t x = v;
-        assert_int_equal(band_broadcast_send(b, &x, 0), 0); /* never waits */
+        assert_int_equal(band_broadcast_send(b, &x, 0, NULL), 0); /* never waits */
         expect_val(&keep, v);
     }
     assert_u64_equal(band_broadcast_rx_backlog(&lag), 10);
@@ -480,21 +480,21 @@ static void test_lossy_async_lag_and_send(void **state)
     assert_int_equal(band_broadcast_subscribe(b, &rx), 0);
     for (uint64_t v = 0; v < 5; v++) {
         init_sop(f, 0, v);
-        assert_int_equal(band_broadcast_send_async(b, &f->sop[0], &f->val[0]), 0);
+        assert_int_equal(band_broadcast_send_async(b, &f->val[0], &f->sop[0]), 0);
         assert_int_equal(band_waiter_status(&f->sop[0].w), 0);
     }
     init_rop(f, 1);
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[1], &f->out[1]), BAND_ELAGGED);
+    assert_int_equal(band_broadcast_recv_async(&rx, &f->out[1], &f->rop[1]), BAND_ELAGGED);
     assert_u64_equal(f->rop[1].lagged, 3);
     assert_int_equal(band_waiter_status(&f->rop[1].w), BAND_ELAGGED);
     assert_u64_equal(f->out[1], 0xdead);
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[1], &f->out[1]), 0);
+    assert_int_equal(band_broadcast_recv_async(&rx, &f->out[1], &f->rop[1]), 0);
     assert_u64_equal(f->rop[1].lagged, 0);
     assert_u64_equal(f->out[1], 3);
-    assert_int_equal(band_broadcast_recv(&rx, &f->out[1], BAND_FOREVER), 0);
+    assert_int_equal(band_broadcast_recv(&rx, &f->out[1], BAND_FOREVER, NULL), 0);
     assert_u64_equal(f->out[1], 4);
     assert_int_equal(atomic_load(&f->log.len), 0); /* nothing queued, nothing woken */
-    assert_int_equal(band_broadcast_recv(&rx, &f->out[1], 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_recv(&rx, &f->out[1], 0, NULL), BAND_ETIMEDOUT);
     destroy(b, &rx, 1);
 }
 
@@ -514,8 +514,8 @@ static void test_async_recv_completed_by_send(void **state)
         wake_rec_init(&f->rec[1], 1, &f->log);
         init_rop(f, 0);
         init_rop(f, 1);
-        assert_int_equal(band_broadcast_recv_async(&r1, &f->rop[0], &f->out[0]), BAND_PENDING);
-        assert_int_equal(band_broadcast_recv_async(&r2, &f->rop[1], &f->out[1]), BAND_PENDING);
+        assert_int_equal(band_broadcast_recv_async(&r1, &f->out[0], &f->rop[0]), BAND_PENDING);
+        assert_int_equal(band_broadcast_recv_async(&r2, &f->out[1], &f->rop[1]), BAND_PENDING);
         assert_u64_equal(stats_of(b).waiting_receivers, 2);
         CHECK(b);
         send_val(b, 42);
@@ -551,8 +551,8 @@ static void test_shared_receiver(void **state)
     assert_int_equal(band_broadcast_subscribe(b, &rx), 0);
     init_rop(f, 0);
     init_rop(f, 1);
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[0], &f->out[0]), BAND_PENDING);
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[1], &f->out[1]), BAND_PENDING);
+    assert_int_equal(band_broadcast_recv_async(&rx, &f->out[0], &f->rop[0]), BAND_PENDING);
+    assert_int_equal(band_broadcast_recv_async(&rx, &f->out[1], &f->rop[1]), BAND_PENDING);
     send_val(b, 7);
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
     assert_int_equal(atomic_load(&f->rec[1].count), 0);
@@ -572,8 +572,8 @@ static void test_cancel_recv(void **state)
     assert_int_equal(band_broadcast_subscribe(b, &rx), 0);
     init_rop(f, 0);
     init_rop(f, 1);
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[0], &f->out[0]), BAND_PENDING);
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[1], &f->out[1]), BAND_PENDING);
+    assert_int_equal(band_broadcast_recv_async(&rx, &f->out[0], &f->rop[0]), BAND_PENDING);
+    assert_int_equal(band_broadcast_recv_async(&rx, &f->out[1], &f->rop[1]), BAND_PENDING);
     assert_int_equal(band_waiter_cancel(&f->rop[0].w, BAND_ECANCELED), 0);
     assert_int_equal(band_waiter_status(&f->rop[0].w), BAND_ECANCELED);
     assert_int_equal(band_waiter_cancel(&f->rop[0].w, BAND_ECANCELED), BAND_EINVAL);
@@ -588,7 +588,7 @@ static void test_cancel_recv(void **state)
     assert_u64_equal(st.recv_timeouts, 1);
     assert_u64_equal(st.waiting_receivers, 0);
     /* The op can be resubmitted after a cancel. */
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[0], &f->out[0]), BAND_PENDING);
+    assert_int_equal(band_broadcast_recv_async(&rx, &f->out[0], &f->rop[0]), BAND_PENDING);
     send_val(b, 6);
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
     assert_u64_equal(f->out[0], 6);
@@ -604,7 +604,7 @@ static void test_cancel_send(void **state)
     send_val(b, 1);
     for (int i = 0; i < 3; i++) {
         init_sop(f, i, 10 + (uint64_t)i);
-        assert_int_equal(band_broadcast_send_async(b, &f->sop[i], &f->val[i]), BAND_PENDING);
+        assert_int_equal(band_broadcast_send_async(b, &f->val[i], &f->sop[i]), BAND_PENDING);
     }
     /* Cancel the head and the tail: only 11 is ever sent. */
     assert_int_equal(band_waiter_cancel(&f->sop[0].w, BAND_ECANCELED), 0);
@@ -635,8 +635,8 @@ static void test_unsubscribe_ends_queued_recv(void **state)
     assert_int_equal(band_broadcast_subscribe(b, &other), 0);
     init_rop(f, 0);
     init_rop(f, 1);
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[0], &f->out[0]), BAND_PENDING);
-    assert_int_equal(band_broadcast_recv_async(&other, &f->rop[1], &f->out[1]), BAND_PENDING);
+    assert_int_equal(band_broadcast_recv_async(&rx, &f->out[0], &f->rop[0]), BAND_PENDING);
+    assert_int_equal(band_broadcast_recv_async(&other, &f->out[1], &f->rop[1]), BAND_PENDING);
     assert_int_equal(band_broadcast_unsubscribe(&rx), 0);
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
     assert_int_equal(atomic_load(&f->rec[0].status), BAND_ECLOSED);
@@ -665,9 +665,9 @@ static void test_close(void **state)
     expect_val(&idle, 1);
     expect_val(&idle, 2);
     init_rop(f, 0); /* idle waits for more */
-    assert_int_equal(band_broadcast_recv_async(&idle, &f->rop[0], &f->out[0]), BAND_PENDING);
+    assert_int_equal(band_broadcast_recv_async(&idle, &f->out[0], &f->rop[0]), BAND_PENDING);
     init_sop(f, 1, 3); /* a sender waits for slow */
-    assert_int_equal(band_broadcast_send_async(b, &f->sop[1], &f->val[1]), BAND_PENDING);
+    assert_int_equal(band_broadcast_send_async(b, &f->val[1], &f->sop[1]), BAND_PENDING);
     assert_int_equal(band_broadcast_close(b), 0);
     assert_int_equal(band_broadcast_is_closed(b), 1);
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
@@ -683,13 +683,13 @@ static void test_close(void **state)
     expect_rc(&idle, BAND_ECLOSED);
     uint64_t v = 4;
     assert_int_equal(band_broadcast_try_send(b, &v), BAND_ECLOSED);
-    assert_int_equal(band_broadcast_send(b, &v, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_broadcast_send(b, &v, BAND_FOREVER, NULL), BAND_ECLOSED);
     init_sop(f, 2, 5);
-    assert_int_equal(band_broadcast_send_async(b, &f->sop[2], &f->val[2]), BAND_ECLOSED);
+    assert_int_equal(band_broadcast_send_async(b, &f->val[2], &f->sop[2]), BAND_ECLOSED);
     assert_int_equal(band_waiter_status(&f->sop[2].w), BAND_ECLOSED);
     init_rop(f, 3);
-    assert_int_equal(band_broadcast_recv_async(&slow, &f->rop[3], &f->out[3]), BAND_ECLOSED);
-    assert_int_equal(band_broadcast_recv(&slow, &v, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_broadcast_recv_async(&slow, &f->out[3], &f->rop[3]), BAND_ECLOSED);
+    assert_int_equal(band_broadcast_recv(&slow, &v, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_broadcast_subscribe(b, &late), BAND_ECLOSED);
     assert_int_equal(band_broadcast_unsubscribe(&late), BAND_EINVAL);
     assert_int_equal(band_broadcast_close(b), 0); /* twice is harmless */
@@ -761,7 +761,7 @@ static void test_wake_reenters(void **state)
     init_rop(f, 0);
     f->rec[0].hook = hook_send_and_recv;
     f->rec[0].ctx = &re;
-    assert_int_equal(band_broadcast_recv_async(&rx, &f->rop[0], &f->out[0]), BAND_PENDING);
+    assert_int_equal(band_broadcast_recv_async(&rx, &f->out[0], &f->rop[0]), BAND_PENDING);
     send_val(b, 5); /* completes the op; its wake sends 77 and receives it */
     assert_int_equal(atomic_load(&f->rec[0].count), 1);
     assert_u64_equal(f->out[0], 5);
@@ -773,7 +773,7 @@ static void test_wake_reenters(void **state)
     init_sop(f, 1, 8);
     f->rec[1].hook = hook_read_stats;
     f->rec[1].ctx = &re;
-    assert_int_equal(band_broadcast_send_async(b, &f->sop[1], &f->val[1]), BAND_PENDING);
+    assert_int_equal(band_broadcast_send_async(b, &f->val[1], &f->sop[1]), BAND_PENDING);
     expect_val(&rx, 6);
     assert_int_equal(atomic_load(&f->rec[1].count), 1);
     assert_int_equal(f->rec[1].hook_rc, 0);
@@ -796,13 +796,13 @@ struct blocking_arg {
 static int blocking_send(void *p)
 {
     struct blocking_arg *a = p;
-    return band_broadcast_send(a->b, &a->v, a->deadline);
+    return band_broadcast_send(a->b, &a->v, a->deadline, NULL);
 }
 
 static int blocking_recv(void *p)
 {
     struct blocking_arg *a = p;
-    return band_broadcast_recv(a->rx, &a->v, a->deadline);
+    return band_broadcast_recv(a->rx, &a->v, a->deadline, NULL);
 }
 
 static bool cond_waiting_senders(void *p)
@@ -854,22 +854,22 @@ static void test_deadlines(void **state)
     assert_int_equal(band_broadcast_subscribe(b, &rx), 0);
     uint64_t v = 0;
     /* Past deadlines: do not wait, and do not queue. */
-    assert_int_equal(band_broadcast_recv(&rx, &v, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_broadcast_recv(&rx, &v, INT64_MIN), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_recv(&rx, &v, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_recv(&rx, &v, INT64_MIN, NULL), BAND_ETIMEDOUT);
     send_val(b, 1);
-    assert_int_equal(band_broadcast_send(b, &v, band_now()), BAND_ETIMEDOUT);
+    assert_int_equal(band_broadcast_send(b, &v, band_now(), NULL), BAND_ETIMEDOUT);
     band_broadcast_stats st = stats_of(b);
     assert_u64_equal(st.recv_queued + st.send_queued, 0);
     /* But if it need not wait, a past deadline still succeeds. */
-    assert_int_equal(band_broadcast_recv(&rx, &v, 0), 0);
+    assert_int_equal(band_broadcast_recv(&rx, &v, 0, NULL), 0);
     assert_u64_equal(v, 1);
     /* Short real deadlines: queue, time out, counted. */
     band_time t0 = band_now();
-    assert_int_equal(band_broadcast_recv(&rx, &v, band_deadline_after(20 * BAND_MSEC)),
+    assert_int_equal(band_broadcast_recv(&rx, &v, band_deadline_after(20 * BAND_MSEC), NULL),
                      BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     send_val(b, 2);
-    assert_int_equal(band_broadcast_send(b, &v, band_deadline_after(20 * BAND_MSEC)),
+    assert_int_equal(band_broadcast_send(b, &v, band_deadline_after(20 * BAND_MSEC), NULL),
                      BAND_ETIMEDOUT);
     st = stats_of(b);
     assert_u64_equal(st.recv_timeouts, 1);

@@ -21,10 +21,10 @@ static void test_create_request(void **state)
     assert_int_equal(band_cancel_create(NULL, NULL), BAND_EINVAL);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     assert_non_null(c);
-    assert_int_equal(band_cancel_requested(c), 0);
-    assert_int_equal(band_cancel_requested(NULL), 0);
+    assert_int_equal(band_cancel_is_requested(c), 0);
+    assert_int_equal(band_cancel_is_requested(NULL), 0);
     assert_int_equal(band_cancel_request(c), 0);
-    assert_int_equal(band_cancel_requested(c), 1);
+    assert_int_equal(band_cancel_is_requested(c), 1);
     assert_int_equal(band_cancel_request(c), BAND_EALREADY);
     assert_int_equal(band_cancel_request(NULL), BAND_EINVAL);
     assert_int_equal(band_cancel_destroy(c), 0);
@@ -92,14 +92,14 @@ static void test_nesting(void **state)
 
     /* A child's request stays below it. */
     assert_int_equal(band_cancel_request(other), 0);
-    assert_int_equal(band_cancel_requested(root), 0);
-    assert_int_equal(band_cancel_requested(mid), 0);
+    assert_int_equal(band_cancel_is_requested(root), 0);
+    assert_int_equal(band_cancel_is_requested(mid), 0);
     assert_int_equal(band_cancel_destroy(root), BAND_EBUSY); /* children exist */
 
     /* A parent's request reaches every descendant, and their hooks. */
     assert_int_equal(band_cancel_request(root), 0);
-    assert_int_equal(band_cancel_requested(mid), 1);
-    assert_int_equal(band_cancel_requested(leaf), 1);
+    assert_int_equal(band_cancel_is_requested(mid), 1);
+    assert_int_equal(band_cancel_is_requested(leaf), 1);
     assert_int_equal(atomic_load(&fired), 1);
     assert_int_equal(band_cancel_request(leaf), BAND_EALREADY);
     assert_int_equal(band_cancel_hook_remove(&h), BAND_EALREADY);
@@ -108,13 +108,38 @@ static void test_nesting(void **state)
     band_cancel *late;
     o.parent = root;
     assert_int_equal(band_cancel_create(&late, &o), 0);
-    assert_int_equal(band_cancel_requested(late), 1);
+    assert_int_equal(band_cancel_is_requested(late), 1);
 
     assert_int_equal(band_cancel_destroy(late), 0);
     assert_int_equal(band_cancel_destroy(leaf), 0);
     assert_int_equal(band_cancel_destroy(mid), 0);
     assert_int_equal(band_cancel_destroy(other), 0);
     assert_int_equal(band_cancel_destroy(root), 0);
+}
+
+/* A hook that fired still refers to its token until it is removed, and a child that was
+ * requested through its parent still refers to the parent until it is destroyed: destroy
+ * refuses in both cases, so removing the hook (or destroying the child) never touches
+ * freed memory. */
+static void test_destroy_waits_for_fired_hooks(void **state)
+{
+    (void)state;
+    band_cancel *c, *child;
+    assert_int_equal(band_cancel_create(&c, NULL), 0);
+    band_cancel_opts o = {.parent = c};
+    assert_int_equal(band_cancel_create(&child, &o), 0);
+    atomic_int fired = 0;
+    band_cancel_hook h;
+    band_cancel_hook_init(&h, count_fire, &fired);
+    assert_int_equal(band_cancel_hook_add(c, &h), 0);
+    assert_int_equal(band_cancel_request(c), 0);
+    assert_int_equal(atomic_load(&fired), 1);
+    assert_int_equal(band_cancel_is_requested(child), 1);
+    assert_int_equal(band_cancel_destroy(c), BAND_EBUSY); /* h and the child's hook */
+    assert_int_equal(band_cancel_hook_remove(&h), BAND_EALREADY);
+    assert_int_equal(band_cancel_destroy(c), BAND_EBUSY); /* the child */
+    assert_int_equal(band_cancel_destroy(child), 0);
+    assert_int_equal(band_cancel_destroy(c), 0);
 }
 
 static void test_wait_refusal(void **state)
@@ -166,7 +191,7 @@ static void test_block_cancelled(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     struct blocked b = {.sem = s, .n = 3, .cancel = c, .deadline = BAND_FOREVER};
     struct test_thread t;
@@ -187,7 +212,7 @@ static void test_block_requested_before(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     assert_int_equal(band_cancel_request(c), 0);
     struct blocked b = {.sem = s, .n = 1, .cancel = c, .deadline = BAND_FOREVER};
@@ -204,7 +229,7 @@ static void test_block_deadline_with_token(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     struct blocked b = {
         .sem = s, .n = 1, .cancel = c, .deadline = band_deadline_after(20 * BAND_MSEC)};
@@ -218,7 +243,7 @@ static void test_block_grant_wins(void **state)
     (void)state;
     band_sem *s;
     band_cancel *c;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&c, NULL), 0);
     struct blocked b = {.sem = s, .n = 1, .cancel = c, .deadline = BAND_FOREVER};
     struct test_thread t;
@@ -241,7 +266,7 @@ static void test_block_nested(void **state)
     enum { N = 4 };
     band_sem *s;
     band_cancel *root, *child[N];
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     assert_int_equal(band_cancel_create(&root, NULL), 0);
     struct blocked b[N];
     struct test_thread t[N];
@@ -293,7 +318,7 @@ static void test_signal_handler(void **state)
     struct sigaction old;
     assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    assert_int_equal(band_sem_create(&s, 0, NULL), 0);
     band_time until = band_deadline_after(2 * BAND_SEC);
     int rounds = 0;
     for (; rounds < 300 && band_now() < until; rounds++) {
@@ -326,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_create_request),
         cmocka_unit_test(test_hooks_fire_once),
         cmocka_unit_test(test_nesting),
+        cmocka_unit_test(test_destroy_waits_for_fired_hooks),
         cmocka_unit_test(test_wait_refusal),
         cmocka_unit_test(test_block_cancelled),
         cmocka_unit_test(test_block_requested_before),

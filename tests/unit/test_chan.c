@@ -8,9 +8,9 @@
  * recv_many, blocking calls and deadlines, cancel, wakes that call back in, destroy with a
  * drop function, counters, and an exactly-once accounting run with counted payloads.
  *
- * Asynchronous operations use a recorder: a band_chan_send_op / band_chan_recv_op with a
- * wake_rec (test.h) as its wake target, so the shared wake log records the order and the
- * status of every wake.
+ * Asynchronous operations use a recorder: a band_chan_send_op (or band_chan_reserve_op) /
+ * band_chan_recv_op with a wake_rec (test.h) as its wake target, so the shared wake log
+ * records the order and the status of every wake.
  */
 #include "test.h"
 
@@ -20,22 +20,28 @@
 #include <string.h>
 
 #include "band/chan.h"
+#include "band/histo.h"
 
-#define MAXP BAND_SEM_MAX_PERMITS
+#define MAXP BAND_MAX_UNITS
 
 /* ---------------------------------------------------------------------------------- */
 /* recorders and fixture                                                               */
 
-/* An asynchronous send (or reservation) whose wake lands in a wake_rec. */
+/* An asynchronous send (or reservation) whose wake lands in a wake_rec. Both op types
+ * begin with their waiter, so op.w and rsv.w are the same waiter. */
 struct sop {
-    struct band_chan_send_op op; /* first */
+    union {
+        band_chan_send_op op;     /* for send_async() */
+        band_chan_reserve_op rsv; /* for reserve_async() */
+    };
     struct wake_rec rec;
-    uint64_t val;
+    uint64_t val;   /* the element send_async() sends */
+    uint64_t bytes; /* what the next submission declares */
 };
 
 /* An asynchronous receive whose wake lands in a wake_rec. */
 struct rop {
-    struct band_chan_recv_op op; /* first */
+    band_chan_recv_op op; /* first */
     struct wake_rec rec;
     uint64_t out;
 };
@@ -47,8 +53,7 @@ static void sop_init(struct sop *s, int id, struct wake_log *log, uint64_t val, 
     wake_rec_init(&s->rec, id, log);
     s->rec.ctx = s;
     s->val = val;
-    s->op.elem = &s->val;
-    s->op.bytes = bytes;
+    s->bytes = bytes;
     band_waiter_init(&s->op.w, wake_rec_fn, &s->rec);
 }
 
@@ -57,9 +62,26 @@ static void rop_init(struct rop *r, int id, struct wake_log *log)
     wake_rec_init(&r->rec, id, log);
     r->rec.ctx = r;
     r->out = OUT_SENTINEL;
-    r->op.out = &r->out;
     r->op.bytes = 12345;
     band_waiter_init(&r->op.w, wake_rec_fn, &r->rec);
+}
+
+/* Submit @s as a send of s->val declaring s->bytes. */
+static int send_async(band_chan *c, struct sop *s)
+{
+    return band_chan_send_async(c, &s->val, s->bytes, &s->op);
+}
+
+/* Submit @s as a reservation of s->bytes; on success s->rsv.slot holds it. */
+static int reserve_async(band_chan *c, struct sop *s)
+{
+    return band_chan_reserve_async(c, s->bytes, &s->rsv);
+}
+
+/* Submit @r as a receive into r->out. */
+static int recv_async(band_chan *c, struct rop *r)
+{
+    return band_chan_recv_async(c, &r->out, &r->op);
 }
 
 #define NOPS 8
@@ -110,8 +132,9 @@ static int teardown(void **state)
 /* A waiting channel of uint64_t elements, owned by the fixture. */
 static band_chan *mk(struct fixture *f, uint64_t capacity, uint64_t byte_capacity)
 {
+    band_chan_opts o = {.byte_capacity = byte_capacity};
     assert_null(f->c);
-    assert_int_equal(band_chan_create(&f->c, sizeof(uint64_t), capacity, byte_capacity), 0);
+    assert_int_equal(band_chan_create(&f->c, sizeof(uint64_t), capacity, &o), 0);
     assert_non_null(f->c);
     return f->c;
 }
@@ -133,15 +156,13 @@ static band_chan *mk_opts(struct fixture *f, uint64_t capacity, uint64_t byte_ca
 {
     band_chan_opts o;
     memset(&o, 0, sizeof(o));
-    o.elem_size = sizeof(uint64_t);
-    o.capacity = capacity;
     o.byte_capacity = byte_capacity;
     o.overflow = overflow;
     o.drop = record_drop;
     o.drop_ctx = &f->drops;
     o.senders = senders;
     assert_null(f->c);
-    assert_int_equal(band_chan_create_opts(&f->c, &o), 0);
+    assert_int_equal(band_chan_create(&f->c, sizeof(uint64_t), capacity, &o), 0);
     assert_non_null(f->c);
     return f->c;
 }
@@ -194,52 +215,57 @@ static void test_create_args(void **state)
 {
     (void)state;
     band_chan *c = (band_chan *)(uintptr_t)0x1234;
-    assert_int_equal(band_chan_create(NULL, 8, 1, 0), BAND_EINVAL);
-    assert_int_equal(band_chan_create(&c, 0, 1, 0), BAND_EINVAL);
-    assert_int_equal(band_chan_create(&c, 8, 0, 0), BAND_EINVAL);
-    assert_int_equal(band_chan_create(&c, 8, MAXP + 1, 0), BAND_EINVAL);
-    assert_int_equal(band_chan_create(&c, 8, UINT64_MAX, 0), BAND_EINVAL);
-    assert_int_equal(band_chan_create(&c, 8, 1, MAXP + 1), BAND_EINVAL);
+    assert_int_equal(band_chan_create(NULL, 8, 1, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&c, 0, 1, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&c, 8, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&c, 8, MAXP + 1, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&c, 8, UINT64_MAX, NULL), BAND_EINVAL);
     assert_ptr_equal(c, (band_chan *)(uintptr_t)0x1234); /* unchanged on failure */
 
     band_chan_opts o;
     memset(&o, 0, sizeof(o));
-    assert_int_equal(band_chan_create_opts(&c, NULL), BAND_EINVAL);
-    assert_int_equal(band_chan_create_opts(NULL, &o), BAND_EINVAL);
-    assert_int_equal(band_chan_create_opts(&c, &o), BAND_EINVAL); /* elem_size 0 */
-    o.elem_size = 4;
-    assert_int_equal(band_chan_create_opts(&c, &o), BAND_EINVAL); /* capacity 0 */
-    o.capacity = 2;
+    assert_int_equal(band_chan_create(NULL, 4, 2, &o), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&c, 0, 2, &o), BAND_EINVAL); /* elem_size 0 */
+    assert_int_equal(band_chan_create(&c, 4, 0, &o), BAND_EINVAL); /* capacity 0 */
     o.overflow = 3;
-    assert_int_equal(band_chan_create_opts(&c, &o), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&c, 4, 2, &o), BAND_EINVAL);
     o.overflow = -1;
-    assert_int_equal(band_chan_create_opts(&c, &o), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&c, 4, 2, &o), BAND_EINVAL);
     o.overflow = BAND_CHAN_WAIT;
     o.byte_capacity = MAXP + 1;
-    assert_int_equal(band_chan_create_opts(&c, &o), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&c, 4, 2, &o), BAND_EINVAL);
+    o.byte_capacity = 0;
+    o.deadline_aware = 2;
+    assert_int_equal(band_chan_create(&c, 4, 2, &o), BAND_EINVAL);
+    o.deadline_aware = 0;
+    o.lifo_after = -1;
+    assert_int_equal(band_chan_create(&c, 4, 2, &o), BAND_EINVAL);
+    o.lifo_after = 0;
     assert_ptr_equal(c, (band_chan *)(uintptr_t)0x1234);
 
     /* The ring is allocated up front: a ring larger than memory is BAND_ENOMEM (its size
      * overflows size_t here, so no sanitizer sees an absurd malloc). */
-    o.byte_capacity = 0;
-    o.capacity = MAXP;
-    o.elem_size = 64;
-    assert_int_equal(band_chan_create_opts(&c, &o), BAND_ENOMEM);
+    assert_int_equal(band_chan_create(&c, 64, MAXP, &o), BAND_ENOMEM);
+    assert_int_equal(band_chan_create(&c, 64, MAXP, NULL), BAND_ENOMEM);
     assert_ptr_equal(c, (band_chan *)(uintptr_t)0x1234);
-    o.elem_size = 4;
     o.byte_capacity = MAXP;
-    o.capacity = 3;
-    assert_int_equal(band_chan_create_opts(&c, &o), 0);
+    assert_int_equal(band_chan_create(&c, 4, 3, &o), 0);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.capacity, 3);
     assert_u64_equal(st.byte_capacity, MAXP);
     assert_int_equal(band_chan_destroy(c), 0);
 
+    /* NULL options are the zero-initialised ones: no byte bound, waiting, FIFO. */
+    assert_int_equal(band_chan_create(&c, 4, 5, NULL), 0);
+    st = stats_of(c);
+    assert_u64_equal(st.capacity, 5);
+    assert_u64_equal(st.byte_capacity, 0);
+    assert_int_equal(band_chan_destroy(c), 0);
+
     for (int pol = BAND_CHAN_WAIT; pol <= BAND_CHAN_DROP_NEWEST; pol++) {
         o.overflow = pol;
-        o.capacity = 1;
         o.byte_capacity = 0;
-        assert_int_equal(band_chan_create_opts(&c, &o), 0);
+        assert_int_equal(band_chan_create(&c, 4, 1, &o), 0);
         assert_int_equal(band_chan_destroy(c), 0);
     }
     assert_int_equal(band_chan_destroy(NULL), 0);
@@ -303,23 +329,19 @@ static void test_null_args(void **state)
 
     assert_int_equal(band_chan_try_send(NULL, &v, 1), BAND_EINVAL);
     assert_int_equal(band_chan_try_send(c, NULL, 1), BAND_EINVAL);
-    assert_int_equal(band_chan_send(NULL, &v, 1, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_send(c, NULL, 1, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_send_async(NULL, &f->s[0].op), BAND_EINVAL);
-    assert_int_equal(band_chan_send_async(c, NULL), BAND_EINVAL);
-    f->s[0].op.elem = NULL;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_EINVAL);
+    assert_int_equal(band_chan_send(NULL, &v, 1, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_send(c, NULL, 1, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(send_async(NULL, &f->s[0]), BAND_EINVAL);
+    assert_int_equal(band_chan_send_async(c, &v, 1, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_send_async(c, NULL, 1, &f->s[0].op), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->s[0].op.w), 0);
-    f->s[0].op.elem = &f->s[0].val;
     assert_int_equal(band_chan_offer(NULL, &v, 1, &out, &b, &dropped_out), BAND_EINVAL);
     assert_int_equal(band_chan_try_reserve(NULL, 1, &slot), BAND_EINVAL);
     assert_int_equal(band_chan_try_reserve(c, 1, NULL), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve(NULL, 1, BAND_FOREVER, &slot), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve(c, 1, BAND_FOREVER, NULL), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve_async(NULL, &f->s[0].op), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve_async(c, NULL), BAND_EINVAL);
-    assert_int_equal(band_chan_slot_adopt(NULL, c, 1), BAND_EINVAL);
-    assert_int_equal(band_chan_slot_adopt(&slot, NULL, 1), BAND_EINVAL);
+    assert_int_equal(band_chan_reserve(NULL, 1, &slot, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_reserve(c, 1, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(reserve_async(NULL, &f->s[0]), BAND_EINVAL);
+    assert_int_equal(band_chan_reserve_async(c, 1, NULL), BAND_EINVAL);
     assert_ptr_equal(slot.chan, NULL);
     assert_int_equal(band_chan_slot_send(NULL, &v), BAND_EINVAL);
     assert_int_equal(band_chan_slot_send(&slot, &v), BAND_EINVAL); /* empty slot */
@@ -327,17 +349,16 @@ static void test_null_args(void **state)
     assert_int_equal(band_chan_slot_release(&slot), 0); /* empty: nothing to do */
     assert_int_equal(band_chan_try_recv(NULL, &out, &b), BAND_EINVAL);
     assert_int_equal(band_chan_try_recv(c, NULL, &b), BAND_EINVAL);
-    assert_int_equal(band_chan_recv(NULL, &out, &b, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_recv(c, NULL, &b, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_recv_async(NULL, &f->r[0].op), BAND_EINVAL);
-    assert_int_equal(band_chan_recv_async(c, NULL), BAND_EINVAL);
-    f->r[0].op.out = NULL;
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_EINVAL);
+    assert_int_equal(band_chan_recv(NULL, &out, &b, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_recv(c, NULL, &b, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(recv_async(NULL, &f->r[0]), BAND_EINVAL);
+    assert_int_equal(band_chan_recv_async(c, &out, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_recv_async(c, NULL, &f->r[0].op), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->r[0].op.w), 0);
-    f->r[0].op.out = &f->r[0].out;
-    assert_int_equal(band_chan_recv_many(NULL, &out, 1, NULL, &n, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_recv_many(c, NULL, 1, NULL, &n, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_recv_many(c, &out, 1, NULL, NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_chan_is_closed(NULL), 0);
+    assert_int_equal(band_chan_recv_many(NULL, 1, &out, NULL, &n, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_recv_many(c, 1, NULL, NULL, &n, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_chan_recv_many(c, 1, &out, NULL, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_chan_close(NULL), BAND_EINVAL);
     assert_int_equal(band_chan_sender_join(NULL), BAND_EINVAL);
     assert_int_equal(band_chan_sender_leave(NULL), BAND_EINVAL);
@@ -374,20 +395,22 @@ static void test_check_order(void **state)
     assert_int_equal(band_chan_try_send(c, NULL, 11), BAND_EINVAL);
     assert_int_equal(try_send_u64(c, 2, 11), BAND_E2BIG);
     assert_int_equal(try_send_u64(c, 2, 1), BAND_ECLOSED);
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 11, BAND_FOREVER), BAND_E2BIG);
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 1, BAND_FOREVER), BAND_ECLOSED);
-    f->s[0].op.bytes = 11;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_E2BIG);
-    f->s[0].op.bytes = 1;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_ECLOSED);
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 11, BAND_FOREVER, NULL), BAND_E2BIG);
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
+    f->s[0].bytes = 11;
+    assert_int_equal(send_async(c, &f->s[0]), BAND_E2BIG);
+    f->s[0].bytes = 1;
+    assert_int_equal(send_async(c, &f->s[0]), BAND_ECLOSED);
     assert_int_equal(band_chan_try_reserve(c, 11, &slot), BAND_E2BIG);
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_ECLOSED);
-    assert_int_equal(band_chan_reserve(c, 11, BAND_FOREVER, &slot), BAND_E2BIG);
-    assert_int_equal(band_chan_reserve(c, 1, BAND_FOREVER, &slot), BAND_ECLOSED);
-    f->s[1].op.bytes = 11;
-    assert_int_equal(band_chan_reserve_async(c, &f->s[1].op), BAND_E2BIG);
-    f->s[1].op.bytes = 1;
-    assert_int_equal(band_chan_reserve_async(c, &f->s[1].op), BAND_ECLOSED);
+    assert_int_equal(band_chan_reserve(c, 11, &slot, BAND_FOREVER, NULL), BAND_E2BIG);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, BAND_FOREVER, NULL), BAND_ECLOSED);
+    f->s[1].bytes = 11;
+    assert_int_equal(reserve_async(c, &f->s[1]), BAND_E2BIG);
+    assert_ptr_equal(f->s[1].rsv.slot.chan, NULL);
+    f->s[1].bytes = 1;
+    assert_int_equal(reserve_async(c, &f->s[1]), BAND_ECLOSED);
+    assert_ptr_equal(f->s[1].rsv.slot.chan, NULL);
     assert_ptr_equal(slot.chan, NULL);
     st = stats_of(c);
     assert_u64_equal(st.refused_too_big, 7);
@@ -411,21 +434,19 @@ static void test_misuse_is_einval(void **state)
 
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), 0); /* full now */
     assert_ptr_equal(slot.chan, c);
-    band_chan_slot other = slot;
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve(c, 1, 0, &slot), BAND_EINVAL);
-    assert_int_equal(band_chan_slot_adopt(&other, c, 1), BAND_EINVAL);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, 0, NULL), BAND_EINVAL);
 
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve_async(c, &f->s[0].op), BAND_EINVAL);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_EINVAL);
+    assert_int_equal(reserve_async(c, &f->s[0]), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->s[0].op.w), 1);
     assert_u64_equal(stats_of(c).waiting_senders, 1);
     assert_int_equal(band_chan_destroy(c), BAND_EBUSY);
     assert_int_equal(band_waiter_cancel(&f->s[0].op.w, BAND_ECANCELED), 0);
 
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_EINVAL);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->r[0].op.w), 1);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.waiting_senders, 0);
@@ -436,9 +457,9 @@ static void test_misuse_is_einval(void **state)
     assert_int_equal(band_chan_close(c), 0);
     /* The receiver still waits for the reservation. */
     assert_int_equal(wakes(&f->r[0].rec), 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_EINVAL);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_EINVAL);
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_EINVAL);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_ECLOSED);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_ECLOSED);
     assert_int_equal(band_chan_slot_release(&slot), 0);
     assert_ptr_equal(slot.chan, NULL);
     assert_int_equal(wakes(&f->r[0].rec), 1);
@@ -518,7 +539,7 @@ static void test_large_elements(void **state)
 {
     (void)state;
     band_chan *c;
-    assert_int_equal(band_chan_create(&c, sizeof(struct big), 3, 0), 0);
+    assert_int_equal(band_chan_create(&c, sizeof(struct big), 3, NULL), 0);
     struct big in, out;
     for (int k = 0; k < 3; k++) {
         memset(&in, 0, sizeof(in));
@@ -547,8 +568,8 @@ static void test_fifo_grant_to_oldest_sender(void **state)
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 0);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
     assert_u64_equal(stats_of(c).waiting_senders, 2);
 
     /* The receive frees the slot: s0 gets it, on this thread, before try_recv returns. */
@@ -587,14 +608,14 @@ static void test_try_send_never_barges(void **state)
     band_chan *c = mk(f, 4, 10);
     band_chan_slot slot = BAND_CHAN_SLOT_INIT;
     assert_int_equal(try_send_u64(c, 1, 6), 0);
-    f->s[0].op.bytes = 8; /* 6 + 8 > 10: waits */
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
+    f->s[0].bytes = 8; /* 6 + 8 > 10: waits */
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
     assert_int_equal(try_send_u64(c, 2, 1), BAND_EAGAIN); /* 6 + 1 would fit */
     assert_int_equal(try_send_u64(c, 2, 0), BAND_EAGAIN);
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_EAGAIN);
     assert_u64_equal(stats_of(c).refused_full, 3);
-    assert_int_equal(band_chan_send(c, &f->s[1].val, 1, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_reserve(c, 1, 0, &slot), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &f->s[1].val, 1, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, 0, NULL), BAND_ETIMEDOUT);
     assert_ptr_equal(slot.chan, NULL);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.len, 1);
@@ -619,12 +640,12 @@ static void test_head_of_line_blocking(void **state)
     band_chan *c = mk(f, 10, 10);
     assert_int_equal(try_send_u64(c, 1, 4), 0);
     assert_int_equal(try_send_u64(c, 2, 4), 0);
-    f->s[0].op.bytes = 9; /* waits for both */
-    f->s[1].op.bytes = 1; /* would fit now, but waits behind s0 */
-    f->s[2].op.bytes = 1;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[2].op), BAND_PENDING);
+    f->s[0].bytes = 9; /* waits for both */
+    f->s[1].bytes = 1; /* would fit now, but waits behind s0 */
+    f->s[2].bytes = 1;
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[2]), BAND_PENDING);
     assert_u64_equal(stats_of(c).waiting_senders, 3);
 
     expect_recv(c, 1, 4); /* 4 bytes queued: s0 still needs 9 */
@@ -651,7 +672,7 @@ static void test_async_copies_at_grant(void **state)
     band_chan *c = mk(f, 1, 0);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
     f->s[0].val = 50;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
     f->s[0].val = 51;
     expect_recv(c, 1, 1);
     f->s[0].val = 52; /* too late: already copied */
@@ -662,14 +683,14 @@ static void test_send_async_at_once(void **state)
 {
     struct fixture *f = *state;
     band_chan *c = mk(f, 2, 0);
-    f->s[0].op.bytes = 7;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), 0);
+    f->s[0].bytes = 7;
+    assert_int_equal(send_async(c, &f->s[0]), 0);
     assert_int_equal(band_waiter_is_pending(&f->s[0].op.w), 0);
     assert_int_equal(band_waiter_status(&f->s[0].op.w), 0);
     assert_int_equal(wakes(&f->s[0].rec), 0); /* completed at once: no wake */
     /* It can be submitted again right away. */
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), 0);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), 0);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
     expect_recv(c, 100, 7);
     assert_int_equal(wakes(&f->s[0].rec), 1);
     expect_recv(c, 100, 7);
@@ -682,14 +703,14 @@ static void test_handoff_to_waiting_receivers(void **state)
 {
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 5);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_recv_async(c, &f->r[1].op), BAND_PENDING);
-    assert_int_equal(band_chan_recv_async(c, &f->r[2].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[1]), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[2]), BAND_PENDING);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.waiting_receivers, 3);
     assert_int_equal(try_recv_rc(c), BAND_EAGAIN);
     uint64_t v = 0;
-    assert_int_equal(band_chan_recv(c, &v, NULL, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv(c, &v, NULL, 0, NULL), BAND_ETIMEDOUT);
 
     assert_int_equal(try_send_u64(c, 7, 5), 0);
     assert_int_equal(wakes(&f->r[0].rec), 1);
@@ -704,9 +725,9 @@ static void test_handoff_to_waiting_receivers(void **state)
     assert_u64_equal(st.received, 1);
     assert_u64_equal(st.waiting_receivers, 2);
 
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 2, 0), 0); /* past deadline, no wait */
-    f->s[1].op.bytes = 3;
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), 0); /* at once: no wake */
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 2, 0, NULL), 0); /* past deadline, no wait */
+    f->s[1].bytes = 3;
+    assert_int_equal(send_async(c, &f->s[1]), 0); /* at once: no wake */
     assert_int_equal(wakes(&f->s[1].rec), 0);
     assert_u64_equal(f->r[1].out, 100);
     assert_u64_equal(f->r[1].op.bytes, 2);
@@ -730,7 +751,7 @@ static void test_recv_async_at_once(void **state)
     struct fixture *f = *state;
     band_chan *c = mk(f, 2, 0);
     assert_int_equal(try_send_u64(c, 5, 50), 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), 0);
+    assert_int_equal(recv_async(c, &f->r[0]), 0);
     assert_u64_equal(f->r[0].out, 5);
     assert_u64_equal(f->r[0].op.bytes, 50);
     assert_int_equal(band_waiter_is_pending(&f->r[0].op.w), 0);
@@ -745,13 +766,13 @@ static void test_recv_async_frees_room(void **state)
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 0);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), 0);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), 0);
     assert_u64_equal(f->r[0].out, 1);
     assert_int_equal(wakes(&f->s[0].rec), 1);
-    assert_int_equal(band_chan_recv_async(c, &f->r[1].op), 0);
+    assert_int_equal(recv_async(c, &f->r[1]), 0);
     assert_u64_equal(f->r[1].out, 100);
-    assert_int_equal(band_chan_recv_async(c, &f->r[2].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[2]), BAND_PENDING);
     assert_int_equal(band_waiter_cancel(&f->r[2].op.w, BAND_ECANCELED), 0);
 }
 
@@ -763,9 +784,9 @@ static void test_cancel_send(void **state)
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 0);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[2].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[2]), BAND_PENDING);
 
     /* A still-queued send: 0, no wake, status = reason, element stays with the caller. */
     assert_int_equal(band_waiter_cancel(&f->s[1].op.w, BAND_ECANCELED), 0);
@@ -798,12 +819,12 @@ static void test_cancel_head_sender_grants_next(void **state)
     struct fixture *f = *state;
     band_chan *c = mk(f, 4, 10);
     assert_int_equal(try_send_u64(c, 1, 6), 0);
-    f->s[0].op.bytes = 8; /* needs 6 to go */
-    f->s[1].op.bytes = 3; /* fits behind the queued 6 */
-    f->s[2].op.bytes = 2; /* 6 + 3 + 2 > 10 */
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[2].op), BAND_PENDING);
+    f->s[0].bytes = 8; /* needs 6 to go */
+    f->s[1].bytes = 3; /* fits behind the queued 6 */
+    f->s[2].bytes = 2; /* 6 + 3 + 2 > 10 */
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[2]), BAND_PENDING);
     assert_int_equal(band_waiter_cancel(&f->s[0].op.w, BAND_ECANCELED), 0);
     /* s1 completed during the cancel, on this thread; s2 still waits. */
     assert_int_equal(wakes(&f->s[0].rec), 0);
@@ -824,8 +845,8 @@ static void test_cancel_recv(void **state)
 {
     struct fixture *f = *state;
     band_chan *c = mk(f, 2, 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_recv_async(c, &f->r[1].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[1]), BAND_PENDING);
     assert_int_equal(band_waiter_cancel(&f->r[0].op.w, BAND_ECANCELED), 0);
     assert_int_equal(wakes(&f->r[0].rec), 0);
     assert_int_equal(band_waiter_status(&f->r[0].op.w), BAND_ECANCELED);
@@ -855,7 +876,7 @@ static void test_cancel_inside_own_wake(void **state)
     band_chan *c = mk(f, 1, 0);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
     f->s[0].rec.hook = hook_cancel_self;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
     expect_recv(c, 1, 1);
     assert_int_equal(wakes(&f->s[0].rec), 1);
     assert_int_equal(f->s[0].rec.hook_rc, BAND_EALREADY);
@@ -921,39 +942,41 @@ static void test_reserve_basic(void **state)
 
     /* Too big is refused before anything else. */
     assert_int_equal(band_chan_try_reserve(c, 11, &a), BAND_E2BIG);
-    assert_int_equal(band_chan_reserve(c, 11, BAND_FOREVER, &a), BAND_E2BIG);
+    assert_int_equal(band_chan_reserve(c, 11, &a, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_u64_equal(stats_of(c).refused_too_big, 2);
     assert_ptr_equal(a.chan, NULL);
     /* Blocking reserve: at once with room, ETIMEDOUT past its deadline without. */
-    assert_int_equal(band_chan_reserve(c, 10, 0, &a), 0);
-    assert_int_equal(band_chan_reserve(c, 1, 0, &b), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_reserve(c, 10, &a, 0, NULL), 0);
+    assert_int_equal(band_chan_reserve(c, 1, &b, 0, NULL), BAND_ETIMEDOUT);
     assert_ptr_equal(b.chan, NULL);
     assert_int_equal(band_chan_slot_release(&a), 0);
 }
 
-static void test_reserve_async_and_adopt(void **state)
+static void test_reserve_async_slot(void **state)
 {
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 0);
     band_chan_slot slot = BAND_CHAN_SLOT_INIT;
-    f->s[0].op.bytes = 4;
-    f->s[0].op.elem = NULL; /* ignored by reserve_async */
-    assert_int_equal(band_chan_reserve_async(c, &f->s[0].op), 0);
+    f->s[0].bytes = 4;
+    f->s[0].rsv.slot.chan = (band_chan *)(uintptr_t)0x1234; /* output only: overwritten */
+    assert_int_equal(reserve_async(c, &f->s[0]), 0);
     assert_int_equal(wakes(&f->s[0].rec), 0);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.reserved, 1);
     assert_u64_equal(st.reserved_bytes, 4);
-    assert_int_equal(band_chan_slot_adopt(&slot, c, 4), 0);
-    assert_ptr_equal(slot.chan, c);
-    assert_u64_equal(slot.bytes, 4);
+    assert_ptr_equal(f->s[0].rsv.slot.chan, c); /* the op's output holds the reservation */
+    assert_u64_equal(f->s[0].rsv.slot.bytes, 4);
+    assert_u64_equal(f->s[0].rsv.bytes, 4);
+    slot = f->s[0].rsv.slot; /* a slot is a value: move it out */
+    f->s[0].rsv.slot = (band_chan_slot)BAND_CHAN_SLOT_INIT;
 
     /* Full: the next reservation waits, FIFO with senders. */
-    f->s[1].op.bytes = 2;
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
-    f->s[2].op.elem = NULL;
-    f->s[2].op.bytes = 6;
-    assert_int_equal(band_chan_reserve_async(c, &f->s[2].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[3].op), BAND_PENDING);
+    f->s[1].bytes = 2;
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
+    f->s[2].bytes = 6;
+    assert_int_equal(reserve_async(c, &f->s[2]), BAND_PENDING);
+    assert_ptr_equal(f->s[2].rsv.slot.chan, NULL); /* nothing granted yet */
+    assert_int_equal(send_async(c, &f->s[3]), BAND_PENDING);
     assert_u64_equal(stats_of(c).waiting_senders, 3);
 
     uint64_t x = 77;
@@ -966,16 +989,18 @@ static void test_reserve_async_and_adopt(void **state)
     const int o2[] = {1, 2};
     assert_log(&f->log, o2, 2);
     assert_int_equal(atomic_load(&f->s[2].rec.status), 0);
+    assert_ptr_equal(f->s[2].rsv.slot.chan, c); /* written before the wake */
+    assert_u64_equal(f->s[2].rsv.slot.bytes, 6);
     st = stats_of(c);
     assert_u64_equal(st.reserved, 1);
     assert_u64_equal(st.reserved_bytes, 6);
     assert_u64_equal(st.len, 0);
     assert_u64_equal(st.waiting_senders, 1);
     /* (A receive now would take s3's element straight from it; see
-     * test_try_recv_takes_waiting_senders_element.) Releasing the adopted reservation
+     * test_try_recv_takes_waiting_senders_element.) Releasing the granted reservation
      * lets s3 in instead. */
-    assert_int_equal(band_chan_slot_adopt(&slot, c, 6), 0);
-    assert_int_equal(band_chan_slot_release(&slot), 0);
+    assert_int_equal(band_chan_slot_release(&f->s[2].rsv.slot), 0);
+    assert_ptr_equal(f->s[2].rsv.slot.chan, NULL);
     const int o3[] = {1, 2, 3};
     assert_log(&f->log, o3, 3);
     expect_recv(c, 103, 1);
@@ -992,7 +1017,7 @@ static void test_slot_send_hands_off(void **state)
     band_chan *c = mk(f, 1, 0);
     band_chan_slot slot = BAND_CHAN_SLOT_INIT;
     assert_int_equal(band_chan_try_reserve(c, 9, &slot), 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
     uint64_t x = 5;
     assert_int_equal(band_chan_slot_send(&slot, &x), 0);
     assert_int_equal(wakes(&f->r[0].rec), 1);
@@ -1019,9 +1044,9 @@ static void test_recv_takes_waiting_senders_element(void **state)
     band_chan *c = mk(f, 1, 0);
     band_chan_slot *slot = &f->slot;
     assert_int_equal(band_chan_try_reserve(c, 1, slot), 0);
-    f->s[0].op.bytes = 4;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING); /* no room */
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), 0);
+    f->s[0].bytes = 4;
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING); /* no room */
+    assert_int_equal(recv_async(c, &f->r[0]), 0);
     assert_u64_equal(f->r[0].out, 100);
     assert_u64_equal(f->r[0].op.bytes, 4);
     assert_int_equal(band_waiter_is_pending(&f->r[0].op.w), 0);
@@ -1045,10 +1070,10 @@ static void test_blocking_recv_takes_waiting_senders_element(void **state)
     band_chan *c = mk(f, 1, 0);
     band_chan_slot slot = BAND_CHAN_SLOT_INIT;
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), 0);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
     uint64_t v = 0, b = 0;
-    assert_int_equal(band_chan_recv(c, &v, &b, BAND_FOREVER), 0);
+    assert_int_equal(band_chan_recv(c, &v, &b, BAND_FOREVER, NULL), 0);
     assert_u64_equal(v, 100);
     assert_u64_equal(b, 1);
     assert_int_equal(wakes(&f->s[0].rec), 1);
@@ -1068,13 +1093,13 @@ static void test_try_recv_takes_waiting_senders_element(void **state)
     band_chan *c = mk(f, 1, 0);
     band_chan_slot *slot = &f->slot;
     assert_int_equal(band_chan_try_reserve(c, 1, slot), 0);
-    f->s[0].op.bytes = 6;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
+    f->s[0].bytes = 6;
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
     expect_recv(c, 100, 6);
     assert_int_equal(wakes(&f->s[0].rec), 1);
     uint64_t v = 0, b = 0;
-    assert_int_equal(band_chan_recv(c, &v, &b, 0), 0);
+    assert_int_equal(band_chan_recv(c, &v, &b, 0, NULL), 0);
     assert_u64_equal(v, 101);
     assert_int_equal(wakes(&f->s[1].rec), 1);
     assert_int_equal(try_recv_rc(c), BAND_EAGAIN); /* only the reservation is left */
@@ -1097,11 +1122,11 @@ static void test_reserve_head_holds_back_send(void **state)
     band_chan *c = mk(f, 1, 0);
     band_chan_slot slot = BAND_CHAN_SLOT_INIT;
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), 0);
-    f->s[1].op.bytes = 0;
-    assert_int_equal(band_chan_reserve_async(c, &f->s[1].op), BAND_PENDING);
-    f->s[0].op.bytes = 4;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
+    f->s[1].bytes = 0;
+    assert_int_equal(reserve_async(c, &f->s[1]), BAND_PENDING);
+    f->s[0].bytes = 4;
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.waiting_receivers, 1);
     assert_u64_equal(st.waiting_senders, 2);
@@ -1123,8 +1148,9 @@ static void test_reserve_head_holds_back_send(void **state)
     assert_u64_equal(st.waiting_senders, 0);
     assert_u64_equal(st.sent, 1);
     assert_u64_equal(st.received, 1);
-    assert_int_equal(band_chan_slot_adopt(&slot, c, 0), 0);
-    assert_int_equal(band_chan_slot_release(&slot), 0);
+    assert_ptr_equal(f->s[1].rsv.slot.chan, c);
+    assert_u64_equal(f->s[1].rsv.slot.bytes, 0);
+    assert_int_equal(band_chan_slot_release(&f->s[1].rsv.slot), 0);
 }
 
 /*
@@ -1137,9 +1163,9 @@ static void test_slot_send_handoff_serves_senders(void **state)
     band_chan *c = mk(f, 1, 0);
     band_chan_slot *slot = &f->slot;
     assert_int_equal(band_chan_try_reserve(c, 2, slot), 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
-    f->s[0].op.bytes = 3;
-    assert_int_equal(band_chan_reserve_async(c, &f->s[0].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
+    f->s[0].bytes = 3;
+    assert_int_equal(reserve_async(c, &f->s[0]), BAND_PENDING);
     uint64_t x = 5;
     assert_int_equal(band_chan_slot_send(slot, &x), 0);
     assert_int_equal(wakes(&f->r[0].rec), 1);
@@ -1150,10 +1176,11 @@ static void test_slot_send_handoff_serves_senders(void **state)
     assert_u64_equal(st.waiting_senders, 0);
     assert_u64_equal(st.reserved, 1);
     assert_u64_equal(st.reserved_bytes, 3);
-    if (st.reserved == 1) {
-        assert_int_equal(band_chan_slot_adopt(slot, c, 3), 0);
-        assert_int_equal(band_chan_slot_release(slot), 0);
-    }
+    assert_ptr_equal(f->s[0].rsv.slot.chan, c);
+    assert_u64_equal(f->s[0].rsv.slot.bytes, 3);
+    *slot = f->s[0].rsv.slot; /* the fixture's slot: teardown releases it if this fails */
+    f->s[0].rsv.slot = (band_chan_slot)BAND_CHAN_SLOT_INIT;
+    assert_int_equal(band_chan_slot_release(slot), 0);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1166,32 +1193,34 @@ static void test_close_with_queued_elements(void **state)
     band_chan_slot slot = BAND_CHAN_SLOT_INIT;
     assert_int_equal(try_send_u64(c, 1, 10), 0);
     assert_int_equal(try_send_u64(c, 2, 20), 0);
+    assert_int_equal(band_chan_is_closed(c), 0);
     assert_int_equal(band_chan_close(c), 0);
+    assert_int_equal(band_chan_is_closed(c), 1);
     band_chan_stats st = stats_of(c);
     assert_int_equal(st.closed, 1);
     assert_u64_equal(st.len, 2);
 
     assert_int_equal(try_send_u64(c, 3, 1), BAND_ECLOSED);
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 1, BAND_FOREVER), BAND_ECLOSED);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_ECLOSED);
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_ECLOSED);
     assert_int_equal(band_waiter_is_pending(&f->s[0].op.w), 0);
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_ECLOSED);
-    assert_int_equal(band_chan_reserve(c, 1, BAND_FOREVER, &slot), BAND_ECLOSED);
-    assert_int_equal(band_chan_reserve_async(c, &f->s[1].op), BAND_ECLOSED);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(reserve_async(c, &f->s[1]), BAND_ECLOSED);
     assert_u64_equal(stats_of(c).refused_closed, 6);
 
     /* Queued elements are still received, in order; then ECLOSED everywhere. */
     expect_recv(c, 1, 10);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), 0);
+    assert_int_equal(recv_async(c, &f->r[0]), 0);
     assert_u64_equal(f->r[0].out, 2);
     assert_int_equal(try_recv_rc(c), BAND_ECLOSED);
     uint64_t v = 0;
-    assert_int_equal(band_chan_recv(c, &v, NULL, BAND_FOREVER), BAND_ECLOSED);
-    assert_int_equal(band_chan_recv(c, &v, NULL, 0), BAND_ECLOSED);
-    assert_int_equal(band_chan_recv_async(c, &f->r[1].op), BAND_ECLOSED);
+    assert_int_equal(band_chan_recv(c, &v, NULL, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(band_chan_recv(c, &v, NULL, 0, NULL), BAND_ECLOSED);
+    assert_int_equal(recv_async(c, &f->r[1]), BAND_ECLOSED);
     assert_int_equal(band_waiter_is_pending(&f->r[1].op.w), 0);
     size_t n = 7;
-    assert_int_equal(band_chan_recv_many(c, &v, 1, NULL, &n, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_chan_recv_many(c, 1, &v, NULL, &n, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(n, 0);
 
     /* Idempotent. */
@@ -1208,9 +1237,9 @@ static void test_close_fails_pending_senders(void **state)
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 0);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_reserve_async(c, &f->s[1].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[2].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(reserve_async(c, &f->s[1]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[2]), BAND_PENDING);
     assert_int_equal(band_chan_close(c), 0);
     const int order[] = {0, 1, 2};
     assert_log(&f->log, order, 3);
@@ -1235,8 +1264,8 @@ static void test_close_fails_pending_receivers(void **state)
 {
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_recv_async(c, &f->r[1].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[1]), BAND_PENDING);
     assert_int_equal(band_chan_close(c), 0);
     const int order[] = {10, 11};
     assert_log(&f->log, order, 2);
@@ -1254,14 +1283,14 @@ static void test_close_with_held_reservation_filled(void **state)
     band_chan_slot a = BAND_CHAN_SLOT_INIT, b = BAND_CHAN_SLOT_INIT;
     assert_int_equal(band_chan_try_reserve(c, 1, &a), 0);
     assert_int_equal(band_chan_try_reserve(c, 2, &b), 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
     assert_int_equal(band_chan_close(c), 0);
     assert_int_equal(wakes(&f->r[0].rec), 0);
     assert_int_equal(try_recv_rc(c), BAND_EAGAIN); /* reservations left to fill */
     uint64_t v = 0;
     size_t n = 9;
-    assert_int_equal(band_chan_recv(c, &v, NULL, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_recv_many(c, &v, 1, NULL, &n, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv(c, &v, NULL, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv_many(c, 1, &v, NULL, &n, 0, NULL), BAND_ETIMEDOUT);
     assert_int_equal(n, 0);
 
     uint64_t x = 31;
@@ -1287,8 +1316,8 @@ static void test_close_with_held_reservation_released(void **state)
     band_chan_slot a = BAND_CHAN_SLOT_INIT, b = BAND_CHAN_SLOT_INIT;
     assert_int_equal(band_chan_try_reserve(c, 1, &a), 0);
     assert_int_equal(band_chan_try_reserve(c, 1, &b), 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_recv_async(c, &f->r[1].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[1]), BAND_PENDING);
     assert_int_equal(band_chan_close(c), 0);
     assert_int_equal(band_chan_slot_release(&a), 0);
     assert_int_equal(atomic_load(&f->log.len), 0); /* b is still held */
@@ -1315,7 +1344,7 @@ static void test_close_release_with_queued(void **state)
     assert_int_equal(band_chan_close(c), 0);
     expect_recv(c, 1, 1);
     assert_int_equal(try_recv_rc(c), BAND_EAGAIN);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
     assert_int_equal(band_chan_slot_release(&a), 0);
     assert_int_equal(wakes(&f->r[0].rec), 1);
     assert_int_equal(atomic_load(&f->r[0].rec.status), BAND_ECLOSED);
@@ -1336,7 +1365,7 @@ static void test_close_wake_calls_back(void **state)
     band_chan *c = mk(f, 1, 0);
     f->r[0].rec.hook = hook_after_close;
     f->r[0].rec.ctx = f;
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
     assert_int_equal(band_chan_close(c), 0);
     assert_int_equal(wakes(&f->r[0].rec), 1);
     assert_int_equal(f->r[0].rec.hook_rc, 0);
@@ -1356,9 +1385,9 @@ static void test_byte_bound(void **state)
     assert_int_equal(try_send_u64(c, 3, 0), 0); /* zero bytes fit a full byte bound */
     assert_int_equal(try_send_u64(c, 4, 1), BAND_EAGAIN);
     assert_int_equal(try_send_u64(c, 5, 101), BAND_E2BIG);
-    assert_int_equal(band_chan_send(c, &f->s[0].val, 101, BAND_FOREVER), BAND_E2BIG);
-    f->s[0].op.bytes = 101;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_E2BIG);
+    assert_int_equal(band_chan_send(c, &f->s[0].val, 101, BAND_FOREVER, NULL), BAND_E2BIG);
+    f->s[0].bytes = 101;
+    assert_int_equal(send_async(c, &f->s[0]), BAND_E2BIG);
     assert_int_equal(band_waiter_is_pending(&f->s[0].op.w), 0);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.len, 3);
@@ -1375,7 +1404,7 @@ static void test_byte_bound(void **state)
 
 /*
  * Any @bytes above the byte capacity is BAND_E2BIG (chan.h: "BAND_E2BIG (@bytes above the
- * byte capacity)"), also beyond BAND_SEM_MAX_PERMITS, and counts in refused_too_big.
+ * byte capacity)"), also beyond BAND_MAX_UNITS, and counts in refused_too_big.
  */
 static void test_huge_bytes_is_e2big(void **state)
 {
@@ -1385,8 +1414,8 @@ static void test_huge_bytes_is_e2big(void **state)
     assert_int_equal(try_send_u64(c, 1, MAXP + 1), BAND_E2BIG);
     assert_int_equal(try_send_u64(c, 1, UINT64_MAX), BAND_E2BIG);
     assert_int_equal(band_chan_try_reserve(c, UINT64_MAX, &slot), BAND_E2BIG);
-    f->s[0].op.bytes = UINT64_MAX;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_E2BIG);
+    f->s[0].bytes = UINT64_MAX;
+    assert_int_equal(send_async(c, &f->s[0]), BAND_E2BIG);
     assert_u64_equal(stats_of(c).refused_too_big, 4);
 }
 
@@ -1464,22 +1493,20 @@ static void test_deadline_aware(void **state)
     band_chan *c;
     band_chan_opts o;
     memset(&o, 0, sizeof(o));
-    o.elem_size = sizeof(uint64_t);
-    o.capacity = 1;
     o.deadline_aware = 2;
-    assert_int_equal(band_chan_create_opts(&f->c, &o), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&f->c, sizeof(uint64_t), 1, &o), BAND_EINVAL);
     o.deadline_aware = 1;
     o.lifo_after = -1;
-    assert_int_equal(band_chan_create_opts(&f->c, &o), BAND_EINVAL);
+    assert_int_equal(band_chan_create(&f->c, sizeof(uint64_t), 1, &o), BAND_EINVAL);
     o.lifo_after = 0;
-    assert_int_equal(band_chan_create_opts(&f->c, &o), 0);
+    assert_int_equal(band_chan_create(&f->c, sizeof(uint64_t), 1, &o), 0);
     c = f->c;
 
     assert_int_equal(try_send_u64(c, 1, 0), 0);
     f->s[0].val = 2;
     f->s[1].val = 3;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
     assert_u64_equal(stats_of(c).serve_gap_ns, 0); /* nothing measured: nobody refused */
     expect_recv(c, 1, 0);                          /* serves s[0] */
     pause_ns(40 * BAND_MSEC);
@@ -1491,14 +1518,14 @@ static void test_deadline_aware(void **state)
      * margins: a blocking send spins briefly first, and a loaded machine stretches that.) */
     f->s[2].val = 4;
     f->s[2].op.w.deadline = band_now() + 15 * BAND_MSEC;
-    assert_int_equal(band_chan_send_async(c, &f->s[2].op), BAND_ETIMEDOUT);
+    assert_int_equal(send_async(c, &f->s[2]), BAND_ETIMEDOUT);
     assert_int_equal(band_waiter_status(&f->s[2].op.w), BAND_ETIMEDOUT);
     uint64_t v = 5;
-    assert_int_equal(band_chan_send(c, &v, 0, band_now() + 15 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &v, 0, band_now() + 15 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     /* A deadline a second away is worth waiting for. */
     f->s[3].val = 6;
     f->s[3].op.w.deadline = band_now() + BAND_SEC;
-    assert_int_equal(band_chan_send_async(c, &f->s[3].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[3]), BAND_PENDING);
     st = stats_of(c);
     assert_u64_equal(st.refused_deadline, 2);
     assert_u64_equal(st.waiting_senders, 1);
@@ -1514,13 +1541,13 @@ static void test_deadline_unaware_queues(void **state)
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 0);
     assert_int_equal(try_send_u64(c, 1, 0), 0);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
     expect_recv(c, 1, 0);
     pause_ns(40 * BAND_MSEC);
     expect_recv(c, f->s[0].val, 1);
     f->s[2].op.w.deadline = band_now() + 15 * BAND_MSEC;
-    assert_int_equal(band_chan_send_async(c, &f->s[2].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[2]), BAND_PENDING);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.refused_deadline, 0);
     assert_true(st.serve_gap_ns >= 40 * BAND_MSEC); /* measured all the same */
@@ -1534,10 +1561,8 @@ static void test_lifo_after(void **state)
     struct fixture *f = *state;
     band_chan_opts o;
     memset(&o, 0, sizeof(o));
-    o.elem_size = sizeof(uint64_t);
-    o.capacity = 4;
     o.lifo_after = 50 * BAND_MSEC; /* wide: a preempted test must not turn FIFO into LIFO */
-    assert_int_equal(band_chan_create_opts(&f->c, &o), 0);
+    assert_int_equal(band_chan_create(&f->c, sizeof(uint64_t), 4, &o), 0);
     band_chan *c = f->c;
     for (uint64_t i = 1; i <= 3; i++)
         assert_int_equal(try_send_u64(c, i, i), 0);
@@ -1569,7 +1594,7 @@ static int fork_producer(void *arg)
 {
     struct fork_run *fr = arg;
     for (uint64_t i = 0; i < fr->n; i++)
-        if (band_chan_send(fr->c, &i, 0, BAND_FOREVER) != 0)
+        if (band_chan_send(fr->c, &i, 0, BAND_FOREVER, NULL) != 0)
             return 1;
     return 0;
 }
@@ -1586,14 +1611,14 @@ static void test_works_after_fork(void **state)
     assert_true(pid >= 0);
     if (pid == 0) {
         struct fork_run fr = {NULL, 20000};
-        if (band_chan_create(&fr.c, sizeof(uint64_t), 1, 0) != 0)
+        if (band_chan_create(&fr.c, sizeof(uint64_t), 1, NULL) != 0)
             _exit(2);
         struct test_thread th;
         if (test_thread_start(&th, fork_producer, &fr) != 0)
             _exit(3);
         for (uint64_t i = 0; i < fr.n; i++) {
             uint64_t v = UINT64_MAX;
-            if (band_chan_recv(fr.c, &v, NULL, band_now() + 10 * BAND_SEC) != 0 || v != i)
+            if (band_chan_recv(fr.c, &v, NULL, band_now() + 10 * BAND_SEC, NULL) != 0 || v != i)
                 _exit(4);
         }
         _exit(test_thread_join(&th) == 0 ? 0 : 5);
@@ -1627,19 +1652,19 @@ static void test_past_deadlines(void **state)
     uint64_t v = 3, out = 0;
     size_t n = 5;
     band_time past = band_now() - BAND_SEC;
-    assert_int_equal(band_chan_recv(c, &out, NULL, past), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_recv(c, &out, NULL, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_recv_many(c, &out, 1, NULL, &n, past), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv(c, &out, NULL, past, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv(c, &out, NULL, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv_many(c, 1, &out, NULL, &n, past, NULL), BAND_ETIMEDOUT);
     assert_int_equal(n, 0);
-    assert_int_equal(band_chan_send(c, &v, 1, past), 0); /* room: no wait needed */
-    assert_int_equal(band_chan_send(c, &v, 1, past), BAND_ETIMEDOUT);
-    assert_int_equal(band_chan_send(c, &v, 1, INT64_MIN), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &v, 1, past, NULL), 0); /* room: no wait needed */
+    assert_int_equal(band_chan_send(c, &v, 1, past, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &v, 1, INT64_MIN, NULL), BAND_ETIMEDOUT);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.waiting_senders, 0);
     assert_u64_equal(st.waiting_receivers, 0);
     assert_u64_equal(st.len, 1);
     assert_u64_equal(st.sent, 1);
-    assert_int_equal(band_chan_recv(c, &out, NULL, past), 0);
+    assert_int_equal(band_chan_recv(c, &out, NULL, past, NULL), 0);
     assert_u64_equal(out, 3);
 }
 
@@ -1654,20 +1679,20 @@ static void test_recv_many(void **state)
         assert_int_equal(try_send_u64(c, 10 + i, i), 0);
     uint64_t out[4] = {0}, bytes[4] = {0};
     size_t n = 0;
-    assert_int_equal(band_chan_recv_many(c, out, 3, bytes, &n, BAND_FOREVER), 0);
+    assert_int_equal(band_chan_recv_many(c, 3, out, bytes, &n, BAND_FOREVER, NULL), 0);
     assert_int_equal(n, 3);
     for (uint64_t i = 0; i < 3; i++) {
         assert_u64_equal(out[i], 10 + i);
         assert_u64_equal(bytes[i], i);
     }
-    assert_int_equal(band_chan_recv_many(c, out, 4, NULL, &n, 0), 0);
+    assert_int_equal(band_chan_recv_many(c, 4, out, NULL, &n, 0, NULL), 0);
     assert_int_equal(n, 2);
     assert_u64_equal(out[0], 13);
     assert_u64_equal(out[1], 14);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.received, 5);
     assert_u64_equal(st.len, 0);
-    assert_int_equal(band_chan_recv_many(c, out, 4, NULL, &n, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_recv_many(c, 4, out, NULL, &n, 0, NULL), BAND_ETIMEDOUT);
     assert_int_equal(n, 0);
 }
 
@@ -1679,16 +1704,16 @@ static void test_recv_many_grants_senders(void **state)
     assert_int_equal(try_send_u64(c, 1, 1), 0);
     assert_int_equal(try_send_u64(c, 2, 1), 0);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(band_chan_send_async(c, &f->s[i].op), BAND_PENDING);
+        assert_int_equal(send_async(c, &f->s[i]), BAND_PENDING);
     uint64_t out[2];
     size_t n = 0;
-    assert_int_equal(band_chan_recv_many(c, out, 2, NULL, &n, BAND_FOREVER), 0);
+    assert_int_equal(band_chan_recv_many(c, 2, out, NULL, &n, BAND_FOREVER, NULL), 0);
     assert_int_equal(n, 2);
     assert_u64_equal(out[0], 1);
     assert_u64_equal(out[1], 2);
     const int order[] = {0, 1};
     assert_log(&f->log, order, 2);
-    assert_int_equal(band_chan_recv_many(c, out, 2, NULL, &n, BAND_FOREVER), 0);
+    assert_int_equal(band_chan_recv_many(c, 2, out, NULL, &n, BAND_FOREVER, NULL), 0);
     assert_int_equal(n, 2);
     assert_u64_equal(out[0], 100);
     assert_u64_equal(out[1], 101);
@@ -1708,18 +1733,20 @@ static void test_sender_counting(void **state)
     assert_int_equal(band_chan_sender_join(c), 0);
     assert_u64_equal(stats_of(c).senders, 3);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[1].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), 0);
+    assert_int_equal(recv_async(c, &f->r[1]), BAND_PENDING);
     assert_int_equal(band_chan_sender_leave(c), 0);
     assert_int_equal(band_chan_sender_leave(c), 0);
     band_chan_stats st = stats_of(c);
     assert_u64_equal(st.senders, 1);
     assert_int_equal(st.closed, 0);
+    assert_int_equal(band_chan_is_closed(c), 0);
     assert_int_equal(wakes(&f->r[1].rec), 0);
     assert_int_equal(band_chan_sender_leave(c), 0); /* the last one closes */
     st = stats_of(c);
     assert_u64_equal(st.senders, 0);
     assert_int_equal(st.closed, 1);
+    assert_int_equal(band_chan_is_closed(c), 1);
     assert_int_equal(wakes(&f->r[1].rec), 1);
     assert_int_equal(atomic_load(&f->r[1].rec.status), BAND_ECLOSED);
     assert_int_equal(band_chan_sender_leave(c), BAND_EINVAL); /* no sender left */
@@ -1881,11 +1908,11 @@ static void test_drop_policy_misuse(void **state)
     uint64_t v = 1, dropped = 0;
     int out = 0;
     assert_int_equal(try_send_u64(c, 1, 1), BAND_EINVAL);
-    assert_int_equal(band_chan_send(c, &v, 1, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_EINVAL);
+    assert_int_equal(band_chan_send(c, &v, 1, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_EINVAL);
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve(c, 1, BAND_FOREVER, &slot), BAND_EINVAL);
-    assert_int_equal(band_chan_reserve_async(c, &f->s[0].op), BAND_EINVAL);
+    assert_int_equal(band_chan_reserve(c, 1, &slot, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(reserve_async(c, &f->s[0]), BAND_EINVAL);
     assert_int_equal(band_chan_offer(c, NULL, 1, &dropped, NULL, &out), BAND_EINVAL);
     assert_int_equal(band_chan_offer(c, &v, 1, NULL, NULL, &out), BAND_EINVAL);
     assert_int_equal(band_chan_offer(c, &v, 1, &dropped, NULL, NULL), BAND_EINVAL);
@@ -1895,7 +1922,7 @@ static void test_drop_policy_misuse(void **state)
 
     /* offer on a waiting channel is EINVAL, even when full or closed */
     band_chan *w;
-    assert_int_equal(band_chan_create(&w, sizeof(uint64_t), 1, 0), 0);
+    assert_int_equal(band_chan_create(&w, sizeof(uint64_t), 1, NULL), 0);
     assert_int_equal(band_chan_offer(w, &v, 1, &dropped, NULL, &out), BAND_EINVAL);
     assert_int_equal(band_chan_close(w), 0);
     assert_int_equal(band_chan_offer(w, &v, 1, &dropped, NULL, &out), BAND_EINVAL);
@@ -1914,7 +1941,7 @@ static void test_offer_hands_off(void **state)
     band_chan *c = mk_opts(f, 1, 0, BAND_CHAN_DROP_NEWEST, 0);
     uint64_t v = 9, dropped = 0;
     int out = -1;
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
     assert_int_equal(band_chan_offer(c, &v, 4, &dropped, NULL, &out), 0);
     assert_int_equal(out, 0);
     assert_int_equal(wakes(&f->r[0].rec), 1);
@@ -1968,7 +1995,7 @@ static void test_destroy_without_drop_fn(void **state)
 {
     (void)state;
     band_chan *c;
-    assert_int_equal(band_chan_create(&c, sizeof(uint64_t), 3, 0), 0);
+    assert_int_equal(band_chan_create(&c, sizeof(uint64_t), 3, NULL), 0);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
     assert_int_equal(try_send_u64(c, 2, 1), 0);
     assert_int_equal(band_chan_destroy(c), 0);
@@ -1980,13 +2007,13 @@ static void test_destroy_busy(void **state)
     band_chan *c = mk_opts(f, 1, 0, BAND_CHAN_WAIT, 0);
     band_chan_slot slot = BAND_CHAN_SLOT_INIT;
 
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
     assert_int_equal(band_chan_destroy(c), BAND_EBUSY);
     assert_int_equal(band_waiter_cancel(&f->r[0].op.w, BAND_ECANCELED), 0);
 
     assert_int_equal(band_chan_try_reserve(c, 1, &slot), 0);
     assert_int_equal(band_chan_destroy(c), BAND_EBUSY);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
     assert_int_equal(band_chan_destroy(c), BAND_EBUSY);
     assert_int_equal(band_chan_close(c), 0);            /* fails s0 */
     assert_int_equal(band_chan_destroy(c), BAND_EBUSY); /* slot still held */
@@ -2022,7 +2049,7 @@ static void hook_recv_one(struct wake_rec *r)
 static void hook_resubmit_recv(struct wake_rec *r)
 {
     struct fixture *f = r->ctx;
-    r->hook_rc = band_chan_recv_async(f->c, &f->r[1].op);
+    r->hook_rc = recv_async(f->c, &f->r[1]);
 }
 
 static void test_wakes_call_back(void **state)
@@ -2033,7 +2060,7 @@ static void test_wakes_call_back(void **state)
     /* A receiver's wake sends: the element lands in the queue. */
     f->r[0].rec.hook = hook_send_more;
     f->r[0].rec.ctx = f;
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
     assert_int_equal(f->r[0].rec.hook_rc, 0);
     assert_u64_equal(f->r[0].out, 1);
@@ -2043,7 +2070,7 @@ static void test_wakes_call_back(void **state)
     /* A sender's wake receives: the grant happened before the wake, so it sees it. */
     f->s[0].rec.hook = hook_recv_one;
     f->s[0].rec.ctx = f;
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
     expect_recv(c, 4242, 2); /* frees room: s0 granted; its wake takes s0's own element */
     assert_int_equal(f->s[0].rec.hook_rc, 0);
     assert_u64_equal(f->s[0].rec.hook_u64, 100);
@@ -2053,7 +2080,7 @@ static void test_wakes_call_back(void **state)
     /* A receiver's wake queues another receive (on a different op). */
     f->r[2].rec.hook = hook_resubmit_recv;
     f->r[2].rec.ctx = f;
-    assert_int_equal(band_chan_recv_async(c, &f->r[2].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[2]), BAND_PENDING);
     assert_int_equal(try_send_u64(c, 2, 1), 0);
     assert_int_equal(f->r[2].rec.hook_rc, BAND_PENDING);
     assert_int_equal(try_send_u64(c, 3, 1), 0);
@@ -2085,13 +2112,13 @@ static int worker_fn(void *arg)
     a->self = pthread_self();
     switch (a->kind) {
     case W_SEND:
-        return band_chan_send(a->c, &a->val, a->bytes, a->deadline);
+        return band_chan_send(a->c, &a->val, a->bytes, a->deadline, NULL);
     case W_RECV:
-        return band_chan_recv(a->c, &a->out[0], &a->out_bytes, a->deadline);
+        return band_chan_recv(a->c, &a->out[0], &a->out_bytes, a->deadline, NULL);
     case W_RESERVE:
-        return band_chan_reserve(a->c, a->bytes, a->deadline, &a->slot);
+        return band_chan_reserve(a->c, a->bytes, &a->slot, a->deadline, NULL);
     case W_RECV_MANY:
-        return band_chan_recv_many(a->c, a->out, 4, NULL, &a->n, a->deadline);
+        return band_chan_recv_many(a->c, 4, a->out, NULL, &a->n, a->deadline, NULL);
     }
     return -1;
 }
@@ -2241,7 +2268,7 @@ static void test_wake_thread(void **state)
 {
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 0);
-    assert_int_equal(band_chan_recv_async(c, &f->r[0].op), BAND_PENDING);
+    assert_int_equal(recv_async(c, &f->r[0]), BAND_PENDING);
     struct worker_arg a = {.c = c, .kind = W_SEND, .val = 77, .bytes = 1, .deadline = BAND_FOREVER};
     struct test_thread t;
     assert_int_equal(test_thread_start(&t, worker_fn, &a), 0);
@@ -2264,19 +2291,64 @@ static void test_send_wait_counters(void **state)
     struct fixture *f = *state;
     band_chan *c = mk(f, 1, 0);
     assert_int_equal(try_send_u64(c, 1, 1), 0);
-    assert_int_equal(band_chan_send_async(c, &f->s[0].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
     band_time until = band_now() + 2 * BAND_MSEC;
     assert_true(test_wait_until(now_past, &until, 10 * BAND_SEC));
     expect_recv(c, 1, 1);
     band_chan_stats st = stats_of(c);
     assert_true(st.send_wait_ns >= (uint64_t)(2 * BAND_MSEC));
     assert_u64_equal(st.send_wait_ns_max, st.send_wait_ns);
-    assert_int_equal(band_chan_send_async(c, &f->s[1].op), BAND_PENDING);
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
     expect_recv(c, 100, 1);
     band_chan_stats st2 = stats_of(c);
     assert_true(st2.send_wait_ns >= st.send_wait_ns);
     assert_true(st2.send_wait_ns_max >= st.send_wait_ns_max);
     assert_true(st2.send_wait_ns_max <= st2.send_wait_ns);
+}
+
+/*
+ * The wait histogram named in the options records one value per queued sender, whatever
+ * ended its wait (served, cancelled, failed by close), the same as send_wait_ns sums;
+ * senders that never queued record nothing.
+ */
+static void test_wait_histo_option(void **state)
+{
+    struct fixture *f = *state;
+    band_histo h;
+    band_histo_init(&h);
+    band_chan_opts o = {.wait_histo = &h};
+    assert_int_equal(band_chan_create(&f->c, sizeof(uint64_t), 1, &o), 0);
+    band_chan *c = f->c;
+    band_histo_snapshot snap;
+
+    assert_int_equal(try_send_u64(c, 1, 1), 0);           /* never queued: nothing recorded */
+    assert_int_equal(try_send_u64(c, 2, 1), BAND_EAGAIN); /* refused: nothing either */
+    assert_int_equal(band_histo_read(&h, &snap), 0);
+    assert_u64_equal(snap.count, 0);
+
+    assert_int_equal(send_async(c, &f->s[0]), BAND_PENDING);
+    band_time until = band_now() + 2 * BAND_MSEC;
+    assert_true(test_wait_until(now_past, &until, 10 * BAND_SEC));
+    expect_recv(c, 1, 1); /* serves s[0] */
+    assert_int_equal(band_histo_read(&h, &snap), 0);
+    assert_u64_equal(snap.count, 1);
+    assert_true(snap.max >= (uint64_t)(2 * BAND_MSEC));
+
+    assert_int_equal(send_async(c, &f->s[1]), BAND_PENDING);
+    assert_int_equal(band_waiter_cancel(&f->s[1].op.w, BAND_ECANCELED), 0);
+    assert_int_equal(send_async(c, &f->s[2]), BAND_PENDING);
+    assert_int_equal(band_chan_close(c), 0); /* fails s[2] */
+    assert_int_equal(atomic_load(&f->s[2].rec.status), BAND_ECLOSED);
+    assert_int_equal(band_histo_read(&h, &snap), 0);
+    assert_u64_equal(snap.count, 3);
+    band_chan_stats st = stats_of(c);
+    assert_u64_equal(snap.sum, st.send_wait_ns);
+    assert_u64_equal(snap.max, st.send_wait_ns_max);
+    expect_recv(c, 100, 1);
+    assert_int_equal(band_chan_destroy(c), 0);
+    f->c = NULL;
+    assert_int_equal(band_histo_read(&h, &snap), 0); /* still the caller's */
+    assert_u64_equal(snap.count, 3);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -2295,7 +2367,10 @@ struct eo {
 };
 
 struct eo_sop {
-    struct band_chan_send_op op; /* first */
+    union {
+        band_chan_send_op op;     /* first: sends */
+        band_chan_reserve_op rsv; /* reservations: the same waiter */
+    };
     struct eo *eo;
     uint64_t val;
     int pending, reserve;
@@ -2316,9 +2391,7 @@ static void eo_send_wake(band_waiter *w)
     if (s->reserve) {
         if (st == 0) {
             /* The reservation is ours: fill it with the element. */
-            band_chan_slot slot = BAND_CHAN_SLOT_INIT;
-            if (band_chan_slot_adopt(&slot, s->eo->c, s->op.bytes) != 0 ||
-                band_chan_slot_send(&slot, &s->val) != 0)
+            if (s->rsv.slot.chan != s->eo->c || band_chan_slot_send(&s->rsv.slot, &s->val) != 0)
                 s->eo->bad++;
         } else if (st == BAND_ECLOSED) {
             s->eo->returned[s->val]++;
@@ -2374,7 +2447,8 @@ static void test_exactly_once_accounting(void **state)
     static struct eo_sop sops[EO_OPS];
     static struct eo_rop rops[EO_OPS];
     memset(&e, 0, sizeof(e));
-    assert_int_equal(band_chan_create(&e.c, sizeof(uint64_t), 3, 16), 0);
+    band_chan_opts o = {.byte_capacity = 16};
+    assert_int_equal(band_chan_create(&e.c, sizeof(uint64_t), 3, &o), 0);
     band_chan_slot slots[3] = {BAND_CHAN_SLOT_INIT, BAND_CHAN_SLOT_INIT, BAND_CHAN_SLOT_INIT};
     uint64_t slot_val[3] = {0};
     for (int i = 0; i < EO_OPS; i++) {
@@ -2383,7 +2457,6 @@ static void test_exactly_once_accounting(void **state)
         band_waiter_init(&sops[i].op.w, eo_send_wake, NULL);
         rops[i].eo = &e;
         rops[i].pending = 0;
-        rops[i].op.out = &rops[i].out;
         band_waiter_init(&rops[i].op.w, eo_recv_wake, NULL);
     }
     uint64_t rng = 0x5eed;
@@ -2412,18 +2485,16 @@ static void test_exactly_once_accounting(void **state)
                 break;
             sops[i].val = eo_issue(&e);
             sops[i].reserve = k == 2;
-            sops[i].op.elem = &sops[i].val;
-            sops[i].op.bytes = bytes;
             sops[i].pending = 1;
-            rc = sops[i].reserve ? band_chan_reserve_async(e.c, &sops[i].op)
-                                 : band_chan_send_async(e.c, &sops[i].op);
+            rc = sops[i].reserve ? band_chan_reserve_async(e.c, bytes, &sops[i].rsv)
+                                 : band_chan_send_async(e.c, &sops[i].val, bytes, &sops[i].op);
             if (rc == BAND_PENDING)
                 break;
             sops[i].pending = 0;
             if (rc == 0 && sops[i].reserve) {
-                band_chan_slot slot = BAND_CHAN_SLOT_INIT;
-                assert_int_equal(band_chan_slot_adopt(&slot, e.c, bytes), 0);
-                assert_int_equal(band_chan_slot_send(&slot, &sops[i].val), 0);
+                assert_ptr_equal(sops[i].rsv.slot.chan, e.c);
+                assert_u64_equal(sops[i].rsv.slot.bytes, bytes);
+                assert_int_equal(band_chan_slot_send(&sops[i].rsv.slot, &sops[i].val), 0);
             } else if (rc != 0) {
                 assert_int_equal(rc, BAND_ECLOSED);
                 e.returned[sops[i].val]++;
@@ -2446,7 +2517,7 @@ static void test_exactly_once_accounting(void **state)
                 break;
             rops[i].out = UINT64_MAX;
             rops[i].pending = 1;
-            rc = band_chan_recv_async(e.c, &rops[i].op);
+            rc = band_chan_recv_async(e.c, &rops[i].out, &rops[i].op);
             if (rc == BAND_PENDING)
                 break;
             rops[i].pending = 0;
@@ -2482,7 +2553,7 @@ static void test_exactly_once_accounting(void **state)
         case 9: { /* recv_many */
             uint64_t out[3];
             size_t n = 0;
-            rc = band_chan_recv_many(e.c, out, 3, NULL, &n, 0);
+            rc = band_chan_recv_many(e.c, 3, out, NULL, &n, 0, NULL);
             if (rc == 0) {
                 assert_true(n >= 1 && n <= 3);
                 for (size_t j = 0; j < n; j++)
@@ -2561,7 +2632,7 @@ int main(void)
         T(test_cancel_recv),
         T(test_cancel_inside_own_wake),
         T(test_reserve_basic),
-        T(test_reserve_async_and_adopt),
+        T(test_reserve_async_slot),
         T(test_slot_send_hands_off),
         T(test_recv_takes_waiting_senders_element),
         T(test_blocking_recv_takes_waiting_senders_element),
@@ -2607,6 +2678,7 @@ int main(void)
         T(test_blocking_reserve_and_recv_many),
         T(test_wake_thread),
         T(test_send_wait_counters),
+        T(test_wait_histo_option),
         cmocka_unit_test(test_exactly_once_accounting),
     };
 #undef T

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 struct fixture {
     band_sem *sem;
@@ -21,7 +21,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_sem_create(&f->sem, 0) != 0) {
+    if (band_sem_create(&f->sem, 0, NULL) != 0) {
         free(f);
         return -1;
     }
@@ -39,6 +39,19 @@ static int teardown(void **state)
     free(f);
     return rc == 0 ? 0 : -1;
 }
+
+/* Every result code with its name and message (test_error_names_and_messages). */
+struct code_row {
+    int code;
+    const char *name;
+    const char *msg;
+};
+
+static const struct code_row code_rows[] = {
+#define ROW(name, val, msg) {BAND_##name, "BAND_" #name, msg},
+    BAND_ERRNO_MAP(ROW)
+#undef ROW
+};
 
 /* ---------------------------------------------------------------------------------- */
 /* band_waiter                                                                         */
@@ -158,7 +171,7 @@ static void test_submit_never_calls_wake(void **state)
     assert_int_equal(atomic_load(&r.count), 0);
 
     /* Failed submission: no wake. */
-    assert_int_equal(band_sem_acquire_async(f->sem, BAND_SEM_MAX_PERMITS + 1, &r.w), BAND_EINVAL);
+    assert_int_equal(band_sem_acquire_async(f->sem, BAND_MAX_UNITS + 1, &r.w), BAND_EINVAL);
     assert_int_equal(atomic_load(&r.count), 0);
     assert_int_equal(band_waiter_is_pending(&r.w), 0);
 
@@ -185,7 +198,7 @@ static void test_submit_invalid_waiter(void **state)
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &r.w), BAND_PENDING);
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &r.w), BAND_EINVAL);
     band_sem *other;
-    assert_int_equal(band_sem_create(&other, 5), 0);
+    assert_int_equal(band_sem_create(&other, 5, NULL), 0);
     assert_int_equal(band_sem_acquire_async(other, 1, &r.w), BAND_EINVAL);
     assert_u64_equal(band_sem_available(other), 5);
     assert_int_equal(band_sem_destroy(other), 0);
@@ -239,11 +252,11 @@ static void test_cancel_reason_is_status(void **state)
     assert_int_equal(band_waiter_cancel(&r.w, BAND_ETIMEDOUT), 0);
     assert_int_equal(band_waiter_status(&r.w), BAND_ETIMEDOUT);
 
-    /* Any negative BAND_E* code is a valid reason; only ETIMEDOUT counts as a timeout. */
+    /* The other reason is BAND_ECANCELED, counted as a cancel. */
     wake_rec_init(&r, 1, NULL);
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &r.w), BAND_PENDING);
-    assert_int_equal(band_waiter_cancel(&r.w, BAND_ECLOSED), 0);
-    assert_int_equal(band_waiter_status(&r.w), BAND_ECLOSED);
+    assert_int_equal(band_waiter_cancel(&r.w, BAND_ECANCELED), 0);
+    assert_int_equal(band_waiter_status(&r.w), BAND_ECANCELED);
 
     band_sem_stats st;
     assert_int_equal(band_sem_get_stats(f->sem, &st), 0);
@@ -278,6 +291,81 @@ static void test_cancel_invalid(void **state)
     assert_int_equal(band_sem_release(f->sem, 1), 0);
     assert_int_equal(atomic_load(&r.count), 1);
     assert_int_equal(band_waiter_status(&r.w), 0);
+}
+
+/*
+ * A reason is BAND_ECANCELED or BAND_ETIMEDOUT, nothing else: every other negative code
+ * (BAND_ECLOSED would pass for a close that did not happen, BAND_E2BIG for a shrink) is
+ * refused with BAND_EINVAL, and the queued operation, its partial grant and the counters
+ * stay as they were.
+ */
+static void test_cancel_reason_must_be_cancel_or_timeout(void **state)
+{
+    struct fixture *f = *state;
+    struct wake_rec r;
+    wake_rec_init(&r, 1, NULL);
+    assert_int_equal(band_sem_acquire_async(f->sem, 3, &r.w), BAND_PENDING);
+    assert_int_equal(band_sem_release(f->sem, 1), 0); /* a partial grant of 1 */
+
+    static const int bad[] = {-1, -4000, INT32_MIN};
+    size_t nbad = TEST_COUNTOF(code_rows) + TEST_COUNTOF(bad);
+    for (size_t i = 0; i < nbad; i++) {
+        int reason =
+            i < TEST_COUNTOF(code_rows) ? code_rows[i].code : bad[i - TEST_COUNTOF(code_rows)];
+        if (reason == BAND_ECANCELED || reason == BAND_ETIMEDOUT)
+            continue;
+        if (band_waiter_cancel(&r.w, reason) != BAND_EINVAL)
+            fail_msg("cancel with %s (%d) was not refused", band_err_name(reason), reason);
+        assert_int_equal(band_waiter_is_pending(&r.w), 1);
+        assert_int_equal(band_waiter_status(&r.w), BAND_PENDING);
+    }
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(f->sem, &st), 0);
+    assert_u64_equal(st.waiters, 1);
+    assert_u64_equal(st.waiting_units, 3);
+    assert_u64_equal(st.head_granted, 1);
+    assert_u64_equal(st.cancels, 0);
+    assert_u64_equal(st.timeouts, 0);
+    assert_int_equal(atomic_load(&r.count), 0);
+    assert_int_equal(band__sem_check(f->sem), 0);
+
+    /* Still queued, and granted as if nothing had happened. */
+    assert_int_equal(band_sem_release(f->sem, 2), 0);
+    assert_int_equal(atomic_load(&r.count), 1);
+    assert_int_equal(band_waiter_status(&r.w), 0);
+    assert_int_equal(band_sem_release(f->sem, 3), 0);
+    assert_u64_equal(band_sem_available(f->sem), 3);
+}
+
+/*
+ * A shutdown scope ends the operations it watches with its own reason, which may be any
+ * negative code: a request with BAND_ECLOSED still withdraws a watched acquisition and
+ * wakes it once with that status, although band_waiter_cancel() refuses that reason.
+ */
+static void test_shutdown_reason_is_not_limited(void **state)
+{
+    struct fixture *f = *state;
+    band_shutdown *t;
+    assert_int_equal(band_shutdown_create(&t), 0);
+    band_shutdown_link link;
+    band_shutdown_link_init(&link);
+    struct wake_rec r;
+    wake_rec_init(&r, 1, NULL);
+    assert_int_equal(band_sem_acquire_async(f->sem, 2, &r.w), BAND_PENDING);
+    assert_int_equal(band_sem_release(f->sem, 1), 0); /* a partial grant of 1 */
+    assert_int_equal(band_shutdown_watch(t, &link, &r.w), 0);
+    assert_int_equal(band_shutdown_request(t, BAND_ECLOSED), 0);
+    assert_int_equal(atomic_load(&r.count), 1);
+    assert_int_equal(atomic_load(&r.status), BAND_ECLOSED);
+    assert_int_equal(band_waiter_is_pending(&r.w), 0);
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(f->sem, &st), 0);
+    assert_u64_equal(st.waiters, 0);
+    assert_u64_equal(st.cancels, 1);
+    assert_u64_equal(st.available, 1); /* the partial grant came back */
+    assert_int_equal(band_shutdown_unwatch(&link), BAND_EALREADY);
+    assert_int_equal(band_shutdown_destroy(t), 0);
+    assert_int_equal(band__sem_check(f->sem), 0);
 }
 
 static void test_cancel_after_wake_is_ealready(void **state)
@@ -403,18 +491,6 @@ static void test_wake_may_resubmit(void **state)
 /* ---------------------------------------------------------------------------------- */
 /* Result codes                                                                        */
 
-struct code_row {
-    int code;
-    const char *name;
-    const char *msg;
-};
-
-static const struct code_row code_rows[] = {
-#define ROW(name, val, msg) {BAND_##name, "BAND_" #name, msg},
-    BAND_ERRNO_MAP(ROW)
-#undef ROW
-};
-
 static void test_error_names_and_messages(void **state)
 {
     (void)state;
@@ -527,6 +603,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_reason_is_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_invalid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_reason_must_be_cancel_or_timeout, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_reason_is_not_limited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_after_wake_is_ealready, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_after_close_is_ealready, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waiter_reuse, setup, teardown),

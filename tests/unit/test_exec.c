@@ -53,7 +53,7 @@ static void gate_fn(band_job *job)
     struct fixture *f = job->arg;
     atomic_fetch_add(&f->ran[job_index(f, job)], 1);
     atomic_store(&f->gate_started, 1);
-    (void)band_latch_wait(f->gate, BAND_FOREVER);
+    (void)band_latch_wait(f->gate, BAND_FOREVER, NULL);
 }
 
 static void handback_fn(band_job *job, int reason, void *ctx)
@@ -74,14 +74,14 @@ static int make_exec(struct fixture *f, unsigned workers, uint64_t cap)
 {
     band_exec_opts o;
     memset(&o, 0, sizeof(o));
-    o.workers = workers;
-    o.capacity = cap;
     o.handback = handback_fn;
     o.handback_ctx = f;
     o.clock = fake_clock;
     o.clock_ctx = f;
-    o.name = "test-exec";
-    return band_exec_create(&f->ex, &o);
+    int rc = band_exec_create(&f->ex, workers, cap, &o);
+    if (rc == 0)
+        rc = band_exec_set_name(f->ex, "test-exec");
+    return rc;
 }
 
 static int setup(void **state)
@@ -104,7 +104,12 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     (void)band_latch_count_down(f->gate, band_latch_count(f->gate));
-    int rc = band_exec_destroy(f->ex);
+    int rc = 0;
+    if (f->ex != NULL) { /* shut down (a no-op if the test did), join, destroy */
+        (void)band_exec_shutdown(f->ex, BAND_EXEC_DRAIN);
+        rc = band_exec_join(f->ex);
+        rc = rc != 0 ? rc : band_exec_destroy(f->ex);
+    }
     (void)band_latch_destroy(f->gate);
     free(f);
     return rc == 0 ? 0 : -1;
@@ -151,20 +156,15 @@ static void test_create_args(void **state)
     band_exec_opts o;
     memset(&o, 0, sizeof(o));
     band_exec *ex = NULL;
-    assert_int_equal(band_exec_create(NULL, &o), BAND_EINVAL);
-    assert_int_equal(band_exec_create(&ex, NULL), BAND_EINVAL);
-    o.capacity = 4;
-    assert_int_equal(band_exec_create(&ex, &o), BAND_EINVAL); /* 0 workers */
-    o.workers = BAND_EXEC_MAX_WORKERS + 1;
-    assert_int_equal(band_exec_create(&ex, &o), BAND_EINVAL);
-    o.workers = 1;
-    o.capacity = 0;
-    assert_int_equal(band_exec_create(&ex, &o), BAND_EINVAL);
-    o.capacity = 1;
-    o.name = "a name far too long to fit into the forty-eight bytes of a band name";
-    assert_int_equal(band_exec_create(&ex, &o), BAND_EINVAL);
+    assert_int_equal(band_exec_create(NULL, 1, 4, &o), BAND_EINVAL);
+    assert_int_equal(band_exec_create(NULL, 1, 4, NULL), BAND_EINVAL);
+    assert_int_equal(band_exec_create(&ex, 0, 4, &o), BAND_EINVAL); /* 0 workers */
+    assert_int_equal(band_exec_create(&ex, BAND_EXEC_MAX_WORKERS + 1, 4, &o), BAND_EINVAL);
+    assert_int_equal(band_exec_create(&ex, 1, 0, &o), BAND_EINVAL);
+    assert_int_equal(band_exec_create(&ex, 1, BAND_MAX_UNITS + 1, NULL), BAND_EINVAL);
     assert_null(ex);
     assert_int_equal(band_exec_destroy(NULL), 0);
+    assert_int_equal(band_exec_set_name(NULL, "x"), BAND_EINVAL);
     assert_int_equal(band_exec_shutdown(NULL, BAND_EXEC_DRAIN), BAND_EINVAL);
     assert_int_equal(band_exec_join(NULL), BAND_EINVAL);
     assert_int_equal(band_exec_get_stats(NULL, NULL), BAND_EINVAL);
@@ -179,11 +179,37 @@ static void test_create_args(void **state)
     band_job nofn;
     band_job_init(&nofn, NULL, NULL);
     assert_int_equal(band_exec_try_run(f->ex, &nofn), BAND_EINVAL);
-    assert_int_equal(band_exec_run(NULL, &f->jobs[0], 0), BAND_EINVAL);
+    assert_int_equal(band_exec_run(NULL, &f->jobs[0], 0, NULL), BAND_EINVAL);
     band_exec_stats st = stats_of(f);
     assert_int_equal(st.workers, 2);
     assert_u64_equal(st.capacity, 4);
     assert_int_equal(st.closed, 0);
+    assert_string_equal(st.name, "test-exec");
+}
+
+/* The name is copied, cleared by NULL or "", and a name too long changes nothing. */
+static void test_set_name(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_exec_create(&f->ex, 1, 2, NULL), 0); /* NULL opts: no hooks */
+    assert_string_equal(stats_of(f).name, "");
+    char name[BAND_NAME_MAX + 1];
+    memset(name, 'x', sizeof(name));
+    name[BAND_NAME_MAX - 1] = '\0';
+    assert_int_equal(band_exec_set_name(f->ex, name), 0); /* the longest that fits */
+    assert_string_equal(stats_of(f).name, name);
+    name[BAND_NAME_MAX - 1] = 'x';
+    name[BAND_NAME_MAX] = '\0';
+    assert_int_equal(band_exec_set_name(f->ex, name), BAND_EINVAL);
+    name[BAND_NAME_MAX - 1] = '\0';
+    assert_string_equal(stats_of(f).name, name); /* unchanged */
+    assert_int_equal(band_exec_set_name(f->ex, "pool"), 0);
+    assert_string_equal(stats_of(f).name, "pool");
+    assert_int_equal(band_exec_set_name(f->ex, ""), 0);
+    assert_string_equal(stats_of(f).name, "");
+    assert_int_equal(band_exec_set_name(f->ex, "pool"), 0);
+    assert_int_equal(band_exec_set_name(f->ex, NULL), 0);
+    assert_string_equal(stats_of(f).name, "");
 }
 
 /* One worker runs jobs in submission order; every job runs once; counters add up. */
@@ -193,7 +219,7 @@ static void test_fifo_and_counts(void **state)
     assert_int_equal(make_exec(f, 1, 8), 0);
     start_gate(f, 0);
     for (int i = 1; i <= 8; i++) {
-        assert_int_equal(band_exec_run(f->ex, &f->jobs[i], BAND_FOREVER), 0);
+        assert_int_equal(band_exec_run(f->ex, &f->jobs[i], BAND_FOREVER, NULL), 0);
         assert_int_equal(band_job_state(&f->jobs[i]), BAND_JOB_QUEUED);
     }
     /* Submitting a queued job again is refused and changes nothing. */
@@ -234,8 +260,8 @@ static void test_full(void **state)
     assert_int_equal(band_job_state(j3), BAND_JOB_IDLE);
     assert_ptr_equal(j3->fn, job_fn);
     assert_ptr_equal(j3->arg, f);
-    assert_int_equal(band_exec_run(f->ex, j3, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_exec_run(f->ex, j3, band_now() + BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_exec_run(f->ex, j3, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_exec_run(f->ex, j3, band_now() + BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_int_equal(band_job_state(j3), BAND_JOB_IDLE);
     band_exec_stats st = stats_of(f);
     assert_u64_equal(st.refused_full, 3);
@@ -243,7 +269,7 @@ static void test_full(void **state)
     assert_int_equal(band_exec_cancel(j3), BAND_EINVAL);
     open_gate(f);
     /* Now there is room again (the worker drains); run waits for it. */
-    assert_int_equal(band_exec_run(f->ex, j3, BAND_FOREVER), 0);
+    assert_int_equal(band_exec_run(f->ex, j3, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_exec_shutdown(f->ex, BAND_EXEC_DRAIN), 0);
     assert_int_equal(band_exec_join(f->ex), 0);
     for (int i = 1; i <= 3; i++)
@@ -300,7 +326,7 @@ static void test_shutdown_drain(void **state)
     assert_int_equal(band_exec_shutdown(f->ex, BAND_EXEC_DRAIN), 0);
     assert_int_equal(band_exec_shutdown(f->ex, BAND_EXEC_DRAIN), 0); /* harmless */
     assert_int_equal(band_exec_try_run(f->ex, &f->jobs[11]), BAND_ECLOSED);
-    assert_int_equal(band_exec_run(f->ex, &f->jobs[11], BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_exec_run(f->ex, &f->jobs[11], BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_job_state(&f->jobs[11]), BAND_JOB_IDLE);
     open_gate(f);
     assert_int_equal(band_exec_join(f->ex), 0);
@@ -373,7 +399,7 @@ struct blocked_run {
 static int blocked_run_fn(void *arg)
 {
     struct blocked_run *b = arg;
-    return band_exec_run(b->f->ex, b->job, BAND_FOREVER);
+    return band_exec_run(b->f->ex, b->job, BAND_FOREVER, NULL);
 }
 
 /* A submitter blocked on a full queue fails with BAND_ECLOSED when the executor shuts
@@ -427,7 +453,8 @@ static void self_fn(band_job *job)
         (void)band_exec_try_run(f->ex, job);
 }
 
-/* A job that shuts its own executor down, then tries join and destroy (refused). */
+/* A job that shuts its own executor down, then tries join and destroy (refused: join
+ * would wait for itself, and its workers are not joined, so destroy is busy). */
 static atomic_int g_join_rc, g_destroy_rc;
 static void shutdown_fn(band_job *job)
 {
@@ -450,14 +477,14 @@ static void test_reentrant_jobs(void **state)
         sched_yield();
     assert_int_equal(atomic_load(&g_self_runs), 50);
     band_job_init(&f->jobs[1], shutdown_fn, f);
-    assert_int_equal(band_exec_run(f->ex, &f->jobs[1], BAND_FOREVER), 0);
+    assert_int_equal(band_exec_run(f->ex, &f->jobs[1], BAND_FOREVER, NULL), 0);
     /* The shutdown from inside the job closes the executor; join from here succeeds. */
     until = band_now() + 10 * BAND_SEC;
     while (stats_of(f).closed == 0 && band_now() < until)
         sched_yield();
     assert_int_equal(band_exec_join(f->ex), 0);
     assert_int_equal(atomic_load(&g_join_rc), BAND_EINVAL);
-    assert_int_equal(atomic_load(&g_destroy_rc), BAND_EINVAL);
+    assert_int_equal(atomic_load(&g_destroy_rc), BAND_EBUSY);
 }
 
 /* Queue time and service time, exactly, on the fake clock. */
@@ -503,9 +530,7 @@ static void test_no_handback(void **state)
     struct fixture *f = *state;
     band_exec_opts o;
     memset(&o, 0, sizeof(o));
-    o.workers = 1;
-    o.capacity = 4;
-    assert_int_equal(band_exec_create(&f->ex, &o), 0);
+    assert_int_equal(band_exec_create(&f->ex, 1, 4, &o), 0);
     start_gate(f, 0);
     assert_int_equal(band_exec_try_run(f->ex, &f->jobs[1]), 0);
     assert_int_equal(band_exec_try_run(f->ex, &f->jobs[2]), 0);
@@ -524,23 +549,36 @@ static void test_no_handback(void **state)
     free(s);
 }
 
-/* Destroy without an explicit shutdown drains gracefully. */
-static void test_destroy_drains(void **state)
+/* Destroy never shuts down and never waits: BAND_EBUSY, changing nothing, until the
+ * executor was shut down and joined; then it frees it. */
+static void test_destroy_busy_until_joined(void **state)
 {
     struct fixture *f = *state;
     assert_int_equal(make_exec(f, 2, 32), 0);
+    start_gate(f, 0);
+    for (int i = 1; i < 32; i++)
+        assert_int_equal(band_exec_run(f->ex, &f->jobs[i], BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_exec_destroy(f->ex), BAND_EBUSY); /* open */
+    band_exec_stats st = stats_of(f);
+    assert_int_equal(st.closed, 0); /* destroy did not shut it down */
+    assert_u64_equal(st.accepted, 32);
+    assert_int_equal(band_exec_shutdown(f->ex, BAND_EXEC_DRAIN), 0);
+    assert_int_equal(band_exec_destroy(f->ex), BAND_EBUSY); /* shut down, not joined */
+    assert_int_equal(band_exec_try_run(f->ex, &f->jobs[40]), BAND_ECLOSED);
+    open_gate(f);
+    assert_int_equal(band_exec_join(f->ex), 0);
     for (int i = 0; i < 32; i++)
-        assert_int_equal(band_exec_run(f->ex, &f->jobs[i], BAND_FOREVER), 0);
+        assert_int_equal(atomic_load(&f->ran[i]), 1); /* the gate (job 0) and the 31 others */
+    assert_int_equal(atomic_load(&f->ran[40]), 0);
     assert_int_equal(band_exec_destroy(f->ex), 0);
     f->ex = NULL;
-    for (int i = 0; i < 32; i++)
-        assert_int_equal(atomic_load(&f->ran[i]), 1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fifo_and_counts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
@@ -552,7 +590,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reentrant_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_histograms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_handback, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_drains, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_busy_until_joined, setup, teardown),
     };
     return cmocka_run_group_tests_name("exec", tests, NULL, NULL);
 }

@@ -39,7 +39,7 @@ static int sched_step(struct sched *s)
     if (s->head == s->tail)
         return -1;
     int id = s->fifo[s->head++ % FAIR_LOG_MAX];
-    int rc = band_fair_release(s->f, s->reqs[id].r.key, s->reqs[id].r.n);
+    int rc = band_fair_release(s->f, s->reqs[id].key, s->reqs[id].n);
     sched_pull(s);
     return rc;
 }
@@ -72,20 +72,20 @@ static void test_weights_124_and_idle_share(void **state)
     struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
     int id = 0;
     freq_init(&reqs[id], id, &log, 99, 0, cap);
-    assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+    assert_int_equal(freq_submit(f, &reqs[id]), 0);
     s.fifo[s.tail++] = id++;
     /* queue the backlogs interleaved in a bad order: the light key first */
     for (int i = 0; i < NA; i++) {
         freq_init(&reqs[id], id, &log, 1, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     for (int i = 0; i < NB; i++) {
         freq_init(&reqs[id], id, &log, 2, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     for (int i = 0; i < NC; i++) {
         freq_init(&reqs[id], id, &log, 3, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     CHECK(f);
 
@@ -139,6 +139,146 @@ static void test_weights_124_and_idle_share(void **state)
     free(reqs);
 }
 
+/*
+ * Three always-backlogged keys with weights 1:2:4 asking one unit per request, on the FIFO
+ * schedule above, with capacity @cap, base quantum @q and caps @caps (0: the capacity).
+ * Runs @grants grants and stores each key's count in @got. Fails the test unless, after
+ * every grant, the normalized shares got[i] / weight[i] lie within one base quantum of each
+ * other: the rounding of a deficit round robin, and no more.
+ */
+static void run_backlogged_124(uint64_t cap, uint64_t q, const uint64_t caps[3], unsigned grants,
+                               unsigned got[3])
+{
+    static struct fair_log log;
+    memset(&log, 0, sizeof(log));
+    static const uint64_t w[3] = {1, 2, 4};
+    const unsigned backlog = grants + 1;
+    band_fair *f = fair_new(cap, 1, q);
+    assert_non_null(f);
+    for (uint64_t k = 0; k < 3; k++)
+        assert_int_equal(fair_set(f, k + 1, (uint32_t)w[k], caps[k], 0), 0);
+    struct freq *reqs = calloc(3 * backlog + 1, sizeof(*reqs));
+    assert_non_null(reqs);
+    struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
+    int id = 0;
+    freq_init(&reqs[id], id, &log, 99, 0, cap); /* holds the capacity while keys queue */
+    assert_int_equal(freq_submit(f, &reqs[id]), 0);
+    s.fifo[s.tail++] = id++;
+    for (uint64_t k = 1; k <= 3; k++) {
+        for (unsigned i = 0; i < backlog; i++) {
+            freq_init(&reqs[id], id, &log, k, 0, 1);
+            assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
+        }
+    }
+    CHECK(f);
+    unsigned c[4] = {0}, counted = 0, first_off = 0;
+    while (counted < grants) {
+        assert_int_equal(sched_step(&s), 0);
+        for (; counted < log.len && counted < grants; counted++) {
+            c[log.keys[counted]]++;
+            /* c[i] / w[i] - c[j] / w[j] <= q, for every pair: */
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    if (first_off == 0 && c[i + 1] * w[j] > c[j + 1] * w[i] + q * w[i] * w[j])
+                        first_off = counted + 1;
+        }
+    }
+    if (first_off != 0)
+        fail_msg("capacity %llu quantum %llu: %u %u %u of %u grants; more than a quantum apart "
+                 "after grant %u",
+                 (unsigned long long)cap, (unsigned long long)q, c[1], c[2], c[3], grants,
+                 first_off);
+    CHECK(f);
+    for (int k = 0; k < 3; k++)
+        got[k] = c[k + 1];
+    band_fair_close(f);
+    assert_int_equal(band_fair_destroy(f), 0);
+    free(reqs);
+}
+
+/* Weights 1:2:4 receive exactly 100:200:400 of every 700 grants (per base quantum), whatever
+ * the capacity: also when a key's quantum (4 units for weight 4) exceeds the capacity and
+ * so its own cap, where it can never hold its whole quantum at once. */
+static void test_shares_exact_any_capacity(void **state)
+{
+    (void)state;
+    static const uint64_t dflt[3] = {0, 0, 0};
+    for (uint64_t q = 1; q <= 3; q++) {
+        for (uint64_t cap = 1; cap <= 9; cap++) {
+            unsigned got[3];
+            run_backlogged_124(cap, q, dflt, 700 * (unsigned)q, got);
+            if (got[0] != 100 * q || got[1] != 200 * q || got[2] != 400 * q)
+                fail_msg("capacity %llu quantum %llu: %u %u %u of %u grants, want %llu %llu %llu",
+                         (unsigned long long)cap, (unsigned long long)q, got[0], got[1], got[2],
+                         700 * (unsigned)q, (unsigned long long)(100 * q),
+                         (unsigned long long)(200 * q), (unsigned long long)(400 * q));
+        }
+    }
+}
+
+/* Caps below the quantum: a key whose cap is below its quantum still receives its share
+ * when the cap leaves room for it; a cap that leaves no room gives the key what the cap
+ * allows, and the others split the rest by their weights. */
+static void test_shares_caps_below_quantum(void **state)
+{
+    (void)state;
+    unsigned got[3];
+    /* capacity 3, the weight-1 key capped at 1 and the weight-2 key at 1: no share needs
+     * more than the cap allows (each grant is held while 3 grants are outstanding) */
+    static const uint64_t a1[3] = {1, 0, 0}, b1[3] = {0, 1, 0};
+    run_backlogged_124(3, 1, a1, 700, got);
+    assert_int_equal(got[0], 100);
+    assert_int_equal(got[1], 200);
+    assert_int_equal(got[2], 400);
+    run_backlogged_124(3, 2, b1, 1400, got);
+    assert_int_equal(got[0], 200);
+    assert_int_equal(got[1], 400);
+    assert_int_equal(got[2], 800);
+    /* capacity 6, the weight-4 key capped at 2 of its 4/7: it holds its cap, so it gets
+     * one grant in three; the others split the rest 1:2 */
+    static const uint64_t c2[3] = {0, 0, 2};
+    for (uint64_t q = 1; q <= 2; q++) {
+        unsigned n = 700 * (unsigned)q;
+        unsigned rest[3];
+        memset(rest, 0, sizeof(rest));
+        /* run_backlogged_124's pairwise bound does not apply to a key its cap holds back:
+         * check the shares here instead */
+        static struct fair_log log;
+        memset(&log, 0, sizeof(log));
+        band_fair *f = fair_new(6, 1, q);
+        assert_non_null(f);
+        assert_int_equal(fair_set(f, 1, 1, c2[0], 0), 0);
+        assert_int_equal(fair_set(f, 2, 2, c2[1], 0), 0);
+        assert_int_equal(fair_set(f, 3, 4, c2[2], 0), 0);
+        struct freq *reqs = calloc(3 * (n + 1) + 1, sizeof(*reqs));
+        assert_non_null(reqs);
+        struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
+        int id = 0;
+        freq_init(&reqs[id], id, &log, 99, 0, 6);
+        assert_int_equal(freq_submit(f, &reqs[id]), 0);
+        s.fifo[s.tail++] = id++;
+        for (uint64_t k = 1; k <= 3; k++) {
+            for (unsigned i = 0; i <= n; i++) {
+                freq_init(&reqs[id], id, &log, k, 0, 1);
+                assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
+            }
+        }
+        while (log.len < n)
+            assert_int_equal(sched_step(&s), 0);
+        for (unsigned i = 0; i < n; i++)
+            rest[log.keys[i] - 1]++;
+        print_message("fair capacity 6, weight-4 key capped at 2, quantum %llu: %u %u %u\n",
+                      (unsigned long long)q, rest[0], rest[1], rest[2]);
+        assert_int_equal(rest[2], n / 3); /* 2 of every 6 grants outstanding */
+        unsigned ab = rest[0] + rest[1];
+        assert_true(3 * rest[0] >= ab - 3 * q && 3 * rest[0] <= ab + 3 * q);
+        CHECK(f);
+        band_fair_close(f);
+        assert_int_equal(band_fair_destroy(f), 0);
+        free(reqs);
+    }
+}
+
 /* Requests of different sizes: shares are in units, not requests. Weights 1:1:2 asking
  * 4, 1 and 2 units per request receive units 1:1:2. */
 static void test_weighted_units(void **state)
@@ -158,13 +298,13 @@ static void test_weighted_units(void **state)
     struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
     int id = 0;
     freq_init(&reqs[id], id, &log, 99, 0, cap);
-    assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+    assert_int_equal(freq_submit(f, &reqs[id]), 0);
     s.fifo[s.tail++] = id++;
     static const uint64_t size[4] = {0, 4, 1, 2};
     for (int i = 0; i < N; i++) {
         for (uint64_t k = 1; k <= 3; k++) {
             freq_init(&reqs[id], id, &log, k, 0, size[k]);
-            assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+            assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
         }
     }
     uint64_t units[4] = {0};
@@ -202,15 +342,15 @@ static void test_many_keys_one_round(void **state)
     struct sched s = {f, &log, reqs, 0, 0, 0, {0}};
     int id = 0;
     freq_init(&reqs[id], id, &log, 999, 0, 1);
-    assert_int_equal(band_fair_acquire_async(f, &reqs[id].r), 0);
+    assert_int_equal(freq_submit(f, &reqs[id]), 0);
     s.fifo[s.tail++] = id++;
     for (int i = 0; i < DEEP; i++) {
         freq_init(&reqs[id], id, &log, 0, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     for (int i = 0; i < FEW; i++) {
         freq_init(&reqs[id], id, &log, (uint64_t)i + 1, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &reqs[id++].r), BAND_PENDING);
+        assert_int_equal(freq_submit(f, &reqs[id++]), BAND_PENDING);
     }
     while (log.len < 2 * (FEW + 1))
         assert_int_equal(sched_step(&s), 0);
@@ -228,11 +368,10 @@ static void test_many_keys_one_round(void **state)
 static void test_registry_flood(void **state)
 {
     (void)state;
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 1000);
-    cfg.max_keys = 64;
+    band_fair_opts o = {0};
+    o.max_keys = 64;
     band_fair *f = NULL;
-    assert_int_equal(band_fair_create(&f, &cfg), 0);
+    assert_int_equal(band_fair_create(&f, 1000, &o), 0);
     uint64_t rng = 42;
     /* 1. each distinct key acquires and releases: its state lives only meanwhile */
     for (int i = 0; i < 100000; i++) {
@@ -254,7 +393,7 @@ static void test_registry_flood(void **state)
         uint64_t key = 1000 + test_rng_next(&rng) % UINT64_C(1000000000);
         assert_int_equal(band_fair_try_acquire(f, key, 0, 1), BAND_ENOMEM);
         freq_init(&q, 0, NULL, key, 0, 1);
-        assert_int_equal(band_fair_acquire_async(f, &q.r), BAND_ENOMEM);
+        assert_int_equal(freq_submit(f, &q), BAND_ENOMEM);
         assert_int_equal(band_waiter_status(&q.r.w), BAND_ENOMEM);
     }
     band_fair_get_stats(f, &st);
@@ -283,11 +422,10 @@ static void test_registry_flood(void **state)
 static void test_registry_many_live(void **state)
 {
     (void)state;
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 100000);
-    cfg.max_keys = 5000;
+    band_fair_opts o = {0};
+    o.max_keys = 5000;
     band_fair *f = NULL;
-    assert_int_equal(band_fair_create(&f, &cfg), 0);
+    assert_int_equal(band_fair_create(&f, 100000, &o), 0);
     for (uint64_t k = 0; k < 5000; k++)
         assert_int_equal(band_fair_try_acquire(f, k * 7919, 0, 1 + k % 3), 0);
     assert_int_equal(band_fair_try_acquire(f, 1, 0, 1), BAND_ENOMEM);
@@ -336,7 +474,7 @@ static int rnd_collect(struct rnd *m)
         if (wakes == 1) {
             int st = atomic_load(&m->q[i].status);
             if (st == 0)
-                m->held[m->q[i].r.key] += m->q[i].r.n;
+                m->held[m->q[i].key] += m->q[i].n;
             else if (st != BAND_E2BIG)
                 errors++;
             m->state[i] = SLOT_FREE;
@@ -348,7 +486,7 @@ static int rnd_collect(struct rnd *m)
 static void rnd_step(struct rnd *m)
 {
     uint64_t key = test_rng_next(&m->rng) % RND_KEYS;
-    uint32_t cls = (uint32_t)(test_rng_next(&m->rng) % 3);
+    uint32_t cls = 2 - (uint32_t)(test_rng_next(&m->rng) % 3); /* class 2: the least urgent */
     uint64_t n = test_rng_range(&m->rng, 1, 5);
     int i = (int)(test_rng_next(&m->rng) % RND_SLOTS);
     int rc;
@@ -359,7 +497,7 @@ static void rnd_step(struct rnd *m)
         if (m->state[i] != SLOT_FREE)
             return;
         freq_init(&m->q[i], i, NULL, key, cls, n);
-        rc = band_fair_acquire_async(m->f, &m->q[i].r);
+        rc = freq_submit(m->f, &m->q[i]);
         if (rc == 0)
             m->held[key] += n;
         else if (rc == BAND_PENDING)
@@ -418,16 +556,15 @@ static void test_random_ops(void **state)
     struct rnd *m = calloc(1, sizeof(*m));
     assert_non_null(m);
     for (uint64_t seed = 1; seed <= 60; seed++) {
-        band_fair_config cfg;
-        band_fair_config_init(&cfg, 12);
-        cfg.classes = 3;
-        cfg.thresholds[0] = 6;
-        cfg.thresholds[1] = 9;
-        cfg.max_keys = 6;
-        cfg.quantum = 1 + seed % 3;
+        band_fair_opts o = {0};
+        o.classes = 3;
+        o.headroom[1] = 3; /* class 1 may fill 9 of the 12 units, class 2 only 6 */
+        o.headroom[2] = 6;
+        o.max_keys = 6;
+        o.quantum = 1 + seed % 3;
         memset(m, 0, sizeof(*m));
         m->rng = seed;
-        assert_int_equal(band_fair_create(&m->f, &cfg), 0);
+        assert_int_equal(band_fair_create(&m->f, 12, &o), 0);
         for (int step = 0; step < 3000; step++) {
             rnd_step(m);
             assert_int_equal(rnd_collect(m), 0);
@@ -468,9 +605,14 @@ static void test_random_ops(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_weights_124_and_idle_share), cmocka_unit_test(test_weighted_units),
-        cmocka_unit_test(test_many_keys_one_round),        cmocka_unit_test(test_registry_flood),
-        cmocka_unit_test(test_registry_many_live),         cmocka_unit_test(test_random_ops),
+        cmocka_unit_test(test_weights_124_and_idle_share),
+        cmocka_unit_test(test_shares_exact_any_capacity),
+        cmocka_unit_test(test_shares_caps_below_quantum),
+        cmocka_unit_test(test_weighted_units),
+        cmocka_unit_test(test_many_keys_one_round),
+        cmocka_unit_test(test_registry_flood),
+        cmocka_unit_test(test_registry_many_live),
+        cmocka_unit_test(test_random_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

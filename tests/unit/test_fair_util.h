@@ -1,9 +1,10 @@
 /*
  * test_fair_util.h - request recorders shared by the band_fair unit tests.
  *
- * A struct freq is a band_fair_req with a wake counter; its wake appends the request's id
- * to a shared grant log, so a test can read the order in which requests were completed.
- * The tests that use the log are single-threaded (wakes run on the releasing thread).
+ * A struct freq is a band_fair_acquire_op with what it asks for and a wake counter; its
+ * wake appends the request's id to a shared grant log, so a test can read the order in which
+ * requests were completed. The tests that use the log are single-threaded (wakes run on the
+ * releasing thread).
  */
 #ifndef BAND_TEST_FAIR_UTIL_H
 #define BAND_TEST_FAIR_UTIL_H
@@ -12,7 +13,7 @@
 
 #include <string.h>
 
-#include "fair_internal.h"
+#include "prim/fair/fair_internal.h"
 
 #define FAIR_LOG_MAX 8192
 
@@ -27,7 +28,10 @@ struct freq;
 typedef void freq_hook_fn(struct freq *q);
 
 struct freq {
-    band_fair_req r; /* first member */
+    band_fair_acquire_op r; /* first member */
+    uint64_t key;           /* what freq_submit() asks for */
+    uint32_t cls;
+    uint64_t n;
     int id;
     atomic_int wakes;
     atomic_int status;
@@ -43,7 +47,7 @@ static inline void freq_wake(band_waiter *w)
     atomic_store(&q->status, st);
     if (q->log != NULL && q->log->len < FAIR_LOG_MAX) {
         q->log->ids[q->log->len] = q->id;
-        q->log->keys[q->log->len] = q->r.key;
+        q->log->keys[q->log->len] = q->key;
         q->log->statuses[q->log->len] = st;
         q->log->len++;
     }
@@ -56,22 +60,30 @@ static inline void freq_init(struct freq *q, int id, struct fair_log *log, uint6
                              uint32_t cls, uint64_t n)
 {
     memset(q, 0, sizeof(*q));
-    band_fair_req_init(&q->r, freq_wake, q, key, cls, n);
+    band_waiter_init(&q->r.w, freq_wake, q);
+    q->key = key;
+    q->cls = cls;
+    q->n = n;
     q->id = id;
     atomic_init(&q->wakes, 0);
     atomic_init(&q->status, 12345);
     q->log = log;
 }
 
+/* Submit @q (freq_init()) to @f: band_fair_acquire_async() with its key, class and units. */
+static inline int freq_submit(band_fair *f, struct freq *q)
+{
+    return band_fair_acquire_async(f, q->key, q->cls, q->n, &q->r);
+}
+
 /* Create a fair with @capacity units, @classes classes, and base quantum @quantum. */
 static inline band_fair *fair_new(uint64_t capacity, uint32_t classes, uint64_t quantum)
 {
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, capacity);
-    cfg.classes = classes;
-    cfg.quantum = quantum;
+    band_fair_opts opts = {0};
+    opts.classes = classes;
+    opts.quantum = quantum;
     band_fair *f = NULL;
-    if (band_fair_create(&f, &cfg) != 0)
+    if (band_fair_create(&f, capacity, &opts) != 0)
         return NULL;
     return f;
 }

@@ -1,6 +1,6 @@
 /*
  * test_group.c - the wait group (group.h): argument checks, add/done and their limits,
- * async and blocking waits, release on reaching 0 (FIFO, exactly once, on the done
+ * try_wait, async and blocking waits, release on reaching 0 (FIFO, exactly once, on the done
  * thread), rounds, cancel (both outcomes), deadlines, wakes that call back into the group,
  * counters.
  */
@@ -85,7 +85,8 @@ static void test_null_args(void **state)
     assert_int_equal(band_group_done(NULL), BAND_EINVAL);
     assert_int_equal(band_group_done_n(NULL, 1), BAND_EINVAL);
     assert_u64_equal(band_group_count(NULL), 0);
-    assert_int_equal(band_group_wait(NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_group_try_wait(NULL), BAND_EINVAL);
+    assert_int_equal(band_group_wait(NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_group_wait_async(NULL, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_group_wait_async(f->g, NULL), BAND_EINVAL);
     assert_int_equal(band_group_get_stats(NULL, &st), BAND_EINVAL);
@@ -114,6 +115,28 @@ static void test_add_done_count(void **state)
     assert_int_equal(band_group_done_n(f->g, 2), 0);
     assert_u64_equal(band_group_count(f->g), 0);
     assert_u64_equal(stats_of(f->g).zeroes, 1);
+}
+
+/* try_wait answers at once, never queues, and follows every round. */
+static void test_try_wait(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band_group_try_wait(f->g), 0);
+    assert_int_equal(band_group_add(f->g, 2), 0);
+    assert_int_equal(band_group_try_wait(f->g), BAND_EAGAIN);
+    assert_int_equal(band_group_done(f->g), 0);
+    assert_int_equal(band_group_try_wait(f->g), BAND_EAGAIN);
+    assert_int_equal(band_group_done(f->g), 0);
+    assert_int_equal(band_group_try_wait(f->g), 0);
+    /* A new round. */
+    assert_int_equal(band_group_add(f->g, 1), 0);
+    assert_int_equal(band_group_try_wait(f->g), BAND_EAGAIN);
+    band_group_stats st = stats_of(f->g);
+    assert_u64_equal(st.queued, 0); /* it never queued */
+    assert_u64_equal(st.waiters, 0);
+    assert_int_equal(band_group_done(f->g), 0);
+    assert_int_equal(band_group_try_wait(f->g), 0);
+    assert_u64_equal(stats_of(f->g).zeroes, 2);
 }
 
 /* done below zero is refused and changes nothing: the count never wraps. */
@@ -270,11 +293,11 @@ static void test_destroy_busy(void **state)
 static void test_wait_past_deadline(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(band_group_wait(f->g, 0), 0); /* count 0: satisfied, no waiting */
-    assert_int_equal(band_group_wait(f->g, band_now() - BAND_SEC), 0);
+    assert_int_equal(band_group_wait(f->g, 0, NULL), 0); /* count 0: satisfied, no waiting */
+    assert_int_equal(band_group_wait(f->g, band_now() - BAND_SEC, NULL), 0);
     assert_int_equal(band_group_add(f->g, 1), 0);
-    assert_int_equal(band_group_wait(f->g, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_group_wait(f->g, band_now()), BAND_ETIMEDOUT);
+    assert_int_equal(band_group_wait(f->g, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_group_wait(f->g, band_now(), NULL), BAND_ETIMEDOUT);
     band_group_stats st = stats_of(f->g);
     assert_u64_equal(st.queued, 0); /* never queued: counts nowhere */
     assert_u64_equal(st.timeouts, 0);
@@ -286,7 +309,7 @@ static void test_wait_times_out(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_group_add(f->g, 1), 0);
     band_time t0 = band_now();
-    assert_int_equal(band_group_wait(f->g, t0 + 20 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_group_wait(f->g, t0 + 20 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     band_group_stats st = stats_of(f->g);
     assert_u64_equal(st.queued, 1);
@@ -303,7 +326,7 @@ struct waiter_arg {
 static int blocking_waiter(void *arg)
 {
     struct waiter_arg *a = arg;
-    return band_group_wait(a->g, a->deadline);
+    return band_group_wait(a->g, a->deadline, NULL);
 }
 
 static bool cond_waiters(void *arg)
@@ -452,7 +475,7 @@ static void test_done_publishes_writes(void **state)
         args[i].slot = &slots[i];
         assert_int_equal(test_thread_start(&th[i], task, &args[i]), 0);
     }
-    assert_int_equal(band_group_wait(f->g, BAND_FOREVER), 0);
+    assert_int_equal(band_group_wait(f->g, BAND_FOREVER, NULL), 0);
     for (int i = 0; i < N; i++)
         assert_int_equal(slots[i], 42);
     for (int i = 0; i < N; i++)
@@ -466,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_create_destroy_args),
         T(test_null_args),
         T(test_add_done_count),
+        T(test_try_wait),
         T(test_done_below_zero_is_einval),
         T(test_add_overflow),
         T(test_wait_async_at_zero_completes_now),

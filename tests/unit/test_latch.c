@@ -1,5 +1,5 @@
 /*
- * test_latch.c - the latch (group.h): creation, count-down and its limits, open for good,
+ * test_latch.c - the latch (latch.h): creation, count-down and its limits, open for good,
  * try/async/blocking waits, cancel (both outcomes), deadlines, arrive_and_wait with
  * threads, wakes that call back into the latch, counters.
  */
@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "band/group.h"
+#include "band/latch.h"
 
 struct fixture {
     band_latch *l;
@@ -39,9 +39,9 @@ static int teardown(void **state)
     return rc == 0 ? 0 : -1;
 }
 
-static band_group_stats stats_of(const band_latch *l)
+static band_latch_stats stats_of(const band_latch *l)
 {
-    band_group_stats st;
+    band_latch_stats st;
     memset(&st, 0xee, sizeof(st));
     assert_int_equal(band_latch_get_stats(l, &st), 0);
     return st;
@@ -69,13 +69,13 @@ static void test_create_args(void **state)
 static void test_null_args(void **state)
 {
     struct fixture *f = *state;
-    band_group_stats st;
+    band_latch_stats st;
     assert_int_equal(band_latch_count_down(NULL, 1), BAND_EINVAL);
     assert_int_equal(band_latch_try_wait(NULL), BAND_EINVAL);
-    assert_int_equal(band_latch_wait(NULL, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_latch_wait(NULL, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_latch_wait_async(NULL, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_latch_wait_async(f->l, NULL), BAND_EINVAL);
-    assert_int_equal(band_latch_arrive_and_wait(NULL, 1, 0), BAND_EINVAL);
+    assert_int_equal(band_latch_arrive_and_wait(NULL, 1, 0, NULL), BAND_EINVAL);
     assert_u64_equal(band_latch_count(NULL), 0);
     assert_int_equal(band_latch_get_stats(NULL, &st), BAND_EINVAL);
     assert_int_equal(band_latch_get_stats(f->l, NULL), BAND_EINVAL);
@@ -94,8 +94,8 @@ static void test_zero_is_open(void **state)
     wake_rec_init(&r, 0, NULL);
     assert_int_equal(band_latch_create(&l, 0), 0);
     assert_int_equal(band_latch_try_wait(l), 0);
-    assert_int_equal(band_latch_wait(l, 0), 0);
-    assert_int_equal(band_latch_wait(l, BAND_FOREVER), 0);
+    assert_int_equal(band_latch_wait(l, 0, NULL), 0);
+    assert_int_equal(band_latch_wait(l, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_latch_wait_async(l, &r.w), 0);
     assert_int_equal(atomic_load(&r.count), 0);
     assert_int_equal(band_latch_count_down(l, 0), 0);
@@ -119,9 +119,9 @@ static void test_count_down_limits(void **state)
     /* Open for good: no count-down past zero, ever. */
     assert_int_equal(band_latch_count_down(f->l, 1), BAND_EINVAL);
     assert_u64_equal(band_latch_count(f->l), 0);
-    band_group_stats st = stats_of(f->l);
+    band_latch_stats st = stats_of(f->l);
     assert_u64_equal(st.misuse, 4);
-    assert_u64_equal(st.zeroes, 1);
+    assert_u64_equal(st.opened, 1);
 }
 
 static void test_open_releases_waiters_once(void **state)
@@ -143,9 +143,9 @@ static void test_open_releases_waiters_once(void **state)
     /* Stays open: later waits complete at once, without a wake. */
     assert_int_equal(band_latch_wait_async(f->l, &f->rec[5].w), 0);
     assert_int_equal(count_of(&f->rec[5]), 0);
-    assert_int_equal(band_latch_wait(f->l, 0), 0);
+    assert_int_equal(band_latch_wait(f->l, 0, NULL), 0);
     assert_int_equal(band_latch_try_wait(f->l), 0);
-    band_group_stats st = stats_of(f->l);
+    band_latch_stats st = stats_of(f->l);
     assert_u64_equal(st.queued, 4);
     assert_u64_equal(st.released, 4);
 }
@@ -161,7 +161,7 @@ static void test_cancel_both_outcomes(void **state)
     assert_int_equal(count_of(&f->rec[0]), 0);
     assert_int_equal(count_of(&f->rec[1]), 1);
     assert_int_equal(band_waiter_cancel(&f->rec[1].w, BAND_ECANCELED), BAND_EALREADY);
-    band_group_stats st = stats_of(f->l);
+    band_latch_stats st = stats_of(f->l);
     assert_u64_equal(st.cancels, 1);
     assert_u64_equal(st.released, 1);
 }
@@ -178,22 +178,22 @@ static void test_destroy_busy(void **state)
 static void test_deadlines(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(band_latch_wait(f->l, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_latch_wait(f->l, 0, NULL), BAND_ETIMEDOUT);
     assert_u64_equal(stats_of(f->l).queued, 0);
     band_time t0 = band_now();
-    assert_int_equal(band_latch_wait(f->l, t0 + 10 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_latch_wait(f->l, t0 + 10 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 10 * BAND_MSEC);
-    band_group_stats st = stats_of(f->l);
+    band_latch_stats st = stats_of(f->l);
     assert_u64_equal(st.queued, 1);
     assert_u64_equal(st.timeouts, 1);
     assert_u64_equal(st.waiters, 0);
     /* arrive_and_wait counts down even when its wait times out. */
-    assert_int_equal(band_latch_arrive_and_wait(f->l, 1, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_latch_arrive_and_wait(f->l, 1, 0, NULL), BAND_ETIMEDOUT);
     assert_u64_equal(band_latch_count(f->l), 2);
     /* A refused count-down does not wait at all. */
-    assert_int_equal(band_latch_arrive_and_wait(f->l, 5, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_latch_arrive_and_wait(f->l, 5, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_u64_equal(band_latch_count(f->l), 2);
-    assert_int_equal(band_latch_arrive_and_wait(f->l, 2, 0), 0); /* opens: satisfied */
+    assert_int_equal(band_latch_arrive_and_wait(f->l, 2, 0, NULL), 0); /* opens: satisfied */
 }
 
 struct arrive_arg {
@@ -206,7 +206,7 @@ static int arriver(void *arg)
 {
     struct arrive_arg *a = arg;
     atomic_fetch_add(a->before, 1);
-    int rc = band_latch_arrive_and_wait(a->l, 1, band_deadline_after(60 * BAND_SEC));
+    int rc = band_latch_arrive_and_wait(a->l, 1, band_deadline_after(60 * BAND_SEC), NULL);
     a->seen = atomic_load(a->before);
     return rc;
 }

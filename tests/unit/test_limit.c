@@ -40,7 +40,7 @@ static void test_opts_invalid(void **state)
     band_limit_opts o;
     memset(&o, 0, sizeof(o));
     assert_int_equal(band_limit_create(NULL, &o), BAND_EINVAL);
-    assert_int_equal(band_limit_create(&l, NULL), BAND_EINVAL);
+    assert_int_equal(band_limit_create(NULL, NULL), BAND_EINVAL);
     o.algorithm = 7;
     assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
     o.algorithm = BAND_LIMIT_AIMD;
@@ -60,7 +60,7 @@ static void test_opts_invalid(void **state)
     o.tolerance = 0.5;
     assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
     o.tolerance = 0;
-    o.max = BAND_SEM_MAX_PERMITS + 1;
+    o.max = BAND_MAX_UNITS + 1;
     assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
     assert_null(l);
 
@@ -75,6 +75,15 @@ static void test_opts_invalid(void **state)
     assert_true(st.gradient == 1.0);
     assert_u64_equal(band_limit_current(l), 1);
     assert_u64_equal(band_sem_available(band_limit_sem(l)), 1);
+    assert_int_equal(band_limit_destroy(l), 0);
+    /* NULL options are the defaults too. */
+    l = NULL;
+    assert_int_equal(band_limit_create(&l, NULL), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.algorithm, BAND_LIMIT_AIMD);
+    assert_u64_equal(st.limit, 1);
+    assert_u64_equal(st.min, 1);
+    assert_u64_equal(st.max, 1000);
     assert_int_equal(band_limit_destroy(l), 0);
     assert_int_equal(band_limit_destroy(NULL), 0);
     assert_u64_equal(band_limit_current(NULL), 0);
@@ -99,9 +108,9 @@ static void test_acquire_release_inflight(void **state)
     (void)state;
     band_limit *l = make(BAND_LIMIT_AIMD, 2, 1, 10);
     assert_int_equal(band_limit_try_acquire(l), 0);
-    assert_int_equal(band_limit_acquire(l, BAND_FOREVER), 0);
+    assert_int_equal(band_limit_acquire(l, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_limit_try_acquire(l), BAND_EAGAIN);
-    assert_int_equal(band_limit_acquire(l, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_limit_acquire(l, 0, NULL), BAND_ETIMEDOUT);
     band_limit_stats st;
     assert_int_equal(band_limit_get_stats(l, &st), 0);
     assert_u64_equal(st.inflight, 2);
@@ -118,7 +127,7 @@ static void test_acquire_release_inflight(void **state)
     assert_int_equal(band_limit_on_done(NULL, 0, 5, BAND_LIMIT_OK), BAND_EINVAL);
     assert_int_equal(band_limit_sample(NULL, 0, 5, BAND_LIMIT_OK), BAND_EINVAL);
     assert_int_equal(band_limit_try_acquire(NULL), BAND_EINVAL);
-    assert_int_equal(band_limit_acquire(NULL, 0), BAND_EINVAL);
+    assert_int_equal(band_limit_acquire(NULL, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_limit_adopt(NULL), BAND_EINVAL);
     assert_int_equal(band_limit_close(NULL), BAND_EINVAL);
     assert_int_equal(band_limit_get_stats(NULL, &st), BAND_EINVAL);
@@ -137,9 +146,49 @@ static void test_acquire_release_inflight(void **state)
 
     /* Close: acquisitions fail, on_done still returns permits. */
     assert_int_equal(band_limit_try_acquire(l), 0);
+    assert_int_equal(band_limit_is_closed(l), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.closed, 0);
     assert_int_equal(band_limit_close(l), 0);
+    assert_int_equal(band_limit_is_closed(l), 1);
+    assert_int_equal(band_limit_is_closed(NULL), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.closed, 1);
     assert_int_equal(band_limit_try_acquire(l), BAND_ECLOSED);
+    assert_int_equal(band_limit_acquire(l, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_int_equal(band_limit_on_done(l, 0, 5, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_destroy(l), 0);
+}
+
+/* A name is copied, reported by the stats, replaced and cleared; one that does not fit is
+ * refused and changes nothing. */
+static void test_set_name(void **state)
+{
+    (void)state;
+    band_limit *l = NULL;
+    assert_int_equal(band_limit_create(&l, NULL), 0);
+    band_limit_stats st;
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, "");
+    char name[] = "upstream";
+    assert_int_equal(band_limit_set_name(l, name), 0);
+    name[0] = 'X'; /* copied, not kept */
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, "upstream");
+    char too_long[BAND_NAME_MAX + 1];
+    memset(too_long, 'x', sizeof(too_long) - 1);
+    too_long[sizeof(too_long) - 1] = '\0';
+    assert_int_equal(band_limit_set_name(l, too_long), BAND_EINVAL);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, "upstream");
+    too_long[BAND_NAME_MAX - 1] = '\0'; /* the longest that fits */
+    assert_int_equal(band_limit_set_name(l, too_long), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, too_long);
+    assert_int_equal(band_limit_set_name(l, NULL), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_string_equal(st.name, "");
+    assert_int_equal(band_limit_set_name(NULL, "x"), BAND_EINVAL);
     assert_int_equal(band_limit_destroy(l), 0);
 }
 
@@ -334,6 +383,167 @@ static void test_min_rtt_reset(void **state)
     assert_int_equal(band_limit_get_stats(l, &st), 0);
     assert_int_equal(st.min_rtt, 300);
     assert_int_equal(band_limit_destroy(l), 0);
+}
+
+/* on_done() returns exactly the permits the limit counted in flight: a report without one
+ * is refused and changes nothing (no permit appears, no sample is taken). */
+static void test_on_done_needs_inflight(void **state)
+{
+    (void)state;
+    band_limit *l = make(BAND_LIMIT_AIMD, 2, 1, 10);
+    band_sem *s = band_limit_sem(l);
+    band_limit_stats st;
+    for (int outcome = 0; outcome < 3; outcome++)
+        assert_int_equal(band_limit_on_done(l, 0, 5, outcome), BAND_EINVAL);
+    assert_u64_equal(band_sem_available(s), 2);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_u64_equal(st.samples, 0);
+    assert_u64_equal(st.ignored, 0);
+    assert_u64_equal(st.inflight, 0);
+    assert_u64_equal(st.limit, 2);
+    /* One permit, one report: the second report of the same request is refused. */
+    assert_int_equal(band_limit_try_acquire(l), 0);
+    assert_int_equal(band_limit_on_done(l, 0, 5, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_on_done(l, 0, 5, BAND_LIMIT_OK), BAND_EINVAL);
+    assert_u64_equal(band_sem_available(s), 2);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_u64_equal(st.samples, 1);
+    assert_u64_equal(st.inflight, 0);
+    /* Invalid times with a permit in flight keep the permit counted. */
+    assert_int_equal(band_limit_try_acquire(l), 0);
+    assert_int_equal(band_limit_on_done(l, INT64_MIN, INT64_MAX, BAND_LIMIT_OK), BAND_EINVAL);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_u64_equal(st.inflight, 1);
+    assert_u64_equal(st.samples, 1);
+    assert_u64_equal(band_sem_available(s), 1);
+    assert_int_equal(band_limit_on_done(l, 0, 5, BAND_LIMIT_IGNORE), 0);
+    assert_u64_equal(band_sem_available(s), 2);
+    /* adopt() counts at most what the semaphore could ever have handed out (max). */
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(band_limit_adopt(l), 0);
+    assert_int_equal(band_limit_adopt(l), BAND_EINVAL);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_u64_equal(st.inflight, 10);
+    assert_int_equal(band_limit_destroy(l), 0);
+}
+
+/* Times at the ends of the clock: a round trip that does not fit in band_time is
+ * refused, one that does (up to INT64_MAX ns) is used, and every estimate stays a
+ * valid, non-negative band_time. */
+static void test_extreme_times(void **state)
+{
+    (void)state;
+    band_limit_opts o;
+    memset(&o, 0, sizeof(o));
+    o.algorithm = BAND_LIMIT_GRADIENT;
+    o.initial = 4;
+    o.window = 1;
+    o.rtt_smoothing = 1.0;
+    band_limit *l = NULL;
+    assert_int_equal(band_limit_create(&l, &o), 0);
+    band_limit_stats st;
+    /* now - start overflows: nonsense, refused, nothing recorded. */
+    assert_int_equal(band_limit_sample(l, INT64_MIN, INT64_MAX, BAND_LIMIT_OK), BAND_EINVAL);
+    assert_int_equal(band_limit_sample(l, -1, INT64_MAX, BAND_LIMIT_DROPPED), BAND_EINVAL);
+    assert_int_equal(band_limit_sample(l, INT64_MIN, 1, BAND_LIMIT_IGNORE), BAND_EINVAL);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_u64_equal(st.samples, 0);
+    assert_u64_equal(st.ignored, 0);
+    assert_u64_equal(st.windows, 0);
+    /* The longest representable round trips are fine (negative origins too). */
+    assert_int_equal(band_limit_sample(l, INT64_MIN, -1, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.min_rtt, INT64_MAX);
+    assert_int_equal(st.smoothed_rtt, INT64_MAX);
+    assert_int_equal(st.window_rtt, INT64_MAX);
+    assert_u64_equal(st.windows, 1);
+    /* A short sample, then the longest again: the smoothed RTT (weight 1) follows
+     * exactly and never wraps. */
+    assert_int_equal(band_limit_sample(l, 0, 1, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.smoothed_rtt, 1);
+    assert_int_equal(st.min_rtt, 1);
+    /* (It starts at 1, when that window closed, so it counts in the next window; the
+     * window's mean is a double, saturated back to INT64_MAX.) */
+    assert_int_equal(band_limit_sample(l, 1, INT64_MAX, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.smoothed_rtt, INT64_MAX - 1);
+    assert_int_equal(st.window_rtt, INT64_MAX);
+    assert_u64_equal(st.windows, 3);
+    assert_int_equal(st.min_rtt, 1);
+    assert_true(st.gradient >= 0.5 && st.gradient <= 1.0);
+    assert_true(st.limit >= 1 && st.limit <= 1000);
+    assert_int_equal(band_limit_destroy(l), 0);
+
+    /* AIMD with the default weight: the smoothed RTT moves 1/8 of the way, saturating. */
+    memset(&o, 0, sizeof(o));
+    o.initial = 4;
+    o.rtt_limit = 100;
+    assert_int_equal(band_limit_create(&l, &o), 0);
+    assert_int_equal(band_limit_sample(l, 0, 1, BAND_LIMIT_OK), 0);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(band_limit_sample(l, 0, INT64_MAX, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_true(st.smoothed_rtt > INT64_MAX / 2);
+    assert_u64_equal(st.samples, 101);
+    /* Every long one was congestion, but all started before the first cut: one cut. */
+    assert_u64_equal(st.decreases, 1);
+    assert_u64_equal(st.limit, 4); /* 4 * 0.9 = 3.6 */
+    assert_int_equal(band_limit_destroy(l), 0);
+}
+
+/* min_rtt_reset on a clock near its ends: the elapsed time is computed without overflow,
+ * and a report from far in the past does not count as "a reset period elapsed". */
+static void test_min_rtt_reset_extreme(void **state)
+{
+    (void)state;
+    band_limit_opts o;
+    memset(&o, 0, sizeof(o));
+    o.algorithm = BAND_LIMIT_GRADIENT;
+    o.initial = 4;
+    o.min_rtt_reset = 1000;
+    band_limit *l = NULL;
+    assert_int_equal(band_limit_create(&l, &o), 0);
+    band_limit_stats st;
+    assert_int_equal(band_limit_sample(l, INT64_MAX - 20, INT64_MAX - 10, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_sample(l, -200, -100, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.min_rtt, 10);
+    assert_int_equal(band_limit_destroy(l), 0);
+
+    /* A clock that starts at a negative origin still resets after min_rtt_reset. */
+    assert_int_equal(band_limit_create(&l, &o), 0);
+    band_time t0 = INT64_MIN + 5;
+    assert_int_equal(band_limit_sample(l, t0, t0 + 100, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_sample(l, t0 + 1200, t0 + 1500, BAND_LIMIT_OK), 0);
+    assert_int_equal(band_limit_get_stats(l, &st), 0);
+    assert_int_equal(st.min_rtt, 300);
+    assert_int_equal(band_limit_destroy(l), 0);
+}
+
+/* Infinite factors are out of range like any other: refused at creation. */
+static void test_opts_not_finite(void **state)
+{
+    (void)state;
+    band_limit_opts o;
+    band_limit *l = NULL;
+    double inf = 1.0 / 0.0;
+    memset(&o, 0, sizeof(o));
+    o.increase = inf;
+    assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
+    memset(&o, 0, sizeof(o));
+    o.tolerance = inf;
+    assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
+    memset(&o, 0, sizeof(o));
+    o.queue = inf;
+    assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
+    memset(&o, 0, sizeof(o));
+    o.increase = -inf;
+    assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
+    memset(&o, 0, sizeof(o));
+    o.backoff = 0.0 / 0.0;
+    assert_int_equal(band_limit_create(&l, &o), BAND_EINVAL);
+    assert_null(l);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -571,11 +781,14 @@ int main(void)
 {
     g_trace = getenv("BAND_LIMIT_TRACE") != NULL; /* NOLINT(concurrency-mt-unsafe): one thread */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_opts_invalid),   cmocka_unit_test(test_acquire_release_inflight),
-        cmocka_unit_test(test_aimd_steps),     cmocka_unit_test(test_shrink_is_debt),
-        cmocka_unit_test(test_aimd_rtt_limit), cmocka_unit_test(test_app_limited),
-        cmocka_unit_test(test_gradient_steps), cmocka_unit_test(test_min_rtt_reset),
-        cmocka_unit_test(test_sim_aimd),       cmocka_unit_test(test_sim_gradient),
+        cmocka_unit_test(test_opts_invalid),    cmocka_unit_test(test_acquire_release_inflight),
+        cmocka_unit_test(test_set_name),        cmocka_unit_test(test_aimd_steps),
+        cmocka_unit_test(test_shrink_is_debt),  cmocka_unit_test(test_aimd_rtt_limit),
+        cmocka_unit_test(test_app_limited),     cmocka_unit_test(test_gradient_steps),
+        cmocka_unit_test(test_min_rtt_reset),   cmocka_unit_test(test_on_done_needs_inflight),
+        cmocka_unit_test(test_extreme_times),   cmocka_unit_test(test_min_rtt_reset_extreme),
+        cmocka_unit_test(test_opts_not_finite), cmocka_unit_test(test_sim_aimd),
+        cmocka_unit_test(test_sim_gradient),
     };
     return cmocka_run_group_tests_name("limit", tests, NULL, NULL);
 }

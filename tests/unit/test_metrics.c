@@ -37,7 +37,7 @@ static void test_args(void **state)
     assert_int_equal(band_metrics_create(&m, 0), BAND_EINVAL);
     assert_int_equal(band_metrics_create(&m, 1), 0);
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 1), 0);
+    assert_int_equal(band_sem_create(&s, 1, NULL), 0);
     assert_int_equal(band_metrics_add_sem(m, NULL, s, NULL), BAND_EINVAL);
     assert_int_equal(band_metrics_add_sem(m, "", s, NULL), BAND_EINVAL);
     assert_int_equal(band_metrics_add_sem(m, "x", NULL, NULL), BAND_EINVAL);
@@ -73,50 +73,48 @@ static void test_render(void **state)
     assert_int_equal(band_metrics_create(&m, 8), 0);
 
     band_sem *s = NULL;
-    assert_int_equal(band_sem_create(&s, 5), 0);
-    assert_int_equal(band_sem_try_acquire(s, 2), 0);
-    assert_int_equal(band_sem_try_acquire(s, 4), BAND_EAGAIN);
     band_histo sw;
     band_histo_init(&sw);
-    assert_int_equal(band_sem_set_wait_histo(s, &sw), 0);
-    assert_int_equal(band_sem_set_wait_histo(NULL, &sw), BAND_EINVAL);
+    band_sem_opts so = {.wait_histo = &sw};
+    assert_int_equal(band_sem_create(&s, 5, &so), 0);
+    assert_int_equal(band_sem_try_acquire(s, 2), 0);
+    assert_int_equal(band_sem_try_acquire(s, 4), BAND_EAGAIN);
     /* One queued acquisition that times out: one recorded wait. */
-    assert_int_equal(band_sem_acquire(s, 4, band_now() + 5 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(s, 4, band_now() + 5 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_int_equal(band_metrics_add_sem(m, "db \"pool\"", s, &sw), 0);
 
     band_chan *c = NULL;
-    assert_int_equal(band_chan_create(&c, sizeof(uint64_t), 2, 0), 0);
     band_histo cw;
     band_histo_init(&cw);
-    assert_int_equal(band_chan_set_wait_histo(c, &cw), 0);
-    assert_int_equal(band_chan_set_wait_histo(NULL, &cw), BAND_EINVAL);
+    band_chan_opts co = {.wait_histo = &cw};
+    assert_int_equal(band_chan_create(&c, sizeof(uint64_t), 2, &co), 0);
     uint64_t v = 1;
     assert_int_equal(band_chan_try_send(c, &v, 10), 0);
     assert_int_equal(band_chan_try_send(c, &v, 20), 0);
     assert_int_equal(band_chan_try_send(c, &v, 1), BAND_EAGAIN);
     /* It queues (after a brief spin) and times out: one recorded wait. */
-    assert_int_equal(band_chan_send(c, &v, 1, band_now() + 50 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_chan_send(c, &v, 1, band_now() + 50 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_int_equal(band_metrics_add_chan(m, "stage", c, &cw), 0);
 
     band_rate *r = NULL;
-    assert_int_equal(band_rate_create_simple(&r, 1, 3), 0);
-    assert_int_equal(band_rate_try(r, 2, NULL), 0);
-    assert_int_equal(band_rate_try(r, 2, NULL), BAND_EAGAIN);
+    assert_int_equal(band_rate_create(&r, 1, BAND_SEC, 3, NULL), 0);
+    assert_int_equal(band_rate_try_acquire(r, 2, NULL), 0);
+    assert_int_equal(band_rate_try_acquire(r, 2, NULL), BAND_EAGAIN);
     assert_int_equal(band_metrics_add_rate(m, "quota", r), 0);
 
-    band_door_opts o;
+    band_front_door_opts o;
     memset(&o, 0, sizeof(o));
     o.sem = s;
-    band_door *d = NULL;
-    assert_int_equal(band_door_create(&d, &o), 0);
+    band_front_door *d = NULL;
+    assert_int_equal(band_front_door_create(&d, &o), 0);
     band_permit p = BAND_PERMIT_INIT;
     band_answer a;
-    assert_int_equal(band_door_admit(d, 0, 3, BAND_FOREVER, NULL, &p, &a), 0);
+    assert_int_equal(band_front_door_admit(d, 0, 3, NULL, &p, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_ACCEPT);
     band_permit q = BAND_PERMIT_INIT;
-    assert_int_equal(band_door_admit(d, 0, 1, BAND_FOREVER, NULL, &q, &a), 0);
+    assert_int_equal(band_front_door_admit(d, 0, 1, NULL, &q, &a, BAND_FOREVER, NULL), 0);
     assert_int_equal(a.kind, BAND_ANSWER_BUSY);
-    assert_int_equal(band_metrics_add_door(m, "front", d, NULL), 0);
+    assert_int_equal(band_metrics_add_front_door(m, "front", d, NULL), 0);
 
     band_histo h;
     band_histo_init(&h);
@@ -138,8 +136,8 @@ static void test_render(void **state)
     expect_line(t, "band_chan_send_wait_seconds_bucket{name=\"stage\",le=\"+Inf\"} 1");
     expect_line(t, "band_rate_granted_tokens_total{name=\"quota\"} 2");
     expect_line(t, "band_rate_refusals_total{name=\"quota\",reason=\"rate\"} 1");
-    expect_line(t, "band_door_answers_total{name=\"front\",answer=\"accept\"} 1");
-    expect_line(t, "band_door_answers_total{name=\"front\",answer=\"busy\"} 1");
+    expect_line(t, "band_front_door_answers_total{name=\"front\",answer=\"accept\"} 1");
+    expect_line(t, "band_front_door_answers_total{name=\"front\",answer=\"busy\"} 1");
     expect_line(t, "# HELP band_exec_queue_seconds Queue time.");
     expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"1e-06\"} 1");
     expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"0.001\"} 1");
@@ -157,8 +155,8 @@ static void test_render(void **state)
     free(t);
 
     assert_int_equal(band_metrics_fprint(m, stderr), 0);
-    assert_int_equal(band_door_done(d, &p, 0), 0);
-    assert_int_equal(band_door_destroy(d), 0);
+    assert_int_equal(band_front_door_done(d, &p, 0), 0);
+    assert_int_equal(band_front_door_destroy(d), 0);
     assert_int_equal(band_metrics_destroy(m), 0);
     assert_int_equal(band_rate_destroy(r), 0);
     uint64_t out;

@@ -1,7 +1,7 @@
 /*
  * test_oneshot.c - the oneshot (oneshot.h): argument checks, send/receive in both orders,
- * sender and receiver drops (the value's owner on every path), a second receive while one
- * is pending, cancel with both outcomes, deadlines, blocking receives woken by another
+ * the sender's close and the receiver's drop (the value's owner on every path), a second receive
+ * while one is pending, cancel with both outcomes, deadlines, blocking receives woken by another
  * thread, wakes that call back into (and destroy) the oneshot, and the state snapshot.
  *
  * Every test gets a fresh oneshot of a uint64_t (setup); teardown destroys it.
@@ -13,7 +13,7 @@
 #include "band/oneshot.h"
 
 struct rx_rec {
-    struct band_oneshot_recv_op op; /* submitted; its wake is wake_rec_fn on rec */
+    band_oneshot_recv_op op; /* submitted; its wake is wake_rec_fn on rec */
     struct wake_rec rec;
 };
 
@@ -52,7 +52,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
     int rc = 0;
     if (!f->destroyed) {
-        band_oneshot_sender_drop(f->o); /* ends any receive a failed test left queued */
+        band_oneshot_close(f->o); /* ends any receive a failed test left queued */
         rc = band_oneshot_destroy(f->o);
     }
     free(f);
@@ -84,7 +84,8 @@ static void test_create_args(void **state)
     assert_u64_equal(st.value_size, 0);
     assert_int_equal(st.sent, 0);
     assert_int_equal(st.received, 0);
-    assert_int_equal(st.sender_dropped, 0);
+    assert_int_equal(st.closed, 0);
+    assert_int_equal(band_oneshot_is_closed(o), 0);
     assert_int_equal(st.receiver_dropped, 0);
     assert_int_equal(st.waiting, 0);
     assert_int_equal(st.holds_value, 0);
@@ -105,32 +106,33 @@ static void test_null_and_misuse(void **state)
     struct fixture *f = *state;
     uint64_t v = 7;
     band_oneshot_stats st;
-    struct band_oneshot_recv_op nowake;
+    band_oneshot_recv_op nowake;
     band_waiter_init(&nowake.w, NULL, NULL);
 
     assert_int_equal(band_oneshot_send(NULL, &v), BAND_EINVAL);
     assert_int_equal(band_oneshot_send(f->o, NULL), BAND_EINVAL);
-    assert_int_equal(band_oneshot_sender_drop(NULL), BAND_EINVAL);
+    assert_int_equal(band_oneshot_close(NULL), BAND_EINVAL);
+    assert_int_equal(band_oneshot_is_closed(NULL), 0);
     assert_int_equal(band_oneshot_receiver_drop(NULL), BAND_EINVAL);
     assert_int_equal(band_oneshot_try_recv(NULL, &v), BAND_EINVAL);
     assert_int_equal(band_oneshot_try_recv(f->o, NULL), BAND_EINVAL);
-    assert_int_equal(band_oneshot_recv(NULL, &v, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_oneshot_recv(f->o, NULL, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_oneshot_recv_async(NULL, &f->rx[0].op, &v), BAND_EINVAL);
-    assert_int_equal(band_oneshot_recv_async(f->o, NULL, &v), BAND_EINVAL);
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, NULL), BAND_EINVAL);
-    assert_int_equal(band_oneshot_recv_async(f->o, &nowake, &v), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv(NULL, &v, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv(f->o, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv_async(NULL, &v, &f->rx[0].op), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv_async(f->o, &v, NULL), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv_async(f->o, NULL, &f->rx[0].op), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv_async(f->o, &v, &nowake), BAND_EINVAL);
     assert_int_equal(band_oneshot_get_stats(NULL, &st), BAND_EINVAL);
     assert_int_equal(band_oneshot_get_stats(f->o, NULL), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->rx[0].op.w), 0);
 
     /* A pending op cannot be submitted again, even to another oneshot: EINVAL, untouched. */
     uint64_t out = 0;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
     band_oneshot *o2;
     assert_int_equal(band_oneshot_create(&o2, sizeof(uint64_t)), 0);
-    assert_int_equal(band_oneshot_recv_async(o2, &f->rx[0].op, &out), BAND_EINVAL);
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv_async(o2, &out, &f->rx[0].op), BAND_EINVAL);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->rx[0].op.w), 1);
     assert_int_equal(band_oneshot_destroy(o2), 0);
 
@@ -168,8 +170,8 @@ static void test_send_then_try_recv(void **state)
     /* One value: a second receive says it was already received, and out is untouched. */
     out = 5;
     assert_int_equal(band_oneshot_try_recv(f->o, &out), BAND_EALREADY);
-    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER), BAND_EALREADY);
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_EALREADY);
+    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER, NULL), BAND_EALREADY);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_EALREADY);
     assert_int_equal(band_waiter_status(&f->rx[0].op.w), BAND_EALREADY);
     assert_u64_equal(out, 5);
     /* And the sender cannot send twice. */
@@ -182,7 +184,7 @@ static void test_recv_async_then_send(void **state)
 {
     struct fixture *f = *state;
     uint64_t v = 42, out = 0;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
     assert_ptr_equal(f->rx[0].op.out, &out);
     assert_int_equal(band_waiter_status(&f->rx[0].op.w), BAND_PENDING);
     assert_int_equal(stats_of(f->o).waiting, 1);
@@ -214,7 +216,7 @@ static void test_recv_async_at_once(void **state)
     struct fixture *f = *state;
     uint64_t v = 3, out = 0;
     assert_int_equal(band_oneshot_send(f->o, &v), 0);
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), 0);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), 0);
     assert_u64_equal(out, 3);
     assert_int_equal(band_waiter_status(&f->rx[0].op.w), 0);
     assert_int_equal(band_waiter_is_pending(&f->rx[0].op.w), 0);
@@ -236,7 +238,7 @@ static void test_large_value(void **state)
     assert_u64_equal(stats_of(o).value_size, N);
     struct rx_rec r;
     rx_rec_init(&r, 0, NULL);
-    assert_int_equal(band_oneshot_recv_async(o, &r.op, out), BAND_PENDING);
+    assert_int_equal(band_oneshot_recv_async(o, out, &r.op), BAND_PENDING);
     assert_int_equal(band_oneshot_send(o, in), 0);
     assert_int_equal(WAKES(&r), 1);
     assert_memory_equal(in, out, N);
@@ -244,7 +246,7 @@ static void test_large_value(void **state)
     /* Stored, then received. */
     assert_int_equal(band_oneshot_create(&o, N), 0);
     assert_int_equal(band_oneshot_send(o, in), 0);
-    assert_int_equal(band_oneshot_recv(o, out2, 0), 0);
+    assert_int_equal(band_oneshot_recv(o, out2, 0, NULL), 0);
     assert_memory_equal(in, out2, N);
     assert_int_equal(band_oneshot_destroy(o), 0);
 }
@@ -252,44 +254,51 @@ static void test_large_value(void **state)
 /* ---------------------------------------------------------------------------------- */
 /* the sender gives up                                                                 */
 
-static void test_sender_drop_wakes_receiver(void **state)
+static void test_close_wakes_receiver(void **state)
 {
     struct fixture *f = *state;
     uint64_t v = 1, out = 77;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
-    assert_int_equal(band_oneshot_sender_drop(f->o), 0);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
+    assert_int_equal(band_oneshot_is_closed(f->o), 0);
+    assert_int_equal(band_oneshot_close(f->o), 0);
+    assert_int_equal(band_oneshot_is_closed(f->o), 1);
     assert_int_equal(WAKES(&f->rx[0]), 1);
     assert_int_equal(atomic_load(&f->rx[0].rec.status), BAND_ECLOSED);
     assert_true(pthread_equal(f->rx[0].rec.thread, pthread_self()));
     assert_u64_equal(out, 77); /* nothing was written */
-    /* Every later receive learns it too; drop is idempotent; a late send is refused and
+    /* Every later receive learns it too; close is idempotent; a late send is refused and
      * the value stays with the caller. */
     assert_int_equal(band_oneshot_try_recv(f->o, &out), BAND_ECLOSED);
-    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER), BAND_ECLOSED);
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[1].op, &out), BAND_ECLOSED);
+    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[1].op), BAND_ECLOSED);
     assert_int_equal(band_waiter_status(&f->rx[1].op.w), BAND_ECLOSED);
-    assert_int_equal(band_oneshot_sender_drop(f->o), 0);
+    assert_int_equal(band_oneshot_close(f->o), 0);
+    assert_int_equal(band_oneshot_is_closed(f->o), 1);
     assert_int_equal(band_oneshot_send(f->o, &v), BAND_EALREADY);
     assert_int_equal(WAKES(&f->rx[0]), 1);
     assert_int_equal(WAKES(&f->rx[1]), 0);
     band_oneshot_stats st = stats_of(f->o);
-    assert_int_equal(st.sender_dropped, 1);
+    assert_int_equal(st.closed, 1);
     assert_int_equal(st.sent, 0);
     assert_int_equal(st.holds_value, 0);
     assert_u64_equal(st.refused, 1);
 }
 
-static void test_sender_drop_after_send_keeps_value(void **state)
+static void test_close_after_send_keeps_value(void **state)
 {
     struct fixture *f = *state;
     uint64_t v = 11, out = 0;
     assert_int_equal(band_oneshot_send(f->o, &v), 0);
-    assert_int_equal(band_oneshot_sender_drop(f->o), 0); /* the sender is simply done */
+    assert_int_equal(band_oneshot_close(f->o), 0); /* the sender is simply done */
+    assert_int_equal(band_oneshot_is_closed(f->o), 1);
     band_oneshot_stats st = stats_of(f->o);
-    assert_int_equal(st.sender_dropped, 0);
+    assert_int_equal(st.closed, 1);
+    assert_int_equal(st.sent, 1);
     assert_int_equal(st.holds_value, 1);
-    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER), 0);
+    assert_int_equal(band_oneshot_recv(f->o, &out, BAND_FOREVER, NULL), 0);
     assert_u64_equal(out, 11);
+    assert_int_equal(band_oneshot_try_recv(f->o, &out), BAND_EALREADY); /* not ECLOSED */
+    assert_int_equal(band_oneshot_send(f->o, &v), BAND_EALREADY);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -309,8 +318,8 @@ static void test_receiver_drop_refuses_send(void **state)
     assert_u64_equal(st.refused, 1);
     assert_int_equal(band_oneshot_try_recv(f->o, &out), BAND_ECLOSED);
     assert_int_equal(band_oneshot_receiver_drop(f->o), 0); /* idempotent */
-    /* The sender may still drop (it is done); nothing changes. */
-    assert_int_equal(band_oneshot_sender_drop(f->o), 0);
+    /* The sender may still close (it is done); nothing changes. */
+    assert_int_equal(band_oneshot_close(f->o), 0);
     assert_int_equal(band_oneshot_try_recv(f->o, &out), BAND_ECLOSED);
 }
 
@@ -318,7 +327,7 @@ static void test_receiver_drop_cancels_pending(void **state)
 {
     struct fixture *f = *state;
     uint64_t v = 5, out = 0;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
     assert_int_equal(band_oneshot_receiver_drop(f->o), 0);
     assert_int_equal(WAKES(&f->rx[0]), 1);
     assert_int_equal(atomic_load(&f->rx[0].rec.status), BAND_ECANCELED);
@@ -351,11 +360,11 @@ static void test_second_receive_is_busy(void **state)
 {
     struct fixture *f = *state;
     uint64_t v = 9, out = 0, out2 = 0;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
     assert_int_equal(band_oneshot_try_recv(f->o, &out2), BAND_EBUSY);
-    assert_int_equal(band_oneshot_recv(f->o, &out2, BAND_FOREVER), BAND_EBUSY);
-    assert_int_equal(band_oneshot_recv(f->o, &out2, 0), BAND_EBUSY);
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[1].op, &out2), BAND_EBUSY);
+    assert_int_equal(band_oneshot_recv(f->o, &out2, BAND_FOREVER, NULL), BAND_EBUSY);
+    assert_int_equal(band_oneshot_recv(f->o, &out2, 0, NULL), BAND_EBUSY);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out2, &f->rx[1].op), BAND_EBUSY);
     assert_int_equal(band_waiter_status(&f->rx[1].op.w), BAND_EBUSY);
     assert_int_equal(band_waiter_is_pending(&f->rx[1].op.w), 0);
     assert_int_equal(band_oneshot_destroy(f->o), BAND_EBUSY); /* a receive is pending */
@@ -374,7 +383,7 @@ static void test_cancel_pending_then_value_stays(void **state)
 {
     struct fixture *f = *state;
     uint64_t v = 31, out = 0;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
     assert_int_equal(band_waiter_cancel(&f->rx[0].op.w, BAND_ECANCELED), 0);
     assert_int_equal(band_waiter_status(&f->rx[0].op.w), BAND_ECANCELED);
     assert_int_equal(band_waiter_cancel(&f->rx[0].op.w, BAND_ECANCELED), BAND_EINVAL);
@@ -388,7 +397,7 @@ static void test_cancel_pending_then_value_stays(void **state)
     assert_u64_equal(out, 0);
     assert_int_equal(stats_of(f->o).holds_value, 1);
     /* The op can be reused for a new receive, which completes at once. */
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), 0);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), 0);
     assert_u64_equal(out, 31);
     assert_int_equal(WAKES(&f->rx[0]), 0);
 }
@@ -397,7 +406,7 @@ static void test_cancel_with_timeout_reason_counts_timeout(void **state)
 {
     struct fixture *f = *state;
     uint64_t out = 0;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
     assert_int_equal(band_waiter_cancel(&f->rx[0].op.w, BAND_ETIMEDOUT), 0);
     assert_int_equal(band_waiter_status(&f->rx[0].op.w), BAND_ETIMEDOUT);
     band_oneshot_stats st = stats_of(f->o);
@@ -413,15 +422,15 @@ static void test_past_deadline_does_not_wait(void **state)
 {
     struct fixture *f = *state;
     uint64_t v = 8, out = 0;
-    assert_int_equal(band_oneshot_recv(f->o, &out, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_oneshot_recv(f->o, &out, band_now()), BAND_ETIMEDOUT);
-    assert_int_equal(band_oneshot_recv(f->o, &out, INT64_MIN), BAND_ETIMEDOUT);
+    assert_int_equal(band_oneshot_recv(f->o, &out, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_oneshot_recv(f->o, &out, band_now(), NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_oneshot_recv(f->o, &out, INT64_MIN, NULL), BAND_ETIMEDOUT);
     band_oneshot_stats st = stats_of(f->o);
     assert_u64_equal(st.queued, 0); /* never queued */
     assert_u64_equal(st.timeouts, 0);
     /* With the value there, a past deadline still receives it. */
     assert_int_equal(band_oneshot_send(f->o, &v), 0);
-    assert_int_equal(band_oneshot_recv(f->o, &out, 0), 0);
+    assert_int_equal(band_oneshot_recv(f->o, &out, 0, NULL), 0);
     assert_u64_equal(out, 8);
 }
 
@@ -430,7 +439,7 @@ static void test_deadline_expires_then_value_stays(void **state)
     struct fixture *f = *state;
     uint64_t v = 65, out = 0;
     band_time t0 = band_now();
-    assert_int_equal(band_oneshot_recv(f->o, &out, t0 + 20 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_oneshot_recv(f->o, &out, t0 + 20 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     band_oneshot_stats st = stats_of(f->o);
     assert_u64_equal(st.queued, 1);
@@ -438,7 +447,7 @@ static void test_deadline_expires_then_value_stays(void **state)
     assert_int_equal(st.waiting, 0);
     assert_int_equal(band_oneshot_send(f->o, &v), 0);
     assert_u64_equal(out, 0);
-    assert_int_equal(band_oneshot_recv(f->o, &out, 0), 0);
+    assert_int_equal(band_oneshot_recv(f->o, &out, 0, NULL), 0);
     assert_u64_equal(out, 65);
 }
 
@@ -454,7 +463,7 @@ struct recv_arg {
 static int recv_thread(void *arg)
 {
     struct recv_arg *a = arg;
-    return band_oneshot_recv(a->o, &a->out, a->deadline);
+    return band_oneshot_recv(a->o, &a->out, a->deadline, NULL);
 }
 
 static bool cond_waiting(void *arg)
@@ -486,13 +495,13 @@ static void test_blocking_recv_woken_by_send(void **state)
     assert_int_equal(stats_of(f->o).received, 1);
 }
 
-static void test_blocking_recv_woken_by_sender_drop(void **state)
+static void test_blocking_recv_woken_by_close(void **state)
 {
     struct fixture *f = *state;
     struct test_thread t;
     struct recv_arg a;
     start_blocked_recv(f, &t, &a);
-    assert_int_equal(band_oneshot_sender_drop(f->o), 0);
+    assert_int_equal(band_oneshot_close(f->o), 0);
     assert_int_equal(test_thread_join(&t), BAND_ECLOSED);
     assert_u64_equal(a.out, 0);
 }
@@ -519,7 +528,7 @@ static void hook_calls_back(struct wake_rec *r)
     /* No band lock is held: these must not deadlock. */
     int a = band_oneshot_try_recv(o, &out);
     int b = band_oneshot_send(o, &v);
-    int c = band_oneshot_sender_drop(o);
+    int c = band_oneshot_close(o);
     band_oneshot_stats st;
     int d = band_oneshot_get_stats(o, &st);
     r->hook_rc = (a == BAND_EALREADY && b == BAND_EALREADY && c == 0 && d == 0) ? 0 : -1;
@@ -531,7 +540,7 @@ static void test_wake_calls_back(void **state)
     uint64_t v = 4, out = 0;
     f->rx[0].rec.hook = hook_calls_back;
     f->rx[0].rec.ctx = f->o;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
     assert_int_equal(band_oneshot_send(f->o, &v), 0);
     assert_int_equal(WAKES(&f->rx[0]), 1);
     assert_int_equal(f->rx[0].rec.hook_rc, 0);
@@ -550,7 +559,7 @@ static void test_wake_destroys_oneshot(void **state)
     uint64_t v = 4, out = 0;
     f->rx[0].rec.hook = hook_destroys;
     f->rx[0].rec.ctx = f->o;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
     assert_int_equal(band_oneshot_send(f->o, &v), 0); /* must not touch o after the wake */
     f->destroyed = 1;
     assert_int_equal(WAKES(&f->rx[0]), 1);
@@ -563,8 +572,8 @@ static void test_wake_destroys_oneshot(void **state)
     rx_rec_init(&f->rx[1], 1, NULL);
     f->rx[1].rec.hook = hook_destroys;
     f->rx[1].rec.ctx = f->o;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[1].op, &out), BAND_PENDING);
-    assert_int_equal(band_oneshot_sender_drop(f->o), 0);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[1].op), BAND_PENDING);
+    assert_int_equal(band_oneshot_close(f->o), 0);
     f->destroyed = 1;
     assert_int_equal(WAKES(&f->rx[1]), 1);
     assert_int_equal(atomic_load(&f->rx[1].rec.status), BAND_ECLOSED);
@@ -576,7 +585,7 @@ static void hook_resubmits(struct wake_rec *r)
 {
     struct rx_rec *rr = r->ctx;
     static uint64_t sink;
-    r->hook_rc = band_oneshot_recv_async((band_oneshot *)(uintptr_t)r->hook_u64, &rr->op, &sink);
+    r->hook_rc = band_oneshot_recv_async((band_oneshot *)(uintptr_t)r->hook_u64, &sink, &rr->op);
 }
 
 static void test_wake_resubmits(void **state)
@@ -586,8 +595,8 @@ static void test_wake_resubmits(void **state)
     f->rx[0].rec.hook = hook_resubmits;
     f->rx[0].rec.ctx = &f->rx[0];
     f->rx[0].rec.hook_u64 = (uint64_t)(uintptr_t)f->o;
-    assert_int_equal(band_oneshot_recv_async(f->o, &f->rx[0].op, &out), BAND_PENDING);
-    assert_int_equal(band_oneshot_sender_drop(f->o), 0);
+    assert_int_equal(band_oneshot_recv_async(f->o, &out, &f->rx[0].op), BAND_PENDING);
+    assert_int_equal(band_oneshot_close(f->o), 0);
     assert_int_equal(WAKES(&f->rx[0]), 1);
     /* The resubmission learned the same final answer at once. */
     assert_int_equal(f->rx[0].rec.hook_rc, BAND_ECLOSED);
@@ -603,8 +612,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recv_async_then_send, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recv_async_at_once, setup, teardown),
         cmocka_unit_test(test_large_value),
-        cmocka_unit_test_setup_teardown(test_sender_drop_wakes_receiver, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sender_drop_after_send_keeps_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_wakes_receiver, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_after_send_keeps_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_receiver_drop_refuses_send, setup, teardown),
         cmocka_unit_test_setup_teardown(test_receiver_drop_cancels_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_receiver_drop_after_send_value_retrievable, setup,
@@ -616,7 +625,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_past_deadline_does_not_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadline_expires_then_value_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocking_recv_woken_by_send, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_blocking_recv_woken_by_sender_drop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocking_recv_woken_by_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocking_recv_woken_by_receiver_drop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wake_calls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wake_destroys_oneshot, setup, teardown),

@@ -1,13 +1,13 @@
 /*
- * test_permit.c - permits as values (sem.h): acquire/adopt into empty permits only,
+ * test_permit.c - permits as values (permit.h): acquire/adopt into empty permits only,
  * idempotent release, split, merge (same semaphore, overflow), forget, and
  * BAND_SCOPED_PERMIT on every path out of a block.
  */
 #include "test.h"
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
-#define MAXP BAND_SEM_MAX_PERMITS
+#define MAXP BAND_MAX_UNITS
 
 struct fixture {
     band_sem *sem;
@@ -19,7 +19,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_sem_create(&f->sem, 10) != 0 || band_sem_create(&f->other, 10) != 0)
+    if (band_sem_create(&f->sem, 10, NULL) != 0 || band_sem_create(&f->other, 10, NULL) != 0)
         return -1;
     *state = f;
     return 0;
@@ -87,16 +87,16 @@ static void test_acquire_blocking(void **state)
 {
     struct fixture *f = *state;
     band_permit p = BAND_PERMIT_INIT;
-    assert_int_equal(band_permit_acquire(&p, f->sem, 10, BAND_FOREVER), 0);
+    assert_int_equal(band_permit_acquire(&p, f->sem, 10, BAND_FOREVER, NULL), 0);
     assert_permit(&p, f->sem, 10);
-    assert_int_equal(band_permit_acquire(&p, f->sem, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_permit_acquire(&p, f->sem, 1, BAND_FOREVER, NULL), BAND_EINVAL);
     band_permit q = BAND_PERMIT_INIT;
-    assert_int_equal(band_permit_acquire(&q, f->sem, 1, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_permit_acquire(&q, f->sem, 1, 0, NULL), BAND_ETIMEDOUT);
     assert_null(q.sem);
-    assert_int_equal(band_permit_acquire(NULL, f->sem, 1, 0), BAND_EINVAL);
+    assert_int_equal(band_permit_acquire(NULL, f->sem, 1, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_permit_release(&p), 0);
     assert_int_equal(band_sem_close(f->sem), 0);
-    assert_int_equal(band_permit_acquire(&q, f->sem, 1, BAND_FOREVER), BAND_ECLOSED);
+    assert_int_equal(band_permit_acquire(&q, f->sem, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
     assert_null(q.sem);
     assert_u64_equal(band_sem_available(f->sem), 10);
 }
@@ -165,7 +165,7 @@ static void test_release_overflow_keeps_permits(void **state)
 {
     struct fixture *f = *state;
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, MAXP), 0);
+    assert_int_equal(band_sem_create(&s, MAXP, NULL), 0);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_adopt(&p, s, 2), 0); /* permits it never handed out */
     assert_int_equal(band_permit_release(&p), BAND_EOVERFLOW);
@@ -308,18 +308,58 @@ static void test_forget(void **state)
     assert_u64_equal(band_permit_forget(&p), 0);
 }
 
+/* A budget's permit cannot hold more than the budget's callers can: its capacity plus
+ * what a shrink left owed. Adopting more is BAND_E2BIG, counted, and the permit stays
+ * empty; units held across a shrink can still be adopted. */
+static void test_budget_adopt_beyond_capacity(void **state)
+{
+    (void)state;
+    band_budget *b;
+    assert_int_equal(band_budget_create(&b, 10, NULL), 0);
+    band_sem *s = band_budget_sem(b);
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_permit_adopt(&p, s, 11), BAND_E2BIG);
+    assert_null(p.sem);
+    assert_u64_equal(p.count, 0);
+    assert_int_equal(band_permit_adopt(&p, s, MAXP), BAND_E2BIG);
+    assert_int_equal(band_permit_adopt(&p, s, MAXP + 1), BAND_EINVAL);
+    assert_null(p.sem);
+    {
+        /* Nothing to release on the way out: the budget keeps its capacity. */
+        BAND_SCOPED_PERMIT band_permit q = BAND_PERMIT_INIT;
+        assert_int_equal(band_permit_adopt(&q, s, 12), BAND_E2BIG);
+    }
+    assert_u64_equal(band_budget_capacity(b), 10);
+    assert_u64_equal(band_budget_available(b), 10);
+
+    assert_int_equal(band_budget_try_acquire(b, 8), 0);
+    assert_int_equal(band_budget_shrink(b, 5), 0); /* capacity 5, debt 3 */
+    assert_int_equal(band_permit_adopt(&p, s, 9), BAND_E2BIG);
+    assert_int_equal(band_permit_adopt(&p, s, 8), 0); /* the 8 held across the shrink */
+    assert_int_equal(band_permit_release(&p), 0);
+    band_budget_stats st;
+    assert_int_equal(band_budget_get_stats(b, &st), 0);
+    assert_u64_equal(st.too_big, 4);
+    assert_u64_equal(st.capacity, 5);
+    assert_u64_equal(st.available, 5);
+    assert_u64_equal(st.debt, 0);
+    assert_u64_equal(st.in_use, 0);
+    CHECK(s);
+    assert_int_equal(band_budget_destroy(b), 0);
+}
+
 /* A budget's semaphore keeps its capacity check through permits. */
 static void test_budget_sem_permit(void **state)
 {
     (void)state;
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 100), 0);
+    assert_int_equal(band_budget_create(&b, 100, NULL), 0);
     band_sem *s = band_budget_sem(b);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_try_acquire(&p, s, 101), BAND_E2BIG);
-    assert_int_equal(band_permit_acquire(&p, s, 101, BAND_FOREVER), BAND_E2BIG);
+    assert_int_equal(band_permit_acquire(&p, s, 101, BAND_FOREVER, NULL), BAND_E2BIG);
     assert_null(p.sem);
-    assert_int_equal(band_permit_acquire(&p, s, 60, BAND_FOREVER), 0);
+    assert_int_equal(band_permit_acquire(&p, s, 60, BAND_FOREVER, NULL), 0);
     band_permit q = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_try_acquire(&q, s, 41), BAND_EAGAIN);
     assert_int_equal(band_permit_split(&p, 20, &q), 0);
@@ -327,7 +367,7 @@ static void test_budget_sem_permit(void **state)
     assert_int_equal(band_permit_release(&q), 0);
     assert_int_equal(band_permit_release(&p), 0);
     assert_u64_equal(band_budget_available(b), 100);
-    band_sem_stats st;
+    band_budget_stats st;
     assert_int_equal(band_budget_get_stats(b, &st), 0);
     assert_u64_equal(st.too_big, 2);
     assert_u64_equal(st.in_use, 0);
@@ -448,7 +488,7 @@ static void test_release_scoped_overflow_forgets(void **state)
 {
     (void)state;
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, MAXP), 0);
+    assert_int_equal(band_sem_create(&s, MAXP, NULL), 0);
     band_permit p = BAND_PERMIT_INIT;
     assert_int_equal(band_permit_adopt(&p, s, 3), 0);
     band_permit_release_scoped(&p);
@@ -477,6 +517,7 @@ int main(void)
         T(test_merge_overflow),
         T(test_forget),
         cmocka_unit_test(test_budget_sem_permit),
+        cmocka_unit_test(test_budget_adopt_beyond_capacity),
 #ifdef BAND_SCOPED_PERMIT
         T(test_scoped_permit),
         cmocka_unit_test(test_release_scoped_overflow_forgets),

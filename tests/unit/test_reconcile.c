@@ -1,5 +1,5 @@
 /*
- * test_reconcile.c - band_permit_reconcile() (sem.h): estimate, then reconcile a plain
+ * test_reconcile.c - band_permit_reconcile() (permit.h): estimate, then reconcile a plain
  * permit with what the work used. A surplus is released (waking waiters), a shortfall is
  * charged at once from the available units and then as debt that later releases repay
  * before any waiter, never waiting, on semaphores and budgets alike, open or closed.
@@ -10,7 +10,7 @@
  */
 #include "test.h"
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
 struct fixture {
     band_sem *s;
@@ -24,7 +24,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_sem_create(&f->s, 5) != 0 || band_budget_create(&f->b, 10) != 0)
+    if (band_sem_create(&f->s, 5, NULL) != 0 || band_budget_create(&f->b, 10, NULL) != 0)
         return -1;
     wake_log_init(&f->log);
     for (int i = 0; i < 2; i++)
@@ -176,16 +176,16 @@ static void test_errors_change_nothing(void **state)
     assert_int_equal(band_permit_reconcile(NULL, 1), BAND_EINVAL);
     assert_int_equal(band_permit_reconcile(&p, 1), BAND_EINVAL); /* empty: no semaphore */
     assert_int_equal(band_permit_try_acquire(&p, f->s, 1), 0);
-    assert_int_equal(band_permit_reconcile(&p, BAND_SEM_MAX_PERMITS + 1), BAND_EINVAL);
+    assert_int_equal(band_permit_reconcile(&p, BAND_MAX_UNITS + 1), BAND_EINVAL);
     assert_u64_equal(p.count, 1);
     /* The debt may not pass the maximum. */
-    assert_int_equal(band_sem_reduce(f->s, BAND_SEM_MAX_PERMITS), 0); /* 4 taken */
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 4);
+    assert_int_equal(band_sem_reduce(f->s, BAND_MAX_UNITS), 0); /* 4 taken */
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS - 4);
     assert_int_equal(band_permit_reconcile(&p, 6), BAND_EOVERFLOW);
     assert_u64_equal(p.count, 1);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS - 4);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS - 4);
     assert_int_equal(band_permit_reconcile(&p, 5), 0);
-    assert_u64_equal(stats_of(f->s).debt, BAND_SEM_MAX_PERMITS);
+    assert_u64_equal(stats_of(f->s).debt, BAND_MAX_UNITS);
     assert_int_equal(band_permit_release(&p), 0);
     CHECK(f);
     /* A surplus the budget refuses (units released by someone else) stays in the permit. */

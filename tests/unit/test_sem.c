@@ -10,9 +10,9 @@
 #include <malloc.h>
 #include <string.h>
 
-#include "sem_internal.h"
+#include "prim/sem_internal.h"
 
-#define MAXP BAND_SEM_MAX_PERMITS
+#define MAXP BAND_MAX_UNITS
 
 struct fixture {
     band_sem *sem;
@@ -25,7 +25,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_sem_create(&f->sem, 0) != 0) {
+    if (band_sem_create(&f->sem, 0, NULL) != 0) {
         free(f);
         return -1;
     }
@@ -70,17 +70,22 @@ static void test_create_args(void **state)
 {
     (void)state;
     band_sem *s = (band_sem *)(uintptr_t)0x1234;
-    assert_int_equal(band_sem_create(NULL, 1), BAND_EINVAL);
-    assert_int_equal(band_sem_create(&s, MAXP + 1), BAND_EINVAL);
+    assert_int_equal(band_sem_create(NULL, 1, NULL), BAND_EINVAL);
+    assert_int_equal(band_sem_create(&s, MAXP + 1, NULL), BAND_EINVAL);
     assert_ptr_equal(s, (band_sem *)(uintptr_t)0x1234); /* unchanged on failure */
-    assert_int_equal(band_sem_create(&s, UINT64_MAX), BAND_EINVAL);
+    assert_int_equal(band_sem_create(&s, UINT64_MAX, NULL), BAND_EINVAL);
+    band_sem_opts bad = {.deadline_aware = 3};
+    assert_int_equal(band_sem_create(&s, 1, &bad), BAND_EINVAL);
+    assert_ptr_equal(s, (band_sem *)(uintptr_t)0x1234);
 
-    assert_int_equal(band_sem_create(&s, MAXP), 0);
+    assert_int_equal(band_sem_create(&s, MAXP, NULL), 0);
     assert_u64_equal(band_sem_available(s), MAXP);
     CHECK(s);
     assert_int_equal(band_sem_destroy(s), 0);
 
-    assert_int_equal(band_sem_create(&s, 0), 0);
+    /* A zero-initialised band_sem_opts is the defaults, as NULL is. */
+    band_sem_opts zero = {0};
+    assert_int_equal(band_sem_create(&s, 0, &zero), 0);
     assert_u64_equal(band_sem_available(s), 0);
     assert_int_equal(band_sem_is_closed(s), 0);
     assert_int_equal(band_sem_destroy(s), 0);
@@ -91,7 +96,7 @@ static void test_fresh_stats(void **state)
 {
     (void)state;
     band_sem *s;
-    assert_int_equal(band_sem_create(&s, 7), 0);
+    assert_int_equal(band_sem_create(&s, 7, NULL), 0);
     band_sem_stats st = stats_of(s);
     assert_string_equal(st.name, "");
     assert_int_equal(st.closed, 0);
@@ -170,7 +175,7 @@ static void test_null_sem(void **state)
     band_waiter_init(&w, wake_rec_fn, NULL);
     band_sem_stats st;
     assert_int_equal(band_sem_try_acquire(NULL, 1), BAND_EINVAL);
-    assert_int_equal(band_sem_acquire(NULL, 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_sem_acquire(NULL, 1, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_sem_acquire_async(NULL, 1, &w), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&w), 0);
     assert_int_equal(band_sem_release(NULL, 1), BAND_EINVAL);
@@ -194,13 +199,13 @@ static void test_too_many_permits_is_einval(void **state)
     assert_int_equal(band_sem_release(f->sem, 5), 0);
     assert_int_equal(band_sem_try_acquire(f->sem, MAXP + 1), BAND_EINVAL);
     assert_int_equal(band_sem_try_acquire(f->sem, UINT64_MAX), BAND_EINVAL);
-    assert_int_equal(band_sem_acquire(f->sem, MAXP + 1, BAND_FOREVER), BAND_EINVAL);
+    assert_int_equal(band_sem_acquire(f->sem, MAXP + 1, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_sem_acquire_async(f->sem, MAXP + 1, &f->rec[0].w), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->rec[0].w), 0);
     /* EINVAL comes before ECLOSED. */
     assert_int_equal(band_sem_close(f->sem), 0);
     assert_int_equal(band_sem_try_acquire(f->sem, MAXP + 1), BAND_EINVAL);
-    assert_int_equal(band_sem_acquire(f->sem, MAXP + 1, 0), BAND_EINVAL);
+    assert_int_equal(band_sem_acquire(f->sem, MAXP + 1, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_sem_acquire_async(f->sem, MAXP + 1, &f->rec[0].w), BAND_EINVAL);
     band_waiter nowake;
     band_waiter_init(&nowake, NULL, NULL);
@@ -298,7 +303,7 @@ static void test_zero_succeeds_with_waiters(void **state)
     assert_int_equal(band_sem_try_acquire(f->sem, 0), 0);
     assert_int_equal(band_sem_acquire_async(f->sem, 0, &f->rec[1].w), 0);
     assert_int_equal(band_waiter_is_pending(&f->rec[1].w), 0);
-    assert_int_equal(band_sem_acquire(f->sem, 0, 0), 0);
+    assert_int_equal(band_sem_acquire(f->sem, 0, 0, NULL), 0);
     band_sem_stats st = stats_of(f->sem);
     assert_u64_equal(st.waiters, 1);
     assert_u64_equal(st.queued, 1);
@@ -318,7 +323,7 @@ static void test_try_never_barges(void **state)
     assert_u64_equal(st.available, 0);
     assert_u64_equal(st.head_granted, 2);
     assert_int_equal(band_sem_try_acquire(f->sem, 1), BAND_EAGAIN);
-    assert_int_equal(band_sem_acquire(f->sem, 1, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 1, 0, NULL), BAND_ETIMEDOUT);
     /* An async acquisition queues behind it rather than barging. */
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[1].w), BAND_PENDING);
     assert_int_equal(band_sem_release(f->sem, 1), 0);
@@ -1025,8 +1030,8 @@ static void test_close_with_pending_waiters(void **state)
     /* Future acquisitions fail; n == 0 too. */
     assert_int_equal(band_sem_try_acquire(f->sem, 1), BAND_ECLOSED);
     assert_int_equal(band_sem_try_acquire(f->sem, 0), BAND_ECLOSED);
-    assert_int_equal(band_sem_acquire(f->sem, 1, BAND_FOREVER), BAND_ECLOSED);
-    assert_int_equal(band_sem_acquire(f->sem, 0, 0), BAND_ECLOSED);
+    assert_int_equal(band_sem_acquire(f->sem, 1, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(band_sem_acquire(f->sem, 0, 0, NULL), BAND_ECLOSED);
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[3].w), BAND_ECLOSED);
     assert_int_equal(band_sem_acquire_async(f->sem, 0, &f->rec[3].w), BAND_ECLOSED);
     assert_int_equal(atomic_load(&f->rec[3].count), 0);
@@ -1086,8 +1091,8 @@ static void test_acquire_immediate(void **state)
 {
     struct fixture *f = *state;
     assert_int_equal(band_sem_release(f->sem, 3), 0);
-    assert_int_equal(band_sem_acquire(f->sem, 2, BAND_FOREVER), 0);
-    assert_int_equal(band_sem_acquire(f->sem, 1, 0), 0); /* past deadline but available */
+    assert_int_equal(band_sem_acquire(f->sem, 2, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_sem_acquire(f->sem, 1, 0, NULL), 0); /* past deadline but available */
     assert_u64_equal(band_sem_available(f->sem), 0);
     band_sem_stats st = stats_of(f->sem);
     assert_u64_equal(st.queued, 0);
@@ -1099,9 +1104,9 @@ static void test_acquire_past_deadline(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_sem_release(f->sem, 1), 0);
     band_time t0 = band_now();
-    assert_int_equal(band_sem_acquire(f->sem, 2, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_sem_acquire(f->sem, 2, t0 - 1), BAND_ETIMEDOUT);
-    assert_int_equal(band_sem_acquire(f->sem, 2, band_now()), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 2, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 2, t0 - 1, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 2, band_now(), NULL), BAND_ETIMEDOUT);
     band_sem_stats st = stats_of(f->sem);
     assert_u64_equal(st.available, 1); /* nothing kept */
     assert_u64_equal(st.waiters, 0);
@@ -1110,7 +1115,7 @@ static void test_acquire_past_deadline(void **state)
     assert_u64_equal(st.timeouts, 0);
     /* With a waiter queued, a past deadline times out even if n would fit. */
     assert_int_equal(band_sem_acquire_async(f->sem, 3, &f->rec[0].w), BAND_PENDING);
-    assert_int_equal(band_sem_acquire(f->sem, 1, 0), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(f->sem, 1, 0, NULL), BAND_ETIMEDOUT);
     assert_u64_equal(stats_of(f->sem).waiters, 1);
     assert_int_equal(band_waiter_cancel(&f->rec[0].w, BAND_ECANCELED), 0);
     assert_u64_equal(band_sem_available(f->sem), 1);
@@ -1128,7 +1133,7 @@ static int acquire_thread(void *p)
 {
     struct acq_arg *a = p;
     band_time d = a->rel_timeout != 0 ? band_deadline_after(a->rel_timeout) : a->deadline;
-    return band_sem_acquire(a->sem, a->n, d);
+    return band_sem_acquire(a->sem, a->n, d, NULL);
 }
 
 static void wait_waiters(band_sem *s, uint64_t n)
@@ -1243,7 +1248,7 @@ static void test_acquire_times_out_while_blocked(void **state)
     struct fixture *f = *state;
     assert_int_equal(band_sem_release(f->sem, 1), 0);
     band_time t0 = band_now();
-    assert_int_equal(band_sem_acquire(f->sem, 2, band_deadline_after(20 * BAND_MSEC)),
+    assert_int_equal(band_sem_acquire(f->sem, 2, band_deadline_after(20 * BAND_MSEC), NULL),
                      BAND_ETIMEDOUT);
     band_time t1 = band_now();
     assert_true(t1 - t0 >= 20 * BAND_MSEC); /* did not give up early */
@@ -1370,46 +1375,60 @@ static void pause_for(band_time ns)
         ;
 }
 
-/* Deadline-aware (opt-in): once the pace of grants to queued waiters is measured, an
- * acquisition that would miss its deadline in the queue is refused at once. */
+/* Deadline-aware (opt-in, band_sem_opts): once the pace of grants to queued waiters is
+ * measured, an acquisition that would miss its deadline in the queue is refused at once. */
 static void test_deadline_aware(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(band_sem_set_deadline_aware(f->sem, 2), BAND_EINVAL);
-    assert_int_equal(band_sem_set_deadline_aware(NULL, 1), BAND_EINVAL);
-    assert_int_equal(band_sem_set_deadline_aware(f->sem, 1), 0);
-    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[0].w), BAND_PENDING);
-    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[1].w), BAND_PENDING);
-    assert_u64_equal(stats_of(f->sem).grant_pace_ns, 0); /* not measured: nobody refused */
-    assert_int_equal(band_sem_release(f->sem, 1), 0);    /* grants rec 0 */
+    band_sem *s = NULL;
+    band_sem_opts bad = {.deadline_aware = 2};
+    assert_int_equal(band_sem_create(&s, 0, &bad), BAND_EINVAL);
+    bad.deadline_aware = -1;
+    assert_int_equal(band_sem_create(&s, 0, &bad), BAND_EINVAL);
+    assert_null(s);
+    band_sem_opts on = {.deadline_aware = 1};
+    assert_int_equal(band_sem_create(&s, 0, &on), 0);
+    assert_int_equal(band_sem_acquire_async(s, 1, &f->rec[0].w), BAND_PENDING);
+    assert_int_equal(band_sem_acquire_async(s, 1, &f->rec[1].w), BAND_PENDING);
+    assert_u64_equal(stats_of(s).grant_pace_ns, 0); /* not measured: nobody refused */
+    assert_int_equal(band_sem_release(s, 1), 0);    /* grants rec 0 */
     pause_for(40 * BAND_MSEC);
-    assert_int_equal(band_sem_release(f->sem, 1), 0); /* grants rec 1, 40 ms later */
-    band_sem_stats st = stats_of(f->sem);
+    assert_int_equal(band_sem_release(s, 1), 0); /* grants rec 1, 40 ms later */
+    band_sem_stats st = stats_of(s);
     assert_true(st.grant_pace_ns >= 40 * BAND_MSEC);
 
     /* Nothing available: 15 ms is not enough for one unit at this pace. */
     f->rec[2].w.deadline = band_now() + 15 * BAND_MSEC;
-    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[2].w), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire_async(s, 1, &f->rec[2].w), BAND_ETIMEDOUT);
     assert_int_equal(band_waiter_status(&f->rec[2].w), BAND_ETIMEDOUT);
-    assert_int_equal(band_sem_acquire(f->sem, 1, band_now() + 15 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_sem_acquire(s, 1, band_now() + 15 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     /* A second is worth waiting for; and behind it, a FOREVER waiter always queues. */
     f->rec[3].w.deadline = band_now() + BAND_SEC;
-    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[3].w), BAND_PENDING);
-    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[4].w), BAND_PENDING);
-    st = stats_of(f->sem);
+    assert_int_equal(band_sem_acquire_async(s, 1, &f->rec[3].w), BAND_PENDING);
+    assert_int_equal(band_sem_acquire_async(s, 1, &f->rec[4].w), BAND_PENDING);
+    st = stats_of(s);
     assert_u64_equal(st.refused_deadline, 2);
     assert_u64_equal(st.waiters, 2);
     assert_u64_equal(st.timeouts, 0);                   /* refused, not timed out in the queue */
     assert_int_equal(atomic_load(&f->rec[2].count), 0); /* refused at once: no wake */
-    assert_int_equal(band_sem_release(f->sem, 4), 0);   /* rec 0, 1 and the queued two */
+    assert_int_equal(band_sem_release(s, 4), 0);        /* rec 0, 1 and the queued two */
     assert_int_equal(atomic_load(&f->rec[3].count), 1);
     assert_int_equal(atomic_load(&f->rec[4].count), 1);
-    assert_u64_equal(band_sem_available(f->sem), 2);
-    /* Turned off, the same deadline queues. */
-    assert_int_equal(band_sem_set_deadline_aware(f->sem, 0), 0);
-    assert_int_equal(band_sem_try_acquire(f->sem, 2), 0);
+    assert_u64_equal(band_sem_available(s), 2);
+    CHECK(s);
+    assert_int_equal(band_sem_destroy(s), 0);
+
+    /* Off (the fixture's semaphore, default options), the same deadline queues under the
+     * same measured pace. */
+    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[6].w), BAND_PENDING);
+    assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[7].w), BAND_PENDING);
+    assert_int_equal(band_sem_release(f->sem, 1), 0);
+    pause_for(40 * BAND_MSEC);
+    assert_int_equal(band_sem_release(f->sem, 1), 0);
+    assert_true(stats_of(f->sem).grant_pace_ns >= 40 * BAND_MSEC);
     f->rec[5].w.deadline = band_now() + BAND_MSEC;
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &f->rec[5].w), BAND_PENDING);
+    assert_u64_equal(stats_of(f->sem).refused_deadline, 0);
     assert_int_equal(band_waiter_cancel(&f->rec[5].w, BAND_ECANCELED), 0);
     CHECK(f->sem);
 }

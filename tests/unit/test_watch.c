@@ -27,7 +27,7 @@ static struct val mk(uint64_t a)
 }
 
 struct op_rec {
-    struct band_watch_changed_op op; /* submitted; its wake is wake_rec_fn on rec */
+    band_watch_recv_op op; /* submitted; its wake is wake_rec_fn on rec */
     struct wake_rec rec;
 };
 
@@ -128,7 +128,7 @@ static void test_create_args(void **state)
     band_watch_rx rx;
     assert_int_equal(band_watch_rx_init(&rx, w), 0);
     assert_int_equal(band_watch_send(w, NULL), 0);
-    assert_int_equal(band_watch_try_changed(&rx, NULL), 0);
+    assert_int_equal(band_watch_try_recv(&rx, NULL), 0);
     assert_u64_equal(band_watch_rx_seen(&rx), 1);
     assert_int_equal(band_watch_destroy(w), 0);
     assert_int_equal(band_watch_destroy(NULL), 0);
@@ -142,7 +142,7 @@ static void test_null_and_misuse(void **state)
     band_watch_stats st;
     band_watch_rx zero_rx;
     memset(&zero_rx, 0, sizeof(zero_rx)); /* never initialised */
-    struct band_watch_changed_op nowake;
+    band_watch_recv_op nowake;
     band_waiter_init(&nowake.w, NULL, NULL);
 
     assert_int_equal(band_watch_send(NULL, &v), BAND_EINVAL);
@@ -158,22 +158,22 @@ static void test_null_and_misuse(void **state)
     assert_int_equal(band_watch_rx_read(&zero_rx, &v, &ver), BAND_EINVAL);
     assert_int_equal(band_watch_mark_seen(NULL), BAND_EINVAL);
     assert_int_equal(band_watch_mark_seen(&zero_rx), BAND_EINVAL);
-    assert_int_equal(band_watch_try_changed(NULL, &v), BAND_EINVAL);
-    assert_int_equal(band_watch_try_changed(&zero_rx, &v), BAND_EINVAL);
-    assert_int_equal(band_watch_changed(NULL, &v, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_watch_changed(&zero_rx, &v, BAND_FOREVER), BAND_EINVAL);
-    assert_int_equal(band_watch_changed_async(NULL, &f->ops[0].op, &v), BAND_EINVAL);
-    assert_int_equal(band_watch_changed_async(&zero_rx, &f->ops[0].op, &v), BAND_EINVAL);
-    assert_int_equal(band_watch_changed_async(&f->rx[0], NULL, &v), BAND_EINVAL);
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &nowake, &v), BAND_EINVAL);
+    assert_int_equal(band_watch_try_recv(NULL, &v), BAND_EINVAL);
+    assert_int_equal(band_watch_try_recv(&zero_rx, &v), BAND_EINVAL);
+    assert_int_equal(band_watch_recv(NULL, &v, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_watch_recv(&zero_rx, &v, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_watch_recv_async(NULL, &v, &f->ops[0].op), BAND_EINVAL);
+    assert_int_equal(band_watch_recv_async(&zero_rx, &v, &f->ops[0].op), BAND_EINVAL);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &v, NULL), BAND_EINVAL);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &v, &nowake), BAND_EINVAL);
     assert_int_equal(band_watch_get_stats(NULL, &st), BAND_EINVAL);
     assert_int_equal(band_watch_get_stats(f->w, NULL), BAND_EINVAL);
     assert_int_equal(band_waiter_is_pending(&f->ops[0].op.w), 0);
 
     /* A pending op cannot be submitted again (even on another cursor): EINVAL, untouched. */
     struct val out = mk(0);
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out), BAND_PENDING);
-    assert_int_equal(band_watch_changed_async(&f->rx[1], &f->ops[0].op, &out), BAND_EINVAL);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out, &f->ops[0].op), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[1], &out, &f->ops[0].op), BAND_EINVAL);
     assert_ptr_equal(f->ops[0].op.rx, &f->rx[0]);
     assert_int_equal(band_waiter_is_pending(&f->ops[0].op.w), 1);
     st = stats_of(f->w);
@@ -212,33 +212,33 @@ static void test_send_read_version(void **state)
     assert_u64_equal(st.delivered, 0);
 }
 
-static void test_try_changed_and_skipping(void **state)
+static void test_try_recv_and_skipping(void **state)
 {
     struct fixture *f = *state;
     struct val v = mk(0);
     /* rx_init marked the initial version seen: nothing new yet. */
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &v), BAND_EAGAIN);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &v), BAND_EAGAIN);
     assert_u64_equal(v.a, 0); /* untouched */
     send_val(f->w, 1);
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &v), 0);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &v), 0);
     assert_u64_equal(v.a, 1);
     assert_u64_equal(band_watch_rx_seen(&f->rx[0]), 1);
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &v), BAND_EAGAIN);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &v), BAND_EAGAIN);
     /* A slow receiver skips intermediate versions: it sees the newest one only. */
     send_val(f->w, 2);
     send_val(f->w, 3);
     send_val(f->w, 4);
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &v), 0);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &v), 0);
     assert_u64_equal(v.a, 4);
     assert_u64_equal(band_watch_rx_seen(&f->rx[0]), 4);
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &v), BAND_EAGAIN);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &v), BAND_EAGAIN);
     /* Another cursor, not read since creation, also jumps to the newest. */
-    assert_int_equal(band_watch_changed(&f->rx[1], &v, 0), 0);
+    assert_int_equal(band_watch_recv(&f->rx[1], &v, 0, NULL), 0);
     assert_u64_equal(v.a, 4);
     assert_u64_equal(band_watch_rx_seen(&f->rx[1]), 4);
     /* out may be NULL: the change is only marked seen. */
     send_val(f->w, 5);
-    assert_int_equal(band_watch_try_changed(&f->rx[0], NULL), 0);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], NULL), 0);
     assert_u64_equal(band_watch_rx_seen(&f->rx[0]), 5);
     assert_u64_equal(stats_of(f->w).delivered, 4);
 }
@@ -258,17 +258,17 @@ static void test_rx_read_and_mark_seen(void **state)
     assert_u64_equal(v.a, 2);
     assert_u64_equal(ver, 2);
     assert_u64_equal(band_watch_rx_seen(&f->rx[0]), 2);
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &v), BAND_EAGAIN);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &v), BAND_EAGAIN);
     /* mark_seen skips to the current version without copying. */
     send_val(f->w, 3);
     assert_int_equal(band_watch_mark_seen(&f->rx[1]), 0);
     assert_u64_equal(band_watch_rx_seen(&f->rx[1]), 3);
-    assert_int_equal(band_watch_try_changed(&f->rx[1], &v), BAND_EAGAIN);
+    assert_int_equal(band_watch_try_recv(&f->rx[1], &v), BAND_EAGAIN);
     /* A cursor initialised now starts at the current version. */
     band_watch_rx late;
     assert_int_equal(band_watch_rx_init(&late, f->w), 0);
     assert_u64_equal(band_watch_rx_seen(&late), 3);
-    assert_int_equal(band_watch_try_changed(&late, &v), BAND_EAGAIN);
+    assert_int_equal(band_watch_try_recv(&late, &v), BAND_EAGAIN);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -280,7 +280,7 @@ static void test_send_wakes_every_waiter(void **state)
     struct val out[3];
     memset(out, 0, sizeof(out));
     for (int i = 0; i < 3; i++)
-        assert_int_equal(band_watch_changed_async(&f->rx[i], &f->ops[i].op, &out[i]), BAND_PENDING);
+        assert_int_equal(band_watch_recv_async(&f->rx[i], &out[i], &f->ops[i].op), BAND_PENDING);
     band_watch_stats st = stats_of(f->w);
     assert_u64_equal(st.waiters, 3);
     assert_u64_equal(st.queued, 3);
@@ -311,13 +311,13 @@ static void test_send_wakes_every_waiter(void **state)
     assert_int_equal(WAKES(&f->ops[0]), 1);
 }
 
-static void test_changed_async_at_once(void **state)
+static void test_recv_async_at_once(void **state)
 {
     struct fixture *f = *state;
     struct val out = mk(0);
     send_val(f->w, 1);
     send_val(f->w, 2);
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out), 0);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out, &f->ops[0].op), 0);
     assert_u64_equal(out.a, 2);
     assert_u64_equal(f->ops[0].op.version, 2);
     assert_int_equal(band_waiter_status(&f->ops[0].op.w), 0);
@@ -332,15 +332,15 @@ static void test_one_wait_per_cursor(void **state)
     struct fixture *f = *state;
     struct val out = mk(0), out2 = mk(0);
     uint64_t ver = 99;
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out, &f->ops[0].op), BAND_PENDING);
     send_val(f->w, 1); /* completes it */
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out, &f->ops[0].op), BAND_PENDING);
     /* While rx[0] has a pending wait, everything else on it answers EBUSY, changing nothing. */
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[1].op, &out2), BAND_EBUSY);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out2, &f->ops[1].op), BAND_EBUSY);
     assert_int_equal(band_waiter_status(&f->ops[1].op.w), BAND_EBUSY);
     assert_int_equal(band_waiter_is_pending(&f->ops[1].op.w), 0);
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &out2), BAND_EBUSY);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out2, BAND_FOREVER), BAND_EBUSY);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &out2), BAND_EBUSY);
+    assert_int_equal(band_watch_recv(&f->rx[0], &out2, BAND_FOREVER, NULL), BAND_EBUSY);
     assert_int_equal(band_watch_rx_read(&f->rx[0], &out2, &ver), BAND_EBUSY);
     assert_int_equal(band_watch_mark_seen(&f->rx[0]), BAND_EBUSY);
     assert_u64_equal(ver, 99);
@@ -352,7 +352,7 @@ static void test_one_wait_per_cursor(void **state)
     assert_int_equal(WAKES(&f->ops[1]), 0);
     assert_u64_equal(out.a, 2);
     /* Free again. */
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &out2), BAND_EAGAIN);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &out2), BAND_EAGAIN);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -366,10 +366,10 @@ static void test_close(void **state)
     send_val(f->w, 1);
     assert_int_equal(band_watch_mark_seen(&f->rx[0]), 0);
     assert_int_equal(band_watch_mark_seen(&f->rx[1]), 0);
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out[0]), BAND_PENDING);
-    assert_int_equal(band_watch_changed_async(&f->rx[1], &f->ops[1].op, &out[1]), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out[0], &f->ops[0].op), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[1], &out[1], &f->ops[1].op), BAND_PENDING);
     send_val(f->w, 2);
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out[0]), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out[0], &f->ops[0].op), BAND_PENDING);
 
     assert_int_equal(band_watch_close(f->w), 0);
     assert_int_equal(band_watch_is_closed(f->w), 1);
@@ -392,12 +392,12 @@ static void test_close(void **state)
 
     /* A cursor behind (rx[2] saw version 0) still gets the last version, then ECLOSED. */
     struct val got = mk(0);
-    assert_int_equal(band_watch_changed(&f->rx[2], &got, BAND_FOREVER), 0);
+    assert_int_equal(band_watch_recv(&f->rx[2], &got, BAND_FOREVER, NULL), 0);
     assert_u64_equal(got.a, 2);
-    assert_int_equal(band_watch_changed(&f->rx[2], &got, BAND_FOREVER), BAND_ECLOSED);
-    assert_int_equal(band_watch_try_changed(&f->rx[2], &got), BAND_ECLOSED);
-    assert_int_equal(band_watch_changed_async(&f->rx[3], &f->ops[3].op, &got), 0);
-    assert_int_equal(band_watch_changed_async(&f->rx[3], &f->ops[3].op, &got), BAND_ECLOSED);
+    assert_int_equal(band_watch_recv(&f->rx[2], &got, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(band_watch_try_recv(&f->rx[2], &got), BAND_ECLOSED);
+    assert_int_equal(band_watch_recv_async(&f->rx[3], &got, &f->ops[3].op), 0);
+    assert_int_equal(band_watch_recv_async(&f->rx[3], &got, &f->ops[3].op), BAND_ECLOSED);
     assert_int_equal(band_waiter_status(&f->ops[3].op.w), BAND_ECLOSED);
     assert_int_equal(WAKES(&f->ops[3]), 0);
     /* Reads still work; close is idempotent and wakes nobody twice. */
@@ -417,7 +417,7 @@ static void test_cancel_both_outcomes(void **state)
 {
     struct fixture *f = *state;
     struct val out = mk(0);
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out, &f->ops[0].op), BAND_PENDING);
     assert_int_equal(band_waiter_cancel(&f->ops[0].op.w, BAND_ECANCELED), 0);
     assert_int_equal(band_waiter_status(&f->ops[0].op.w), BAND_ECANCELED);
     assert_int_equal(band_waiter_cancel(&f->ops[0].op.w, BAND_ECANCELED), BAND_EINVAL);
@@ -429,11 +429,11 @@ static void test_cancel_both_outcomes(void **state)
     assert_int_equal(WAKES(&f->ops[0]), 0);
     assert_u64_equal(out.a, 0);
     assert_u64_equal(band_watch_rx_seen(&f->rx[0]), 0);
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &out), 0);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &out), 0);
     assert_u64_equal(out.a, 1);
 
     /* Losing outcome: the send completed it first. */
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out, &f->ops[0].op), BAND_PENDING);
     send_val(f->w, 2);
     assert_int_equal(band_waiter_cancel(&f->ops[0].op.w, BAND_ETIMEDOUT), BAND_EALREADY);
     assert_int_equal(WAKES(&f->ops[0]), 1);
@@ -443,7 +443,7 @@ static void test_cancel_both_outcomes(void **state)
     assert_u64_equal(stats_of(f->w).timeouts, 0);
 
     /* Cancel with the timeout reason counts as a timeout. */
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out, &f->ops[0].op), BAND_PENDING);
     assert_int_equal(band_waiter_cancel(&f->ops[0].op.w, BAND_ETIMEDOUT), 0);
     assert_u64_equal(stats_of(f->w).timeouts, 1);
 }
@@ -455,13 +455,13 @@ static void test_deadlines(void **state)
 {
     struct fixture *f = *state;
     struct val out = mk(0);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, 0), BAND_ETIMEDOUT);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, band_now()), BAND_ETIMEDOUT);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, INT64_MIN), BAND_ETIMEDOUT);
+    assert_int_equal(band_watch_recv(&f->rx[0], &out, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_watch_recv(&f->rx[0], &out, band_now(), NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_watch_recv(&f->rx[0], &out, INT64_MIN, NULL), BAND_ETIMEDOUT);
     assert_u64_equal(stats_of(f->w).queued, 0); /* never queued */
 
     band_time t0 = band_now();
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, t0 + 20 * BAND_MSEC), BAND_ETIMEDOUT);
+    assert_int_equal(band_watch_recv(&f->rx[0], &out, t0 + 20 * BAND_MSEC, NULL), BAND_ETIMEDOUT);
     assert_true(band_now() - t0 >= 20 * BAND_MSEC);
     band_watch_stats st = stats_of(f->w);
     assert_u64_equal(st.queued, 1);
@@ -471,7 +471,7 @@ static void test_deadlines(void **state)
     assert_u64_equal(out.a, 0);
     /* A change present before the deadline is returned even with a past deadline. */
     send_val(f->w, 1);
-    assert_int_equal(band_watch_changed(&f->rx[0], &out, 0), 0);
+    assert_int_equal(band_watch_recv(&f->rx[0], &out, 0, NULL), 0);
     assert_u64_equal(out.a, 1);
 }
 
@@ -487,7 +487,7 @@ struct wait_arg {
 static int wait_thread(void *arg)
 {
     struct wait_arg *a = arg;
-    return band_watch_changed(a->rx, &a->out, a->deadline);
+    return band_watch_recv(a->rx, &a->out, a->deadline, NULL);
 }
 
 struct waiters_cond {
@@ -565,7 +565,7 @@ static void hook_rearm(struct wake_rec *rec)
         return;
     struct val v;
     c->rc_read = band_watch_read(c->w, &v, NULL);
-    c->rc_rearm = band_watch_changed_async(c->r->op.rx, &c->r->op, &c->out);
+    c->rc_rearm = band_watch_recv_async(c->r->op.rx, &c->out, &c->r->op);
     if (c->sends_left > 0) {
         c->sends_left--;
         struct val nv = mk(v.a + 1);
@@ -579,7 +579,7 @@ static void test_wake_calls_back(void **state)
     struct rearm_ctx c = {f->w, &f->ops[0], {0, 0}, 2, 12345, 12345, 12345};
     f->ops[0].rec.hook = hook_rearm;
     f->ops[0].rec.ctx = &c;
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &c.out), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &c.out, &f->ops[0].op), BAND_PENDING);
     send_val(f->w, 10);
     /* send(10) woke it; the wake re-armed and sent 11, which woke it again; that wake
      * re-armed and sent 12; the third wake re-armed and stopped sending. */
@@ -608,8 +608,8 @@ static void test_wake_closes(void **state)
     struct val out[2];
     f->ops[0].rec.hook = hook_close;
     f->ops[0].rec.ctx = f->w;
-    assert_int_equal(band_watch_changed_async(&f->rx[0], &f->ops[0].op, &out[0]), BAND_PENDING);
-    assert_int_equal(band_watch_changed_async(&f->rx[1], &f->ops[1].op, &out[1]), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[0], &out[0], &f->ops[0].op), BAND_PENDING);
+    assert_int_equal(band_watch_recv_async(&f->rx[1], &out[1], &f->ops[1].op), BAND_PENDING);
     send_val(f->w, 1);
     assert_int_equal(f->ops[0].rec.hook_rc, 0);
     assert_int_equal(WAKES(&f->ops[0]), 1);
@@ -635,7 +635,7 @@ static void test_version_overflow(void **state)
     struct val got;
     assert_int_equal(band_watch_read(f->w, &got, NULL), 0);
     assert_u64_equal(got.a, 1); /* nothing changed */
-    assert_int_equal(band_watch_try_changed(&f->rx[0], &got), 0);
+    assert_int_equal(band_watch_try_recv(&f->rx[0], &got), 0);
     assert_u64_equal(band_watch_rx_seen(&f->rx[0]), UINT64_MAX);
 }
 
@@ -645,10 +645,10 @@ int main(void)
         cmocka_unit_test(test_create_args),
         cmocka_unit_test_setup_teardown(test_null_and_misuse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_read_version, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_try_changed_and_skipping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_recv_and_skipping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rx_read_and_mark_seen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_wakes_every_waiter, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_changed_async_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recv_async_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_wait_per_cursor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_both_outcomes, setup, teardown),

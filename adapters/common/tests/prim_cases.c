@@ -52,7 +52,7 @@ static band_chan_stats chan_stats(const band_chan *ch)
 
 static int sem_setup(struct pcase *c, int ready)
 {
-    return band_sem_create(&c->sem, ready ? 2 : 0) == 0 ? 0 : -1;
+    return band_sem_create(&c->sem, ready ? 2 : 0, NULL) == 0 ? 0 : -1;
 }
 
 static band_waiter *plain_prepare(struct pcase *c)
@@ -112,7 +112,7 @@ static const struct pcase_ops case_sem = {
 
 static int budget_setup(struct pcase *c, int ready)
 {
-    if (band_budget_create(&c->budget, 10) != 0)
+    if (band_budget_create(&c->budget, 10, NULL) != 0)
         return -1;
     return ready ? 0 : band_budget_try_acquire(c->budget, 8);
 }
@@ -134,7 +134,7 @@ static int budget_close(struct pcase *c)
 
 static uint64_t budget_waiting(struct pcase *c)
 {
-    band_sem_stats st;
+    band_budget_stats st;
     memset(&st, 0, sizeof(st));
     (void)band_budget_get_stats(c->budget, &st);
     return st.waiters;
@@ -171,7 +171,7 @@ static const struct pcase_ops case_budget = {
 
 static int chan_setup_full(struct pcase *c, int ready)
 {
-    if (band_chan_create(&c->chan, sizeof(uint64_t), 1, 0) != 0)
+    if (band_chan_create(&c->chan, sizeof(uint64_t), 1, NULL) != 0)
         return -1;
     uint64_t v = PCASE_FILLER;
     return ready ? 0 : band_chan_try_send(c->chan, &v, 1);
@@ -179,7 +179,7 @@ static int chan_setup_full(struct pcase *c, int ready)
 
 static int chan_setup_empty(struct pcase *c, int ready)
 {
-    if (band_chan_create(&c->chan, sizeof(uint64_t), 1, 0) != 0)
+    if (band_chan_create(&c->chan, sizeof(uint64_t), 1, NULL) != 0)
         return -1;
     uint64_t v = PCASE_VALUE;
     return ready ? band_chan_try_send(c->chan, &v, 3) : 0;
@@ -231,14 +231,12 @@ static int chan_holds(struct pcase *c, uint64_t first)
 static band_waiter *send_prepare(struct pcase *c)
 {
     c->val = PCASE_VALUE;
-    c->send.elem = &c->val;
-    c->send.bytes = 3;
     return &c->send.w;
 }
 
 static int send_submit(struct pcase *c)
 {
-    return band_chan_send_async(c->chan, &c->send);
+    return band_chan_send_async(c->chan, &c->val, 3, &c->send);
 }
 
 static int send_granted(struct pcase *c)
@@ -259,14 +257,13 @@ static const struct pcase_ops case_chan_send = {
 static band_waiter *recv_prepare(struct pcase *c)
 {
     c->out = PCASE_SENTINEL;
-    c->recv.out = &c->out;
     c->recv.bytes = 0;
     return &c->recv.w;
 }
 
 static int recv_submit(struct pcase *c)
 {
-    return band_chan_recv_async(c->chan, &c->recv);
+    return band_chan_recv_async(c->chan, &c->out, &c->recv);
 }
 
 static int recv_complete(struct pcase *c)
@@ -295,23 +292,19 @@ static const struct pcase_ops case_chan_recv = {
 
 static band_waiter *reserve_prepare(struct pcase *c)
 {
-    c->send.elem = NULL;
-    c->send.bytes = 3;
-    return &c->send.w;
+    return &c->reserve.w;
 }
 
 static int reserve_submit(struct pcase *c)
 {
-    return band_chan_reserve_async(c->chan, &c->send);
+    return band_chan_reserve_async(c->chan, 3, &c->reserve);
 }
 
 static int reserve_granted(struct pcase *c)
 {
     EXPECT(c, chan_stats(c->chan).reserved == 1);
-    band_chan_slot slot = BAND_CHAN_SLOT_INIT;
-    EXPECT(c, band_chan_slot_adopt(&slot, c->chan, 3) == 0);
     uint64_t v = PCASE_VALUE;
-    EXPECT(c, band_chan_slot_send(&slot, &v) == 0);
+    EXPECT(c, band_chan_slot_send(&c->reserve.slot, &v) == 0);
     return chan_holds(c, PCASE_VALUE);
 }
 
@@ -338,7 +331,7 @@ static band_waiter *os_prepare(struct pcase *c)
 
 static int os_submit(struct pcase *c)
 {
-    return band_oneshot_recv_async(c->oneshot, &c->os, &c->out);
+    return band_oneshot_recv_async(c->oneshot, &c->out, &c->os);
 }
 
 static int os_complete(struct pcase *c)
@@ -349,7 +342,7 @@ static int os_complete(struct pcase *c)
 
 static int os_close(struct pcase *c)
 {
-    return band_oneshot_sender_drop(c->oneshot);
+    return band_oneshot_close(c->oneshot);
 }
 
 static uint64_t os_waiting(struct pcase *c)
@@ -404,7 +397,7 @@ static band_waiter *watch_prepare(struct pcase *c)
 
 static int watch_submit(struct pcase *c)
 {
-    return band_watch_changed_async(&c->wrx, &c->wc, &c->out);
+    return band_watch_recv_async(&c->wrx, &c->out, &c->wc);
 }
 
 static int watch_complete(struct pcase *c)
@@ -519,7 +512,7 @@ static band_waiter *bcs_prepare(struct pcase *c)
 
 static int bcs_submit(struct pcase *c)
 {
-    return band_broadcast_send_async(c->bc, &c->bsend, &c->val);
+    return band_broadcast_send_async(c->bc, &c->val, &c->bsend);
 }
 
 static int bcs_complete(struct pcase *c)
@@ -553,7 +546,7 @@ static band_waiter *bcr_prepare(struct pcase *c)
 
 static int bcr_submit(struct pcase *c)
 {
-    return band_broadcast_recv_async(&c->brx, &c->brecv, &c->out);
+    return band_broadcast_recv_async(&c->brx, &c->out, &c->brecv);
 }
 
 static int bcr_complete(struct pcase *c)
@@ -648,7 +641,7 @@ static int latch_complete(struct pcase *c)
 
 static uint64_t latch_waiting(struct pcase *c)
 {
-    band_group_stats st;
+    band_latch_stats st;
     memset(&st, 0, sizeof(st));
     (void)band_latch_get_stats(c->latch, &st);
     return st.waiters;
@@ -676,115 +669,112 @@ static const struct pcase_ops case_latch = {
     0,       latch_waiting, latch_granted, latch_nothing, latch_teardown,
 };
 
-/* ---- shutdown token: wait for the request; wait for the drain --------------------------- */
+/* ---- shutdown scope: wait for the request; wait for the drain --------------------------- */
 
-static uint64_t token_waiting(struct pcase *c)
+static uint64_t shutdown_waiting(struct pcase *c)
 {
-    band_token_stats st;
+    band_shutdown_stats st;
     memset(&st, 0, sizeof(st));
-    (void)band_token_get_stats(c->token, &st);
+    (void)band_shutdown_get_stats(c->shutdown, &st);
     return st.waiting_requested + st.waiting_drained;
 }
 
-static void token_teardown(struct pcase *c)
+static void shutdown_teardown(struct pcase *c)
 {
-    band_token_request(c->token, BAND_ECANCELED);
-    while (band_token_participants(c->token) > 0)
-        band_token_leave(c->token);
-    band_token_destroy(c->token);
+    band_shutdown_request(c->shutdown, BAND_ECANCELED);
+    while (band_shutdown_participants(c->shutdown) > 0)
+        band_shutdown_leave(c->shutdown);
+    band_shutdown_destroy(c->shutdown);
 }
 
 static int treq_setup(struct pcase *c, int ready)
 {
-    if (band_token_create(&c->token) != 0)
+    if (band_shutdown_create(&c->shutdown) != 0)
         return -1;
-    return ready ? band_token_request(c->token, BAND_ECANCELED) : 0;
+    return ready ? band_shutdown_request(c->shutdown, BAND_ECANCELED) : 0;
 }
 
 static int treq_submit(struct pcase *c)
 {
-    return band_token_wait_requested_async(c->token, &c->w);
+    return band_shutdown_wait_requested_async(c->shutdown, &c->w);
 }
 
 static int treq_complete(struct pcase *c)
 {
-    return band_token_request(c->token, BAND_ECANCELED);
+    return band_shutdown_request(c->shutdown, BAND_ECANCELED);
 }
 
 static int treq_granted(struct pcase *c)
 {
-    EXPECT(c, band_token_requested(c->token) == 1);
-    EXPECT(c, band_token_reason(c->token) == BAND_ECANCELED);
+    EXPECT(c, band_shutdown_is_requested(c->shutdown) == 1);
+    EXPECT(c, band_shutdown_reason(c->shutdown) == BAND_ECANCELED);
     return 0;
 }
 
 static int treq_nothing(struct pcase *c)
 {
-    EXPECT(c, band_token_requested(c->token) == 0);
+    EXPECT(c, band_shutdown_is_requested(c->shutdown) == 0);
     return 0;
 }
 
-static const struct pcase_ops case_token_requested = {
-    "token_requested", treq_setup,   plain_prepare, treq_submit,    treq_complete, NULL, 0,
-    token_waiting,     treq_granted, treq_nothing,  token_teardown,
+static const struct pcase_ops case_shutdown_requested = {
+    "shutdown_requested", treq_setup,   plain_prepare, treq_submit,       treq_complete, NULL, 0,
+    shutdown_waiting,     treq_granted, treq_nothing,  shutdown_teardown,
 };
 
 static int tdrain_setup(struct pcase *c, int ready)
 {
-    if (band_token_create(&c->token) != 0)
+    if (band_shutdown_create(&c->shutdown) != 0)
         return -1;
-    if (!ready && band_token_join(c->token) != 0)
+    if (!ready && band_shutdown_join(c->shutdown) != 0)
         return -1;
-    return band_token_request(c->token, BAND_ECANCELED);
+    return band_shutdown_request(c->shutdown, BAND_ECANCELED);
 }
 
 static int tdrain_submit(struct pcase *c)
 {
-    return band_token_wait_drained_async(c->token, &c->w);
+    return band_shutdown_wait_drained_async(c->shutdown, &c->w);
 }
 
 static int tdrain_complete(struct pcase *c)
 {
-    return band_token_leave(c->token);
+    return band_shutdown_leave(c->shutdown);
 }
 
 static int tdrain_granted(struct pcase *c)
 {
-    EXPECT(c, band_token_participants(c->token) == 0);
+    EXPECT(c, band_shutdown_participants(c->shutdown) == 0);
     return 0;
 }
 
 static int tdrain_nothing(struct pcase *c)
 {
-    EXPECT(c, band_token_participants(c->token) == 1);
+    EXPECT(c, band_shutdown_participants(c->shutdown) == 1);
     return 0;
 }
 
-static const struct pcase_ops case_token_drained = {
-    "token_drained", tdrain_setup,   plain_prepare,  tdrain_submit,  tdrain_complete, NULL, 0,
-    token_waiting,   tdrain_granted, tdrain_nothing, token_teardown,
+static const struct pcase_ops case_shutdown_drained = {
+    "shutdown_drained", tdrain_setup,   plain_prepare,  tdrain_submit,     tdrain_complete, NULL, 0,
+    shutdown_waiting,   tdrain_granted, tdrain_nothing, shutdown_teardown,
 };
 
 /* ---- fair share: capacity 1, held by key 1 (free when ready); key 2 asks --------------- */
 
 static int fair_setup(struct pcase *c, int ready)
 {
-    band_fair_config cfg;
-    band_fair_config_init(&cfg, 1);
-    if (band_fair_create(&c->fair, &cfg) != 0)
+    if (band_fair_create(&c->fair, 1, NULL) != 0)
         return -1;
     return ready ? 0 : band_fair_try_acquire(c->fair, 1, 0, 1);
 }
 
 static band_waiter *fair_prepare(struct pcase *c)
 {
-    band_fair_req_init(&c->freq, NULL, NULL, 2, 0, 1);
     return &c->freq.w;
 }
 
 static int fair_submit(struct pcase *c)
 {
-    return band_fair_acquire_async(c->fair, &c->freq);
+    return band_fair_acquire_async(c->fair, 2, 0, 1, &c->freq);
 }
 
 static int fair_complete(struct pcase *c)
@@ -841,7 +831,8 @@ static const struct pcase_ops case_fair = {
 
 static int admit_setup(struct pcase *c, int ready)
 {
-    if (band_sem_create(&c->sem, 1) != 0 || band_sem_create(&c->sem2, ready ? 1 : 0) != 0)
+    if (band_sem_create(&c->sem, 1, NULL) != 0 ||
+        band_sem_create(&c->sem2, ready ? 1 : 0, NULL) != 0)
         return -1;
     return 0;
 }
@@ -857,7 +848,7 @@ static band_waiter *admit_prepare(struct pcase *c)
 
 static int admit_submit(struct pcase *c)
 {
-    return band_admit_async(&c->areq);
+    return band_admit_acquire_async(&c->areq);
 }
 
 static int admit_complete(struct pcase *c)
@@ -911,9 +902,21 @@ static const struct pcase_ops case_admit = {
 /* ---------------------------------------------------------------------------------------- */
 
 const struct pcase_ops *const pcase_all[] = {
-    &case_sem,     &case_budget,          &case_chan_send,     &case_chan_recv, &case_chan_reserve,
-    &case_oneshot, &case_watch,           &case_bc_send,       &case_bc_recv,   &case_group,
-    &case_latch,   &case_token_requested, &case_token_drained, &case_fair,      &case_admit,
+    &case_sem,
+    &case_budget,
+    &case_chan_send,
+    &case_chan_recv,
+    &case_chan_reserve,
+    &case_oneshot,
+    &case_watch,
+    &case_bc_send,
+    &case_bc_recv,
+    &case_group,
+    &case_latch,
+    &case_shutdown_requested,
+    &case_shutdown_drained,
+    &case_fair,
+    &case_admit,
 };
 const size_t pcase_count = sizeof(pcase_all) / sizeof(pcase_all[0]);
 

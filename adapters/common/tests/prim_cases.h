@@ -62,23 +62,24 @@ struct pcase {
     band_broadcast_rx brx;
     band_group *group;
     band_latch *latch;
-    band_token *token;
+    band_shutdown *shutdown;
     band_fair *fair;
 
     band_waiter w;
-    struct band_chan_send_op send;
-    struct band_chan_recv_op recv;
-    struct band_oneshot_recv_op os;
-    struct band_watch_changed_op wc;
+    band_chan_send_op send;
+    band_chan_reserve_op reserve;
+    band_chan_recv_op recv;
+    band_oneshot_recv_op os;
+    band_watch_recv_op wc;
     band_broadcast_send_op bsend;
     band_broadcast_recv_op brecv;
-    band_fair_req freq;
+    band_fair_acquire_op freq;
     band_admit_req areq;
     uint64_t val, out;
 };
 
 /* Every case: sem, budget, chan_send, chan_recv, chan_reserve, oneshot, watch,
- * broadcast_send, broadcast_recv, group, latch, token_requested, token_drained, fair,
+ * broadcast_send, broadcast_recv, group, latch, shutdown_requested, shutdown_drained, fair,
  * admit. */
 extern const struct pcase_ops *const pcase_all[];
 extern const size_t pcase_count;

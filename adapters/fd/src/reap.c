@@ -65,7 +65,7 @@ static int scan_tokens(band_fdq *q)
 {
     int posted = 0;
     for (band_fdq_op *op = q->first; op != NULL; op = op->_next)
-        if (op->_state == BAND__FDQ_WAITING && op->_hooked && band_cancel_requested(op->_cancel))
+        if (op->_state == BAND__FDQ_WAITING && op->_hooked && band_cancel_is_requested(op->_cancel))
             posted |= band__fdq_withdraw(q, op, BAND_ECANCELED, 1) == 0;
     return posted;
 }

@@ -99,9 +99,7 @@ int fdt_send(band_fdq *q, band_fdq_op *op, struct band_chan_send_op *so, band_ch
     int rc = band_fdq_bind(q, op, &so->w, deadline, NULL);
     if (rc != 0)
         return rc;
-    so->elem = elem;
-    so->bytes = bytes;
-    return band_fdq_start(op, band_chan_send_async(c, so));
+    return band_fdq_start(op, band_chan_send_async(c, elem, bytes, so));
 }
 
 int fdt_recv(band_fdq *q, band_fdq_op *op, struct band_chan_recv_op *ro, band_chan *c, void *out,
@@ -110,7 +108,6 @@ int fdt_recv(band_fdq *q, band_fdq_op *op, struct band_chan_recv_op *ro, band_ch
     int rc = band_fdq_bind(q, op, &ro->w, deadline, NULL);
     if (rc != 0)
         return rc;
-    ro->out = out;
-    ro->bytes = 12345; /* the primitive sets it on success */
-    return band_fdq_start(op, band_chan_recv_async(c, ro));
+    ro->bytes = 12345; /* the channel clears it at submission and sets it on success */
+    return band_fdq_start(op, band_chan_recv_async(c, out, ro));
 }

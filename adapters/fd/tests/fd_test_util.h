@@ -37,7 +37,7 @@ int fdt_releaser_start(struct fdt_releaser *r, band_sem *s, uint64_t n, uint64_t
  * The three steps of an operation through @q: bind the primitive's waiter (with
  * @deadline and @token), submit it with the primitive's _async call, start with its
  * answer. Return bind's or start's code. fdt_recv() sets @ro->bytes to 12345 first, so a
- * test sees whether the channel wrote it.
+ * test sees that the channel wrote it (0 at submission, the bytes on success).
  */
 int fdt_acquire_tok(band_fdq *q, band_fdq_op *op, band_waiter *w, band_sem *s, uint64_t n,
                     band_time deadline, band_cancel *token);

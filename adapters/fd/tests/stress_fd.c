@@ -130,7 +130,7 @@ static int holder_main(void *arg)
     uint64_t rng = (uint64_t)(uintptr_t)&rng;
     while (!atomic_load(&w->stop)) {
         uint64_t k = test_rng_range(&rng, 1, 2);
-        int rc = band_sem_acquire(w->sem, k, band_deadline_after(300 * BAND_USEC));
+        int rc = band_sem_acquire(w->sem, k, band_deadline_after(300 * BAND_USEC), NULL);
         if (rc == 0) {
             for (int i = 0; i < (int)test_rng_range(&rng, 0, 50); i++)
                 sched_yield();
@@ -150,7 +150,7 @@ static int producer_main(void *arg)
         struct elem e = {FROM_PRODUCER, 0, seq};
         /* Marked sent before the send: a receiver may take it before send returns. */
         atomic_store(&w->led.sent[FROM_PRODUCER][seq], 1);
-        int rc = band_chan_send(w->ch, &e, 1, band_deadline_after(500 * BAND_USEC));
+        int rc = band_chan_send(w->ch, &e, 1, band_deadline_after(500 * BAND_USEC), NULL);
         if (rc != 0) {
             atomic_store(&w->led.sent[FROM_PRODUCER][seq], 2);
             if (atomic_load(&w->led.received[FROM_PRODUCER][seq]) != 0)
@@ -167,7 +167,7 @@ static int consumer_main(void *arg)
     struct world *w = arg;
     while (!atomic_load(&w->stop)) {
         struct elem e;
-        int rc = band_chan_recv(w->ch, &e, NULL, band_deadline_after(500 * BAND_USEC));
+        int rc = band_chan_recv(w->ch, &e, NULL, band_deadline_after(500 * BAND_USEC), NULL);
         if (rc == 0)
             mark_received(w, &e, 1);
         else if (rc != BAND_ETIMEDOUT)
@@ -190,7 +190,7 @@ static void account(struct world *w, struct sop *s, int st, int by_destroy)
     w->reported++;
     if (s->cancel_ok && st != BAND_ECANCELED)
         FAIL(w, "cancel returned 0 but the op ended with %d", st);
-    int by_token = s->tok >= 0 && band_cancel_requested(w->tok[s->tok]);
+    int by_token = s->tok >= 0 && band_cancel_is_requested(w->tok[s->tok]);
     if (st == BAND_ECANCELED && !s->cancel_ok && !by_destroy) {
         if (!by_token)
             FAIL(w, "BAND_ECANCELED without a successful cancel or a requested token");
@@ -279,17 +279,13 @@ static void submit_one(struct world *w, band_fdq *q, struct sop *s, uint64_t *rn
         /* Marked sent before the submission: a receiver may take it at once. */
         atomic_store(&w->led.sent[FROM_OWNER][s->sbuf.seq], 1);
         rc = band_fdq_bind(q, &s->op, &s->so.w, deadline, tok);
-        s->so.elem = &s->sbuf;
-        s->so.bytes = 1;
         if (rc == 0)
-            rc = band_fdq_start(&s->op, band_chan_send_async(w->ch, &s->so));
+            rc = band_fdq_start(&s->op, band_chan_send_async(w->ch, &s->sbuf, 1, &s->so));
         break;
     case K_RECV:
         rc = band_fdq_bind(q, &s->op, &s->ro.w, deadline, tok);
-        s->ro.out = &s->rbuf;
-        s->ro.bytes = 0;
         if (rc == 0)
-            rc = band_fdq_start(&s->op, band_chan_recv_async(w->ch, &s->ro));
+            rc = band_fdq_start(&s->op, band_chan_recv_async(w->ch, &s->rbuf, &s->ro));
         break;
     default:
         s->deadline = band_deadline_after((band_time)test_rng_range(rng, 0, 400) * BAND_USEC);
@@ -310,7 +306,7 @@ static void submit_one(struct world *w, band_fdq *q, struct sop *s, uint64_t *rn
 static void renew_tokens(struct world *w)
 {
     for (int k = 0; k < TOKENS; k++) {
-        if (w->refs[k] != 0 || !band_cancel_requested(w->tok[k]))
+        if (w->refs[k] != 0 || !band_cancel_is_requested(w->tok[k]))
             continue;
         pthread_mutex_lock(&w->mu);
         if (band_cancel_destroy(w->tok[k]) != 0 || band_cancel_create(&w->tok[k], NULL) != 0)
@@ -422,8 +418,8 @@ static void test_stress_fd(void **state)
         assert_non_null(w->led.sent[i]);
         assert_non_null(w->led.received[i]);
     }
-    assert_int_equal(band_sem_create(&w->sem, PERMITS), 0);
-    assert_int_equal(band_chan_create(&w->ch, sizeof(struct elem), CHAN_CAP, 0), 0);
+    assert_int_equal(band_sem_create(&w->sem, PERMITS, NULL), 0);
+    assert_int_equal(band_chan_create(&w->ch, sizeof(struct elem), CHAN_CAP, NULL), 0);
     assert_int_equal(pthread_mutex_init(&w->mu, NULL), 0);
     for (int k = 0; k < TOKENS; k++)
         assert_int_equal(band_cancel_create(&w->tok[k], NULL), 0);

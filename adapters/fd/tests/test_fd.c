@@ -43,8 +43,8 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_fdq_create(&f->q) != 0 || band_sem_create(&f->sem, 0) != 0 ||
-        band_chan_create(&f->ch, sizeof(uint64_t), 4, 0) != 0)
+    if (band_fdq_create(&f->q) != 0 || band_sem_create(&f->sem, 0, NULL) != 0 ||
+        band_chan_create(&f->ch, sizeof(uint64_t), 4, NULL) != 0)
         return -1;
     f->ep = fdt_epoll_open(f->q, 0);
     if (f->ep < 0)
@@ -191,11 +191,11 @@ static void test_args(void **state)
     /* The primitive's own refusals, BAND_EINVAL included, are reaped as the status. */
     uint64_t v = 0;
     band_chan *drop = NULL;
-    band_chan_opts o = {.elem_size = 8, .capacity = 2, .overflow = BAND_CHAN_DROP_OLDEST};
-    assert_int_equal(band_chan_create_opts(&drop, &o), 0);
+    band_chan_opts o = {.overflow = BAND_CHAN_DROP_OLDEST};
+    assert_int_equal(band_chan_create(&drop, 8, 2, &o), 0);
     assert_int_equal(fdt_send(f->q, &f->op[1], &f->send[1], drop, &v, 0, BAND_FOREVER), 0);
     assert_int_equal(
-        fdt_acquire(f->q, &f->op[2], &f->w[2], f->sem, BAND_SEM_MAX_PERMITS + 1, BAND_FOREVER), 0);
+        fdt_acquire(f->q, &f->op[2], &f->w[2], f->sem, BAND_MAX_UNITS + 1, BAND_FOREVER), 0);
     assert_int_equal(band_fdq_reap(f->q, f->got, 4), 2);
     assert_int_equal(f->op[1].status, BAND_EINVAL);
     assert_int_equal(f->op[2].status, BAND_EINVAL);
@@ -279,8 +279,8 @@ static void test_immediate_refusals(void **state)
     assert_int_equal(f->op[1].status, BAND_ECLOSED);
     assert_int_equal(f->op[2].status, BAND_ECLOSED);
     assert_int_equal(f->op[3].status, BAND_ECLOSED);
-    assert_u64_equal(out, 0);                  /* nothing received */
-    assert_u64_equal(f->recv[3].bytes, 12345); /* untouched on failure */
+    assert_u64_equal(out, 0);              /* nothing received */
+    assert_u64_equal(f->recv[3].bytes, 0); /* cleared at submission, never set */
     band_chan_stats cs;
     assert_int_equal(band_chan_get_stats(f->ch, &cs), 0);
     assert_u64_equal(cs.len, 0); /* the refused element was not queued */
@@ -341,7 +341,7 @@ static int sender_main(void *arg)
     struct chan_peer *p = arg;
     for (uint64_t i = 0; i < p->n; i++) {
         uint64_t v = 1000 + i;
-        if (band_chan_send(p->ch, &v, i, band_deadline_after(5 * BAND_SEC)) != 0)
+        if (band_chan_send(p->ch, &v, i, band_deadline_after(5 * BAND_SEC), NULL) != 0)
             return -1;
     }
     return 0;
@@ -351,7 +351,7 @@ static int receiver_main(void *arg)
 {
     struct chan_peer *p = arg;
     for (uint64_t i = 0; i < p->n; i++) {
-        if (band_chan_recv(p->ch, &p->got[i], NULL, band_deadline_after(5 * BAND_SEC)) != 0)
+        if (band_chan_recv(p->ch, &p->got[i], NULL, band_deadline_after(5 * BAND_SEC), NULL) != 0)
             return -1;
     }
     return 0;
@@ -888,8 +888,7 @@ static void test_token_cancels(void **state)
     assert_int_equal(fdt_acquire_tok(f->q, &f->op[6], &f->w[6], f->sem, 2, BAND_FOREVER, other), 0);
     uint64_t out = PCASE_OUT_UNTOUCHED;
     assert_int_equal(band_fdq_bind(f->q, &f->op[7], &f->recv[7].w, BAND_FOREVER, tok), 0);
-    f->recv[7].out = &out;
-    assert_int_equal(band_fdq_start(&f->op[7], band_chan_recv_async(f->ch, &f->recv[7])), 0);
+    assert_int_equal(band_fdq_start(&f->op[7], band_chan_recv_async(f->ch, &out, &f->recv[7])), 0);
     assert_int_equal(band_sem_release(f->sem, 3), 0); /* op 0 granted, op 1 holds 1 */
     assert_int_equal(band_fdq_reap(f->q, f->got, 8), 1);
     assert_ptr_equal(f->got[0], &f->op[0]);
@@ -976,26 +975,26 @@ static void test_token_from_signal_handler(void **state)
     assert_u64_equal(sem_stats(f->sem).waiters, 0);
 }
 
-/* band_token_watch() cancels the waiter and calls its wake itself: one report, with the
+/* band_shutdown_watch() cancels the waiter and calls its wake itself: one report, with the
  * token's reason; the queue's own cancel loses cleanly. */
-static void test_shutdown_token_watch(void **state)
+static void test_shutdown_watch(void **state)
 {
     struct fixture *f = *state;
-    band_token *t;
-    assert_int_equal(band_token_create(&t), 0);
-    struct band_token_link link;
-    band_token_link_init(&link);
+    band_shutdown *t;
+    assert_int_equal(band_shutdown_create(&t), 0);
+    band_shutdown_link link;
+    band_shutdown_link_init(&link);
     assert_int_equal(
         fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 1, band_deadline_after(60 * BAND_SEC)), 0);
-    assert_int_equal(band_token_watch(t, &link, &f->w[0]), 0);
-    assert_int_equal(band_token_request(t, BAND_ETIMEDOUT), 0);
+    assert_int_equal(band_shutdown_watch(t, &link, &f->w[0]), 0);
+    assert_int_equal(band_shutdown_request(t, BAND_ETIMEDOUT), 0);
     assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EALREADY);
     assert_int_equal(band_fdq_reap(f->q, f->got, 4), 1);
     assert_int_equal(f->op[0].status, BAND_ETIMEDOUT);
-    assert_int_equal(band_token_unwatch(&link), BAND_EALREADY);
+    assert_int_equal(band_shutdown_unwatch(&link), BAND_EALREADY);
     assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER);
     assert_quiet(f);
-    assert_int_equal(band_token_destroy(t), 0);
+    assert_int_equal(band_shutdown_destroy(t), 0);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1005,14 +1004,14 @@ static void test_rate_bookings(void **state)
 {
     struct fixture *f = *state;
     band_rate *rate;
-    assert_int_equal(band_rate_create_simple(&rate, 200, 1), 0); /* one every 5 ms */
+    assert_int_equal(band_rate_create(&rate, 200, BAND_SEC, 1, NULL), 0); /* one every 5 ms */
     band_cancel *tok;
     assert_int_equal(band_cancel_create(&tok, NULL), 0);
     enum { N = 5 };
     band_rate_ticket t[N];
     for (int i = 0; i < N; i++) {
         t[i] = (band_rate_ticket)BAND_RATE_TICKET_INIT;
-        assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &t[i], NULL), 0);
+        assert_int_equal(band_rate_reserve(rate, 1, &t[i], NULL, BAND_FOREVER), 0);
         assert_int_equal(band_fdq_at(f->q, &f->op[i], t[i].at, i == 3 ? tok : NULL), 0);
     }
     /* The first is due at once; the next due time is the loop's next deadline. */
@@ -1057,8 +1056,8 @@ static void test_rate_bookings(void **state)
     /* Destroy hands a booking still pending back as cancelled. */
     band_rate_ticket first = BAND_RATE_TICKET_INIT, late = BAND_RATE_TICKET_INIT;
     assert_int_equal(band_rate_set(rate, 1, 60 * BAND_SEC, 1), 0);
-    assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &first, NULL), 0);
-    assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &late, NULL), 0);
+    assert_int_equal(band_rate_reserve(rate, 1, &first, NULL, BAND_FOREVER), 0);
+    assert_int_equal(band_rate_reserve(rate, 1, &late, NULL, BAND_FOREVER), 0);
     assert_true(late.at > band_now() + 30 * BAND_SEC);
     assert_int_equal(band_fdq_at(f->q, &f->op[5], late.at, NULL), 0);
     assert_int_equal(band_fdq_at(f->q, &f->op[5], late.at, NULL), BAND_EINVAL); /* owned */
@@ -1076,20 +1075,20 @@ static void test_rate_close_keeps_bookings(void **state)
 {
     struct fixture *f = *state;
     band_rate *rate;
-    assert_int_equal(band_rate_create_simple(&rate, 100, 1), 0); /* one every 10 ms */
+    assert_int_equal(band_rate_create(&rate, 100, BAND_SEC, 1, NULL), 0); /* one every 10 ms */
     band_rate_ticket t[2];
     for (int i = 0; i < 2; i++) {
         t[i] = (band_rate_ticket)BAND_RATE_TICKET_INIT;
-        assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &t[i], NULL), 0);
+        assert_int_equal(band_rate_reserve(rate, 1, &t[i], NULL, BAND_FOREVER), 0);
         assert_int_equal(band_fdq_at(f->q, &f->op[i], t[i].at, NULL), 0);
     }
     band_rate_ticket x = BAND_RATE_TICKET_INIT;
     band_time retry = 0;
-    assert_int_equal(band_rate_reserve(rate, 1, band_now() + BAND_MSEC, &x, &retry),
+    assert_int_equal(band_rate_reserve(rate, 1, &x, &retry, band_now() + BAND_MSEC),
                      BAND_ETIMEDOUT); /* its slot would be 20 ms away: nothing booked */
     assert_true(retry > BAND_MSEC);
     assert_int_equal(band_rate_close(rate), 0);
-    assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &x, NULL), BAND_ECLOSED);
+    assert_int_equal(band_rate_reserve(rate, 1, &x, NULL, BAND_FOREVER), BAND_ECLOSED);
     collect(f, 2);
     assert_true(band_now() >= t[1].at);
     for (int i = 0; i < 2; i++) {
@@ -1125,7 +1124,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_allocation_per_op, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_cancels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_from_signal_handler, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_shutdown_token_watch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_watch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_bookings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_close_keeps_bookings, setup, teardown),
     };

@@ -147,8 +147,8 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    if (f == NULL || band_fdq_create(&f->q) != 0 || band_sem_create(&f->sem, 0) != 0 ||
-        band_chan_create(&f->ch, sizeof(uint64_t), 4, 0) != 0)
+    if (f == NULL || band_fdq_create(&f->q) != 0 || band_sem_create(&f->sem, 0, NULL) != 0 ||
+        band_chan_create(&f->ch, sizeof(uint64_t), 4, NULL) != 0)
         return -1;
     *state = f;
     return 0;
@@ -177,7 +177,7 @@ static int sender_main(void *arg)
     struct sender *s = arg;
     for (uint64_t i = 0; i < s->n; i++) {
         uint64_t v = 500 + i;
-        if (band_chan_send(s->ch, &v, i + 1, band_deadline_after(5 * BAND_SEC)) != 0)
+        if (band_chan_send(s->ch, &v, i + 1, band_deadline_after(5 * BAND_SEC), NULL) != 0)
             return -1;
     }
     return 0;

@@ -99,7 +99,7 @@ void band_uv__scan_tokens(band_uv *u)
     for (struct band__node *n = u->pending.next; n != &u->pending; n = n->next) {
         band_uv_op *op = band_uv__op_of_link(n);
         if (op->_state == BAND_UV__QUEUED && (op->_flags & BAND_UV__HOOKED) &&
-            !(op->_flags & BAND_UV__CANCELLING) && band_cancel_requested(op->_cancel))
+            !(op->_flags & BAND_UV__CANCELLING) && band_cancel_is_requested(op->_cancel))
             (void)band_uv__cancel_queued(op, BAND_ECANCELED);
     }
 }

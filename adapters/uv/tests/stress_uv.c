@@ -234,7 +234,7 @@ static void test_stress_sem(void **state)
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
     assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
-    assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS), 0);
+    assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS, NULL), 0);
 
     struct sem_worker w[SEM_WORKERS];
     struct test_thread th[SEM_WORKERS];
@@ -364,7 +364,7 @@ static int producer_main(void *arg)
         uint64_t v = item(p->id, seq);
         band_time dl =
             test_rng_range(&p->rng, 0, 1) ? BAND_FOREVER : band_deadline_after(200 * BAND_USEC);
-        int rc = band_chan_send(sc->in, &v, seq % 8 + 1, dl);
+        int rc = band_chan_send(sc->in, &v, seq % 8 + 1, dl, NULL);
         if (rc == 0)
             seq++;
         else if (rc == BAND_ETIMEDOUT)
@@ -386,7 +386,7 @@ static int consumer_main(void *arg)
     int first = 1;
     for (;;) {
         uint64_t v;
-        int rc = band_chan_recv(sc->out, &v, NULL, BAND_FOREVER);
+        int rc = band_chan_recv(sc->out, &v, NULL, BAND_FOREVER, NULL);
         if (rc == BAND_ECLOSED)
             return 0;
         if (rc != 0 || v >= MAX_VALS) {
@@ -416,17 +416,13 @@ static void chan_submit(struct chan_sc *sc, struct chan_slot *s)
         }
         s->elem = sc->next_val++;
         rc = band_uv_bind(sc->u, &s->op, &s->sop.w, s->deadline, NULL, chan_cb);
-        s->sop.elem = &s->elem;
-        s->sop.bytes = 1;
         if (rc == 0)
-            rc = band_uv_start(&s->op, band_chan_send_async(sc->out, &s->sop));
+            rc = band_uv_start(&s->op, band_chan_send_async(sc->out, &s->elem, 1, &s->sop));
     } else {
         s->elem = UINT64_MAX;
         rc = band_uv_bind(sc->u, &s->op, &s->rop.w, s->deadline, NULL, chan_cb);
-        s->rop.out = &s->elem;
-        s->rop.bytes = 0;
         if (rc == 0)
-            rc = band_uv_start(&s->op, band_chan_recv_async(sc->in, &s->rop));
+            rc = band_uv_start(&s->op, band_chan_recv_async(sc->in, &s->elem, &s->rop));
     }
     if (rc != 0) {
         sc->t.errors++;
@@ -507,12 +503,9 @@ static void test_stress_chan(void **state)
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
     assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
-    band_chan_opts o = {.elem_size = sizeof(uint64_t),
-                        .capacity = IN_CAP,
-                        .byte_capacity = 24,
-                        .senders = PRODUCERS};
-    assert_int_equal(band_chan_create_opts(&sc->in, &o), 0);
-    assert_int_equal(band_chan_create(&sc->out, sizeof(uint64_t), OUT_CAP, 0), 0);
+    band_chan_opts o = {.byte_capacity = 24, .senders = PRODUCERS};
+    assert_int_equal(band_chan_create(&sc->in, sizeof(uint64_t), IN_CAP, &o), 0);
+    assert_int_equal(band_chan_create(&sc->out, sizeof(uint64_t), OUT_CAP, NULL), 0);
 
     sc->end = band_now() + WALL_NS;
     struct producer p[PRODUCERS];
@@ -661,7 +654,7 @@ static void tok_submit(struct tok_sc *sc, struct tok_slot *s)
 /* A requested token nobody uses any more is destroyed and replaced by a fresh one. */
 static void tok_renew(struct tok_sc *sc, int k)
 {
-    if (sc->refs[k] != 0 || !band_cancel_requested(sc->tok[k]) || sc->closing)
+    if (sc->refs[k] != 0 || !band_cancel_is_requested(sc->tok[k]) || sc->closing)
         return;
     pthread_mutex_lock(&sc->mu);
     if (band_cancel_destroy(sc->tok[k]) != 0 || band_cancel_create(&sc->tok[k], NULL) != 0)
@@ -772,7 +765,7 @@ static void test_stress_tokens(void **state)
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
     assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
-    assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS), 0);
+    assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS, NULL), 0);
 
     struct sem_worker w[TOK_WORKERS];
     struct test_thread th[TOK_WORKERS], req;

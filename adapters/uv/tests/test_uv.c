@@ -84,9 +84,9 @@ static int setup(void **state)
     f->loop_thread = pthread_self();
     if (band_uv_create(&f->loop, &f->u) != 0)
         return -1;
-    if (band_sem_create(&f->sem, 0) != 0)
+    if (band_sem_create(&f->sem, 0, NULL) != 0)
         return -1;
-    if (band_chan_create(&f->chan, sizeof(uint64_t), 4, 0) != 0)
+    if (band_chan_create(&f->chan, sizeof(uint64_t), 4, NULL) != 0)
         return -1;
     *state = f;
     return 0;
@@ -193,9 +193,7 @@ static int send_elem(band_uv *u, struct rec *r, band_chan *c, const void *elem, 
     int rc = band_uv_bind(u, &r->op, &r->send.w, deadline, NULL, rec_cb);
     if (rc != 0)
         return rc;
-    r->send.elem = elem;
-    r->send.bytes = bytes;
-    return band_uv_start(&r->op, band_chan_send_async(c, &r->send));
+    return band_uv_start(&r->op, band_chan_send_async(c, elem, bytes, &r->send));
 }
 
 static int recv_elem(band_uv *u, struct rec *r, band_chan *c, void *out, band_time deadline)
@@ -203,9 +201,7 @@ static int recv_elem(band_uv *u, struct rec *r, band_chan *c, void *out, band_ti
     int rc = band_uv_bind(u, &r->op, &r->recv.w, deadline, NULL, rec_cb);
     if (rc != 0)
         return rc;
-    r->recv.out = out;
-    r->recv.bytes = 0;
-    return band_uv_start(&r->op, band_chan_recv_async(c, &r->recv));
+    return band_uv_start(&r->op, band_chan_recv_async(c, out, &r->recv));
 }
 
 /* The permits of an acquisition that reported 0 are the caller's: wrap them. */
@@ -286,10 +282,10 @@ static void test_bad_input(void **state)
     assert_int_equal(band_uv_start(op, 0), BAND_EINVAL);
 
     /* The primitive's own refusals, BAND_EINVAL included, come through the callback. */
-    assert_int_equal(acquire(u, &r, f->sem, BAND_SEM_MAX_PERMITS + 1, BAND_FOREVER), 0);
+    assert_int_equal(acquire(u, &r, f->sem, BAND_MAX_UNITS + 1, BAND_FOREVER), 0);
     band_chan *drop;
-    band_chan_opts o = {.elem_size = 8, .capacity = 2, .overflow = BAND_CHAN_DROP_OLDEST};
-    assert_int_equal(band_chan_create_opts(&drop, &o), 0);
+    band_chan_opts o = {.overflow = BAND_CHAN_DROP_OLDEST};
+    assert_int_equal(band_chan_create(&drop, 8, 2, &o), 0);
     uint64_t v = 7;
     assert_int_equal(send_elem(u, &q, drop, &v, 8, BAND_FOREVER), 0); /* a drop policy */
     assert_int_equal(r.calls + q.calls, 0);
@@ -623,7 +619,7 @@ static void test_primitive_refusals(void **state)
     for (int i = 0; i < 4; i++)
         rec_init(&r[i], f, i);
     band_budget *b;
-    assert_int_equal(band_budget_create(&b, 10), 0);
+    assert_int_equal(band_budget_create(&b, 10, NULL), 0);
     /* Too big for the budget: accepted, E2BIG through the callback. */
     assert_int_equal(acquire(f->u, &r[0], band_budget_sem(b), 11, BAND_FOREVER), 0);
     /* Queued, then the semaphore closes: ECLOSED. */
@@ -656,7 +652,7 @@ static void test_close_with_pending(void **state)
     assert_int_equal(band_sem_release(f->sem, 1), 0); /* partial grant to r[0] */
     assert_int_equal(recv_elem(f->u, &r[2], f->chan, &r[2].val, later), 0);
     band_chan *full;
-    assert_int_equal(band_chan_create(&full, sizeof(uint64_t), 1, 0), 0);
+    assert_int_equal(band_chan_create(&full, sizeof(uint64_t), 1, NULL), 0);
     uint64_t v = 1;
     assert_int_equal(band_chan_try_send(full, &v, 0), 0);
     r[3].val = 2;
@@ -665,7 +661,7 @@ static void test_close_with_pending(void **state)
     assert_int_equal(acquire(f->u, &r[4], f->sem, 1, BAND_FOREVER), 0);
     assert_int_equal(band_uv_cancel(&r[4].op), 0);
     band_sem *s2;
-    assert_int_equal(band_sem_create(&s2, 1), 0);
+    assert_int_equal(band_sem_create(&s2, 1, NULL), 0);
     assert_int_equal(acquire(f->u, &r[5], s2, 1, BAND_FOREVER), 0);
 
     assert_int_equal(band_uv_close(f->u, on_closed, f), 0);
@@ -853,7 +849,7 @@ static int producer_main(void *arg)
 {
     struct xfer *x = arg;
     for (uint64_t i = 0; i < XFER; i++)
-        if (band_chan_send(x->chan, &i, i, band_deadline_after(10 * BAND_SEC)) != 0)
+        if (band_chan_send(x->chan, &i, i, band_deadline_after(10 * BAND_SEC), NULL) != 0)
             return -1;
     return 0;
 }
@@ -863,7 +859,8 @@ static int consumer_main(void *arg)
     struct xfer *x = arg;
     for (uint64_t i = 0; i < XFER; i++) {
         uint64_t bytes = 0;
-        if (band_chan_recv(x->chan, &x->seen[i], &bytes, band_deadline_after(10 * BAND_SEC)) != 0)
+        if (band_chan_recv(x->chan, &x->seen[i], &bytes, band_deadline_after(10 * BAND_SEC),
+                           NULL) != 0)
             return -1;
         if (bytes != x->seen[i] + 1)
             return -2;
@@ -904,7 +901,7 @@ static void test_send_recv_threads(void **state)
     assert_non_null(out);
     in->f = out->f = f;
     in->chan = f->chan;
-    assert_int_equal(band_chan_create(&out->chan, sizeof(uint64_t), 2, 0), 0);
+    assert_int_equal(band_chan_create(&out->chan, sizeof(uint64_t), 2, NULL), 0);
 
     /* A thread sends into f->chan, the loop receives; the loop sends into out->chan, a
      * thread receives. Both at once, on one loop. */
@@ -1116,29 +1113,29 @@ static void test_token_from_signal_handler(void **state)
     assert_u64_equal(st.cancels, 9);
 }
 
-/* band_token_watch() cancels a waiter and then calls its wake itself: through the bridge
+/* band_shutdown_watch() cancels a waiter and then calls its wake itself: through the bridge
  * that is one callback with the token's reason, and the adapter's own cancel (timer,
  * band_uv_cancel) loses cleanly. */
-static void test_shutdown_token_watch(void **state)
+static void test_shutdown_watch(void **state)
 {
     struct fixture *f = *state;
-    band_token *t;
-    assert_int_equal(band_token_create(&t), 0);
+    band_shutdown *t;
+    assert_int_equal(band_shutdown_create(&t), 0);
     struct rec r;
     rec_init(&r, f, 0);
-    struct band_token_link link;
-    band_token_link_init(&link);
+    band_shutdown_link link;
+    band_shutdown_link_init(&link);
     assert_int_equal(acquire(f->u, &r, f->sem, 1, band_now() + 60 * BAND_SEC), 0);
-    assert_int_equal(band_token_watch(t, &link, &r.w), 0);
-    assert_int_equal(band_token_request(t, BAND_ETIMEDOUT), 0); /* cancels and wakes */
+    assert_int_equal(band_shutdown_watch(t, &link, &r.w), 0);
+    assert_int_equal(band_shutdown_request(t, BAND_ETIMEDOUT), 0); /* cancels and wakes */
     assert_int_equal(band_uv_cancel(&r.op), BAND_EALREADY);
     run(f);
     assert_once(&r, BAND_ETIMEDOUT);
-    assert_int_equal(band_token_unwatch(&link), BAND_EALREADY);
+    assert_int_equal(band_shutdown_unwatch(&link), BAND_EALREADY);
     band_sem_stats st;
     assert_int_equal(band_sem_get_stats(f->sem, &st), 0);
     assert_u64_equal(st.waiters, 0);
-    assert_int_equal(band_token_destroy(t), 0);
+    assert_int_equal(band_shutdown_destroy(t), 0);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1176,7 +1173,7 @@ static void test_close_between_bind_and_start(void **state)
 static int book(band_uv *u, struct rec *r, band_rate *rate, band_rate_ticket *t, band_cancel *token)
 {
     *t = (band_rate_ticket)BAND_RATE_TICKET_INIT;
-    int rc = band_rate_reserve(rate, 1, BAND_FOREVER, t, NULL);
+    int rc = band_rate_reserve(rate, 1, t, NULL, BAND_FOREVER);
     if (rc != 0)
         return rc;
     r->val = (uint64_t)t->at;
@@ -1195,7 +1192,7 @@ static void test_rate_bookings(void **state)
 {
     struct fixture *f = *state;
     band_rate *rate;
-    assert_int_equal(band_rate_create_simple(&rate, 200, 1), 0); /* one every 5 ms */
+    assert_int_equal(band_rate_create(&rate, 200, BAND_SEC, 1, NULL), 0); /* one every 5 ms */
     enum { N = 6 };
     struct rec r[N];
     band_rate_ticket t[N];
@@ -1240,7 +1237,7 @@ static void test_rate_bookings(void **state)
     late.aux = 12345;
     band_rate_ticket first = BAND_RATE_TICKET_INIT, lt;
     assert_int_equal(band_rate_set(rate, 1, 60 * BAND_SEC, 1), 0);
-    assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &first, NULL), 0);
+    assert_int_equal(band_rate_reserve(rate, 1, &first, NULL, BAND_FOREVER), 0);
     assert_int_equal(book(f->u, &late, rate, &lt, NULL), 0);
     assert_true(lt.at > band_now() + 30 * BAND_SEC);
     assert_int_equal(band_uv_at(f->u, &late.op, lt.at, NULL, rec_cb), BAND_EINVAL); /* pending */
@@ -1259,7 +1256,7 @@ static void test_rate_close_keeps_bookings(void **state)
 {
     struct fixture *f = *state;
     band_rate *rate;
-    assert_int_equal(band_rate_create_simple(&rate, 100, 1), 0); /* one every 10 ms */
+    assert_int_equal(band_rate_create(&rate, 100, BAND_SEC, 1, NULL), 0); /* one every 10 ms */
     struct rec r[2];
     band_rate_ticket t[2];
     for (int i = 0; i < 2; i++) {
@@ -1268,11 +1265,11 @@ static void test_rate_close_keeps_bookings(void **state)
     }
     band_rate_ticket x = BAND_RATE_TICKET_INIT;
     band_time retry = 0;
-    assert_int_equal(band_rate_reserve(rate, 1, band_now() + BAND_MSEC, &x, &retry),
+    assert_int_equal(band_rate_reserve(rate, 1, &x, &retry, band_now() + BAND_MSEC),
                      BAND_ETIMEDOUT); /* its slot would be 20 ms away: nothing booked */
     assert_true(retry > BAND_MSEC);
     assert_int_equal(band_rate_close(rate), 0);
-    assert_int_equal(band_rate_reserve(rate, 1, BAND_FOREVER, &x, NULL), BAND_ECLOSED);
+    assert_int_equal(band_rate_reserve(rate, 1, &x, NULL, BAND_FOREVER), BAND_ECLOSED);
     run(f);
     for (int i = 0; i < 2; i++) {
         assert_once(&r[i], 0);
@@ -1373,7 +1370,7 @@ int main(void)
         T(test_many_coalesced),
         T(test_token_cancels_many),
         T(test_token_from_signal_handler),
-        T(test_shutdown_token_watch),
+        T(test_shutdown_watch),
         T(test_close_between_bind_and_start),
         T(test_rate_bookings),
         T(test_rate_close_keeps_bookings),

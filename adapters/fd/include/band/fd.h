@@ -5,7 +5,7 @@
  * poll) wait for any band operation in that loop. The queue knows no primitive: every
  * band operation that can wait ends through a band_waiter (band/core.h), and the queue
  * bridges that waiter. So the semaphore, budgets, channels (send, receive, reserve),
- * oneshot, watch, broadcast, wait group, latch, shutdown token, fair share and admission
+ * oneshot, watch, broadcast, wait group, latch, shutdown scope, fair share and admission
  * are all waited for the same way, and so will any primitive added later. Whenever an
  * operation completes (granted, refused, closed, timed out or cancelled) the queue's
  * eventfd becomes readable, and band_fdq_reap() hands the completed operations back,
@@ -15,7 +15,7 @@
  * One operation, three steps, on the owner thread:
  *
  *     band_fdq_bind(q, op, &send.w, deadline, cancel);  // the waiter is now the queue's
- *     int rc = band_chan_send_async(chan, &send);       // any primitive's _async call
+ *     int rc = band_chan_send_async(chan, &v, 1, &send); // any primitive's _async call
  *     band_fdq_start(op, rc);                           // hand its answer over
  *
  *  - One path. Every started operation is reported by band_fdq_reap() exactly once, with
@@ -24,7 +24,7 @@
  *    itself (BAND_EINVAL) is answered by bind or start, and then nothing is reported.
  *    Results stay where the primitive puts them: permits are the owner's when a
  *    semaphore acquisition reports 0 (band_permit_adopt() wraps them), a received
- *    element is in the receive op's buffer, a grant in the fair or admission request.
+ *    element is in the receive op's buffer, a grant in the admission request.
  *  - No allocation per operation. A band_fdq_op is the caller's memory, embedded beside
  *    the primitive's op in a request, a task or a connection; the queue allocates only in
  *    band_fdq_create().
@@ -136,11 +136,11 @@ BAND_API int band_fdq_fd(const band_fdq *q);
  *
  * Calls band_waiter_init(@w) with the queue's wake and sets @w->deadline to @deadline (so
  * a deadline-aware primitive sees it at submission). Bind after the primitive's own
- * initialisation of the op that embeds @w (band_fair_req_init(), band_admit_req_init(),
- * ...), then submit @w with that primitive's _async function and hand its answer to
+ * initialisation of the op that embeds @w, if it has one (band_admit_req_init()), then
+ * submit @w with that primitive's _async function and hand its answer to
  * band_fdq_start() before any other band_fdq_* call on @q; nothing else may touch @w until
  * @op is reaped (never cancel it directly: use band_fdq_cancel()). A primitive that
- * cancels a waiter and then calls its wake itself (band_token_watch()) is fine: its
+ * cancels a waiter and then calls its wake itself (band_shutdown_watch()) is fine: its
  * result is reaped like any other.
  * @deadline is absolute (band_now() nanoseconds); BAND_FOREVER waits without limit, and a
  * time already past means "do not wait": an operation that queues is withdrawn at once

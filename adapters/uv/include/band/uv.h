@@ -6,19 +6,19 @@
  * callback on the loop's thread. It knows no primitive: every band operation that can
  * wait ends through a band_waiter (band/core.h), and the adapter bridges that waiter. So
  * the semaphore, budgets, channels (send, receive, reserve), oneshot, watch, broadcast,
- * wait group, latch, shutdown token, fair share and admission all complete on the loop
+ * wait group, latch, shutdown scope, fair share and admission all complete on the loop
  * the same way, and so will any primitive added later. docs/uv.md has the guide; the
  * rules here are the contract.
  *
  * One operation, three steps, all on the loop thread:
  *
  *     band_uv_bind(u, op, &send.w, deadline, cancel, on_sent);  // the waiter is now ours
- *     int rc = band_chan_send_async(chan, &send);               // any primitive's _async
+ *     int rc = band_chan_send_async(chan, &v, 1, &send);       // any primitive's _async
  *     band_uv_start(op, rc);                                    // hand its answer over
  *
  *  1. band_uv_bind() prepares the caller's waiter (band_waiter_init() with the adapter's
- *     wake, and the deadline), so bind after the primitive's own initialisation of its op
- *     (band_fair_req_init(), band_admit_req_init(), ...) and before its _async call.
+ *     wake, and the deadline) before its _async call. An admission request, the one op built
+ *     before its call, is bound after band_admit_req_init() and band_admit_req_add().
  *  2. One path. Once band_uv_start() returned 0, the callback runs exactly once, later,
  *     on the loop thread, with the operation's result: the _async call's own answer when
  *     it completed or failed at once (0 or a negative code; no callback ever runs inside
@@ -26,7 +26,7 @@
  *     returned by bind or start, and then no callback runs.
  *  3. Results stay where the primitive puts them: permits are the caller's when a
  *     semaphore acquisition reports 0 (band_permit_adopt() wraps them), a received
- *     element is in the receive op's buffer, a grant in the fair or admission request.
+ *     element is in the receive op's buffer, a grant in the admission request.
  *  4. Callbacks run in the order the operations completed (the order of their wakes).
  *  5. A deadline is enforced with one libuv timer per adapter: a timeout is
  *     band_waiter_cancel(w, BAND_ETIMEDOUT), so a timed-out wait leaves the primitive's
@@ -162,10 +162,11 @@ BAND_UV_API int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *d
  *
  * Calls band_waiter_init(@w) with the adapter's wake and sets @w->deadline to @deadline
  * (so a deadline-aware primitive sees it at submission). Bind after the primitive's own
- * initialisation of the op that embeds @w, then submit @w with that primitive's _async
+ * initialisation of the op that embeds @w, if it has one (band_admit_req_init()), then
+ * submit @w with that primitive's _async
  * function and hand its answer to band_uv_start(); nothing else may touch @w until the
  * callback ran (never cancel it directly: use band_uv_cancel()). A primitive that cancels
- * a waiter and then calls its wake itself (band_token_watch()) is fine: its result comes
+ * a waiter and then calls its wake itself (band_shutdown_watch()) is fine: its result comes
  * back like any other.
  * @deadline is absolute (band_now() nanoseconds); BAND_FOREVER waits without limit, and a
  * time already past means "do not wait": an operation that queues is withdrawn at once

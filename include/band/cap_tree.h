@@ -1,0 +1,69 @@
+/*
+ * band/cap_tree.h - capacity trees: nested caps with guaranteed reservations.
+ *
+ * A band_cap_tree node is a budget (its cap) with a parent and an optional guaranteed
+ * reservation: a tenant under a team under a cluster, each with its own cap. Requests do
+ * not acquire a node directly: band_admit_req_add_tree() (band/admit.h) names a leaf and
+ * every ancestor with the same amount, so one admission charges the whole path, all or
+ * nothing. docs/admit.md has the long form. The rules:
+ *
+ *  - The reservations of a node's children may total at most the node's cap, and a
+ *    reservation at most its own node's cap.
+ *  - Caps: an amount over a node's cap fails with BAND_E2BIG.
+ *  - Staged queueing: a request waits in its leaf's queue until the leaf has room for it,
+ *    and only then joins its parent's queue, and so on up; so a tenant at its cap does not
+ *    hold up its ancestors for everybody else. Later joins keep the request's original
+ *    place in the global order (FIFO and deadlock freedom hold). Closing (or shrinking
+ *    below the amount) an ancestor it has not reached yet still fails it at once.
+ *  - Work-conserving: any request may use capacity that is free, including the unused
+ *    reservation of a sibling.
+ *  - A request is "guaranteed" when, for the reserving node on its path (the nearest node
+ *    with a reservation, from the leaf up), the units in use there plus the units of its
+ *    guaranteed requests still queued plus this request fit within the reservation. A
+ *    guaranteed request that must wait is queued ahead of every non-guaranteed waiter
+ *    (borrowers, and plain acquisitions of the nodes' semaphores) in every queue it joins,
+ *    behind earlier guaranteed ones. Nothing is revoked: it gets the next freed capacity.
+ *    The class is fixed when the request queues, the same in every queue, so the queues
+ *    still agree with one global order and admission stays deadlock-free.
+ *
+ * Every function is MT-safe.
+ */
+#ifndef BAND_CAP_TREE_H
+#define BAND_CAP_TREE_H
+
+#include "band/core.h"
+#include "band/sem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct band_cap_tree band_cap_tree;
+
+/**
+ * band_cap_tree_create() - allocate a node under @parent (NULL for a root) with capacity
+ * @cap and guaranteed reservation @reserve (0 = none).
+ *
+ * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, @cap 0 or above
+ * BAND_MAX_UNITS, @reserve above @cap, or the reservations of @parent's children
+ * would exceed @parent's capacity), or BAND_ENOMEM. *@out is unchanged on failure and
+ * nothing is allocated. Free with band_cap_tree_destroy(). MT-safe.
+ */
+BAND_API int band_cap_tree_create(band_cap_tree **out, band_cap_tree *parent, uint64_t cap,
+                                  uint64_t reserve);
+
+/** band_cap_tree_destroy() - free @t: 0, BAND_EBUSY while it has children or waiters
+ *  (nothing freed). NULL returns 0. */
+BAND_API int band_cap_tree_destroy(band_cap_tree *t);
+
+/** band_cap_tree_sem() - the node's budget as a semaphore (stats, direct acquisitions,
+ *  close). NULL for NULL. */
+BAND_API band_sem *band_cap_tree_sem(band_cap_tree *t);
+
+/** band_cap_tree_parent() - the parent node, NULL for a root or NULL. */
+BAND_API band_cap_tree *band_cap_tree_parent(const band_cap_tree *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_CAP_TREE_H */

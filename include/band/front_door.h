@@ -1,0 +1,163 @@
+/*
+ * band/front_door.h - the front door: every request gets an overload answer before its
+ * work starts.
+ *
+ * A band_front_door sits in front of an optional concurrency semaphore, an optional rate
+ * budget and an optional backlog channel. It sheds lower-priority work first (each class
+ * keeps headroom for the more urgent classes; class 0 is the most urgent), takes the
+ * permit and the tokens only when both are there, queues for later when a backlog has
+ * room, and counts every answer by kind and class. Every outcome is a band_answer
+ * (band/answer.h): accept, later, busy, over quota, shed, too big or gone.
+ */
+#ifndef BAND_FRONT_DOOR_H
+#define BAND_FRONT_DOOR_H
+
+#include "band/answer.h"
+#include "band/cancel.h"
+#include "band/chan.h"
+#include "band/core.h"
+#include "band/error.h"
+#include "band/rate.h"
+#include "band/permit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BAND_FRONT_DOOR_CLASSES 8
+
+typedef struct band_front_door band_front_door;
+struct band_histo;
+
+/** Options; NULL or a zero-initialised struct is a door with no bounds and one class.
+ *  Every bound is optional and is not owned by the door (it must outlive the door). */
+typedef struct band_front_door_opts {
+    band_sem *sem;      /* concurrency: a request takes `n` permits */
+    band_rate *rate;    /* rate: a request takes `n` tokens */
+    band_chan *backlog; /* accepted-for-later: band_front_door_admit()'s @job goes here when
+                           the semaphore has no room (try_send: never waits) */
+    int classes;        /* priority classes, 1..BAND_FRONT_DOOR_CLASSES (0 means 1); class 0
+                           is the most urgent */
+    /* Class c is shed while fewer than headroom[c] permits would stay available after it;
+     * must not decrease with c, at most BAND_MAX_UNITS; headroom[0] is usually 0. A class
+     * with headroom never waits for permits. */
+    uint64_t headroom[BAND_FRONT_DOOR_CLASSES];
+    band_time wait;          /* the longest a request of a class without headroom may wait
+                                for permits (0: never wait) */
+    struct band_histo *hold; /* optional, the caller's: band_front_door_done() records each
+                                hold time (ns) into it (band/histo.h) */
+} band_front_door_opts;
+
+/**
+ * band_front_door_create() - a front door over the bounds of @opts (NULL: none).
+ *
+ * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, classes out of range, headroom
+ * decreasing or above BAND_MAX_UNITS, a negative wait, a backlog without a semaphore), or
+ * BAND_ENOMEM; on error *@out is untouched and nothing is allocated. MT-safe.
+ */
+BAND_API int band_front_door_create(band_front_door **out, const band_front_door_opts *opts);
+
+/**
+ * band_front_door_destroy() - free @d (NULL is a no-op).
+ *
+ * Returns 0, or BAND_EBUSY while an admission is waiting for permits inside
+ * band_front_door_admit() (nothing freed: let it end, for example by closing the
+ * semaphore or requesting its cancellation token, then destroy). Permits it handed out
+ * stay valid and go back to their semaphore with band_permit_release() once the door is
+ * gone. The bounds are the caller's and stay as they are.
+ */
+BAND_API int band_front_door_destroy(band_front_door *d);
+
+/**
+ * band_front_door_set_name() - give @d a name that band_front_door_get_stats() reports.
+ *
+ * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @d is NULL or the
+ * name does not fit in BAND_NAME_MAX bytes including its NUL (nothing changes). MT-safe.
+ */
+BAND_API int band_front_door_set_name(band_front_door *d, const char *name);
+
+/**
+ * band_front_door_admit() - decide one request of @n units at priority @cls, cheapest
+ * checks first, before the caller does any expensive work.
+ *
+ * Order: closed → GONE; a request the door can never admit → TOO_BIG (more than
+ * BAND_MAX_UNITS with a semaphore, more than a budget's capacity minus
+ * headroom[@cls], more tokens than the rate budget's burst; no Retry-After, the job is not
+ * queued); shedding (class @cls would leave less than headroom[@cls], also when the room
+ * vanished between the check and the try) → SHED; permits (try; then, for a class without
+ * headroom, wait up to opts.wait, capped by @deadline) and then tokens, both or neither →
+ * ACCEPT with the permits in *@permit; no permits but @job and a backlog with room → LATER
+ * (the element *@job was sent); otherwise BUSY, OVER_QUOTA or GONE (the semaphore or the
+ * rate budget closed, or the door closed while the request waited).
+ *
+ * Both or neither holds on every path: tokens are taken only once the permits are held,
+ * and a rate refusal gives the permits back at once, so a request that is refused (a wait
+ * that timed out, a close, a shed, a rate refusal) holds no permit and spent no token.
+ * Before waiting, the door reads the rate budget's counters without taking anything: with
+ * too few tokens now it answers OVER_QUOTA at once instead of waiting for permits it would
+ * have to give back.
+ *
+ * Returns 0 with *@ans filled (the kind says what to do; only ACCEPT hands permits over,
+ * and they go back with band_front_door_done()), or BAND_EINVAL (NULL @d/@ans, @n 0, @cls
+ * out of range, @permit NULL while the door has a semaphore or not empty) with *@ans
+ * untouched.
+ * Retry-After: a rate budget's exact retry-after for OVER_QUOTA after the permits were
+ * taken; for OVER_QUOTA found before a wait, the time for the missing whole tokens to flow
+ * in (at most one token interval above the exact figure); for BUSY and SHED, the measured
+ * mean hold time × ceil((waiters + @n) / capacity), saturating at INT64_MAX, or 1 s before
+ * any measurement; 0 for TOO_BIG and GONE. The never-fits checks read the semaphore's and
+ * the rate budget's counters (each takes its lock briefly) and run only on paths that are
+ * refusing or about to wait. MT-safe.
+ *
+ * @cancel (NULL for none): when it is requested the call stops waiting and answers GONE
+ * with reason BAND_ECANCELED, nothing taken; a token requested before the call means
+ * "do not wait", as a past deadline does (band/cancel.h).
+ */
+BAND_API int band_front_door_admit(band_front_door *d, int cls, uint64_t n, const void *job,
+                                   band_permit *permit, band_answer *ans, band_time deadline,
+                                   band_cancel *cancel);
+
+/**
+ * band_front_door_done() - the admitted work finished: releases *@permit (like
+ * band_permit_release()) and feeds its hold time into the Retry-After estimate.
+ * @admitted_at is the band_now() of the admission, 0 to skip the measurement. For a door
+ * without a semaphore @permit may be NULL (or empty): done() only measures.
+ *
+ * Returns 0, BAND_EOVERFLOW as band_permit_release() (the permit keeps its permits), or
+ * BAND_EINVAL with nothing changed (nothing released, nothing measured): NULL @d; a
+ * negative @admitted_at or one after band_now(); for a door with a semaphore, @permit NULL,
+ * empty (a second done() for one admission) or of another semaphore, or holding more
+ * permits than the door has handed out and not yet taken back; for a door without one, a
+ * non-empty @permit. MT-safe.
+ */
+BAND_API int band_front_door_done(band_front_door *d, band_permit *permit, band_time admitted_at);
+
+/** band_front_door_close() - every later admission answers GONE, and one that is waiting
+ *  for permits answers GONE once it gets them (giving them back). The bounds stay open.
+ *  Returns 0 or BAND_EINVAL (NULL). MT-safe. */
+BAND_API int band_front_door_close(band_front_door *d);
+
+/** band_front_door_is_closed() - 1 once band_front_door_close() was called, 0 otherwise
+ *  (0 for NULL). MT-safe. */
+BAND_API int band_front_door_is_closed(const band_front_door *d);
+
+/** Counters; see band_front_door_get_stats(). */
+typedef struct band_front_door_stats {
+    char name[BAND_NAME_MAX];                   /* "" when unnamed */
+    int closed;                                 /* 1 after band_front_door_close() */
+    uint64_t answers[BAND_ANSWER_KINDS];        /* by kind: accepted, later, busy, ... */
+    uint64_t admitted[BAND_FRONT_DOOR_CLASSES]; /* ACCEPT by class */
+    uint64_t refused[BAND_FRONT_DOOR_CLASSES];  /* every other answer but LATER, by class */
+    uint64_t waited;                            /* admissions that had to wait for permits */
+    band_time mean_hold;                        /* the hold time estimate (ns; 0: none yet) */
+} band_front_door_stats;
+
+/** band_front_door_get_stats() - a snapshot of the counters (relaxed loads: each counter
+ *  is exact, the set is not one instant). Returns 0 or BAND_EINVAL (NULL argument).
+ *  MT-safe. */
+BAND_API int band_front_door_get_stats(const band_front_door *d, band_front_door_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BAND_FRONT_DOOR_H */

@@ -1,0 +1,265 @@
+/*
+ * admit.c - building and submitting multi-budget requests: try, async, blocking.
+ *
+ * The try path is lock-free (each budget's own fast path, given back on refusal). A
+ * request that must wait takes the admission mutex and all of its budgets' locks in
+ * address order, then either takes every amount (all idle) or joins every queue of its
+ * first stage at once; admit_eval.c decides it from then on. Its design notes explain why
+ * this is FIFO and deadlock-free.
+ */
+#include <string.h>
+
+#include "admit/admit_internal.h"
+#include "core/block.h"
+
+void band_admit_req_init(band_admit_req *r, band_wake_fn *wake, void *data)
+{
+    if (r == NULL)
+        return;
+    memset(r, 0, sizeof(*r));
+    band_waiter_init(&r->w, wake, data);
+    r->_ops = &band__admit_node_ops;
+    for (unsigned i = 0; i < BAND_ADMIT_MAX; i++)
+        band__smart_init(&r->e[i]._node, &r->_ops);
+}
+
+/* Sort the entries by semaphore address: the lock order. */
+static void admit_sort(band_admit_req *r)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        r->_order[i] = (uint8_t)i;
+    for (uint32_t i = 1; i < r->n; i++) {
+        uint8_t v = r->_order[i];
+        uintptr_t key = (uintptr_t)r->e[v].sem;
+        uint32_t j = i;
+        while (j > 0 && (uintptr_t)r->e[r->_order[j - 1]].sem > key) {
+            r->_order[j] = r->_order[j - 1];
+            j--;
+        }
+        r->_order[j] = v;
+    }
+}
+
+int band__admit_req_add_staged(band_admit_req *r, band_sem *s, uint64_t amount, unsigned stage)
+{
+    if (r == NULL || s == NULL || amount > BAND_MAX_UNITS || band_waiter_is_pending(&r->w) ||
+        r->n > BAND_ADMIT_MAX)
+        return BAND_EINVAL;
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (r->e[i].sem == s) {
+            if (amount > BAND_MAX_UNITS - r->e[i].amount)
+                return BAND_EOVERFLOW;
+            r->e[i].amount += amount;
+            if (stage < r->_stage[i])
+                r->_stage[i] = (uint8_t)stage;
+            return 0;
+        }
+    }
+    if (r->n == BAND_ADMIT_MAX)
+        return BAND_EINVAL;
+    r->e[r->n].sem = s;
+    r->e[r->n].amount = amount;
+    r->_stage[r->n] = (uint8_t)stage;
+    r->n++;
+    admit_sort(r);
+    return 0;
+}
+
+int band_admit_req_add(band_admit_req *r, band_sem *s, uint64_t amount)
+{
+    return band__admit_req_add_staged(r, s, amount, 0);
+}
+
+static int grant_is_empty(const band_admit_grant *g)
+{
+    return g->n == 0;
+}
+
+static void grant_fill(band_admit_grant *g, const band_admit_req *r)
+{
+    g->n = r->n; /* entries past n are never read */
+    for (uint32_t i = 0; i < r->n; i++) {
+        g->p[i].sem = r->e[i].sem;
+        g->p[i].count = r->e[i].amount;
+    }
+}
+
+/* BAND_E2BIG when some amount exceeds its budget's capacity, else 0. */
+static int admit_check_size(const band_admit_req *r)
+{
+    for (uint32_t i = 0; i < r->n; i++) {
+        band_sem *s = r->e[i].sem;
+        if (r->e[i].amount > band__sem_limit(s)) {
+            band__sem_count_too_big(s);
+            return BAND_E2BIG;
+        }
+    }
+    return 0;
+}
+
+/* Take every amount through the budgets' lock-free paths, or nothing: 0, BAND_EAGAIN,
+ * BAND_ECLOSED (or BAND_E2BIG after a concurrent shrink). */
+static int admit_try_take(const band_admit_req *r)
+{
+    for (uint32_t i = 0; i < r->n; i++) {
+        int rc = band_sem_try_acquire(r->e[i].sem, r->e[i].amount);
+        if (rc != 0) {
+            while (i-- > 0)
+                (void)band_sem_release(r->e[i].sem, r->e[i].amount);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g)
+{
+    if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) || band_waiter_is_pending(&r->w))
+        return BAND_EINVAL;
+    int rc = admit_check_size(r);
+    if (rc == 0)
+        rc = admit_try_take(r);
+    if (rc == 0)
+        grant_fill(g, r);
+    return rc;
+}
+
+/* Can @r take everything now (all its locks held)? Idle queues, no debt, enough. */
+static int admit_idle_locked(const band_admit_req *r)
+{
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (r->e[i].amount > 0 && !band__sem_idle_for_locked(r->e[i].sem, r->e[i].amount))
+            return 0;
+    }
+    return 1;
+}
+
+/* Take every amount with all locks held, or nothing (a racing fast taker may win). */
+static int admit_take_locked(const band_admit_req *r)
+{
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (band__sem_take_locked(r->e[i].sem, r->e[i].amount) != 0) {
+            while (i-- > 0)
+                band__sem_publish_locked(r->e[i].sem, r->e[i].amount);
+            return BAND_EAGAIN;
+        }
+    }
+    return 0;
+}
+
+/* Refusals that need the locks: 0, BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW. */
+static int admit_check_locked(band_admit_req *r)
+{
+    int rc = band__admit_refusal_locked(r, 1);
+    for (uint32_t i = 0; rc == 0 && i < r->n; i++) {
+        if (!band__sem_room_locked(r->e[i].sem, r->e[i].amount))
+            rc = BAND_EOVERFLOW;
+    }
+    return rc;
+}
+
+/* Take everything now or join the queues of the first stage at once. BAND_PENDING, 0
+ * (granted at once), or a refusal; never wakes @r. Completions of other waiters run
+ * before it returns. */
+static int admit_enqueue(band_admit_req *r)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&band__admit_mu);
+    band__admit_lock_all(r);
+    int rc = admit_check_locked(r);
+    if (rc == 0 && !(admit_idle_locked(r) && admit_take_locked(r) == 0)) {
+        r->_flags = 0;
+        band__list_init(&r->w._link); /* out of the inbox */
+        band__admit_tree_classify_locked(r);
+        band__admit_start_locked(r);
+        /* Joins the first stage (every queue, without a tree); all was checked above,
+         * so it is either waiting or, for a guaranteed request that finds free units
+         * set aside already, granted. */
+        int adv = band__admit_advance_locked(r);
+        if (adv != 0) {
+            band__admit_leave_locked(r, adv == 1, adv, &wl);
+            band__admit_finish_locked(r);
+        }
+        rc = adv == 1 ? 0 : adv == 0 ? BAND_PENDING : adv;
+    }
+    if (rc == BAND_PENDING)
+        band__waiter_set(&r->w, &band__admit_q, BAND__W_QUEUED);
+    else
+        band__waiter_finish_now(&r->w, rc);
+    if (rc == 0)
+        r->_flags |= BAND__ADMIT_GRANTED;
+    band__admit_unlock_all(r);
+    band__admit_drain_locked(&wl);
+    pthread_mutex_unlock(&band__admit_mu);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+int band_admit_acquire_async(band_admit_req *r)
+{
+    if (r == NULL || r->n == 0)
+        return BAND_EINVAL;
+    int rc = band__waiter_check_submit(&r->w);
+    if (rc != 0)
+        return rc;
+    r->_flags = 0;
+    rc = admit_check_size(r);
+    if (rc == 0)
+        rc = admit_try_take(r);
+    if (rc != BAND_EAGAIN) {
+        if (rc == 0)
+            r->_flags = BAND__ADMIT_GRANTED;
+        band__waiter_finish_now(&r->w, rc);
+        return rc;
+    }
+    return admit_enqueue(r);
+}
+
+int band_admit_req_grant(band_admit_req *r, band_admit_grant *g)
+{
+    if (r == NULL || g == NULL || !grant_is_empty(g) || band_waiter_is_pending(&r->w) ||
+        !(r->_flags & BAND__ADMIT_GRANTED) || band_waiter_status(&r->w) != 0)
+        return BAND_EINVAL;
+    grant_fill(g, r);
+    r->_flags &= ~BAND__ADMIT_GRANTED;
+    return 0;
+}
+
+static void admit_block_wake(band_waiter *w)
+{
+    band__parker_unpark(w->data);
+}
+
+int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
+                       band_cancel *cancel)
+{
+    if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) || band_waiter_is_pending(&r->w))
+        return BAND_EINVAL;
+    int rc = admit_check_size(r);
+    if (rc == 0)
+        rc = admit_try_take(r);
+    if (rc == BAND_EAGAIN && band__wait_refusal(deadline, cancel) != 0)
+        rc = band__wait_refusal(deadline, cancel);
+    if (rc == BAND_EAGAIN) {
+        band_wake_fn *wake = r->w.wake;
+        void *data = r->w.data;
+        band_time saved_deadline = r->w.deadline;
+        struct band__parker p;
+        band__parker_init(&p);
+        r->w.wake = admit_block_wake;
+        r->w.data = &p;
+        r->w.deadline = deadline;
+        rc = admit_enqueue(r);
+        if (rc == BAND_PENDING)
+            rc = band__block(&r->w, &p, deadline, cancel);
+        band__parker_destroy(&p);
+        r->w.wake = wake;
+        r->w.data = data;
+        r->w.deadline = saved_deadline;
+        r->_flags &= ~BAND__ADMIT_GRANTED;
+    }
+    if (rc == 0)
+        grant_fill(g, r);
+    return rc;
+}

@@ -1,0 +1,694 @@
+/*
+ * broadcast.c - every receiver sees every message (lossy or lossless).
+ *
+ * Design notes
+ * ------------
+ * State. One mutex per broadcast guards everything below it: the ring, the two sequence
+ * numbers, the per-slot reader counts, the receiver list, both wait queues, every
+ * subscribed receiver's cursor and the counters. Two words are also read without it:
+ * rx->_b (which broadcast a receiver belongs to; written with release under the lock,
+ * read with acquire to find the lock) and b->closed (for band_broadcast_is_closed()).
+ *
+ * Sequences. Message s lives in slot s % cap. [tail, head) are the retained messages;
+ * head is also the number sent. A receiver's cursor _next is in [tail, head] in lossless
+ * mode; in lossy mode it may fall below tail, which is a lag of exactly tail - _next.
+ *
+ * Lossless accounting. rem[slot] counts the receivers that still have to read that
+ * message: set to the number subscribed when it is sent, decremented by each read and by
+ * the unsubscribe of a receiver that had not read it. Because every receiver reads in
+ * order and subscribes at head, rem is non-decreasing from tail to head, so the oldest
+ * messages are always the first to reach 0 and tail just advances over zeros. With nobody
+ * subscribed a message gets rem 0 and leaves at once (sent_unheard). Senders wait exactly
+ * while head - tail == cap; any event that can advance tail (a read, an unsubscribe) runs
+ * the pump, which hands free slots to queued senders in FIFO order. Invariant: a sender is
+ * queued => the ring is full (lossless) and the broadcast is open.
+ *
+ * Queued receives. A receive queues only when its receiver has read everything
+ * (_next == head). Every send hands its message straight to each queued receive whose
+ * receiver is still at that sequence (several receives queued on one shared receiver get
+ * one message each, in FIFO order). So a queued receive is always caught up and can never
+ * lag; a lag is only ever reported by the call that discovers it.
+ *
+ * Wakes. Completed operations go on a local wake list under the lock and are woken after
+ * unlocking, so a wake may call back into the broadcast. Cancels go
+ * through band_waiter_cancel(), which calls the queue's cancel op with the lock held.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "band/broadcast.h"
+#include "core/block.h"
+#include "core/parker.h"
+#include "core/waitq.h"
+#include "prim/broadcast_internal.h"
+
+struct band_broadcast {
+    pthread_mutex_t lock;     /* guards everything below */
+    struct band__waitq sendq; /* lossless: sends waiting for room, in arrival order */
+    struct band__waitq recvq; /* receives waiting for the next message */
+    struct band__node rxs;    /* subscribed receivers */
+    unsigned char *ring;      /* cap * elem_size bytes */
+    uint64_t *rem;            /* lossless: readers still due per slot; NULL when lossy */
+    size_t elem_size;
+    uint64_t cap;
+    int mode;
+    int closed; /* written under the lock (atomically), read anywhere */
+    uint64_t head, tail;
+    uint64_t nrx;
+    uint64_t sent_unheard, overwritten, received, lag_events, lagged, try_send_refusals;
+    uint64_t send_queued, send_timeouts, send_cancels, send_closed_fails;
+    uint64_t send_wait_ns_total, send_wait_ns_max;
+    uint64_t recv_queued, recv_timeouts, recv_cancels, recv_closed_fails;
+};
+
+static void send_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                               struct band__wakelist *wl);
+static void recv_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                               struct band__wakelist *wl);
+
+static const struct band__waitq_ops send_ops = {send_cancel_locked};
+static const struct band__waitq_ops recv_ops = {recv_cancel_locked};
+
+static band_broadcast_send_op *send_op_of(band_waiter *w)
+{
+    return band__container_of(w, band_broadcast_send_op, w);
+}
+
+static band_broadcast_recv_op *recv_op_of(band_waiter *w)
+{
+    return band__container_of(w, band_broadcast_recv_op, w);
+}
+
+static band_broadcast *rx_owner(const band_broadcast_rx *rx)
+{
+    return __atomic_load_n(&rx->_b, __ATOMIC_ACQUIRE);
+}
+
+static int is_lossless(const band_broadcast *b)
+{
+    return b->mode == BAND_BROADCAST_LOSSLESS;
+}
+
+static size_t slot_of(const band_broadcast *b, uint64_t seq)
+{
+    return (size_t)(seq % b->cap);
+}
+
+static unsigned char *slot_ptr(const band_broadcast *b, uint64_t seq)
+{
+    return b->ring + slot_of(b, seq) * b->elem_size;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+int band_broadcast_create(band_broadcast **out, size_t elem_size, uint64_t capacity, int mode)
+{
+    if (out == NULL || elem_size == 0 || capacity == 0 || capacity > BAND_BROADCAST_MAX_CAPACITY ||
+        capacity > SIZE_MAX / elem_size || capacity > SIZE_MAX / sizeof(uint64_t) ||
+        (mode != BAND_BROADCAST_LOSSY && mode != BAND_BROADCAST_LOSSLESS))
+        return BAND_EINVAL;
+    band_broadcast *b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        return BAND_ENOMEM;
+    b->ring = malloc((size_t)capacity * elem_size);
+    if (mode == BAND_BROADCAST_LOSSLESS)
+        b->rem = calloc((size_t)capacity, sizeof(uint64_t));
+    if (b->ring == NULL || (mode == BAND_BROADCAST_LOSSLESS && b->rem == NULL) ||
+        pthread_mutex_init(&b->lock, NULL) != 0) {
+        free(b->ring);
+        free(b->rem);
+        free(b);
+        return BAND_ENOMEM;
+    }
+    band__waitq_init(&b->sendq, &b->lock, &send_ops);
+    band__waitq_init(&b->recvq, &b->lock, &recv_ops);
+    band__list_init(&b->rxs);
+    b->elem_size = elem_size;
+    b->cap = capacity;
+    b->mode = mode;
+    *out = b;
+    return 0;
+}
+
+int band_broadcast_destroy(band_broadcast *b)
+{
+    if (b == NULL)
+        return 0;
+    pthread_mutex_lock(&b->lock);
+    int busy = b->nrx > 0 || b->sendq.len > 0 || b->recvq.len > 0;
+    pthread_mutex_unlock(&b->lock);
+    if (busy)
+        return BAND_EBUSY;
+    pthread_mutex_destroy(&b->lock);
+    free(b->ring);
+    free(b->rem);
+    free(b);
+    return 0;
+}
+
+void band_broadcast_rx_init(band_broadcast_rx *rx)
+{
+    if (rx != NULL)
+        memset(rx, 0, sizeof(*rx));
+}
+
+/* ---------------------------------------------------------------- helpers (lock held) */
+
+/* Lossless: drop the retained messages that nobody has left to read. */
+static void release_locked(band_broadcast *b)
+{
+    while (b->tail < b->head && b->rem[slot_of(b, b->tail)] == 0)
+        b->tail++;
+}
+
+/* Copy message @seq out for @rx and move its cursor on. */
+static void copy_out_locked(band_broadcast *b, band_broadcast_rx *rx, uint64_t seq, void *out)
+{
+    memcpy(out, slot_ptr(b, seq), b->elem_size);
+    rx->_next = seq + 1;
+    rx->_received++;
+    b->received++;
+    if (b->rem != NULL)
+        b->rem[slot_of(b, seq)]--;
+}
+
+/*
+ * Append a copy of @elem as message head (the caller checked there is room, or that the
+ * broadcast is lossy) and hand it to every queued receive that is waiting for it.
+ */
+static void publish_locked(band_broadcast *b, const void *elem, struct band__wakelist *wl)
+{
+    uint64_t seq = b->head;
+    if (b->head - b->tail == b->cap) { /* lossy: the oldest goes */
+        b->tail++;
+        b->overwritten++;
+    }
+    memcpy(slot_ptr(b, seq), elem, b->elem_size);
+    if (b->rem != NULL)
+        b->rem[slot_of(b, seq)] = b->nrx;
+    b->head = seq + 1;
+    if (b->nrx == 0)
+        b->sent_unheard++;
+
+    struct band__node *n = b->recvq.head.next;
+    while (n != &b->recvq.head) {
+        struct band__node *next = n->next;
+        band_waiter *w = band__waiter_of(n);
+        band_broadcast_recv_op *op = recv_op_of(w);
+        if (op->_rx->_next == seq) {
+            copy_out_locked(b, op->_rx, seq, op->_out);
+            band__waitq_unlink_locked(&b->recvq, w);
+            band__waiter_complete_locked(w, 0, wl);
+        }
+        n = next;
+    }
+    if (b->rem != NULL)
+        release_locked(b);
+}
+
+/* Lossless: hand free slots to queued senders, oldest first. */
+static void pump_locked(band_broadcast *b, struct band__wakelist *wl)
+{
+    band_time now = 0;
+    band_waiter *w;
+    while (b->head - b->tail < b->cap && (w = band__waitq_first(&b->sendq)) != NULL) {
+        if (now == 0)
+            now = band_now();
+        band_time waited = now - w->_since;
+        uint64_t ns = waited > 0 ? (uint64_t)waited : 0;
+        b->send_wait_ns_total += ns;
+        if (ns > b->send_wait_ns_max)
+            b->send_wait_ns_max = ns;
+        band__waitq_unlink_locked(&b->sendq, w);
+        publish_locked(b, send_op_of(w)->_elem, wl);
+        band__waiter_complete_locked(w, 0, wl);
+    }
+}
+
+/* Send @elem now: 0, BAND_EAGAIN (lossless, no room or senders queued), BAND_ECLOSED or
+ * BAND_EOVERFLOW. */
+static int send_locked(band_broadcast *b, const void *elem, struct band__wakelist *wl)
+{
+    if (b->closed)
+        return BAND_ECLOSED;
+    if (b->head == UINT64_MAX)
+        return BAND_EOVERFLOW;
+    if (is_lossless(b) && (b->sendq.len > 0 || b->head - b->tail == b->cap))
+        return BAND_EAGAIN;
+    publish_locked(b, elem, wl);
+    return 0;
+}
+
+/* Read @rx's next message into @out: 0, BAND_ELAGGED (*@missed set), BAND_EAGAIN or
+ * BAND_ECLOSED. */
+static int read_locked(band_broadcast *b, band_broadcast_rx *rx, void *out, uint64_t *missed,
+                       struct band__wakelist *wl)
+{
+    *missed = 0;
+    if (rx->_next < b->tail) { /* lossy only: overwritten before it was read */
+        uint64_t m = b->tail - rx->_next;
+        rx->_next = b->tail;
+        rx->_lagged_last = m;
+        rx->_lagged_total += m;
+        b->lag_events++;
+        b->lagged += m;
+        *missed = m;
+        return BAND_ELAGGED;
+    }
+    if (rx->_next < b->head) {
+        copy_out_locked(b, rx, rx->_next, out);
+        if (b->rem != NULL) {
+            release_locked(b);
+            pump_locked(b, wl);
+        }
+        return 0;
+    }
+    return b->closed ? BAND_ECLOSED : BAND_EAGAIN;
+}
+
+/* The broadcast @rx is subscribed to, locked; NULL when it is not subscribed. */
+static band_broadcast *rx_lock(const band_broadcast_rx *rx)
+{
+    band_broadcast *b = rx_owner(rx);
+    if (b == NULL)
+        return NULL;
+    pthread_mutex_lock(&b->lock);
+    if (rx_owner(rx) != b) { /* unsubscribed meanwhile */
+        pthread_mutex_unlock(&b->lock);
+        return NULL;
+    }
+    return b;
+}
+
+static void send_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                               struct band__wakelist *wl)
+{
+    (void)wl; /* every queued sender wants one slot: withdrawing one frees nothing */
+    band_broadcast *b = band__container_of(q, band_broadcast, sendq);
+    band__waitq_unlink_locked(q, w);
+    if (reason == BAND_ETIMEDOUT)
+        b->send_timeouts++;
+    else
+        b->send_cancels++;
+}
+
+static void recv_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
+                               struct band__wakelist *wl)
+{
+    (void)wl; /* the cursor never moved for a queued receive: nothing to give back */
+    band_broadcast *b = band__container_of(q, band_broadcast, recvq);
+    band__waitq_unlink_locked(q, w);
+    if (reason == BAND_ETIMEDOUT)
+        b->recv_timeouts++;
+    else
+        b->recv_cancels++;
+}
+
+/* ---------------------------------------------------------------- blocking front end */
+
+/*
+ * A thread waiting on its own stack. core/block.h's blocker embeds a bare band_waiter,
+ * while this module's queues hold send and receive ops; so the same parker dance is
+ * spelled out here (a blocker generic over the waiter's container would remove this).
+ */
+struct bc_blocker {
+    union {
+        band_broadcast_send_op send;
+        band_broadcast_recv_op recv;
+    } op;
+    struct band__parker parker;
+};
+
+static void bc_blocker_wake(band_waiter *w)
+{
+    struct bc_blocker *bk = w->data;
+    band__parker_unpark(&bk->parker);
+}
+
+static int bc_blocker_wait(struct bc_blocker *bk, band_waiter *w, band_time deadline,
+                           band_cancel *cancel)
+{
+    int rc = band__block(w, &bk->parker, deadline, cancel);
+    band__parker_destroy(&bk->parker);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- subscribe */
+
+int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx)
+{
+    if (b == NULL || rx == NULL)
+        return BAND_EINVAL;
+    int rc = 0;
+    pthread_mutex_lock(&b->lock);
+    band_broadcast *none = NULL;
+    if (b->closed) {
+        rc = BAND_ECLOSED;
+    } else if (!__atomic_compare_exchange_n(&rx->_b, &none, b, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+        rc = BAND_EINVAL; /* already subscribed (here or elsewhere) */
+    } else {
+        /* Anyone who now sees rx->_b == b waits for this lock before reading the rest. */
+        band__list_add_tail(&b->rxs, &rx->_link);
+        rx->_next = b->head;
+        rx->_lagged_last = rx->_lagged_total = rx->_received = 0;
+        b->nrx++;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
+int band_broadcast_unsubscribe(band_broadcast_rx *rx)
+{
+    if (rx == NULL)
+        return BAND_EINVAL;
+    band_broadcast *b = rx_lock(rx);
+    if (b == NULL)
+        return BAND_EINVAL;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+
+    struct band__node *n = b->recvq.head.next;
+    while (n != &b->recvq.head) {
+        struct band__node *next = n->next;
+        band_waiter *w = band__waiter_of(n);
+        if (recv_op_of(w)->_rx == rx) {
+            band__waitq_unlink_locked(&b->recvq, w);
+            b->recv_closed_fails++;
+            band__waiter_complete_locked(w, BAND_ECLOSED, &wl);
+        }
+        n = next;
+    }
+    if (b->rem != NULL) {
+        for (uint64_t s = rx->_next; s < b->head; s++)
+            b->rem[slot_of(b, s)]--;
+    }
+    band__list_del_init(&rx->_link);
+    b->nrx--;
+    if (b->rem != NULL) {
+        release_locked(b);
+        pump_locked(b, &wl);
+    }
+    __atomic_store_n(&rx->_b, NULL, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&b->lock);
+    band__wakelist_run(&wl);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- send */
+
+int band_broadcast_try_send(band_broadcast *b, const void *elem)
+{
+    if (b == NULL || elem == NULL)
+        return BAND_EINVAL;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&b->lock);
+    int rc = send_locked(b, elem, &wl);
+    if (rc == BAND_EAGAIN)
+        b->try_send_refusals++;
+    pthread_mutex_unlock(&b->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+/* Send now or queue @op (initialised by the caller). 0, BAND_PENDING or an error. */
+static int send_enqueue(band_broadcast *b, band_broadcast_send_op *op, const void *elem)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&b->lock);
+    int rc = send_locked(b, elem, &wl);
+    if (rc == BAND_EAGAIN) {
+        op->_elem = elem;
+        band__waitq_push_locked(&b->sendq, &op->w, 1, band_now());
+        b->send_queued++;
+        rc = BAND_PENDING;
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (rc != BAND_PENDING)
+        band__waiter_finish_now(&op->w, rc);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+int band_broadcast_send_async(band_broadcast *b, const void *elem, band_broadcast_send_op *op)
+{
+    if (b == NULL || op == NULL || elem == NULL)
+        return BAND_EINVAL;
+    int rc = band__waiter_check_submit(&op->w);
+    if (rc != 0)
+        return rc; /* @op may be someone's pending operation: leave it alone */
+    return send_enqueue(b, op, elem);
+}
+
+int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline,
+                        band_cancel *cancel)
+{
+    if (b == NULL || elem == NULL)
+        return BAND_EINVAL;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&b->lock);
+    int rc = send_locked(b, elem, &wl);
+    pthread_mutex_unlock(&b->lock);
+    band__wakelist_run(&wl);
+    if (rc != BAND_EAGAIN)
+        return rc;
+    rc = band__wait_refusal(deadline, cancel);
+    if (rc != 0)
+        return rc;
+
+    struct bc_blocker bk;
+    band_waiter_init(&bk.op.send.w, bc_blocker_wake, &bk);
+    bk.op.send.w.deadline = deadline;
+    band__parker_init(&bk.parker);
+    rc = send_enqueue(b, &bk.op.send, elem);
+    if (rc != BAND_PENDING) {
+        band__parker_destroy(&bk.parker);
+        return rc;
+    }
+    return bc_blocker_wait(&bk, &bk.op.send.w, deadline, cancel);
+}
+
+/* ---------------------------------------------------------------- receive */
+
+int band_broadcast_try_recv(band_broadcast_rx *rx, void *out)
+{
+    if (rx == NULL || out == NULL)
+        return BAND_EINVAL;
+    band_broadcast *b = rx_lock(rx);
+    if (b == NULL)
+        return BAND_EINVAL;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    uint64_t missed;
+    int rc = read_locked(b, rx, out, &missed, &wl);
+    pthread_mutex_unlock(&b->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+/* Receive now or queue @op (initialised by the caller). 0, BAND_PENDING or an error. */
+static int recv_enqueue(band_broadcast_rx *rx, band_broadcast_recv_op *op, void *out)
+{
+    band_broadcast *b = rx_lock(rx);
+    if (b == NULL)
+        return BAND_EINVAL;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    uint64_t missed;
+    int rc = read_locked(b, rx, out, &missed, &wl);
+    op->lagged = missed;
+    if (rc == BAND_EAGAIN) {
+        op->_rx = rx;
+        op->_out = out;
+        band__waitq_push_locked(&b->recvq, &op->w, 1, band_now());
+        b->recv_queued++;
+        rc = BAND_PENDING;
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (rc != BAND_PENDING)
+        band__waiter_finish_now(&op->w, rc);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+int band_broadcast_recv_async(band_broadcast_rx *rx, void *out, band_broadcast_recv_op *op)
+{
+    if (rx == NULL || op == NULL || out == NULL)
+        return BAND_EINVAL;
+    int rc = band__waiter_check_submit(&op->w);
+    if (rc != 0)
+        return rc;
+    return recv_enqueue(rx, op, out);
+}
+
+int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline, band_cancel *cancel)
+{
+    int rc = band_broadcast_try_recv(rx, out);
+    if (rc != BAND_EAGAIN)
+        return rc;
+    rc = band__wait_refusal(deadline, cancel);
+    if (rc != 0)
+        return rc;
+
+    struct bc_blocker bk;
+    band_waiter_init(&bk.op.recv.w, bc_blocker_wake, &bk);
+    bk.op.recv.w.deadline = deadline;
+    band__parker_init(&bk.parker);
+    rc = recv_enqueue(rx, &bk.op.recv, out);
+    if (rc != BAND_PENDING) {
+        band__parker_destroy(&bk.parker);
+        return rc;
+    }
+    return bc_blocker_wait(&bk, &bk.op.recv.w, deadline, cancel);
+}
+
+uint64_t band_broadcast_rx_lagged(const band_broadcast_rx *rx)
+{
+    if (rx == NULL)
+        return 0;
+    band_broadcast *b = rx_lock(rx);
+    if (b == NULL)
+        return 0;
+    uint64_t v = rx->_lagged_last;
+    pthread_mutex_unlock(&b->lock);
+    return v;
+}
+
+uint64_t band_broadcast_rx_backlog(const band_broadcast_rx *rx)
+{
+    if (rx == NULL)
+        return 0;
+    band_broadcast *b = rx_lock(rx);
+    if (b == NULL)
+        return 0;
+    uint64_t v = b->head - rx->_next;
+    pthread_mutex_unlock(&b->lock);
+    return v;
+}
+
+/* ---------------------------------------------------------------- close, stats */
+
+int band_broadcast_close(band_broadcast *b)
+{
+    if (b == NULL)
+        return BAND_EINVAL;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&b->lock);
+    if (!b->closed) {
+        __atomic_store_n(&b->closed, 1, __ATOMIC_RELEASE);
+        band_waiter *w;
+        while ((w = band__waitq_first(&b->sendq)) != NULL) {
+            band__waitq_unlink_locked(&b->sendq, w);
+            b->send_closed_fails++;
+            band__waiter_complete_locked(w, BAND_ECLOSED, &wl);
+        }
+        while ((w = band__waitq_first(&b->recvq)) != NULL) {
+            band__waitq_unlink_locked(&b->recvq, w);
+            b->recv_closed_fails++;
+            band__waiter_complete_locked(w, BAND_ECLOSED, &wl);
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    band__wakelist_run(&wl);
+    return 0;
+}
+
+int band_broadcast_is_closed(const band_broadcast *b)
+{
+    if (b == NULL)
+        return 0;
+    return __atomic_load_n(&b->closed, __ATOMIC_ACQUIRE) != 0;
+}
+
+int band_broadcast_get_stats(const band_broadcast *cb, band_broadcast_stats *out)
+{
+    if (cb == NULL || out == NULL)
+        return BAND_EINVAL;
+    band_broadcast *b = (band_broadcast *)cb; /* the lock is logically const */
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&b->lock);
+    out->mode = b->mode;
+    out->closed = b->closed;
+    out->elem_size = b->elem_size;
+    out->capacity = b->cap;
+    out->oldest_seq = b->tail;
+    out->next_seq = b->head;
+    out->retained = b->head - b->tail;
+    out->receivers = b->nrx;
+    out->waiting_senders = b->sendq.len;
+    out->waiting_receivers = b->recvq.len;
+    out->sent_unheard = b->sent_unheard;
+    out->overwritten = b->overwritten;
+    out->received = b->received;
+    out->lag_events = b->lag_events;
+    out->lagged = b->lagged;
+    out->try_send_refusals = b->try_send_refusals;
+    out->send_queued = b->send_queued;
+    out->send_timeouts = b->send_timeouts;
+    out->send_cancels = b->send_cancels;
+    out->send_closed_fails = b->send_closed_fails;
+    out->send_wait_ns_total = b->send_wait_ns_total;
+    out->send_wait_ns_max = b->send_wait_ns_max;
+    out->recv_queued = b->recv_queued;
+    out->recv_timeouts = b->recv_timeouts;
+    out->recv_cancels = b->recv_cancels;
+    out->recv_closed_fails = b->recv_closed_fails;
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+#ifdef BAND_TESTING
+int band__broadcast_check(const band_broadcast *cb)
+{
+    band_broadcast *b = (band_broadcast *)cb;
+    int bad = 0;
+    pthread_mutex_lock(&b->lock);
+    uint64_t n = 0;
+    struct band__node *node;
+    if (b->tail > b->head || b->head - b->tail > b->cap)
+        bad = -__LINE__;
+    band__list_foreach (node, &b->rxs) {
+        band_broadcast_rx *rx = band__container_of(node, band_broadcast_rx, _link);
+        n++;
+        if (bad == 0 && rx_owner(rx) != b)
+            bad = -__LINE__;
+        if (bad == 0 && rx->_next > b->head)
+            bad = -__LINE__;
+        if (bad == 0 && is_lossless(b) && rx->_next < b->tail)
+            bad = -__LINE__;
+    }
+    if (bad == 0 && n != b->nrx)
+        bad = -__LINE__;
+    if (bad == 0 && is_lossless(b)) {
+        /* rem[s] == receivers with _next <= s, and the oldest retained one is due. */
+        for (uint64_t s = b->tail; s < b->head && bad == 0; s++) {
+            uint64_t due = 0;
+            band__list_foreach (node, &b->rxs) {
+                band_broadcast_rx *rx = band__container_of(node, band_broadcast_rx, _link);
+                due += rx->_next <= s;
+            }
+            if (b->rem[slot_of(b, s)] != due)
+                bad = -__LINE__;
+        }
+        if (bad == 0 && b->tail < b->head && b->rem[slot_of(b, b->tail)] == 0)
+            bad = -__LINE__;
+    }
+    if (bad == 0 && b->sendq.len > 0 &&
+        (!is_lossless(b) || b->closed || b->head - b->tail != b->cap))
+        bad = -__LINE__;
+    if (bad == 0 && b->recvq.len > 0 && b->closed)
+        bad = -__LINE__;
+    band__list_foreach (node, &b->recvq.head) {
+        band_broadcast_recv_op *op = recv_op_of(band__waiter_of(node));
+        if (bad == 0 && (rx_owner(op->_rx) != b || op->_rx->_next != b->head))
+            bad = -__LINE__;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return bad;
+}
+#endif /* BAND_TESTING */

@@ -1,0 +1,194 @@
+/*
+ * fair_internal.h - the state of a band_fair, shared by fair.c (life cycle, stats),
+ * fair_keys.c (the key registry), fair_sched.c (who gets capacity) and fair_acquire.c
+ * (requests, release, cancel). Never installed.
+ *
+ * Lock: every field of struct band_fair and of every key state is guarded by band_fair.lock
+ * (written fields and read fields alike). Nothing in this file is lock-free.
+ */
+#ifndef BAND_FAIR_INTERNAL_H
+#define BAND_FAIR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "band/fair.h"
+#include "core/list.h"
+#include "core/waitq.h"
+
+/*
+ * The requests of one key in one class. A flow with queued requests is "active": it sits
+ * on its class's ring (ordered by the round its head request is due in), or on the class's
+ * parked list while its key is at its cap; it is on neither (self-linked) when empty.
+ *
+ * Credit is kept in virtual rounds: in each round the flow may receive its quantum
+ * (weight * base quantum). @round is the last round the flow was credited for and
+ * @deficit the credit of that round it has not spent yet; the head request is due in the
+ * first round by which the credit covers it (@due, cached while the flow is on the ring).
+ * @round survives while the flow is empty (an idle flow keeps no credit, but it does not
+ * come back in a round it was already served in).
+ */
+struct fair_flow {
+    struct band__node reqs; /* sentinel; band_waiter._link of queued requests, FIFO */
+    struct band__node ring; /* link on the class ring, or on its parked list */
+    uint64_t round;         /* the round the credit below belongs to */
+    uint64_t deficit;       /* credit left in @round, in units */
+    uint64_t due;           /* the round the head is due in (valid on the ring) */
+    uint64_t stamp;         /* among flows due in the same round: the lower goes first */
+    uint64_t nreq;          /* queued requests */
+    bool parked;            /* on the parked list: the key is at its cap for the head */
+    struct fair_key *key;
+};
+
+/* The state of one key; allocated on first use, evicted when idle and unpinned. */
+struct fair_key {
+    struct fair_key *hnext; /* hash chain, or the free cache */
+    uint64_t id;
+    uint64_t held; /* units granted and not yet released */
+    uint64_t nreq; /* queued requests, all classes */
+    uint64_t waiting_units;
+    uint64_t cap, reserve;
+    uint32_t weight;
+    bool pinned;             /* configured by band_fair_key_set() */
+    struct band__node rlink; /* on band_fair.reserved while reserve > 0 */
+    /* counters */
+    uint64_t granted, granted_units, queued, timeouts, cancels, wait_ns_total, wait_ns_max;
+    struct fair_flow flow[]; /* one per class */
+};
+
+struct fair_class {
+    struct band__node ring;   /* active flows not parked, by (due, stamp); the first has the turn */
+    struct band__node parked; /* active flows whose key is at its cap for their head */
+    uint64_t active;          /* flows with queued requests (ring and parked) */
+    uint64_t nparked;         /* flows on the parked list */
+    uint64_t vround;          /* the current round: the due round of the latest turn */
+    uint64_t stamps;          /* the last stamp handed out */
+    uint64_t limit;           /* capacity - headroom[c]: in_use + n may not exceed it */
+    bool stalled; /* the turn's request does not fit: this class and less urgent ones wait */
+    uint64_t waiting_units;
+    uint64_t nreq;
+    uint64_t granted, granted_units, queued, timeouts, cancels, wait_ns_total, wait_ns_max;
+};
+
+struct band_fair {
+    pthread_mutex_t lock;
+    /* band_waiter_cancel() finds the fair through this queue; its list is unused (the
+     * requests sit on their flows), its len counts every queued request. */
+    struct band__waitq q;
+    uint64_t capacity, in_use;
+    uint64_t quantum;
+    uint32_t nclasses;
+    uint32_t default_weight;
+    uint64_t default_cap;
+    bool closed;
+    char name[BAND_NAME_MAX];
+    /* registry */
+    struct fair_key **tab; /* hash buckets (chains) */
+    uint64_t tab_mask;     /* buckets - 1; the table grows to at most tab_max buckets */
+    uint64_t tab_max;
+    uint64_t seed; /* keyed hash, so chosen keys cannot aim at one bucket */
+    uint64_t nkeys, npinned, max_keys;
+    struct fair_key *free_keys; /* evicted states kept for reuse */
+    uint64_t nfree;
+    size_t key_size;
+    struct band__node reserved; /* keys with reserve > 0 */
+    uint64_t reserved_total;
+    /* counters */
+    uint64_t keys_created, keys_evicted, key_refusals, try_refusals, too_big, closed_fails;
+    struct fair_class cls[];
+};
+
+/* At most this many evicted key states are kept for reuse; the rest are freed. */
+#define FAIR_FREE_CACHE 64
+
+/* A flow put back on the ring (below its cap again, a smaller head, a larger weight) is
+ * never due more than this many rounds before the current one, and then with just the
+ * credit for its head, so it catches up at most that many quanta. Rounds start at
+ * FAIR_LAG, so vround - FAIR_LAG never wraps. */
+#define FAIR_LAG 2
+
+/* ---- fair_keys.c ---- */
+
+/* The live state of @id, or NULL. */
+struct fair_key *band__fair_key_find(const band_fair *f, uint64_t id);
+
+/*
+ * The live state of @id, creating it with the defaults when it has none. Returns NULL and
+ * sets *@rc to BAND_ENOMEM when the table is full (counted) or memory ran out.
+ */
+struct fair_key *band__fair_key_get(band_fair *f, uint64_t id, int *rc);
+
+/* Evict @k when it is idle (nothing held or queued) and unpinned. */
+void band__fair_key_maybe_evict(band_fair *f, struct fair_key *k);
+
+/* Free the table, every key state and the cache (destroy). */
+void band__fair_keys_free(band_fair *f);
+
+/* Set up the registry for @max_keys live keys. 0 or BAND_ENOMEM. */
+int band__fair_keys_init(band_fair *f, uint64_t max_keys);
+
+/* ---- fair_sched.c ---- */
+
+/*
+ * May @k be granted @n units in class @c right now, ahead of everything queued? (The key
+ * has nothing queued in @c, the cap, class headroom and reservation rules hold, and no
+ * class as urgent as @c or more (0..@c) is stalled - except for a request within @k's own
+ * reservation.)
+ */
+bool band__fair_can_grant_now(const band_fair *f, const struct fair_key *k, uint32_t c, uint64_t n);
+
+/* Charge a grant of @n units of class @c to @k (counters, held, in_use). */
+void band__fair_charge(band_fair *f, struct fair_key *k, uint32_t c, uint64_t n);
+
+/*
+ * Grant what can be granted now: the reservation pass, then the round robin from the
+ * most urgent class (0) on. Granted requests move onto @wl; sets every class's stalled flag.
+ */
+void band__fair_dispatch_locked(band_fair *f, struct band__wakelist *wl);
+
+/* Queue @r (checked) on its key's flow, since @now. */
+void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_acquire_op *r,
+                               band_time now);
+
+/* Unlink queued @r from its flow (counters of the waiting side only). Call
+ * band__fair_key_refresh_locked() for its key once the removals are done. */
+void band__fair_unlink_locked(band_fair *f, band_fair_acquire_op *r);
+
+/*
+ * @k's held units, cap or weight changed, or the head of one of its flows was removed:
+ * put its active flows where they now belong (a parked flow below its cap returns to the
+ * ring in its place; a flow on the ring moves to the round its new head is due in).
+ */
+void band__fair_key_refresh_locked(band_fair *f, struct fair_key *k);
+
+#ifdef BAND_TESTING
+/* The dispatch's fixpoint holds (band__fair_check()): 0 or a negated line. Lock held. */
+int band__fair_check_sched_locked(const band_fair *f);
+#endif
+
+/* ---- fair_acquire.c ---- */
+
+/* The queue ops behind band_waiter_cancel() for fair requests. */
+extern const struct band__waitq_ops band__fair_waitq_ops;
+
+/* The request that embeds @w. */
+static inline band_fair_acquire_op *band__fair_op_of(band_waiter *w)
+{
+    return band__container_of(w, band_fair_acquire_op, w);
+}
+
+/* Fail every queued request of @k whose n exceeds its cap with BAND_E2BIG. */
+void band__fair_fail_too_big_locked(band_fair *f, struct fair_key *k, struct band__wakelist *wl);
+
+#ifdef BAND_TESTING
+/**
+ * band__fair_check() - verify @f's invariants under its lock.
+ *
+ * Returns 0 when they hold, otherwise the negated source line of the first failed check.
+ * Only in the test-only libraries (BAND_TESTING): libband.so and libband.a neither
+ * contain nor export it.
+ */
+int band__fair_check(const band_fair *f);
+#endif
+
+#endif /* BAND_FAIR_INTERNAL_H */
