@@ -4,10 +4,10 @@
  * Design notes
  * ------------
  * The queue never looks at a primitive. It owns the wake of one band_waiter per op (bound
- * by band_fdq_bind()), and everything else follows from the wake contract: a waiter that
+ * by band_fd_queue_bind()), and everything else follows from the wake contract: a waiter that
  * queued ends exactly once, by its wake or by a band_waiter_cancel() that returned 0.
  *
- * Who touches what. The owner thread owns everything in struct band_fdq except @ready,
+ * Who touches what. The owner thread owns everything in struct band_fd_queue except @ready,
  * @armed and @cancel_scan, and every op from bind until it is handed back (reap or
  * destroy), except the op's _ready node while a wake pushes it. A wake (any thread) reads
  * op->_q, pushes op->_ready onto q->ready, writes the eventfd when the list was empty, and
@@ -20,11 +20,11 @@
  *
  * Op states (op->_state, owner only):
  *   IDLE     no queue owns it (never bound, reaped, or handed back by destroy).
- *   BOUND    band_fdq_bind() prepared its waiter; the primitive may already hold it (and
+ *   BOUND    band_fd_queue_bind() prepared its waiter; the primitive may already hold it (and
  *            even have woken it), but the queue does not know its answer yet.
  *   WAITING  started with BAND_PENDING: either a wake will push it (exactly once), or a
  *            cancel that returns 0 ends it. Its result is read from the waiter at reap.
- *            A band_fdq_at() op waits in this state too, with no waiter, until its due
+ *            A band_fd_queue_at() op waits in this state too, with no waiter, until its due
  *            time or a cancel ends it.
  *   DONE     the owner already knows the result (answered at once, cancelled or timed
  *            out with a cancel that returned 0, due time reached): op->_result holds it
@@ -55,14 +55,14 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-enum band__fdq_state {
-    BAND__FDQ_IDLE = 0,
-    BAND__FDQ_BOUND = 1,
-    BAND__FDQ_WAITING = 2,
-    BAND__FDQ_DONE = 3,
+enum band__fd_queue_state {
+    BAND__FD_QUEUE_IDLE = 0,
+    BAND__FD_QUEUE_BOUND = 1,
+    BAND__FD_QUEUE_WAITING = 2,
+    BAND__FD_QUEUE_DONE = 3,
 };
 
-struct band_fdq {
+struct band_fd_queue {
     int efd;                       /* the eventfd; read only by reap, written by signal */
     struct band__ready_list ready; /* completions pushed by wakes and by the owner */
     atomic_size_t armed;           /* ops whose wake may still run */
@@ -72,44 +72,44 @@ struct band_fdq {
     struct band__dl_heap heap;           /* deadlines and due times of WAITING ops */
     struct band__ready_node *batch_head; /* taken from @ready, not yet returned */
     struct band__ready_node **batch_tail;
-    band_fdq_op *first, *last; /* every op the queue owns, in bind order */
-    size_t count;              /* how many */
+    band_fd_queue_op *first, *last; /* every op the queue owns, in bind order */
+    size_t count;                   /* how many */
 };
 
 /* The op a ready node or a heap node belongs to. */
-static inline band_fdq_op *band__fdq_op_of_ready(struct band__ready_node *n)
+static inline band_fd_queue_op *band__fd_queue_op_of_ready(struct band__ready_node *n)
 {
-    return (band_fdq_op *)(void *)((char *)n - offsetof(band_fdq_op, _ready));
+    return (band_fd_queue_op *)(void *)((char *)n - offsetof(band_fd_queue_op, _ready));
 }
 
-static inline band_fdq_op *band__fdq_op_of_dl(struct band__dl_node *n)
+static inline band_fd_queue_op *band__fd_queue_op_of_dl(struct band__dl_node *n)
 {
-    return (band_fdq_op *)(void *)((char *)n - offsetof(band_fdq_op, _dl));
+    return (band_fd_queue_op *)(void *)((char *)n - offsetof(band_fd_queue_op, _dl));
 }
 
 /* Make the eventfd readable (any thread). A full counter is already readable: ignored. */
-void band__fdq_signal(band_fdq *q);
+void band__fd_queue_signal(band_fd_queue *q);
 
 /* Owner: append @op, which must be DONE, to the ready list, signalling on the edge. */
-void band__fdq_post(band_fdq *q, band_fdq_op *op);
+void band__fd_queue_post(band_fd_queue *q, band_fd_queue_op *op);
 
 /* Owner: @op's operation ended with @status and no wake will come (DONE). */
-void band__fdq_finish(band_fdq *q, band_fdq_op *op, int status);
+void band__fd_queue_finish(band_fd_queue *q, band_fd_queue_op *op, int status);
 
 /* Owner: drop @op's deadline, if it has one in the heap. */
-void band__fdq_forget_deadline(band_fdq *q, band_fdq_op *op);
+void band__fd_queue_forget_deadline(band_fd_queue *q, band_fd_queue_op *op);
 
 /* Owner: take @op off the owned list and its token, settle its status, make it IDLE. */
-void band__fdq_hand_back(band_fdq *q, band_fdq_op *op);
+void band__fd_queue_hand_back(band_fd_queue *q, band_fd_queue_op *op);
 
 /* Owner: withdraw a WAITING @op with @reason. 0: it is DONE with @reason (posted when
  * @post); BAND_EALREADY: its wake brings the result. */
-int band__fdq_withdraw(band_fdq *q, band_fdq_op *op, int reason, int post);
+int band__fd_queue_withdraw(band_fd_queue *q, band_fd_queue_op *op, int reason, int post);
 
 /* The wake function of every bound waiter (any thread). */
-void band__fdq_wake(band_waiter *w);
+void band__fd_queue_wake(band_waiter *w);
 
 /* The hook of every op with a token (any thread, also a signal handler). */
-void band__fdq_hook(band_cancel_hook *h);
+void band__fd_queue_hook(band_cancel_hook *h);
 
 #endif /* BAND_FD_INTERNAL_H */

@@ -12,19 +12,19 @@
 #include <time.h>
 #include <unistd.h>
 
-void band_fdq_op_init(band_fdq_op *op, void *data)
+void band_fd_queue_op_init(band_fd_queue_op *op, void *data)
 {
     if (op == NULL)
         return;
-    *op = (band_fdq_op){0};
+    *op = (band_fd_queue_op){0};
     op->data = data;
 }
 
-int band_fdq_create(band_fdq **out)
+int band_fd_queue_create(band_fd_queue **out)
 {
     if (out == NULL)
         return BAND_EINVAL;
-    band_fdq *q = calloc(1, sizeof(*q));
+    band_fd_queue *q = calloc(1, sizeof(*q));
     if (q == NULL)
         return BAND_ENOMEM;
     q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -46,17 +46,17 @@ int band_fdq_create(band_fdq **out)
     return 0;
 }
 
-int band_fdq_fd(const band_fdq *q)
+int band_fd_queue_fd(const band_fd_queue *q)
 {
     return q == NULL ? BAND_EINVAL : q->efd;
 }
 
-size_t band_fdq_count(const band_fdq *q)
+size_t band_fd_queue_count(const band_fd_queue *q)
 {
     return q == NULL ? 0 : q->count;
 }
 
-void band__fdq_signal(band_fdq *q)
+void band__fd_queue_signal(band_fd_queue *q)
 {
     const uint64_t one = 1;
     /* Only EAGAIN is possible (the counter is at its maximum), and then the fd is
@@ -70,12 +70,12 @@ void band__fdq_signal(band_fdq *q)
  * the op before the push: from then on the owner may reap and free it. The decrement of
  * armed is its last access to the queue.
  */
-void band__fdq_wake(band_waiter *w)
+void band__fd_queue_wake(band_waiter *w)
 {
-    band_fdq_op *op = (band_fdq_op *)w->data;
-    band_fdq *q = op->_q;
+    band_fd_queue_op *op = (band_fd_queue_op *)w->data;
+    band_fd_queue *q = op->_q;
     if (band__ready_push(&q->ready, &op->_ready))
-        band__fdq_signal(q);
+        band__fd_queue_signal(q);
     atomic_fetch_sub_explicit(&q->armed, 1, memory_order_release);
 }
 
@@ -84,28 +84,28 @@ void band__fdq_wake(band_waiter *w)
  * token's lock). An atomic store and a write(): both async-signal-safe. The queue is
  * alive: hand-back removes the hook before the op or the queue goes.
  */
-void band__fdq_hook(band_cancel_hook *h)
+void band__fd_queue_hook(band_cancel_hook *h)
 {
-    band_fdq_op *op = h->data;
-    band_fdq *q = op->_q;
+    band_fd_queue_op *op = h->data;
+    band_fd_queue *q = op->_q;
     atomic_store_explicit(&q->cancel_scan, 1, memory_order_seq_cst);
-    band__fdq_signal(q);
+    band__fd_queue_signal(q);
 }
 
-void band__fdq_post(band_fdq *q, band_fdq_op *op)
+void band__fd_queue_post(band_fd_queue *q, band_fd_queue_op *op)
 {
     if (band__ready_push(&q->ready, &op->_ready))
-        band__fdq_signal(q);
+        band__fd_queue_signal(q);
 }
 
-void band__fdq_finish(band_fdq *q, band_fdq_op *op, int status)
+void band__fd_queue_finish(band_fd_queue *q, band_fd_queue_op *op, int status)
 {
     op->_result = status; /* op->status stays BAND_PENDING until the hand-back */
-    op->_state = BAND__FDQ_DONE;
-    band__fdq_forget_deadline(q, op);
+    op->_state = BAND__FD_QUEUE_DONE;
+    band__fd_queue_forget_deadline(q, op);
 }
 
-void band__fdq_forget_deadline(band_fdq *q, band_fdq_op *op)
+void band__fd_queue_forget_deadline(band_fd_queue *q, band_fd_queue_op *op)
 {
     if (op->_in_heap) {
         band__dl_remove(&q->heap, &op->_dl);
@@ -113,9 +113,9 @@ void band__fdq_forget_deadline(band_fdq *q, band_fdq_op *op)
     }
 }
 
-void band__fdq_hand_back(band_fdq *q, band_fdq_op *op)
+void band__fd_queue_hand_back(band_fd_queue *q, band_fd_queue_op *op)
 {
-    band__fdq_forget_deadline(q, op);
+    band__fd_queue_forget_deadline(q, op);
     if (op->_hooked) {
         (void)band_cancel_hook_remove(&op->_hook); /* waits for a hook still running */
         op->_hooked = 0;
@@ -132,16 +132,16 @@ void band__fdq_hand_back(band_fdq *q, band_fdq_op *op)
     op->_prev = NULL;
     q->count--;
 
-    if (op->_state == BAND__FDQ_WAITING && op->_w != NULL)
+    if (op->_state == BAND__FD_QUEUE_WAITING && op->_w != NULL)
         op->status = band_waiter_status(op->_w); /* its wake pushed it */
     else
         op->status = op->_result; /* decided by the owner */
-    op->_state = BAND__FDQ_IDLE;
+    op->_state = BAND__FD_QUEUE_IDLE;
     op->_ready.next = NULL;
     op->_q = NULL;
 }
 
-int band__fdq_withdraw(band_fdq *q, band_fdq_op *op, int reason, int post)
+int band__fd_queue_withdraw(band_fd_queue *q, band_fd_queue_op *op, int reason, int post)
 {
     if (!op->_timed) {
         if (band_waiter_cancel(op->_w, reason) != 0) {
@@ -152,14 +152,14 @@ int band__fdq_withdraw(band_fdq *q, band_fdq_op *op, int reason, int post)
         }
         atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
     }
-    band__fdq_finish(q, op, reason);
+    band__fd_queue_finish(q, op, reason);
     if (post)
-        band__fdq_post(q, op);
+        band__fd_queue_post(q, op);
     return 0;
 }
 
 /* Wait until no wake can touch @q any more: they only push and signal, so this is short. */
-static void wait_unarmed(band_fdq *q)
+static void wait_unarmed(band_fd_queue *q)
 {
     unsigned spins = 0;
     while (atomic_load_explicit(&q->armed, memory_order_acquire) != 0) {
@@ -172,22 +172,22 @@ static void wait_unarmed(band_fdq *q)
     }
 }
 
-int band_fdq_destroy(band_fdq *q, band_fdq_drop_fn *drop, void *ctx)
+int band_fd_queue_destroy(band_fd_queue *q, band_fd_queue_drop_fn *drop, void *ctx)
 {
     if (q == NULL)
         return BAND_EINVAL;
     /* 1. Withdraw every op still waiting (or, a misuse, bound and never started). */
-    for (band_fdq_op *op = q->first; op != NULL; op = op->_next) {
-        if (op->_state == BAND__FDQ_WAITING) {
-            (void)band__fdq_withdraw(q, op, BAND_ECANCELED, 0);
-        } else if (op->_state == BAND__FDQ_BOUND) {
+    for (band_fd_queue_op *op = q->first; op != NULL; op = op->_next) {
+        if (op->_state == BAND__FD_QUEUE_WAITING) {
+            (void)band__fd_queue_withdraw(q, op, BAND_ECANCELED, 0);
+        } else if (op->_state == BAND__FD_QUEUE_BOUND) {
             int rc = band_waiter_cancel(op->_w, BAND_ECANCELED);
             if (rc == BAND_EALREADY) {
-                op->_state = BAND__FDQ_WAITING; /* its wake has run or is running */
+                op->_state = BAND__FD_QUEUE_WAITING; /* its wake has run or is running */
             } else {
                 /* 0: withdrawn; BAND_EINVAL: never queued. No wake comes either way. */
                 atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-                band__fdq_finish(q, op, BAND_ECANCELED);
+                band__fd_queue_finish(q, op, BAND_ECANCELED);
             }
         }
     }
@@ -195,8 +195,8 @@ int band_fdq_destroy(band_fdq *q, band_fdq_drop_fn *drop, void *ctx)
     wait_unarmed(q);
     /* 3. Hand every op back once, in bind order. */
     while (q->first != NULL) {
-        band_fdq_op *op = q->first;
-        band__fdq_hand_back(q, op);
+        band_fd_queue_op *op = q->first;
+        band__fd_queue_hand_back(q, op);
         if (drop != NULL)
             drop(op, ctx); /* may free op */
     }

@@ -15,7 +15,7 @@
 #include "fd_internal.h"
 
 /* Owner: make @op owned by @q in @state. */
-static void claim(band_fdq *q, band_fdq_op *op, unsigned char state, band_time deadline,
+static void claim(band_fd_queue *q, band_fd_queue_op *op, unsigned char state, band_time deadline,
                   band_cancel *cancel)
 {
     op->status = BAND_PENDING;
@@ -38,22 +38,22 @@ static void claim(band_fdq *q, band_fdq_op *op, unsigned char state, band_time d
 }
 
 /* A misuse: an idle op says so in its status; an op a queue owns is left alone. */
-static int refuse(band_fdq_op *op)
+static int refuse(band_fd_queue_op *op)
 {
-    if (op != NULL && op->_state == BAND__FDQ_IDLE)
+    if (op != NULL && op->_state == BAND__FD_QUEUE_IDLE)
         op->status = BAND_EINVAL;
     return BAND_EINVAL;
 }
 
-int band_fdq_bind(band_fdq *q, band_fdq_op *op, band_waiter *w, band_time deadline,
-                  band_cancel *cancel)
+int band_fd_queue_bind(band_fd_queue *q, band_fd_queue_op *op, band_waiter *w, band_time deadline,
+                       band_cancel *cancel)
 {
-    if (q == NULL || op == NULL || op->_state != BAND__FDQ_IDLE || w == NULL ||
+    if (q == NULL || op == NULL || op->_state != BAND__FD_QUEUE_IDLE || w == NULL ||
         band_waiter_is_pending(w))
         return refuse(op);
-    claim(q, op, BAND__FDQ_BOUND, deadline, cancel);
+    claim(q, op, BAND__FD_QUEUE_BOUND, deadline, cancel);
     op->_w = w;
-    band_waiter_init(w, band__fdq_wake, op);
+    band_waiter_init(w, band__fd_queue_wake, op);
     w->deadline = deadline;
     /* Before the primitive sees the waiter: its wake may run on another thread at once. */
     atomic_fetch_add_explicit(&q->armed, 1, memory_order_relaxed);
@@ -61,51 +61,51 @@ int band_fdq_bind(band_fdq *q, band_fdq_op *op, band_waiter *w, band_time deadli
 }
 
 /* Owner: put a WAITING @op's due time or deadline into the heap. */
-static void add_deadline(band_fdq *q, band_fdq_op *op)
+static void add_deadline(band_fd_queue *q, band_fd_queue_op *op)
 {
     band__dl_insert(&q->heap, &op->_dl, op->_deadline);
     op->_in_heap = 1;
 }
 
 /* Owner: hook a WAITING @op's token. 0: hooked (or no token); BAND_ECANCELED: requested. */
-static int hook_token(band_fdq_op *op)
+static int hook_token(band_fd_queue_op *op)
 {
     if (op->_cancel == NULL)
         return 0;
-    band_cancel_hook_init(&op->_hook, band__fdq_hook, op);
+    band_cancel_hook_init(&op->_hook, band__fd_queue_hook, op);
     int rc = band_cancel_hook_add(op->_cancel, &op->_hook);
     if (rc == 0)
         op->_hooked = 1;
     return rc == BAND_ECANCELED ? rc : 0;
 }
 
-int band_fdq_start(band_fdq_op *op, int rc)
+int band_fd_queue_start(band_fd_queue_op *op, int rc)
 {
-    if (op == NULL || op->_state != BAND__FDQ_BOUND)
+    if (op == NULL || op->_state != BAND__FD_QUEUE_BOUND)
         return refuse(op);
-    band_fdq *q = op->_q;
+    band_fd_queue *q = op->_q;
     band_waiter *w = op->_w;
-    if ((rc > 0 && rc != BAND_PENDING) || w->wake != band__fdq_wake || w->data != op) {
+    if ((rc > 0 && rc != BAND_PENDING) || w->wake != band__fd_queue_wake || w->data != op) {
         atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-        band__fdq_finish(q, op, BAND_EINVAL);
-        band__fdq_hand_back(q, op); /* never reported: idle, status BAND_EINVAL */
+        band__fd_queue_finish(q, op, BAND_EINVAL);
+        band__fd_queue_hand_back(q, op); /* never reported: idle, status BAND_EINVAL */
         return BAND_EINVAL;
     }
     if (rc != BAND_PENDING) {
         /* Completed or refused by the primitive at once: no wake will come. */
         atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-        band__fdq_finish(q, op, rc);
-        band__fdq_post(q, op);
+        band__fd_queue_finish(q, op, rc);
+        band__fd_queue_post(q, op);
         return 0;
     }
-    op->_state = BAND__FDQ_WAITING;
+    op->_state = BAND__FD_QUEUE_WAITING;
     band_time deadline = op->_deadline;
     if (deadline != BAND_FOREVER && deadline <= band_now()) {
-        (void)band__fdq_withdraw(q, op, BAND_ETIMEDOUT, 1); /* past: do not wait */
+        (void)band__fd_queue_withdraw(q, op, BAND_ETIMEDOUT, 1); /* past: do not wait */
         return 0;
     }
     if (hook_token(op) == BAND_ECANCELED) {
-        (void)band__fdq_withdraw(q, op, BAND_ECANCELED, 1); /* requested: do not wait */
+        (void)band__fd_queue_withdraw(q, op, BAND_ECANCELED, 1); /* requested: do not wait */
         return 0;
     }
     if (deadline != BAND_FOREVER)
@@ -113,33 +113,33 @@ int band_fdq_start(band_fdq_op *op, int rc)
     return 0;
 }
 
-int band_fdq_at(band_fdq *q, band_fdq_op *op, band_time at, band_cancel *cancel)
+int band_fd_queue_at(band_fd_queue *q, band_fd_queue_op *op, band_time at, band_cancel *cancel)
 {
-    if (q == NULL || op == NULL || op->_state != BAND__FDQ_IDLE)
+    if (q == NULL || op == NULL || op->_state != BAND__FD_QUEUE_IDLE)
         return refuse(op);
-    claim(q, op, BAND__FDQ_WAITING, at, cancel);
+    claim(q, op, BAND__FD_QUEUE_WAITING, at, cancel);
     op->_w = NULL;
     op->_timed = 1;
     if (at <= band_now()) {
         /* Due: as a grant, it wins over a requested token. */
-        band__fdq_finish(q, op, 0);
-        band__fdq_post(q, op);
+        band__fd_queue_finish(q, op, 0);
+        band__fd_queue_post(q, op);
         return 0;
     }
     if (hook_token(op) == BAND_ECANCELED) {
-        band__fdq_finish(q, op, BAND_ECANCELED);
-        band__fdq_post(q, op);
+        band__fd_queue_finish(q, op, BAND_ECANCELED);
+        band__fd_queue_post(q, op);
         return 0;
     }
     add_deadline(q, op);
     return 0;
 }
 
-int band_fdq_cancel(band_fdq_op *op)
+int band_fd_queue_cancel(band_fd_queue_op *op)
 {
-    if (op == NULL || op->_state == BAND__FDQ_IDLE || op->_state == BAND__FDQ_BOUND)
+    if (op == NULL || op->_state == BAND__FD_QUEUE_IDLE || op->_state == BAND__FD_QUEUE_BOUND)
         return BAND_EINVAL;
-    if (op->_state == BAND__FDQ_DONE)
+    if (op->_state == BAND__FD_QUEUE_DONE)
         return BAND_EALREADY;
-    return band__fdq_withdraw(op->_q, op, BAND_ECANCELED, 1);
+    return band__fd_queue_withdraw(op->_q, op, BAND_ECANCELED, 1);
 }

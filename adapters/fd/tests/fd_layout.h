@@ -1,5 +1,5 @@
 /*
- * fd_layout.h - sizes and offsets of struct band_fdq_op, as one translation unit sees them.
+ * fd_layout.h - sizes and offsets of struct band_fd_queue_op, as one translation unit sees them.
  */
 #ifndef BAND_FD_LAYOUT_H
 #define BAND_FD_LAYOUT_H

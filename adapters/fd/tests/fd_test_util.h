@@ -14,16 +14,16 @@
 int fdt_readable(int fd);
 
 /* An epoll instance watching @q's fd; @edge selects EPOLLET. Returns the epoll fd or -1. */
-int fdt_epoll_open(band_fdq *q, int edge);
+int fdt_epoll_open(band_fd_queue *q, int edge);
 
 /*
  * Run an epoll loop on @ep until @want ops were reaped from @q or @budget_ns passed:
- * sleeps in epoll_wait for band_fdq_timeout_ms() (capped at 50 ms), then reaps up to
+ * sleeps in epoll_wait for band_fd_queue_timeout_ms() (capped at 50 ms), then reaps up to
  * @batch ops at a time into @got (room for @want). Returns how many it reaped; *@wakeups
  * (may be NULL) receives how many times epoll_wait reported the fd.
  */
-size_t fdt_epoll_collect(int ep, band_fdq *q, band_fdq_op **got, size_t want, size_t batch,
-                         band_time budget_ns, unsigned *wakeups);
+size_t fdt_epoll_collect(int ep, band_fd_queue *q, band_fd_queue_op **got, size_t want,
+                         size_t batch, band_time budget_ns, unsigned *wakeups);
 
 /* Add @n permits to @s from a worker thread, @step at a time with a yield in between. */
 struct fdt_releaser {
@@ -39,13 +39,13 @@ int fdt_releaser_start(struct fdt_releaser *r, band_sem *s, uint64_t n, uint64_t
  * answer. Return bind's or start's code. fdt_recv() sets @ro->bytes to 12345 first, so a
  * test sees that the channel wrote it (0 at submission, the bytes on success).
  */
-int fdt_acquire_tok(band_fdq *q, band_fdq_op *op, band_waiter *w, band_sem *s, uint64_t n,
+int fdt_acquire_tok(band_fd_queue *q, band_fd_queue_op *op, band_waiter *w, band_sem *s, uint64_t n,
                     band_time deadline, band_cancel *token);
-int fdt_acquire(band_fdq *q, band_fdq_op *op, band_waiter *w, band_sem *s, uint64_t n,
+int fdt_acquire(band_fd_queue *q, band_fd_queue_op *op, band_waiter *w, band_sem *s, uint64_t n,
                 band_time deadline);
-int fdt_send(band_fdq *q, band_fdq_op *op, struct band_chan_send_op *so, band_chan *c,
+int fdt_send(band_fd_queue *q, band_fd_queue_op *op, struct band_chan_send_op *so, band_chan *c,
              const void *elem, uint64_t bytes, band_time deadline);
-int fdt_recv(band_fdq *q, band_fdq_op *op, struct band_chan_recv_op *ro, band_chan *c, void *out,
-             band_time deadline);
+int fdt_recv(band_fd_queue *q, band_fd_queue_op *op, struct band_chan_recv_op *ro, band_chan *c,
+             void *out, band_time deadline);
 
 #endif /* BAND_FD_TEST_UTIL_H */

@@ -1,9 +1,9 @@
 /*
- * stress_fd.c - one owner thread drives a band_fdq through an epoll loop while other
+ * stress_fd.c - one owner thread drives a band_fd_queue through an epoll loop while other
  * threads hold and release permits, send and receive on the same semaphore and channel.
  *
  * The owner keeps a pool of ops busy: acquisitions, sends and receives with deadlines
- * that are infinite, already passed, or a few hundred microseconds away, and band_fdq_at()
+ * that are infinite, already passed, or a few hundred microseconds away, and band_fd_queue_at()
  * operations due a few hundred microseconds ahead, some of them under cancellation tokens
  * that another thread requests at random (the owner replaces a requested token once no op
  * uses it); it cancels ops at random (sometimes twice), reaps in batches of random size
@@ -59,7 +59,7 @@ struct ledger {
 };
 
 struct sop {
-    band_fdq_op op;
+    band_fd_queue_op op;
     band_waiter w;               /* acquisitions */
     struct band_chan_send_op so; /* sends */
     struct band_chan_recv_op ro; /* receives */
@@ -245,13 +245,13 @@ struct drop_ctx {
     struct world *w;
 };
 
-static void drop_fn(band_fdq_op *op, void *ctx)
+static void drop_fn(band_fd_queue_op *op, void *ctx)
 {
     struct drop_ctx *d = ctx;
     account(d->w, (struct sop *)op->data, op->status, 1);
 }
 
-static void submit_one(struct world *w, band_fdq *q, struct sop *s, uint64_t *rng)
+static void submit_one(struct world *w, band_fd_queue *q, struct sop *s, uint64_t *rng)
 {
     uint64_t r = test_rng_range(rng, 0, 99);
     band_time deadline =
@@ -278,18 +278,18 @@ static void submit_one(struct world *w, band_fdq *q, struct sop *s, uint64_t *rn
         s->sbuf = (struct elem){FROM_OWNER, 0, w->owner_seq++};
         /* Marked sent before the submission: a receiver may take it at once. */
         atomic_store(&w->led.sent[FROM_OWNER][s->sbuf.seq], 1);
-        rc = band_fdq_bind(q, &s->op, &s->so.w, deadline, tok);
+        rc = band_fd_queue_bind(q, &s->op, &s->so.w, deadline, tok);
         if (rc == 0)
-            rc = band_fdq_start(&s->op, band_chan_send_async(w->ch, &s->sbuf, 1, &s->so));
+            rc = band_fd_queue_start(&s->op, band_chan_send_async(w->ch, &s->sbuf, 1, &s->so));
         break;
     case K_RECV:
-        rc = band_fdq_bind(q, &s->op, &s->ro.w, deadline, tok);
+        rc = band_fd_queue_bind(q, &s->op, &s->ro.w, deadline, tok);
         if (rc == 0)
-            rc = band_fdq_start(&s->op, band_chan_recv_async(w->ch, &s->rbuf, &s->ro));
+            rc = band_fd_queue_start(&s->op, band_chan_recv_async(w->ch, &s->rbuf, &s->ro));
         break;
     default:
         s->deadline = band_deadline_after((band_time)test_rng_range(rng, 0, 400) * BAND_USEC);
-        rc = band_fdq_at(q, &s->op, s->deadline, tok);
+        rc = band_fd_queue_at(q, &s->op, s->deadline, tok);
         break;
     }
     if (rc != 0) {
@@ -334,14 +334,14 @@ static int requester_main(void *arg)
 static void run_owner(struct world *w, struct sop *pool)
 {
     uint64_t rng = UINT64_C(0x5eed);
-    band_fdq *q = NULL;
+    band_fd_queue *q = NULL;
     int ep = -1;
-    band_fdq_op *got[16];
+    band_fd_queue_op *got[16];
     band_time end = band_deadline_after(WALL_NS);
     for (unsigned it = 0; it < MAX_ITERS && band_now() < end && w->fail[0] == '\0'; it++) {
         if (q == NULL) {
-            if (band_fdq_create(&q) != 0) {
-                FAIL(w, "band_fdq_create failed");
+            if (band_fd_queue_create(&q) != 0) {
+                FAIL(w, "band_fd_queue_create failed");
                 break;
             }
             ep = fdt_epoll_open(q, (int)(it & 1)); /* level and edge triggered in turn */
@@ -360,7 +360,7 @@ static void run_owner(struct world *w, struct sop *pool)
         if (test_rng_range(&rng, 0, 9) < 3) {
             struct sop *s = &pool[test_rng_range(&rng, 0, POOL - 1)];
             if (s->owned) {
-                int rc = band_fdq_cancel(&s->op);
+                int rc = band_fd_queue_cancel(&s->op);
                 if (rc == 0) {
                     if (s->cancel_ok)
                         FAIL(w, "second cancel returned 0");
@@ -369,18 +369,18 @@ static void run_owner(struct world *w, struct sop *pool)
                 } else if (rc != BAND_EALREADY) {
                     FAIL(w, "cancel of an owned op returned %d", rc);
                 }
-            } else if (band_fdq_cancel(&s->op) != BAND_EINVAL) {
+            } else if (band_fd_queue_cancel(&s->op) != BAND_EINVAL) {
                 FAIL(w, "cancel of an idle op did not return BAND_EINVAL");
             }
         }
         /* Wait a little in the loop, then reap a batch of random size. */
-        int ms = band_fdq_timeout_ms(q);
+        int ms = band_fd_queue_timeout_ms(q);
         if (ms < 0 || ms > 1)
             ms = 1;
         struct epoll_event ev;
         (void)epoll_wait(ep, &ev, 1, test_rng_range(&rng, 0, 3) == 0 ? ms : 0);
         size_t max = (size_t)test_rng_range(&rng, 1, 16);
-        size_t n = band_fdq_reap(q, got, max);
+        size_t n = band_fd_queue_reap(q, got, max);
         w->reaps++;
         for (size_t i = 0; i < n; i++)
             account(w, (struct sop *)got[i]->data, got[i]->status, 0);
@@ -388,7 +388,7 @@ static void run_owner(struct world *w, struct sop *pool)
         /* Now and then: destroy with ops pending, racing with the workers' wakes. */
         if (test_rng_range(&rng, 0, 999) == 0) {
             struct drop_ctx d = {w};
-            if (band_fdq_destroy(q, drop_fn, &d) != 0)
+            if (band_fd_queue_destroy(q, drop_fn, &d) != 0)
                 FAIL(w, "destroy failed");
             q = NULL;
             close(ep);
@@ -398,7 +398,7 @@ static void run_owner(struct world *w, struct sop *pool)
     }
     if (q != NULL) {
         struct drop_ctx d = {w};
-        if (band_fdq_destroy(q, drop_fn, &d) != 0)
+        if (band_fd_queue_destroy(q, drop_fn, &d) != 0)
             FAIL(w, "final destroy failed");
         close(ep);
         w->destroys++;
@@ -425,7 +425,7 @@ static void test_stress_fd(void **state)
         assert_int_equal(band_cancel_create(&w->tok[k], NULL), 0);
     atomic_init(&w->requests, 0);
     for (int i = 0; i < POOL; i++)
-        band_fdq_op_init(&pool[i].op, &pool[i]);
+        band_fd_queue_op_init(&pool[i].op, &pool[i]);
 
     struct test_thread th[5];
     assert_int_equal(test_thread_start(&th[0], holder_main, w), 0);

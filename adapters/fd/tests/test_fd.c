@@ -27,15 +27,15 @@
 #define PCASE_OUT_UNTOUCHED UINT64_C(0xdeadbeef)
 
 struct fixture {
-    band_fdq *q;
+    band_fd_queue *q;
     band_sem *sem; /* starts with 0 permits */
     band_chan *ch; /* uint64_t elements, capacity 4 */
     int ep;        /* level-triggered epoll on the queue's fd */
-    band_fdq_op op[NOPS];
+    band_fd_queue_op op[NOPS];
     band_waiter w[NOPS];                 /* acquisitions through op[i] */
     struct band_chan_send_op send[NOPS]; /* sends through op[i] */
     struct band_chan_recv_op recv[NOPS]; /* receives through op[i] */
-    band_fdq_op *got[NOPS * 2];
+    band_fd_queue_op *got[NOPS * 2];
 };
 
 static int setup(void **state)
@@ -43,14 +43,14 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return -1;
-    if (band_fdq_create(&f->q) != 0 || band_sem_create(&f->sem, 0, NULL) != 0 ||
+    if (band_fd_queue_create(&f->q) != 0 || band_sem_create(&f->sem, 0, NULL) != 0 ||
         band_chan_create(&f->ch, sizeof(uint64_t), 4, NULL) != 0)
         return -1;
     f->ep = fdt_epoll_open(f->q, 0);
     if (f->ep < 0)
         return -1;
     for (int i = 0; i < NOPS; i++)
-        band_fdq_op_init(&f->op[i], (void *)(uintptr_t)i);
+        band_fd_queue_op_init(&f->op[i], (void *)(uintptr_t)i);
     *state = f;
     return 0;
 }
@@ -59,7 +59,7 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     int rc = 0;
-    if (f->q != NULL && band_fdq_destroy(f->q, NULL, NULL) != 0)
+    if (f->q != NULL && band_fd_queue_destroy(f->q, NULL, NULL) != 0)
         rc = -1;
     close(f->ep);
     band_chan_close(f->ch);
@@ -90,9 +90,9 @@ static void collect(struct fixture *f, size_t n)
 /* Nothing more to reap, and the fd says so. */
 static void assert_quiet(struct fixture *f)
 {
-    band_fdq_op *extra[2];
-    assert_int_equal(band_fdq_reap(f->q, extra, 2), 0);
-    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 0);
+    band_fd_queue_op *extra[2];
+    assert_int_equal(band_fd_queue_reap(f->q, extra, 2), 0);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 0);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -102,19 +102,19 @@ static void test_layout_matches_library(void **state)
     (void)state;
     struct fdt_layout in;
     fdt_layout_internal(&in);
-    assert_int_equal(in.size, sizeof(band_fdq_op));
-    assert_int_equal(in.align, _Alignof(band_fdq_op));
-    assert_int_equal(in.ready_off, offsetof(band_fdq_op, _ready));
+    assert_int_equal(in.size, sizeof(band_fd_queue_op));
+    assert_int_equal(in.align, _Alignof(band_fd_queue_op));
+    assert_int_equal(in.ready_off, offsetof(band_fd_queue_op, _ready));
     assert_int_equal(in.ready_size, sizeof(struct band__ready_node));
-    assert_int_equal(in.dl_off, offsetof(band_fdq_op, _dl));
+    assert_int_equal(in.dl_off, offsetof(band_fd_queue_op, _dl));
     assert_int_equal(in.dl_size, sizeof(struct band__dl_node));
     assert_int_equal(in.dl_deadline_off, offsetof(struct band__dl_node, deadline));
     assert_int_equal(in.dl_child_off, offsetof(struct band__dl_node, child));
     assert_int_equal(in.dl_sibling_off, offsetof(struct band__dl_node, sibling));
     assert_int_equal(in.dl_prev_off, offsetof(struct band__dl_node, prev));
-    assert_int_equal(in.hook_off, offsetof(band_fdq_op, _hook));
+    assert_int_equal(in.hook_off, offsetof(band_fd_queue_op, _hook));
     if (sizeof(void *) == 8)
-        assert_int_equal(sizeof(band_fdq_op), 160);
+        assert_int_equal(sizeof(band_fd_queue_op), 160);
 }
 
 /* The wake of waiters the queue does not own; never expected to run. */
@@ -126,66 +126,66 @@ static void unused_wake(band_waiter *w)
 static void test_args(void **state)
 {
     struct fixture *f = *state;
-    band_fdq_op *op = &f->op[0];
+    band_fd_queue_op *op = &f->op[0];
     band_waiter *w = &f->w[0];
 
-    assert_int_equal(band_fdq_create(NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_fd(NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_destroy(NULL, NULL, NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_reap(NULL, f->got, 1), 0);
-    assert_int_equal(band_fdq_reap(f->q, NULL, 1), 0);
-    assert_int_equal(band_fdq_next_deadline(NULL), BAND_FOREVER);
-    assert_int_equal(band_fdq_timeout_ms(NULL), -1);
-    assert_int_equal(band_fdq_count(NULL), 0);
-    assert_int_equal(band_fdq_cancel(NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_cancel(op), BAND_EINVAL); /* never bound */
-    assert_int_equal(band_fdq_start(NULL, 0), BAND_EINVAL);
-    band_fdq_op_init(NULL, NULL); /* ignored */
+    assert_int_equal(band_fd_queue_create(NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_fd(NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_destroy(NULL, NULL, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_reap(NULL, f->got, 1), 0);
+    assert_int_equal(band_fd_queue_reap(f->q, NULL, 1), 0);
+    assert_int_equal(band_fd_queue_next_deadline(NULL), BAND_FOREVER);
+    assert_int_equal(band_fd_queue_timeout_ms(NULL), -1);
+    assert_int_equal(band_fd_queue_count(NULL), 0);
+    assert_int_equal(band_fd_queue_cancel(NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_cancel(op), BAND_EINVAL); /* never bound */
+    assert_int_equal(band_fd_queue_start(NULL, 0), BAND_EINVAL);
+    band_fd_queue_op_init(NULL, NULL); /* ignored */
 
     /* The eventfd: non-blocking, close-on-exec, not readable while empty. */
-    int fd = band_fdq_fd(f->q);
+    int fd = band_fd_queue_fd(f->q);
     assert_true(fd >= 0);
     assert_true((fcntl(fd, F_GETFL) & O_NONBLOCK) != 0);
     assert_true((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
     assert_int_equal(fdt_readable(fd), 0);
-    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER);
-    assert_int_equal(band_fdq_timeout_ms(f->q), -1);
+    assert_int_equal(band_fd_queue_next_deadline(f->q), BAND_FOREVER);
+    assert_int_equal(band_fd_queue_timeout_ms(f->q), -1);
 
     /* Misuse is answered by the call; nothing is queued or reported. */
-    assert_int_equal(band_fdq_bind(NULL, op, w, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_bind(NULL, op, w, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(op->status, BAND_EINVAL); /* an idle op records the refusal */
     op->status = 0;
-    assert_int_equal(band_fdq_bind(f->q, NULL, w, BAND_FOREVER, NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_bind(f->q, op, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_at(NULL, op, 0, NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_at(f->q, NULL, 0, NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_start(op, 0), BAND_EINVAL); /* never bound */
+    assert_int_equal(band_fd_queue_bind(f->q, NULL, w, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_bind(f->q, op, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_at(NULL, op, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_at(f->q, NULL, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_start(op, 0), BAND_EINVAL); /* never bound */
     /* A waiter already pending on a primitive cannot be bound (its wake is in use). */
     band_waiter other;
     band_waiter_init(&other, unused_wake, NULL);
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &other), BAND_PENDING);
-    assert_int_equal(band_fdq_bind(f->q, op, &other, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_bind(f->q, op, &other, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_waiter_cancel(&other, BAND_ECANCELED), 0);
-    assert_int_equal(band_fdq_count(f->q), 0);
+    assert_int_equal(band_fd_queue_count(f->q), 0);
     assert_quiet(f);
 
     /* Bound, not started: owned, not cancellable, not bindable again. */
-    assert_int_equal(band_fdq_bind(f->q, op, w, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_fd_queue_bind(f->q, op, w, BAND_FOREVER, NULL), 0);
     assert_int_equal(op->status, BAND_PENDING);
-    assert_int_equal(band_fdq_count(f->q), 1);
-    assert_int_equal(band_fdq_cancel(op), BAND_EINVAL);
-    assert_int_equal(band_fdq_bind(f->q, op, &f->w[1], BAND_FOREVER, NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_at(f->q, op, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_count(f->q), 1);
+    assert_int_equal(band_fd_queue_cancel(op), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_bind(f->q, op, &f->w[1], BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_at(f->q, op, 0, NULL), BAND_EINVAL);
     assert_int_equal(op->status, BAND_PENDING); /* an owned op is left alone */
     /* A positive answer that is not BAND_PENDING is no band result: refused, op idle. */
-    assert_int_equal(band_fdq_start(op, BAND_PENDING + 1), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_start(op, BAND_PENDING + 1), BAND_EINVAL);
     assert_int_equal(op->status, BAND_EINVAL);
-    assert_int_equal(band_fdq_count(f->q), 0);
+    assert_int_equal(band_fd_queue_count(f->q), 0);
     /* A waiter initialised again after the bind lost the queue's wake: refused. */
-    assert_int_equal(band_fdq_bind(f->q, op, w, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_fd_queue_bind(f->q, op, w, BAND_FOREVER, NULL), 0);
     band_waiter_init(w, unused_wake, NULL);
-    assert_int_equal(band_fdq_start(op, 0), BAND_EINVAL);
-    assert_int_equal(band_fdq_count(f->q), 0);
+    assert_int_equal(band_fd_queue_start(op, 0), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_count(f->q), 0);
     assert_quiet(f);
 
     /* The primitive's own refusals, BAND_EINVAL included, are reaped as the status. */
@@ -196,7 +196,7 @@ static void test_args(void **state)
     assert_int_equal(fdt_send(f->q, &f->op[1], &f->send[1], drop, &v, 0, BAND_FOREVER), 0);
     assert_int_equal(
         fdt_acquire(f->q, &f->op[2], &f->w[2], f->sem, BAND_MAX_UNITS + 1, BAND_FOREVER), 0);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 4), 2);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 4), 2);
     assert_int_equal(f->op[1].status, BAND_EINVAL);
     assert_int_equal(f->op[2].status, BAND_EINVAL);
     assert_int_equal(band_chan_destroy(drop), 0);
@@ -205,16 +205,16 @@ static void test_args(void **state)
     /* An op owned by the queue cannot be bound again. */
     assert_int_equal(fdt_acquire(f->q, op, w, f->sem, 1, BAND_FOREVER), 0);
     assert_int_equal(op->status, BAND_PENDING);
-    assert_int_equal(band_fdq_bind(f->q, op, &f->w[1], BAND_FOREVER, NULL), BAND_EINVAL);
-    assert_int_equal(band_fdq_start(op, 0), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_bind(f->q, op, &f->w[1], BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_start(op, 0), BAND_EINVAL);
     assert_int_equal(op->status, BAND_PENDING); /* an owned op is left alone */
-    assert_int_equal(band_fdq_count(f->q), 1);
+    assert_int_equal(band_fd_queue_count(f->q), 1);
     assert_u64_equal(sem_stats(f->sem).waiters, 1);
-    assert_int_equal(band_fdq_cancel(op), 0);
+    assert_int_equal(band_fd_queue_cancel(op), 0);
     collect(f, 1);
     assert_ptr_equal(f->got[0], op);
     assert_int_equal(op->status, BAND_ECANCELED);
-    assert_int_equal(band_fdq_cancel(op), BAND_EINVAL); /* reaped */
+    assert_int_equal(band_fd_queue_cancel(op), BAND_EINVAL); /* reaped */
     assert_quiet(f);
 }
 
@@ -223,19 +223,19 @@ static void test_args(void **state)
 static void test_immediate_grant(void **state)
 {
     struct fixture *f = *state;
-    band_fdq_op *op = &f->op[0];
+    band_fd_queue_op *op = &f->op[0];
     assert_int_equal(band_sem_release(f->sem, 5), 0);
     assert_int_equal(fdt_acquire(f->q, op, &f->w[0], f->sem, 3, BAND_FOREVER), 0);
     assert_u64_equal(band_sem_available(f->sem), 2);
-    assert_int_equal(band_fdq_count(f->q), 1);
-    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
-    assert_int_equal(band_fdq_cancel(op), BAND_EALREADY); /* completed already */
+    assert_int_equal(band_fd_queue_count(f->q), 1);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 1);
+    assert_int_equal(band_fd_queue_cancel(op), BAND_EALREADY); /* completed already */
 
-    assert_int_equal(band_fdq_reap(f->q, f->got, 4), 1);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 4), 1);
     assert_ptr_equal(f->got[0], op);
     assert_int_equal(op->status, 0);
     assert_ptr_equal(op->data, (void *)(uintptr_t)0);
-    assert_int_equal(band_fdq_count(f->q), 0);
+    assert_int_equal(band_fd_queue_count(f->q), 0);
     assert_quiet(f);
 
     band_permit p = BAND_PERMIT_INIT;
@@ -259,7 +259,7 @@ static void test_immediate_refusals(void **state)
     /* An element waiting in the channel: received at once, its bytes in the recv op. */
     assert_int_equal(band_chan_try_send(f->ch, &elem, 7), 0);
     assert_int_equal(fdt_recv(f->q, &f->op[0], &f->recv[0], f->ch, &out, BAND_FOREVER), 0);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 4), 1);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 4), 1);
     assert_int_equal(f->op[0].status, 0);
     assert_u64_equal(out, 42);
     assert_u64_equal(f->recv[0].bytes, 7);
@@ -270,8 +270,8 @@ static void test_immediate_refusals(void **state)
     assert_int_equal(fdt_send(f->q, &f->op[2], &f->send[2], f->ch, &elem, 8, BAND_FOREVER), 0);
     out = 0;
     assert_int_equal(fdt_recv(f->q, &f->op[3], &f->recv[3], f->ch, &out, BAND_FOREVER), 0);
-    assert_int_equal(band_fdq_count(f->q), 3);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 3);
+    assert_int_equal(band_fd_queue_count(f->q), 3);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 3);
     /* Oldest first. */
     assert_ptr_equal(f->got[0], &f->op[1]);
     assert_ptr_equal(f->got[1], &f->op[2]);
@@ -297,7 +297,7 @@ static void test_grants_from_thread(void **state)
         total += n;
         assert_int_equal(fdt_acquire(f->q, &f->op[i], &f->w[i], f->sem, n, BAND_FOREVER), 0);
     }
-    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 0);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 0);
     assert_u64_equal(sem_stats(f->sem).waiters, NOPS);
 
     struct fdt_releaser r;
@@ -307,7 +307,7 @@ static void test_grants_from_thread(void **state)
 
     int seen[NOPS] = {0};
     for (int i = 0; i < NOPS; i++) {
-        band_fdq_op *op = f->got[i];
+        band_fd_queue_op *op = f->got[i];
         int id = (int)(uintptr_t)op->data;
         assert_ptr_equal(op, &f->op[id]);
         assert_int_equal(id, i); /* strict FIFO hand-off, reported oldest first */
@@ -317,7 +317,7 @@ static void test_grants_from_thread(void **state)
     for (int i = 0; i < NOPS; i++)
         assert_int_equal(seen[i], 1);
     assert_quiet(f);
-    assert_int_equal(band_fdq_count(f->q), 0);
+    assert_int_equal(band_fd_queue_count(f->q), 0);
 
     /* Conservation: every permit is held by a reaped op; give them back. */
     assert_u64_equal(band_sem_available(f->sem), 0);
@@ -389,7 +389,7 @@ static void test_chan_from_thread(void **state)
         assert_ptr_equal(f->got[i], &f->op[i]);
         assert_int_equal(f->op[i].status, 0);
     }
-    assert_int_equal(band_fdq_count(f->q), 8);
+    assert_int_equal(band_fd_queue_count(f->q), 8);
     struct chan_peer r = {.ch = f->ch, .n = 12};
     assert_int_equal(test_thread_start(&r.t, receiver_main, &r), 0);
     collect(f, 8);
@@ -412,8 +412,8 @@ static void test_chan_from_thread(void **state)
 
 static void burst(struct fixture *f, int edge)
 {
-    band_fdq_op *ops = calloc(BURST, sizeof(*ops));
-    band_fdq_op **got = calloc(BURST, sizeof(*got));
+    band_fd_queue_op *ops = calloc(BURST, sizeof(*ops));
+    band_fd_queue_op **got = calloc(BURST, sizeof(*got));
     unsigned char *seen = calloc(BURST, 1);
     band_waiter *ws = calloc(BURST, sizeof(*ws));
     assert_non_null(ws);
@@ -424,10 +424,10 @@ static void burst(struct fixture *f, int edge)
     assert_true(ep >= 0);
 
     for (size_t i = 0; i < BURST; i++) {
-        band_fdq_op_init(&ops[i], (void *)(uintptr_t)i);
+        band_fd_queue_op_init(&ops[i], (void *)(uintptr_t)i);
         assert_int_equal(fdt_acquire(f->q, &ops[i], &ws[i], f->sem, 1, BAND_FOREVER), 0);
     }
-    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 0);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 0);
     struct fdt_releaser r;
     assert_int_equal(fdt_releaser_start(&r, f->sem, BURST, edge ? BURST : 1000), 0);
     unsigned wakeups = 0;
@@ -446,7 +446,7 @@ static void burst(struct fixture *f, int edge)
                   BURST, wakeups);
     assert_true(wakeups <= BURST);
     assert_quiet(f);
-    assert_int_equal(band_fdq_count(f->q), 0);
+    assert_int_equal(band_fd_queue_count(f->q), 0);
     assert_int_equal(band_sem_release(f->sem, BURST), 0);
     assert_u64_equal(band_sem_available(f->sem), BURST);
     assert_int_equal(band_sem_drain(f->sem, BURST), BURST);
@@ -480,9 +480,9 @@ static void test_partial_batches_keep_fd_readable(void **state)
     size_t total = 0;
     int round = 0;
     while (total < 10) {
-        assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
+        assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 1);
         assert_int_equal(epoll_wait(et, &ev, 1, 0), 1); /* a new edge each time */
-        size_t n = band_fdq_reap(f->q, f->got + total, 3);
+        size_t n = band_fd_queue_reap(f->q, f->got + total, 3);
         assert_int_equal(n, total + 3 <= 10 ? 3 : 10 - total);
         total += n;
         round++;
@@ -496,9 +496,9 @@ static void test_partial_batches_keep_fd_readable(void **state)
     /* max 0 collects but returns nothing, and the fd stays readable. */
     for (int i = 0; i < 2; i++)
         assert_int_equal(fdt_acquire(f->q, &f->op[i], &f->w[i], f->sem, 1, BAND_FOREVER), 0);
-    assert_int_equal(band_fdq_reap(f->q, NULL, 0), 0);
-    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 2);
+    assert_int_equal(band_fd_queue_reap(f->q, NULL, 0), 0);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 1);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 2);
     assert_quiet(f);
     assert_int_equal(band_sem_release(f->sem, 2), 0);
     assert_u64_equal(band_sem_available(f->sem), 10);
@@ -514,15 +514,15 @@ static void test_deadline_never_early(void **state)
     assert_int_equal(fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 1, d0), 0);
     assert_int_equal(fdt_acquire(f->q, &f->op[1], &f->w[1], f->sem, 1, d1), 0);
     assert_int_equal(fdt_acquire(f->q, &f->op[2], &f->w[2], f->sem, 1, BAND_FOREVER), 0);
-    assert_int_equal(band_fdq_next_deadline(f->q), d1);
+    assert_int_equal(band_fd_queue_next_deadline(f->q), d1);
 
     band_time before = band_now();
-    int ms = band_fdq_timeout_ms(f->q);
+    int ms = band_fd_queue_timeout_ms(f->q);
     assert_true(ms >= 0 && ms <= 61);
     assert_true(before + ms * BAND_MSEC >= d1); /* rounded up: never wakes before d1 */
 
     /* Reaping before the deadline times nothing out. */
-    size_t early = band_fdq_reap(f->q, f->got, 4);
+    size_t early = band_fd_queue_reap(f->q, f->got, 4);
     if (band_now() < d1)
         assert_int_equal(early, 0);
     size_t n = early;
@@ -533,10 +533,10 @@ static void test_deadline_never_early(void **state)
     band_time give_up = band_deadline_after(2 * BAND_SEC);
     while (n < 2 && band_now() < give_up) {
         struct epoll_event ev;
-        int t = band_fdq_timeout_ms(f->q);
+        int t = band_fd_queue_timeout_ms(f->q);
         assert_true(t >= 0);
         (void)epoll_wait(f->ep, &ev, 1, t);
-        size_t k = band_fdq_reap(f->q, f->got + n, 2 - n);
+        size_t k = band_fd_queue_reap(f->q, f->got + n, 2 - n);
         for (size_t i = 0; i < k; i++)
             reaped_at[n + i] = band_now();
         n += k;
@@ -548,13 +548,13 @@ static void test_deadline_never_early(void **state)
     assert_int_equal(f->op[1].status, BAND_ETIMEDOUT);
     assert_true(reaped_at[0] >= d1);
     assert_true(reaped_at[1] >= d0);
-    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER);
-    assert_int_equal(band_fdq_timeout_ms(f->q), -1);
+    assert_int_equal(band_fd_queue_next_deadline(f->q), BAND_FOREVER);
+    assert_int_equal(band_fd_queue_timeout_ms(f->q), -1);
 
     band_sem_stats st = sem_stats(f->sem);
     assert_u64_equal(st.timeouts, 2);
     assert_u64_equal(st.waiters, 1);
-    assert_int_equal(band_fdq_cancel(&f->op[2]), 0);
+    assert_int_equal(band_fd_queue_cancel(&f->op[2]), 0);
     collect(f, 1);
     assert_int_equal(f->op[2].status, BAND_ECANCELED);
 }
@@ -565,16 +565,16 @@ static void test_timeout_ms_rounding(void **state)
     struct fixture *f = *state;
     band_time d = band_deadline_after(BAND_MSEC / 2);
     assert_int_equal(fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 1, d), 0);
-    int ms = band_fdq_timeout_ms(f->q);
+    int ms = band_fd_queue_timeout_ms(f->q);
     assert_true(ms == 1 || (ms == 0 && band_now() >= d));
-    assert_int_equal(band_fdq_cancel(&f->op[0]), 0);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 2), 1);
+    assert_int_equal(band_fd_queue_cancel(&f->op[0]), 0);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 2), 1);
 
     assert_int_equal(fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 1, BAND_FOREVER - 1), 0);
-    assert_int_equal(band_fdq_timeout_ms(f->q), INT32_MAX);
-    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER - 1);
-    assert_int_equal(band_fdq_cancel(&f->op[0]), 0);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 2), 1);
+    assert_int_equal(band_fd_queue_timeout_ms(f->q), INT32_MAX);
+    assert_int_equal(band_fd_queue_next_deadline(f->q), BAND_FOREVER - 1);
+    assert_int_equal(band_fd_queue_cancel(&f->op[0]), 0);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 2), 1);
     assert_quiet(f);
 }
 
@@ -588,7 +588,7 @@ static void test_deadline_returns_partial_grant(void **state)
     assert_int_equal(band_sem_release(f->sem, 3), 0); /* head holds 3 of 5 */
     band_sem_stats st = sem_stats(f->sem);
     assert_u64_equal(st.head_granted, 3);
-    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 0);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 0);
 
     collect(f, 2);
     assert_true(band_now() >= d);
@@ -626,9 +626,9 @@ static void test_past_deadline(void **state)
     band_chan_stats cs;
     assert_int_equal(band_chan_get_stats(f->ch, &cs), 0);
     assert_u64_equal(cs.waiting_receivers, 0);
-    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER);
+    assert_int_equal(band_fd_queue_next_deadline(f->q), BAND_FOREVER);
 
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 5);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 5);
     for (int i = 0; i < 5; i++)
         assert_ptr_equal(f->got[i], &f->op[i]);
     assert_int_equal(f->op[0].status, BAND_ETIMEDOUT);
@@ -649,20 +649,20 @@ static void test_cancel_pending(void **state)
     assert_int_equal(
         fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 2, band_deadline_after(BAND_SEC)), 0);
     assert_int_equal(fdt_recv(f->q, &f->op[1], &f->recv[1], f->ch, &out, BAND_FOREVER), 0);
-    assert_int_equal(band_fdq_next_deadline(f->q), f->op[0]._dl.deadline);
-    assert_int_equal(band_fdq_cancel(&f->op[0]), 0);
-    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER); /* deadline dropped */
-    assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EALREADY);
-    assert_int_equal(band_fdq_cancel(&f->op[1]), 0);
-    assert_int_equal(band_fdq_cancel(&f->op[1]), BAND_EALREADY);
-    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 2);
+    assert_int_equal(band_fd_queue_next_deadline(f->q), f->op[0]._dl.deadline);
+    assert_int_equal(band_fd_queue_cancel(&f->op[0]), 0);
+    assert_int_equal(band_fd_queue_next_deadline(f->q), BAND_FOREVER); /* deadline dropped */
+    assert_int_equal(band_fd_queue_cancel(&f->op[0]), BAND_EALREADY);
+    assert_int_equal(band_fd_queue_cancel(&f->op[1]), 0);
+    assert_int_equal(band_fd_queue_cancel(&f->op[1]), BAND_EALREADY);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 1);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 2);
     assert_ptr_equal(f->got[0], &f->op[0]);
     assert_ptr_equal(f->got[1], &f->op[1]);
     assert_int_equal(f->op[0].status, BAND_ECANCELED);
     assert_int_equal(f->op[1].status, BAND_ECANCELED);
     assert_u64_equal(out, 5);
-    assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_cancel(&f->op[0]), BAND_EINVAL);
     assert_quiet(f);
     band_sem_stats st = sem_stats(f->sem);
     assert_u64_equal(st.waiters, 0);
@@ -677,10 +677,10 @@ static void test_cancel_after_completion(void **state)
     struct fdt_releaser r;
     assert_int_equal(fdt_releaser_start(&r, f->sem, 2, 2), 0);
     assert_int_equal(test_thread_join(&r.t), 0); /* the wake ran on that thread */
-    assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
-    assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EALREADY);
-    assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EALREADY);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 1);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 1);
+    assert_int_equal(band_fd_queue_cancel(&f->op[0]), BAND_EALREADY);
+    assert_int_equal(band_fd_queue_cancel(&f->op[0]), BAND_EALREADY);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 1);
     assert_int_equal(f->op[0].status, 0);
     assert_quiet(f);
     assert_u64_equal(band_sem_available(f->sem), 0); /* the owner holds both */
@@ -697,8 +697,8 @@ static void test_cancel_returns_partial_grant(void **state)
     assert_int_equal(fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 5, BAND_FOREVER), 0);
     assert_int_equal(fdt_acquire(f->q, &f->op[1], &f->w[1], f->sem, 2, BAND_FOREVER), 0);
     assert_int_equal(band_sem_release(f->sem, 4), 0);
-    assert_int_equal(band_fdq_cancel(&f->op[0]), 0);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 2);
+    assert_int_equal(band_fd_queue_cancel(&f->op[0]), 0);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 2);
     assert_ptr_equal(f->got[0], &f->op[1]);
     assert_ptr_equal(f->got[1], &f->op[0]);
     assert_int_equal(f->op[1].status, 0);
@@ -710,7 +710,7 @@ static void test_cancel_returns_partial_grant(void **state)
 
 struct drop_log {
     int n;
-    band_fdq_op *ops[NOPS];
+    band_fd_queue_op *ops[NOPS];
     int status[NOPS];
     band_sem *sem;
     uint64_t want[NOPS]; /* by op id (op->data): permits an acquisition asked for */
@@ -719,7 +719,7 @@ struct drop_log {
 
 /* Records each op handed back; a granted acquisition's permits are the owner's: give
  * them back. */
-static void drop_record(band_fdq_op *op, void *ctx)
+static void drop_record(band_fd_queue_op *op, void *ctx)
 {
     struct drop_log *l = ctx;
     size_t id = (size_t)(uintptr_t)op->data;
@@ -747,10 +747,10 @@ static void test_destroy_with_pending_ops(void **state)
     assert_int_equal(fdt_acquire(f->q, &f->op[3], &f->w[3], f->sem, 1, BAND_FOREVER), 0);
     /* Now: op 0 granted (4), op 2 granted (1), op 3 waiting, op 1 received. */
     assert_int_equal(fdt_acquire(f->q, &f->op[4], &f->w[4], f->sem, 1, BAND_FOREVER), 0);
-    assert_int_equal(band_fdq_count(f->q), 5);
+    assert_int_equal(band_fd_queue_count(f->q), 5);
 
     struct drop_log log = {.sem = f->sem, .want = {4, 0, 1, 1, 1}};
-    assert_int_equal(band_fdq_destroy(f->q, drop_record, &log), 0);
+    assert_int_equal(band_fd_queue_destroy(f->q, drop_record, &log), 0);
     f->q = NULL;
     assert_int_equal(log.n, 5);
     for (int i = 0; i < 5; i++)
@@ -767,7 +767,7 @@ static void test_destroy_with_pending_ops(void **state)
     band_sem_stats st = sem_stats(f->sem);
     assert_u64_equal(st.waiters, 0);
     for (int i = 0; i < 5; i++)
-        assert_int_equal(band_fdq_cancel(&f->op[i]), BAND_EINVAL); /* idle again */
+        assert_int_equal(band_fd_queue_cancel(&f->op[i]), BAND_EINVAL); /* idle again */
 }
 
 /* With no drop function, the owner reads each op's status after destroy: a partial
@@ -777,9 +777,9 @@ static void test_destroy_without_drop(void **state)
     struct fixture *f = *state;
     assert_int_equal(fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 3, BAND_FOREVER), 0);
     assert_int_equal(fdt_acquire(f->q, &f->op[1], &f->w[1], f->sem, 3, BAND_FOREVER), 0);
-    assert_int_equal(band_fdq_at(f->q, &f->op[2], band_now() + 60 * BAND_SEC, NULL), 0);
+    assert_int_equal(band_fd_queue_at(f->q, &f->op[2], band_now() + 60 * BAND_SEC, NULL), 0);
     assert_int_equal(band_sem_release(f->sem, 4), 0); /* op 0 granted, op 1 holds 1 */
-    assert_int_equal(band_fdq_destroy(f->q, NULL, NULL), 0);
+    assert_int_equal(band_fd_queue_destroy(f->q, NULL, NULL), 0);
     f->q = NULL;
     assert_u64_equal(band_sem_available(f->sem), 1); /* op 1's partial grant came back */
     assert_int_equal(f->op[0].status, 0);
@@ -795,8 +795,8 @@ static void test_destroy_races_wakes(void **state)
 {
     struct fixture *f = *state;
     for (int round = 0; round < 50; round++) {
-        band_fdq *q;
-        assert_int_equal(band_fdq_create(&q), 0);
+        band_fd_queue *q;
+        assert_int_equal(band_fd_queue_create(&q), 0);
         for (int i = 0; i < NOPS; i++)
             assert_int_equal(fdt_acquire(q, &f->op[i], &f->w[i], f->sem, 1, BAND_FOREVER), 0);
         struct fdt_releaser r;
@@ -804,7 +804,7 @@ static void test_destroy_races_wakes(void **state)
         struct drop_log log = {.sem = f->sem};
         for (int i = 0; i < NOPS; i++)
             log.want[i] = 1;
-        assert_int_equal(band_fdq_destroy(q, drop_record, &log), 0);
+        assert_int_equal(band_fd_queue_destroy(q, drop_record, &log), 0);
         assert_int_equal(test_thread_join(&r.t), 0);
         assert_int_equal(log.n, NOPS);
         int granted = 0;
@@ -829,7 +829,7 @@ static void test_no_allocation_per_op(void **state)
      * (and forgotten), so every round starts with none available. */
     assert_int_equal(fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 1, BAND_FOREVER), 0);
     assert_int_equal(band_sem_release(f->sem, 1), 0);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 4), 1);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 4), 1);
 
     band_cancel *tok;
     assert_int_equal(band_cancel_create(&tok, NULL), 0);
@@ -842,9 +842,9 @@ static void test_no_allocation_per_op(void **state)
         assert_int_equal(fdt_send(f->q, &f->op[2], &f->send[2], f->ch, &v, 1, BAND_FOREVER), 0);
         assert_int_equal(fdt_acquire(f->q, &f->op[3], &f->w[3], f->sem, 1, BAND_FOREVER), 0);
         assert_int_equal(band_sem_release(f->sem, 1), 0);
-        assert_int_equal(band_fdq_cancel(&f->op[3]), 0);
-        assert_int_equal(band_fdq_at(f->q, &f->op[4], band_now(), tok), 0);
-        assert_int_equal(band_fdq_reap(f->q, f->got, 8), 5);
+        assert_int_equal(band_fd_queue_cancel(&f->op[3]), 0);
+        assert_int_equal(band_fd_queue_at(f->q, &f->op[4], band_now(), tok), 0);
+        assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 5);
         assert_int_equal(f->op[0].status, 0);
         assert_int_equal(f->op[3].status, BAND_ECANCELED);
         assert_int_equal(f->op[4].status, 0);
@@ -887,10 +887,11 @@ static void test_token_cancels(void **state)
                          0);
     assert_int_equal(fdt_acquire_tok(f->q, &f->op[6], &f->w[6], f->sem, 2, BAND_FOREVER, other), 0);
     uint64_t out = PCASE_OUT_UNTOUCHED;
-    assert_int_equal(band_fdq_bind(f->q, &f->op[7], &f->recv[7].w, BAND_FOREVER, tok), 0);
-    assert_int_equal(band_fdq_start(&f->op[7], band_chan_recv_async(f->ch, &out, &f->recv[7])), 0);
+    assert_int_equal(band_fd_queue_bind(f->q, &f->op[7], &f->recv[7].w, BAND_FOREVER, tok), 0);
+    assert_int_equal(band_fd_queue_start(&f->op[7], band_chan_recv_async(f->ch, &out, &f->recv[7])),
+                     0);
     assert_int_equal(band_sem_release(f->sem, 3), 0); /* op 0 granted, op 1 holds 1 */
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 1);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 1);
     assert_ptr_equal(f->got[0], &f->op[0]);
 
     struct requester rq = {tok, {0}};
@@ -917,7 +918,7 @@ static void test_token_cancels(void **state)
     /* Bound under the requested token: withdrawn at once, reaped as cancelled. */
     assert_int_equal(fdt_acquire_tok(f->q, &f->op[8], &f->w[8], f->sem, 1, BAND_FOREVER, tok), 0);
     assert_u64_equal(sem_stats(f->sem).waiters, 0);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 1);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 1);
     assert_int_equal(f->op[8].status, BAND_ECANCELED);
     assert_quiet(f);
     st = sem_stats(f->sem);
@@ -959,7 +960,7 @@ static void test_token_from_signal_handler(void **state)
                 0);
         if (round == 0) {
             assert_int_equal(raise(SIGUSR1), 0); /* the handler runs here, now */
-            assert_int_equal(fdt_readable(band_fdq_fd(f->q)), 1);
+            assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 1);
         } else {
             struct test_thread t;
             assert_int_equal(test_thread_start(&t, raise_main, NULL), 0);
@@ -988,11 +989,11 @@ static void test_shutdown_watch(void **state)
         fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 1, band_deadline_after(60 * BAND_SEC)), 0);
     assert_int_equal(band_shutdown_watch(t, &link, &f->w[0]), 0);
     assert_int_equal(band_shutdown_request(t, BAND_ETIMEDOUT), 0);
-    assert_int_equal(band_fdq_cancel(&f->op[0]), BAND_EALREADY);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 4), 1);
+    assert_int_equal(band_fd_queue_cancel(&f->op[0]), BAND_EALREADY);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 4), 1);
     assert_int_equal(f->op[0].status, BAND_ETIMEDOUT);
     assert_int_equal(band_shutdown_unwatch(&link), BAND_EALREADY);
-    assert_int_equal(band_fdq_next_deadline(f->q), BAND_FOREVER);
+    assert_int_equal(band_fd_queue_next_deadline(f->q), BAND_FOREVER);
     assert_quiet(f);
     assert_int_equal(band_shutdown_destroy(t), 0);
 }
@@ -1012,18 +1013,18 @@ static void test_rate_bookings(void **state)
     for (int i = 0; i < N; i++) {
         t[i] = (band_rate_ticket)BAND_RATE_TICKET_INIT;
         assert_int_equal(band_rate_reserve(rate, 1, &t[i], NULL, BAND_FOREVER), 0);
-        assert_int_equal(band_fdq_at(f->q, &f->op[i], t[i].at, i == 3 ? tok : NULL), 0);
+        assert_int_equal(band_fd_queue_at(f->q, &f->op[i], t[i].at, i == 3 ? tok : NULL), 0);
     }
     /* The first is due at once; the next due time is the loop's next deadline. */
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 1);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 1);
     assert_ptr_equal(f->got[0], &f->op[0]);
     assert_int_equal(f->op[0].status, 0);
-    assert_int_equal(band_fdq_next_deadline(f->q), t[1].at);
+    assert_int_equal(band_fd_queue_next_deadline(f->q), t[1].at);
     /* Given back before they are due: by cancel and by the token. */
-    assert_int_equal(band_fdq_cancel(&f->op[2]), 0);
-    assert_int_equal(band_fdq_cancel(&f->op[2]), BAND_EALREADY);
+    assert_int_equal(band_fd_queue_cancel(&f->op[2]), 0);
+    assert_int_equal(band_fd_queue_cancel(&f->op[2]), BAND_EALREADY);
     assert_int_equal(band_cancel_request(tok), 0);
-    assert_int_equal(band_fdq_reap(f->q, f->got, 8), 2);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 2);
     assert_ptr_equal(f->got[0], &f->op[2]);
     assert_ptr_equal(f->got[1], &f->op[3]);
     assert_int_equal(f->op[2].status, BAND_ECANCELED);
@@ -1036,8 +1037,8 @@ static void test_rate_bookings(void **state)
     band_time give_up = band_deadline_after(2 * BAND_SEC);
     while (n < 2 && band_now() < give_up) {
         struct epoll_event ev;
-        (void)epoll_wait(f->ep, &ev, 1, band_fdq_timeout_ms(f->q));
-        size_t k = band_fdq_reap(f->q, f->got + n, 2 - n);
+        (void)epoll_wait(f->ep, &ev, 1, band_fd_queue_timeout_ms(f->q));
+        size_t k = band_fd_queue_reap(f->q, f->got + n, 2 - n);
         for (size_t i = 0; i < k; i++)
             reaped_at[n + i] = band_now();
         n += k;
@@ -1059,9 +1060,9 @@ static void test_rate_bookings(void **state)
     assert_int_equal(band_rate_reserve(rate, 1, &first, NULL, BAND_FOREVER), 0);
     assert_int_equal(band_rate_reserve(rate, 1, &late, NULL, BAND_FOREVER), 0);
     assert_true(late.at > band_now() + 30 * BAND_SEC);
-    assert_int_equal(band_fdq_at(f->q, &f->op[5], late.at, NULL), 0);
-    assert_int_equal(band_fdq_at(f->q, &f->op[5], late.at, NULL), BAND_EINVAL); /* owned */
-    assert_int_equal(band_fdq_destroy(f->q, NULL, NULL), 0);
+    assert_int_equal(band_fd_queue_at(f->q, &f->op[5], late.at, NULL), 0);
+    assert_int_equal(band_fd_queue_at(f->q, &f->op[5], late.at, NULL), BAND_EINVAL); /* owned */
+    assert_int_equal(band_fd_queue_destroy(f->q, NULL, NULL), 0);
     f->q = NULL;
     assert_int_equal(f->op[5].status, BAND_ECANCELED);
     assert_int_equal(band_rate_ticket_cancel(&late), 0);
@@ -1080,7 +1081,7 @@ static void test_rate_close_keeps_bookings(void **state)
     for (int i = 0; i < 2; i++) {
         t[i] = (band_rate_ticket)BAND_RATE_TICKET_INIT;
         assert_int_equal(band_rate_reserve(rate, 1, &t[i], NULL, BAND_FOREVER), 0);
-        assert_int_equal(band_fdq_at(f->q, &f->op[i], t[i].at, NULL), 0);
+        assert_int_equal(band_fd_queue_at(f->q, &f->op[i], t[i].at, NULL), 0);
     }
     band_rate_ticket x = BAND_RATE_TICKET_INIT;
     band_time retry = 0;

@@ -1,6 +1,6 @@
 /*
  * test_fd_prims.c - every band primitive is waited for in an epoll loop through the one
- * generic bridge (band_fdq_bind / band_fdq_start), with no per-primitive code in the
+ * generic bridge (band_fd_queue_bind / band_fd_queue_start), with no per-primitive code in the
  * queue.
  *
  * For each case of adapters/common/tests/prim_cases.c (sem, budget, chan send / recv /
@@ -10,13 +10,13 @@
  *   thread      another thread completes the wait: reaped after the eventfd woke epoll;
  *   deadline    BAND_ETIMEDOUT, never before the deadline, the op left the queue;
  *   past        a deadline already past: withdrawn at once, BAND_ETIMEDOUT;
- *   cancel      band_fdq_cancel() returns 0, then BAND_EALREADY; status BAND_ECANCELED;
+ *   cancel      band_fd_queue_cancel() returns 0, then BAND_EALREADY; status BAND_ECANCELED;
  *   token       a cancellation token requested from another thread: BAND_ECANCELED,
  *               and the token can be destroyed after the reap (its hook is gone);
  *   requested   a token requested before the start: BAND_ECANCELED without waiting;
  *   close       the primitive's own close ends the wait with its status (BAND_ECLOSED);
  *   wins        a completion before the cancel wins: BAND_EALREADY, status 0;
- *   destroy     band_fdq_destroy() with the op waiting: handed back once, BAND_ECANCELED.
+ *   destroy     band_fd_queue_destroy() with the op waiting: handed back once, BAND_ECANCELED.
  * After every report the case checks the primitive: status 0 means the result is in the
  * primitive's own op (and is given back), any other status that nothing was delivered or
  * held, and nothing is left queued.
@@ -30,20 +30,20 @@
 #include "prim_cases.h"
 
 struct harness {
-    band_fdq *q;
+    band_fd_queue *q;
     int ep;
-    band_fdq_op op;
-    band_fdq_op *got[2];
+    band_fd_queue_op op;
+    band_fd_queue_op *got[2];
     band_time at; /* when the op was reaped */
 };
 
 static void h_open(struct harness *h)
 {
     memset(h, 0, sizeof(*h));
-    assert_int_equal(band_fdq_create(&h->q), 0);
+    assert_int_equal(band_fd_queue_create(&h->q), 0);
     h->ep = fdt_epoll_open(h->q, 0);
     assert_true(h->ep >= 0);
-    band_fdq_op_init(&h->op, h);
+    band_fd_queue_op_init(&h->op, h);
 }
 
 /* Wait (up to 5 s) for the op to be reaped, then check nothing else is. */
@@ -53,15 +53,15 @@ static void h_collect(struct harness *h)
     h->at = band_now();
     assert_int_equal(n, 1);
     assert_ptr_equal(h->got[0], &h->op);
-    assert_int_equal(band_fdq_reap(h->q, h->got, 2), 0);
-    assert_int_equal(fdt_readable(band_fdq_fd(h->q)), 0);
-    assert_int_equal(band_fdq_count(h->q), 0);
+    assert_int_equal(band_fd_queue_reap(h->q, h->got, 2), 0);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(h->q)), 0);
+    assert_int_equal(band_fd_queue_count(h->q), 0);
 }
 
 static void h_close(struct harness *h)
 {
     if (h->q != NULL)
-        assert_int_equal(band_fdq_destroy(h->q, NULL, NULL), 0);
+        assert_int_equal(band_fd_queue_destroy(h->q, NULL, NULL), 0);
     close(h->ep);
 }
 
@@ -74,10 +74,10 @@ static void begin(struct harness *h, struct pcase *c, const struct pcase_ops *op
         fail_msg("%s", c->err);
     band_waiter *w = ops->prepare(c);
     assert_non_null(w);
-    assert_int_equal(band_fdq_bind(h->q, &h->op, w, deadline, token), 0);
+    assert_int_equal(band_fd_queue_bind(h->q, &h->op, w, deadline, token), 0);
     int rc = ops->submit(c);
     assert_int_equal(rc, ready ? 0 : BAND_PENDING);
-    assert_int_equal(band_fdq_start(&h->op, rc), 0);
+    assert_int_equal(band_fd_queue_start(&h->op, rc), 0);
     assert_int_equal(h->op.status, BAND_PENDING);
 }
 
@@ -89,7 +89,7 @@ static void end(struct harness *h, struct pcase *c, int status)
                  band_err_name(status));
     if (pcase_check(c, status) != 0)
         fail_msg("%s", c->err);
-    assert_int_equal(band_fdq_cancel(&h->op), BAND_EINVAL); /* handed back: idle */
+    assert_int_equal(band_fd_queue_cancel(&h->op), BAND_EINVAL); /* handed back: idle */
     pcase_close(c);
 }
 
@@ -114,7 +114,7 @@ static void sc_ready(const struct pcase_ops *ops)
     struct pcase c;
     h_open(&h);
     begin(&h, &c, ops, 1, BAND_FOREVER, NULL);
-    assert_int_equal(band_fdq_cancel(&h.op), BAND_EALREADY); /* completed, not yet reaped */
+    assert_int_equal(band_fd_queue_cancel(&h.op), BAND_EALREADY); /* completed, not yet reaped */
     h_collect(&h);
     end(&h, &c, 0);
     h_close(&h);
@@ -126,7 +126,7 @@ static void sc_thread(const struct pcase_ops *ops)
     struct pcase c;
     h_open(&h);
     begin(&h, &c, ops, 0, BAND_FOREVER, NULL);
-    assert_int_equal(fdt_readable(band_fdq_fd(h.q)), 0);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(h.q)), 0);
     struct completer k = {&c, NULL};
     struct test_thread t;
     assert_int_equal(test_thread_start(&t, completer_main, &k), 0);
@@ -143,7 +143,7 @@ static void sc_deadline(const struct pcase_ops *ops)
     h_open(&h);
     band_time deadline = band_now() + 15 * BAND_MSEC;
     begin(&h, &c, ops, 0, deadline, NULL);
-    assert_int_equal(band_fdq_next_deadline(h.q), deadline);
+    assert_int_equal(band_fd_queue_next_deadline(h.q), deadline);
     h_collect(&h);
     assert_true(h.at >= deadline); /* never early */
     end(&h, &c, BAND_ETIMEDOUT);
@@ -157,7 +157,7 @@ static void sc_past(const struct pcase_ops *ops)
     h_open(&h);
     begin(&h, &c, ops, 0, band_now() - 1, NULL);
     assert_int_equal(ops->waiting(&c), 0); /* withdrawn inside start */
-    assert_int_equal(band_fdq_next_deadline(h.q), BAND_FOREVER);
+    assert_int_equal(band_fd_queue_next_deadline(h.q), BAND_FOREVER);
     h_collect(&h);
     end(&h, &c, BAND_ETIMEDOUT);
     h_close(&h);
@@ -172,10 +172,10 @@ static void sc_cancel(const struct pcase_ops *ops)
     h_open(&h);
     begin(&h, &c, ops, 0, band_now() + 60 * BAND_SEC, token);
     assert_true(ops->waiting(&c) > 0); /* queued (an admission in each of its budgets) */
-    assert_int_equal(band_fdq_cancel(&h.op), 0);
-    assert_int_equal(band_fdq_cancel(&h.op), BAND_EALREADY);
+    assert_int_equal(band_fd_queue_cancel(&h.op), 0);
+    assert_int_equal(band_fd_queue_cancel(&h.op), BAND_EALREADY);
     assert_int_equal(ops->waiting(&c), 0); /* left the queue before the cancel returned */
-    assert_int_equal(band_fdq_next_deadline(h.q), BAND_FOREVER);
+    assert_int_equal(band_fd_queue_next_deadline(h.q), BAND_FOREVER);
     h_collect(&h);
     end(&h, &c, BAND_ECANCELED);
     assert_int_equal(band_cancel_destroy(token), 0); /* EBUSY if the hook were left */
@@ -229,7 +229,7 @@ static void sc_close(const struct pcase_ops *ops)
     h_open(&h);
     begin(&h, &c, ops, 0, band_now() + 60 * BAND_SEC, NULL);
     assert_int_equal(ops->close(&c), 0); /* the wake runs here, on the owner thread */
-    assert_int_equal(fdt_readable(band_fdq_fd(h.q)), 1);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(h.q)), 1);
     h_collect(&h);
     end(&h, &c, ops->close_status);
     h_close(&h);
@@ -244,7 +244,7 @@ static void sc_wins(const struct pcase_ops *ops)
     h_open(&h);
     begin(&h, &c, ops, 0, band_now() + 60 * BAND_SEC, token);
     assert_int_equal(ops->complete(&c), 0); /* completes it: the wake pushes the op */
-    assert_int_equal(band_fdq_cancel(&h.op), BAND_EALREADY);
+    assert_int_equal(band_fd_queue_cancel(&h.op), BAND_EALREADY);
     assert_int_equal(band_cancel_request(token), 0); /* too late as well */
     h_collect(&h);
     end(&h, &c, 0);
@@ -256,7 +256,7 @@ struct dropped {
     int calls, status;
 };
 
-static void on_drop(band_fdq_op *op, void *ctx)
+static void on_drop(band_fd_queue_op *op, void *ctx)
 {
     struct dropped *d = ctx;
     d->calls++;
@@ -272,7 +272,7 @@ static void sc_destroy(const struct pcase_ops *ops)
     h_open(&h);
     begin(&h, &c, ops, 0, band_now() + 60 * BAND_SEC, token);
     struct dropped d = {0, 12345};
-    assert_int_equal(band_fdq_destroy(h.q, on_drop, &d), 0);
+    assert_int_equal(band_fd_queue_destroy(h.q, on_drop, &d), 0);
     h.q = NULL;
     assert_int_equal(d.calls, 1);
     assert_int_equal(d.status, BAND_ECANCELED);
