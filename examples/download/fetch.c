@@ -317,7 +317,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
         } else {
             /* Reserve the whole body in one acquisition before allocating anything; hold
              * the transfer (curl keeps these bytes) until the reservation is granted. */
-            int rc = band_uv_bind(run->bu, &d->bytes_op, &d->bytes_w, BAND_FOREVER, NULL, on_bytes);
+            int rc = band_uv_bind(run->bu, &d->bytes_op, &d->bytes_w, on_bytes, BAND_FOREVER, NULL);
             if (rc != 0) {
                 snprintf(d->why, sizeof(d->why), "band_uv_bind(budget): %s", band_strerror(rc));
                 return 0;
@@ -486,7 +486,7 @@ static void download_start(struct client *c, size_t index)
         run->active->prev = d;
     run->active = d;
     c->in_flight++;
-    int rc = band_uv_bind(run->bu, &d->slot_op, &d->slot_w, BAND_FOREVER, NULL, on_slot);
+    int rc = band_uv_bind(run->bu, &d->slot_op, &d->slot_w, on_slot, BAND_FOREVER, NULL);
     if (rc == 0)
         rc = band_uv_start(&d->slot_op, band_sem_acquire_async(run->slots, 1, &d->slot_w));
     if (rc != 0) {
@@ -523,6 +523,19 @@ static void on_timer_closed(uv_handle_t *h)
     on_closed(h->data);
 }
 
+/* The adapter's close has completed: free it. */
+static void on_band_closed(void *data)
+{
+    struct run *run = data;
+    int rc = band_uv_destroy(run->bu);
+    if (rc != 0) {
+        record_error(run, "band_uv_destroy: %s", band_strerror(rc));
+        run->res->internal++;
+    }
+    run->bu = NULL;
+    on_closed(run);
+}
+
 /* Once nothing is left to do (or the run was stopped and everything has ended): close the
  * adapter, the curl glue and the timers. uv_run() returns when they are closed. */
 static void maybe_finish(struct run *run)
@@ -539,7 +552,7 @@ static void maybe_finish(struct run *run)
         push_tick(run); /* the last, partial second */
     uv_close((uv_handle_t *)&run->tick, on_timer_closed);
     uv_close((uv_handle_t *)&run->watch, on_timer_closed);
-    int rc = band_uv_close(run->bu, on_closed, run);
+    int rc = band_uv_close(run->bu, on_band_closed, run);
     if (rc != 0) {
         record_error(run, "band_uv_close: %s", band_strerror(rc));
         run->res->internal++;
@@ -618,7 +631,7 @@ int fetch_run(uv_loop_t *loop, const struct fetch_config *cfg, struct fetch_resu
         return -1;
     }
     run.clients = calloc(cfg->clients, sizeof(*run.clients));
-    if (run.clients == NULL || (rc = band_uv_create(loop, &run.bu)) != 0) {
+    if (run.clients == NULL || (rc = band_uv_create(&run.bu, loop)) != 0) {
         fprintf(stderr, "download: band_uv_create: %s\n",
                 run.clients == NULL ? "out of memory" : band_strerror(rc));
         goto fail;
@@ -626,6 +639,7 @@ int fetch_run(uv_loop_t *loop, const struct fetch_config *cfg, struct fetch_resu
     if (curl_uv_create(loop, &run.cu) != 0) {
         band_uv_close(run.bu, NULL, NULL);
         uv_run(loop, UV_RUN_DEFAULT);
+        band_uv_destroy(run.bu);
         goto fail;
     }
     run.open = 4; /* tick, watch, band_uv, curl_uv */

@@ -42,7 +42,7 @@ int main(void)
 
     if (uv_loop_init(&loop) != 0 || band_sem_create(&s, 0, NULL) != 0)
         return 1;
-    if ((rc = band_uv_create(&loop, &u)) != 0) {
+    if ((rc = band_uv_create(&u, &loop)) != 0) {
         fprintf(stderr, "consumer_uv: band_uv_create: %s\n", band_strerror(rc));
         return 1;
     }
@@ -50,11 +50,11 @@ int main(void)
     timeout.data = &statuses[1];
     due.data = &statuses[2];
     /* Bind each waiter to the loop, submit it to the semaphore, hand the answer over. */
-    if (band_uv_bind(u, &grant, &gw, BAND_FOREVER, NULL, on_done) != 0 ||
+    if (band_uv_bind(u, &grant, &gw, on_done, BAND_FOREVER, NULL) != 0 ||
         band_uv_start(&grant, band_sem_acquire_async(s, 1, &gw)) != 0 ||
-        band_uv_bind(u, &timeout, &tw, band_deadline_after(5 * BAND_MSEC), NULL, on_done) != 0 ||
+        band_uv_bind(u, &timeout, &tw, on_done, band_deadline_after(5 * BAND_MSEC), NULL) != 0 ||
         band_uv_start(&timeout, band_sem_acquire_async(s, 1, &tw)) != 0 ||
-        band_uv_at(u, &due, band_deadline_after(2 * BAND_MSEC), NULL, on_done) != 0) {
+        band_uv_at(u, &due, on_done, band_deadline_after(2 * BAND_MSEC), NULL) != 0) {
         fprintf(stderr, "consumer_uv: the adapter refused an operation\n");
         return 1;
     }
@@ -70,7 +70,7 @@ int main(void)
         return 1;
     band_uv_close(u, on_closed, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
-    if (closed != 1 || uv_loop_close(&loop) != 0) {
+    if (closed != 1 || band_uv_destroy(u) != 0 || uv_loop_close(&loop) != 0) {
         fprintf(stderr, "consumer_uv: the adapter did not close cleanly\n");
         return 1;
     }

@@ -1,6 +1,6 @@
 /*
  * uv_adapter.c - the adapter's life: create, deliver completed operations from the ready
- * list to their callbacks, close.
+ * list to their callbacks, close, destroy.
  *
  * Delivery runs in the async handle's callback. It first cancels the operations whose
  * token was requested (a token's hook only signals the handle), then takes the ready list
@@ -54,7 +54,7 @@ static void async_cb(uv_async_t *a)
     band_uv__maybe_finish_close(u);
 }
 
-int band_uv_create(uv_loop_t *loop, band_uv **out)
+int band_uv_create(band_uv **out, uv_loop_t *loop)
 {
     if (loop == NULL || out == NULL)
         return BAND_EINVAL;
@@ -88,9 +88,10 @@ static void handle_closed(uv_handle_t *h)
     band_uv *u = h->data;
     if (--u->handles > 0)
         return;
+    /* Closed: band_uv_destroy() may free u from here on, also inside on_closed, so this
+     * is the last touch of u. */
     void (*on_closed)(void *) = u->on_closed;
     void *data = u->closed_data;
-    free(u);
     if (on_closed != NULL)
         on_closed(data);
 }
@@ -133,5 +134,21 @@ int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *data)
             (void)band_uv__cancel_queued(op, BAND_ECANCELED);
     }
     band_uv__maybe_finish_close(u);
+    return 0;
+}
+
+int band_uv_is_closed(const band_uv *u)
+{
+    return u != NULL && u->closing;
+}
+
+int band_uv_destroy(band_uv *u)
+{
+    if (u == NULL)
+        return 0;
+    /* Both handles reported closed: no callback, wake or libuv reference is left. */
+    if (!u->finishing || u->handles != 0)
+        return BAND_EBUSY;
+    free(u);
     return 0;
 }

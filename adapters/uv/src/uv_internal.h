@@ -46,11 +46,13 @@
  * Lifetime of the adapter. A waker touches u (the list, the async handle) after it has
  * pushed, and the loop could deliver that op and free u in the meantime. So every wake
  * counts itself in u->wakers before its push and leaves after its uv_async_send(); close
- * frees nothing until every op was delivered AND wakers is 0 (re-checked on a 1 ms timer
- * when a waker is still on its way out). libuv's uv_close() of an async handle also waits
- * for a uv_async_send() in progress, but only once that call has started. A token's hook
- * needs no count: delivery removes it, and band_cancel_hook_remove() returns only once a
- * running hook has returned.
+ * closes the handles only once every op was delivered AND wakers is 0 (re-checked on a
+ * 1 ms timer when a waker is still on its way out). libuv's uv_close() of an async handle
+ * also waits for a uv_async_send() in progress, but only once that call has started. A
+ * token's hook needs no count: delivery removes it, and band_cancel_hook_remove() returns
+ * only once a running hook has returned. band_uv_destroy() frees u only after libuv
+ * reported both handles closed (finishing set and handles 0), which happens after all of
+ * that; the close callback touches u for the last time before it calls on_closed.
  */
 #ifndef BAND_UV_INTERNAL_H
 #define BAND_UV_INTERNAL_H

@@ -78,8 +78,8 @@ static int op_idle(const band_uv_op *op)
            op->_state != BAND_UV__DONE;
 }
 
-int band_uv_bind(band_uv *u, band_uv_op *op, band_waiter *w, band_time deadline,
-                 band_cancel *cancel, band_uv_cb *cb)
+int band_uv_bind(band_uv *u, band_uv_op *op, band_waiter *w, band_uv_cb *cb, band_time deadline,
+                 band_cancel *cancel)
 {
     if (u == NULL || op == NULL || w == NULL || cb == NULL || !op_idle(op) ||
         band_waiter_is_pending(w))
@@ -138,16 +138,16 @@ int band_uv_start(band_uv_op *op, int rc)
     return 0;
 }
 
-int band_uv_at(band_uv *u, band_uv_op *op, band_time at, band_cancel *cancel, band_uv_cb *cb)
+int band_uv_at(band_uv *u, band_uv_op *op, band_uv_cb *cb, band_time deadline, band_cancel *cancel)
 {
     if (u == NULL || op == NULL || cb == NULL || !op_idle(op))
         return BAND_EINVAL;
     if (u->closing)
         return BAND_ECLOSED;
     op->_w = NULL;
-    link_op(u, op, cancel, cb, at, BAND_UV__QUEUED);
+    link_op(u, op, cancel, cb, deadline, BAND_UV__QUEUED);
     op->_flags = BAND_UV__TIMED;
-    if (at <= band_now()) {
+    if (deadline <= band_now()) {
         band_uv__finish(u, op, 0); /* due: as a grant, it wins over a requested token */
         return 0;
     }
@@ -155,6 +155,6 @@ int band_uv_at(band_uv *u, band_uv_op *op, band_time at, band_cancel *cancel, ba
         band_uv__finish(u, op, BAND_ECANCELED);
         return 0;
     }
-    band_uv__dl_add(u, op, at);
+    band_uv__dl_add(u, op, deadline);
     return 0;
 }

@@ -104,7 +104,7 @@ static void sem_submit(struct sem_sc *sc, struct sem_slot *s)
 {
     s->n = test_rng_range(&sc->rng, 1, SEM_MAXN);
     s->deadline = random_deadline(&sc->rng, 2000);
-    int rc = band_uv_bind(sc->u, &s->op, &s->w, s->deadline, NULL, sem_cb);
+    int rc = band_uv_bind(sc->u, &s->op, &s->w, sem_cb, s->deadline, NULL);
     if (rc == 0)
         rc = band_uv_start(&s->op, band_sem_acquire_async(sc->sem, s->n, &s->w));
     if (rc == 0) {
@@ -122,6 +122,9 @@ static void sem_on_closed(void *data)
     sc->closed_calls++;
     if (sc->inflight != 0)
         sc->t.errors++; /* on_closed before a callback */
+    if (band_uv_destroy(sc->u) != 0)
+        sc->t.errors++;
+    sc->u = NULL;
 }
 
 static void sem_cb(band_uv_op *op, int status)
@@ -233,7 +236,7 @@ static void test_stress_sem(void **state)
     sc->guard.data = &sc->hung;
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
-    assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
+    assert_int_equal(band_uv_create(&sc->u, &sc->loop), 0);
     assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS, NULL), 0);
 
     struct sem_worker w[SEM_WORKERS];
@@ -415,12 +418,12 @@ static void chan_submit(struct chan_sc *sc, struct chan_slot *s)
             return;
         }
         s->elem = sc->next_val++;
-        rc = band_uv_bind(sc->u, &s->op, &s->sop.w, s->deadline, NULL, chan_cb);
+        rc = band_uv_bind(sc->u, &s->op, &s->sop.w, chan_cb, s->deadline, NULL);
         if (rc == 0)
             rc = band_uv_start(&s->op, band_chan_send_async(sc->out, &s->elem, 1, &s->sop));
     } else {
         s->elem = UINT64_MAX;
-        rc = band_uv_bind(sc->u, &s->op, &s->rop.w, s->deadline, NULL, chan_cb);
+        rc = band_uv_bind(sc->u, &s->op, &s->rop.w, chan_cb, s->deadline, NULL);
         if (rc == 0)
             rc = band_uv_start(&s->op, band_chan_recv_async(sc->in, &s->elem, &s->rop));
     }
@@ -502,7 +505,7 @@ static void test_stress_chan(void **state)
     sc->guard.data = &sc->hung;
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
-    assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
+    assert_int_equal(band_uv_create(&sc->u, &sc->loop), 0);
     band_chan_opts o = {.byte_capacity = 24, .senders = PRODUCERS};
     assert_int_equal(band_chan_create(&sc->in, sizeof(uint64_t), IN_CAP, &o), 0);
     assert_int_equal(band_chan_create(&sc->out, sizeof(uint64_t), OUT_CAP, NULL), 0);
@@ -572,6 +575,7 @@ static void test_stress_chan(void **state)
     assert_int_equal(band_uv_close(sc->u, NULL, NULL), 0);
     uv_close((uv_handle_t *)&sc->guard, NULL);
     uv_run(&sc->loop, UV_RUN_DEFAULT);
+    assert_int_equal(band_uv_destroy(sc->u), 0);
     assert_int_equal(uv_loop_close(&sc->loop), 0);
     assert_int_equal(band_chan_destroy(sc->in), 0);
     assert_int_equal(band_chan_destroy(sc->out), 0);
@@ -632,11 +636,11 @@ static void tok_submit(struct tok_sc *sc, struct tok_slot *s)
     int rc;
     if (s->timed) {
         s->deadline = band_now() + (band_time)test_rng_range(&sc->rng, 0, 1500) * BAND_USEC;
-        rc = band_uv_at(sc->u, &s->op, s->deadline, tok, tok_cb);
+        rc = band_uv_at(sc->u, &s->op, tok_cb, s->deadline, tok);
     } else {
         s->n = test_rng_range(&sc->rng, 1, SEM_MAXN);
         s->deadline = random_deadline(&sc->rng, 3000);
-        rc = band_uv_bind(sc->u, &s->op, &s->w, s->deadline, tok, tok_cb);
+        rc = band_uv_bind(sc->u, &s->op, &s->w, tok_cb, s->deadline, tok);
         if (rc == 0)
             rc = band_uv_start(&s->op, band_sem_acquire_async(sc->sem, s->n, &s->w));
     }
@@ -669,6 +673,9 @@ static void tok_on_closed(void *data)
     sc->closed_calls++;
     if (sc->inflight != 0)
         sc->t.errors++;
+    if (band_uv_destroy(sc->u) != 0)
+        sc->t.errors++;
+    sc->u = NULL;
 }
 
 static void tok_cb(band_uv_op *op, int status)
@@ -764,7 +771,7 @@ static void test_stress_tokens(void **state)
     sc->guard.data = &sc->hung;
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
-    assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
+    assert_int_equal(band_uv_create(&sc->u, &sc->loop), 0);
     assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS, NULL), 0);
 
     struct sem_worker w[TOK_WORKERS];

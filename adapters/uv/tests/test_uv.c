@@ -59,6 +59,8 @@ struct fixture {
     int delivered;
     int closed_calls;
     int delivered_at_close; /* callbacks run before on_closed */
+    band_uv *dying;         /* the adapter being closed: on_closed destroys it */
+    int destroy_rc;         /* what band_uv_destroy() answered in on_closed */
     band_sem *sem;
     band_chan *chan;
 };
@@ -82,7 +84,7 @@ static int setup(void **state)
     uv_timer_start(&f->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&f->guard);
     f->loop_thread = pthread_self();
-    if (band_uv_create(&f->loop, &f->u) != 0)
+    if (band_uv_create(&f->u, &f->loop) != 0)
         return -1;
     if (band_sem_create(&f->sem, 0, NULL) != 0)
         return -1;
@@ -97,6 +99,18 @@ static void on_closed(void *data)
     struct fixture *f = data;
     f->closed_calls++;
     f->delivered_at_close = f->delivered;
+    if (f->dying != NULL) {
+        /* The close has completed: the adapter may be freed from here. */
+        f->destroy_rc = band_uv_is_closed(f->dying) == 1 ? band_uv_destroy(f->dying) : -1;
+        f->dying = NULL;
+    }
+}
+
+/* Close @u with on_closed, which destroys it once the close completed. */
+static int close_uv(struct fixture *f, band_uv *u)
+{
+    f->dying = u;
+    return band_uv_close(u, on_closed, f);
 }
 
 static int teardown(void **state)
@@ -104,10 +118,11 @@ static int teardown(void **state)
     struct fixture *f = *state;
     int ok = 1;
     if (f->u != NULL) {
-        ok &= band_uv_close(f->u, on_closed, f) == 0;
+        ok &= close_uv(f, f->u) == 0;
         uv_run(&f->loop, UV_RUN_DEFAULT);
         ok &= f->closed_calls == 1;
     }
+    ok &= f->dying == NULL && f->destroy_rc == 0;
     uv_close((uv_handle_t *)&f->guard, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     ok &= uv_loop_close(&f->loop) == 0;
@@ -174,7 +189,7 @@ static void assert_once(const struct rec *r, int status)
 static int acquire_tok(band_uv *u, struct rec *r, band_sem *s, uint64_t n, band_time deadline,
                        band_cancel *token)
 {
-    int rc = band_uv_bind(u, &r->op, &r->w, deadline, token, rec_cb);
+    int rc = band_uv_bind(u, &r->op, &r->w, rec_cb, deadline, token);
     if (rc != 0)
         return rc;
     r->sem = s;
@@ -190,7 +205,7 @@ static int acquire(band_uv *u, struct rec *r, band_sem *s, uint64_t n, band_time
 static int send_elem(band_uv *u, struct rec *r, band_chan *c, const void *elem, uint64_t bytes,
                      band_time deadline)
 {
-    int rc = band_uv_bind(u, &r->op, &r->send.w, deadline, NULL, rec_cb);
+    int rc = band_uv_bind(u, &r->op, &r->send.w, rec_cb, deadline, NULL);
     if (rc != 0)
         return rc;
     return band_uv_start(&r->op, band_chan_send_async(c, elem, bytes, &r->send));
@@ -198,7 +213,7 @@ static int send_elem(band_uv *u, struct rec *r, band_chan *c, const void *elem, 
 
 static int recv_elem(band_uv *u, struct rec *r, band_chan *c, void *out, band_time deadline)
 {
-    int rc = band_uv_bind(u, &r->op, &r->recv.w, deadline, NULL, rec_cb);
+    int rc = band_uv_bind(u, &r->op, &r->recv.w, rec_cb, deadline, NULL);
     if (rc != 0)
         return rc;
     return band_uv_start(&r->op, band_chan_recv_async(c, out, &r->recv));
@@ -217,25 +232,35 @@ static void test_create_close(void **state)
 {
     struct fixture *f = *state;
     band_uv *u = (band_uv *)(uintptr_t)0x1234;
-    assert_int_equal(band_uv_create(NULL, &u), BAND_EINVAL);
-    assert_int_equal(band_uv_create(&f->loop, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_create(&u, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_create(NULL, &f->loop), BAND_EINVAL);
     assert_ptr_equal(u, (band_uv *)(uintptr_t)0x1234);
     assert_int_equal(band_uv_close(NULL, NULL, NULL), BAND_EINVAL);
 
     /* An idle adapter does not keep the loop alive. */
     assert_int_equal(uv_run(&f->loop, UV_RUN_DEFAULT), 0);
 
-    /* A second adapter on the same loop, closed without a callback. */
-    assert_int_equal(band_uv_create(&f->loop, &u), 0);
+    /* A second adapter on the same loop, closed without a callback, destroyed once the
+     * loop returned. Destroy never closes for you: it refuses until the close completed. */
+    assert_int_equal(band_uv_destroy(NULL), 0);
+    assert_int_equal(band_uv_is_closed(NULL), 0);
+    assert_int_equal(band_uv_create(&u, &f->loop), 0);
+    assert_int_equal(band_uv_is_closed(u), 0);
+    assert_int_equal(band_uv_destroy(u), BAND_EBUSY); /* open: its handles are on the loop */
     assert_int_equal(band_uv_close(u, NULL, NULL), 0);
+    assert_int_equal(band_uv_is_closed(u), 1);
     assert_int_equal(band_uv_close(u, NULL, NULL), BAND_ECLOSED); /* still closing */
+    assert_int_equal(band_uv_destroy(u), BAND_EBUSY);             /* handles still closing */
     run(f);
+    assert_int_equal(band_uv_is_closed(u), 1);
+    assert_int_equal(band_uv_destroy(u), 0);
 
-    assert_int_equal(band_uv_close(f->u, on_closed, f), 0);
+    assert_int_equal(close_uv(f, f->u), 0);
     assert_int_equal(f->closed_calls, 0); /* never from inside close */
     f->u = NULL;
     run(f);
     assert_int_equal(f->closed_calls, 1);
+    assert_int_equal(f->destroy_rc, 0); /* destroyed inside on_closed */
 }
 
 static void test_bad_input(void **state)
@@ -248,13 +273,13 @@ static void test_bad_input(void **state)
     band_uv_op *op = &r.op;
     band_waiter *w = &r.w;
 
-    assert_int_equal(band_uv_bind(NULL, op, w, BAND_FOREVER, NULL, rec_cb), BAND_EINVAL);
-    assert_int_equal(band_uv_bind(u, NULL, w, BAND_FOREVER, NULL, rec_cb), BAND_EINVAL);
-    assert_int_equal(band_uv_bind(u, op, NULL, BAND_FOREVER, NULL, rec_cb), BAND_EINVAL);
-    assert_int_equal(band_uv_bind(u, op, w, BAND_FOREVER, NULL, NULL), BAND_EINVAL);
-    assert_int_equal(band_uv_at(NULL, op, 0, NULL, rec_cb), BAND_EINVAL);
-    assert_int_equal(band_uv_at(u, NULL, 0, NULL, rec_cb), BAND_EINVAL);
-    assert_int_equal(band_uv_at(u, op, 0, NULL, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_bind(NULL, op, w, rec_cb, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_bind(u, NULL, w, rec_cb, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_bind(u, op, NULL, rec_cb, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_bind(u, op, w, NULL, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_at(NULL, op, rec_cb, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_at(u, NULL, rec_cb, 0, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_at(u, op, NULL, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_uv_start(NULL, 0), BAND_EINVAL);
     assert_int_equal(band_uv_start(op, 0), BAND_EINVAL); /* never bound */
     assert_int_equal(band_uv_cancel(NULL), BAND_EINVAL);
@@ -264,20 +289,20 @@ static void test_bad_input(void **state)
     band_waiter other;
     band_waiter_init(&other, rec_wake_unused, NULL);
     assert_int_equal(band_sem_acquire_async(f->sem, 1, &other), BAND_PENDING);
-    assert_int_equal(band_uv_bind(u, op, &other, BAND_FOREVER, NULL, rec_cb), BAND_EINVAL);
+    assert_int_equal(band_uv_bind(u, op, &other, rec_cb, BAND_FOREVER, NULL), BAND_EINVAL);
     assert_int_equal(band_waiter_cancel(&other, BAND_ECANCELED), 0);
 
     /* Bound but not started: not cancellable, not bindable again, keeps the loop alive. */
-    assert_int_equal(band_uv_bind(u, op, w, BAND_FOREVER, NULL, rec_cb), 0);
+    assert_int_equal(band_uv_bind(u, op, w, rec_cb, BAND_FOREVER, NULL), 0);
     assert_int_equal(band_uv_cancel(op), BAND_EINVAL);
-    assert_int_equal(band_uv_bind(u, op, &q.w, BAND_FOREVER, NULL, rec_cb), BAND_EINVAL);
-    assert_int_equal(band_uv_at(u, op, 0, NULL, rec_cb), BAND_EINVAL);
+    assert_int_equal(band_uv_bind(u, op, &q.w, rec_cb, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_at(u, op, rec_cb, 0, NULL), BAND_EINVAL);
     /* A positive answer that is not BAND_PENDING is no band result: refused, op idle. */
     assert_int_equal(band_uv_start(op, BAND_PENDING + 1), BAND_EINVAL);
     assert_int_equal(band_uv_start(op, BAND_PENDING), BAND_EINVAL); /* idle again */
 
     /* A waiter initialised again after the bind lost the adapter's wake: refused. */
-    assert_int_equal(band_uv_bind(u, op, w, BAND_FOREVER, NULL, rec_cb), 0);
+    assert_int_equal(band_uv_bind(u, op, w, rec_cb, BAND_FOREVER, NULL), 0);
     band_waiter_init(w, rec_wake_unused, NULL);
     assert_int_equal(band_uv_start(op, 0), BAND_EINVAL);
 
@@ -297,8 +322,8 @@ static void test_bad_input(void **state)
     /* A pending op cannot be bound again, in any form. */
     rec_init(&r, f, 0);
     assert_int_equal(acquire(u, &r, f->sem, 1, BAND_FOREVER), 0);
-    assert_int_equal(band_uv_bind(u, op, &q.w, BAND_FOREVER, NULL, rec_cb), BAND_EINVAL);
-    assert_int_equal(band_uv_at(u, op, 0, NULL, rec_cb), BAND_EINVAL);
+    assert_int_equal(band_uv_bind(u, op, &q.w, rec_cb, BAND_FOREVER, NULL), BAND_EINVAL);
+    assert_int_equal(band_uv_at(u, op, rec_cb, 0, NULL), BAND_EINVAL);
     assert_int_equal(band_uv_start(op, 0), BAND_EINVAL);
     band_sem_stats st;
     assert_int_equal(band_sem_get_stats(f->sem, &st), 0);
@@ -309,11 +334,11 @@ static void test_bad_input(void **state)
     assert_int_equal(r.calls, 0);
 
     /* A closing adapter refuses new work with BAND_ECLOSED. */
-    assert_int_equal(band_uv_close(u, on_closed, f), 0);
+    assert_int_equal(close_uv(f, u), 0);
     f->u = NULL;
     rec_init(&q, f, 1);
-    assert_int_equal(band_uv_bind(u, &q.op, &q.w, BAND_FOREVER, NULL, rec_cb), BAND_ECLOSED);
-    assert_int_equal(band_uv_at(u, &q.op, 0, NULL, rec_cb), BAND_ECLOSED);
+    assert_int_equal(band_uv_bind(u, &q.op, &q.w, rec_cb, BAND_FOREVER, NULL), BAND_ECLOSED);
+    assert_int_equal(band_uv_at(u, &q.op, rec_cb, 0, NULL), BAND_ECLOSED);
     assert_int_equal(band_uv_start(&q.op, 0), BAND_EINVAL); /* not bound */
     run(f);
     assert_once(&r, BAND_ECANCELED);
@@ -664,10 +689,11 @@ static void test_close_with_pending(void **state)
     assert_int_equal(band_sem_create(&s2, 1, NULL), 0);
     assert_int_equal(acquire(f->u, &r[5], s2, 1, BAND_FOREVER), 0);
 
-    assert_int_equal(band_uv_close(f->u, on_closed, f), 0);
+    assert_int_equal(close_uv(f, f->u), 0);
     for (int i = 0; i < 6; i++)
         assert_int_equal(r[i].calls, 0); /* never from inside close */
     assert_int_equal(band_uv_cancel(&r[0].op), BAND_EALREADY);
+    assert_int_equal(band_uv_destroy(f->u), BAND_EBUSY); /* callbacks still due */
     f->u = NULL;
     run(f);
 
@@ -694,7 +720,7 @@ static void test_close_with_pending(void **state)
 
 static void close_from_cb(struct rec *r)
 {
-    assert_int_equal(band_uv_close(r->f->u, on_closed, r->f), 0);
+    assert_int_equal(close_uv(r->f, r->f->u), 0);
     r->f->u = NULL;
 }
 
@@ -739,7 +765,7 @@ static void test_close_racing_grant(void **state)
             break;
         sched_yield();
     }
-    assert_int_equal(band_uv_close(f->u, on_closed, f), 0);
+    assert_int_equal(close_uv(f, f->u), 0);
     f->u = NULL;
     run(f);
     assert_int_equal(test_thread_join(&t), 0);
@@ -771,7 +797,7 @@ static void test_close_waits_for_waker(void **state)
     rec_init(&r, f, 0);
     assert_int_equal(acquire(u, &r, f->sem, 1, BAND_FOREVER), 0);
     atomic_fetch_add(&u->wakers, 1); /* as band_uv__wake() does before its push */
-    assert_int_equal(band_uv_close(u, on_closed, f), 0);
+    assert_int_equal(close_uv(f, u), 0);
     f->u = NULL;
     band_time until = band_now() + 20 * BAND_MSEC;
     while (band_now() < until)
@@ -1148,9 +1174,9 @@ static void test_close_between_bind_and_start(void **state)
     rec_init(&r[0], f, 0);
     rec_init(&r[1], f, 1);
     assert_int_equal(band_sem_release(f->sem, 1), 0);
-    assert_int_equal(band_uv_bind(f->u, &r[0].op, &r[0].w, BAND_FOREVER, NULL, rec_cb), 0);
-    assert_int_equal(band_uv_bind(f->u, &r[1].op, &r[1].w, BAND_FOREVER, NULL, rec_cb), 0);
-    assert_int_equal(band_uv_close(f->u, on_closed, f), 0); /* waits for both */
+    assert_int_equal(band_uv_bind(f->u, &r[0].op, &r[0].w, rec_cb, BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_uv_bind(f->u, &r[1].op, &r[1].w, rec_cb, BAND_FOREVER, NULL), 0);
+    assert_int_equal(close_uv(f, f->u), 0); /* waits for both */
     f->u = NULL;
     r[0].sem = r[1].sem = f->sem;
     r[0].n = r[1].n = 1;
@@ -1178,7 +1204,7 @@ static int book(band_uv *u, struct rec *r, band_rate *rate, band_rate_ticket *t,
         return rc;
     r->val = (uint64_t)t->at;
     r->ctx = t;
-    return band_uv_at(u, &r->op, t->at, token, rec_cb);
+    return band_uv_at(u, &r->op, rec_cb, t->at, token);
 }
 
 /* A booking cancelled on the loop gives its tokens back to the bucket, in its callback. */
@@ -1240,8 +1266,8 @@ static void test_rate_bookings(void **state)
     assert_int_equal(band_rate_reserve(rate, 1, &first, NULL, BAND_FOREVER), 0);
     assert_int_equal(book(f->u, &late, rate, &lt, NULL), 0);
     assert_true(lt.at > band_now() + 30 * BAND_SEC);
-    assert_int_equal(band_uv_at(f->u, &late.op, lt.at, NULL, rec_cb), BAND_EINVAL); /* pending */
-    assert_int_equal(band_uv_close(f->u, on_closed, f), 0);
+    assert_int_equal(band_uv_at(f->u, &late.op, rec_cb, lt.at, NULL), BAND_EINVAL); /* pending */
+    assert_int_equal(close_uv(f, f->u), 0);
     f->u = NULL;
     run(f);
     assert_once(&late, BAND_ECANCELED);
@@ -1292,7 +1318,7 @@ static void test_deadlines_and_due_times_interleave(void **state)
         if (i % 2 == 0)
             assert_int_equal(acquire(f->u, &r[i], f->sem, 1, at), 0);
         else
-            assert_int_equal(band_uv_at(f->u, &r[i].op, at, NULL, rec_cb), 0);
+            assert_int_equal(band_uv_at(f->u, &r[i].op, rec_cb, at, NULL), 0);
     }
     run(f);
     for (int i = 0; i < 4; i++) {
@@ -1331,7 +1357,7 @@ static void test_no_allocation_per_op(void **state)
         assert_int_equal(acquire_tok(f->u, &r[0], f->sem, 1, band_now() + BAND_SEC, tok), 0);
         assert_int_equal(recv_elem(f->u, &r[1], f->chan, &r[1].val, BAND_FOREVER), 0);
         assert_int_equal(send_elem(f->u, &r[2], f->chan, &v, 1, BAND_FOREVER), 0);
-        assert_int_equal(band_uv_at(f->u, &r[3].op, band_now(), tok, rec_cb), 0);
+        assert_int_equal(band_uv_at(f->u, &r[3].op, rec_cb, band_now(), tok), 0);
         assert_int_equal(band_sem_release(f->sem, 1), 0);
         run(f);
         for (int i = 0; i < 4; i++)

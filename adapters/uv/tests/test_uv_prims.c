@@ -39,6 +39,8 @@ struct harness {
     band_uv_op op;
     pthread_t loop_thread;
     int calls, status, on_loop, closed;
+    band_uv *dying; /* the adapter being closed: on_closed destroys it */
+    int destroy_rc; /* what band_uv_destroy() answered there */
     band_time at;
 };
 
@@ -62,6 +64,15 @@ static void on_closed(void *data)
 {
     struct harness *h = data;
     h->closed++;
+    h->destroy_rc = band_uv_destroy(h->dying); /* the close completed: free it */
+    h->dying = NULL;
+}
+
+static void h_close_uv(struct harness *h)
+{
+    h->dying = h->u;
+    h->destroy_rc = -1;
+    assert_int_equal(band_uv_close(h->u, on_closed, h), 0);
 }
 
 static void h_open(struct harness *h)
@@ -73,7 +84,7 @@ static void h_open(struct harness *h)
     uv_timer_start(&h->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&h->guard);
     h->loop_thread = pthread_self();
-    assert_int_equal(band_uv_create(&h->loop, &h->u), 0);
+    assert_int_equal(band_uv_create(&h->u, &h->loop), 0);
     h->op.data = h;
     h->status = 12345;
 }
@@ -87,9 +98,10 @@ static void h_run(struct harness *h)
 static void h_close(struct harness *h)
 {
     if (h->u != NULL) {
-        assert_int_equal(band_uv_close(h->u, on_closed, h), 0);
+        h_close_uv(h);
         h_run(h);
         assert_int_equal(h->closed, 1);
+        assert_int_equal(h->destroy_rc, 0);
     }
     uv_close((uv_handle_t *)&h->guard, NULL);
     uv_run(&h->loop, UV_RUN_DEFAULT);
@@ -111,7 +123,7 @@ static int begin(struct harness *h, struct pcase *c, const struct pcase_ops *ops
         fail_msg("%s", c->err);
     band_waiter *w = ops->prepare(c);
     assert_non_null(w);
-    assert_int_equal(band_uv_bind(h->u, &h->op, w, deadline, token, on_done), 0);
+    assert_int_equal(band_uv_bind(h->u, &h->op, w, on_done, deadline, token), 0);
     int rc = ops->submit(c);
     assert_int_equal(rc, ready ? 0 : BAND_PENDING);
     assert_int_equal(band_uv_start(&h->op, rc), 0);
@@ -294,12 +306,13 @@ static void sc_adapter_close(const struct pcase_ops *ops)
     struct pcase c;
     h_open(&h);
     begin(&h, &c, ops, 0, band_now() + 60 * BAND_SEC, NULL);
-    assert_int_equal(band_uv_close(h.u, on_closed, &h), 0);
+    h_close_uv(&h);
     assert_int_equal(ops->waiting(&c), 0); /* withdrawn inside close */
     assert_int_equal(h.calls, 0);
     h.u = NULL;
     h_run(&h);
     assert_int_equal(h.closed, 1); /* after the callback */
+    assert_int_equal(h.destroy_rc, 0);
     end(&h, &c, BAND_ECANCELED);
     h_close(&h);
 }

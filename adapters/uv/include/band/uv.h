@@ -12,9 +12,9 @@
  *
  * One operation, three steps, all on the loop thread:
  *
- *     band_uv_bind(u, op, &send.w, deadline, cancel, on_sent);  // the waiter is now ours
+ *     band_uv_bind(u, op, &send.w, on_sent, deadline, cancel); // the waiter is now ours
  *     int rc = band_chan_send_async(chan, &v, 1, &send);       // any primitive's _async
- *     band_uv_start(op, rc);                                    // hand its answer over
+ *     band_uv_start(op, rc);                                   // hand its answer over
  *
  *  1. band_uv_bind() prepares the caller's waiter (band_waiter_init() with the adapter's
  *     wake, and the deadline) before its _async call. An admission request, the one op built
@@ -37,12 +37,15 @@
  *     its hook only signals the loop, which then cancels on its own thread.
  *  7. A grant that races with the deadline, a cancel or a close wins: the callback then
  *     reports 0 and the caller holds the result.
- *  8. band_uv_at() completes an operation at a given time with no primitive behind it: a
+ *  8. band_uv_at() completes an operation at its deadline with no primitive behind it: a
  *     rate budget's booking (band_rate_reserve() and its ticket's at) falls due on the
  *     loop's timer that way.
  *  9. The op is the caller's: no allocation per operation. The adapter touches it for the
  *     last time just before it calls the callback, so the callback may free it (and the
  *     primitive's op and waiter) or submit it again.
+ *
+ * Life. band_uv_create(), band_uv_close() (asynchronous: it ends with @on_closed, because
+ * libuv closes handles asynchronously), then band_uv_destroy(), which frees the adapter.
  *
  * Threads. Every band_uv_* function must be called on the loop's thread (the thread that
  * runs uv_run() for the loop, or any one thread while the loop is not running). The
@@ -82,7 +85,8 @@ extern "C" {
 
 #include "band/adapter_nodes.h" /* private node types the op struct embeds */
 
-/** The adapter: one per uv loop, created by band_uv_create(), freed by band_uv_close(). */
+/** The adapter: one per uv loop, created by band_uv_create(), closed by band_uv_close(),
+ *  freed by band_uv_destroy(). */
 typedef struct band_uv band_uv;
 
 typedef struct band_uv_op band_uv_op;
@@ -135,27 +139,52 @@ struct band_uv_op {
  * stays in the loop while any bound operation waits for its callback.
  * Returns 0, BAND_EINVAL (NULL argument), BAND_ENOMEM, or a negative libuv error code
  * (UV_E*, for uv_strerror()) when libuv cannot create the async handle; *@out is left
- * unchanged on failure. Loop thread only. Free it with band_uv_close().
+ * unchanged and nothing is allocated on failure. Loop thread only. End it with
+ * band_uv_close(), then band_uv_destroy().
  */
-BAND_UV_API int band_uv_create(uv_loop_t *loop, band_uv **out);
+BAND_UV_API int band_uv_create(band_uv **out, uv_loop_t *loop);
 
 /**
- * band_uv_close() - cancel everything pending, close the handles and free @u.
+ * band_uv_close() - cancel everything pending and close the adapter's libuv handles.
  *
  * Every operation still waiting is cancelled: its callback runs once with BAND_ECANCELED
  * (what it had been partially granted went back). An operation that had already completed
  * but whose callback has not run yet is delivered with its real status (the caller then
  * holds its result, as always). An operation bound but not yet started is cancelled when
- * band_uv_start() is called. Binds on @u fail with BAND_ECLOSED from this call on. Once
- * every callback has run and no other thread is still handing a completion to @u, the
- * adapter closes its two libuv handles; when libuv reports both closed, @u is freed and
- * then @on_closed(@data) runs once, on the loop thread (skip it with NULL). Keep running
- * the loop until then: uv_run() returns afterwards, and uv_loop_close() succeeds if
- * nothing else is open on the loop.
+ * band_uv_start() is called. Binds on @u fail with BAND_ECLOSED from this call on.
+ *
+ * Close is asynchronous, unlike the close of a band primitive, because libuv closes a
+ * handle asynchronously: uv_close() only asks, and the handle's memory (here, inside @u)
+ * must stay valid until libuv calls its close callback on a later loop iteration. The
+ * adapter also waits for every callback to run and for wakes still on their way from
+ * other threads before it closes its two handles. When libuv reports both closed,
+ * @on_closed(@data) runs once, on the loop thread (skip it with NULL); from then on the
+ * adapter never touches @u again, and band_uv_destroy() frees it (@on_closed may call it).
+ * Keep running the loop until then: uv_run() returns afterwards, and uv_loop_close()
+ * succeeds if nothing else is open on the loop.
  * Returns 0, BAND_EINVAL for NULL @u, or BAND_ECLOSED when close was already called
- * (nothing changes). Never calls a callback or @on_closed itself. Loop thread only.
+ * (nothing changes: the first call's @on_closed is the one that runs). Never calls a
+ * callback or @on_closed itself. Loop thread only.
  */
 BAND_UV_API int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *data);
+
+/**
+ * band_uv_is_closed() - 1 once band_uv_close() was called on @u (its handles may still be
+ * closing), 0 before and for NULL. Loop thread only.
+ */
+BAND_UV_API int band_uv_is_closed(const band_uv *u);
+
+/**
+ * band_uv_destroy() - free an adapter whose close has completed.
+ *
+ * Returns 0 (also for NULL; @u is freed), or BAND_EBUSY, changing nothing, until the
+ * close that band_uv_close() started has completed: before band_uv_close() (destroy never
+ * closes for you: the adapter's handles are still open on the loop), and while operations
+ * wait for their callbacks or libuv has not yet reported the handles closed. It completes
+ * just before @on_closed runs, so @on_closed may call this; without an @on_closed, call it
+ * once uv_run() returned. Never waits. Loop thread only.
+ */
+BAND_UV_API int band_uv_destroy(band_uv *u);
 
 /**
  * band_uv_bind() - make the waiter @w of a band operation complete on @u's loop, as @op.
@@ -163,11 +192,11 @@ BAND_UV_API int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *d
  * Calls band_waiter_init(@w) with the adapter's wake and sets @w->deadline to @deadline
  * (so a deadline-aware primitive sees it at submission). Bind after the primitive's own
  * initialisation of the op that embeds @w, if it has one (band_admit_req_init()), then
- * submit @w with that primitive's _async
- * function and hand its answer to band_uv_start(); nothing else may touch @w until the
- * callback ran (never cancel it directly: use band_uv_cancel()). A primitive that cancels
- * a waiter and then calls its wake itself (band_shutdown_watch()) is fine: its result comes
- * back like any other.
+ * submit @w with that primitive's _async function and hand its answer to band_uv_start();
+ * nothing else may touch @w until the callback ran (never cancel it directly: use
+ * band_uv_cancel()). A primitive that cancels a waiter and then calls its wake itself
+ * (band_shutdown_watch()) is fine: its result comes back like any other. @cb is the
+ * callback; the deadline and the token come last, as in every blocking band call.
  * @deadline is absolute (band_now() nanoseconds); BAND_FOREVER waits without limit, and a
  * time already past means "do not wait": an operation that queues is withdrawn at once
  * and reports BAND_ETIMEDOUT. @cancel (NULL: none) is a token whose request cancels the
@@ -178,8 +207,8 @@ BAND_UV_API int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *d
  * (NULL @u, @op, @w or @cb, @op bound or pending, @w pending); on an error @op and @w are
  * untouched and no callback runs. Loop thread only.
  */
-BAND_UV_API int band_uv_bind(band_uv *u, band_uv_op *op, band_waiter *w, band_time deadline,
-                             band_cancel *cancel, band_uv_cb *cb);
+BAND_UV_API int band_uv_bind(band_uv *u, band_uv_op *op, band_waiter *w, band_uv_cb *cb,
+                             band_time deadline, band_cancel *cancel);
 
 /**
  * band_uv_start() - hand the answer @rc of the _async call that submitted the bound
@@ -197,19 +226,20 @@ BAND_UV_API int band_uv_bind(band_uv *u, band_uv_op *op, band_waiter *w, band_ti
 BAND_UV_API int band_uv_start(band_uv_op *op, int rc);
 
 /**
- * band_uv_at() - complete @op at time @at, on @u's loop, with no primitive behind it.
+ * band_uv_at() - complete @op at time @deadline, on @u's loop, with no primitive behind it.
  *
- * The callback reports 0 once band_now() reached @at (never before; a time already past
- * completes on the next loop turn), or BAND_ECANCELED when band_uv_cancel(), @cancel or
- * band_uv_close() came first. For a rate budget: book with band_rate_reserve() (a bucket
- * on the default clock), then band_uv_at(u, op, ticket.at, ...); on BAND_ECANCELED give
- * the booking back with band_rate_ticket_cancel().
+ * An operation that waits for nothing but its deadline: reaching it is its success. The
+ * callback @cb reports 0 once band_now() reached @deadline (never before; a time already
+ * past completes on the next loop turn), or BAND_ECANCELED when band_uv_cancel(), @cancel
+ * or band_uv_close() came first. For a rate budget: book with band_rate_reserve() (a
+ * bucket on the default clock), then band_uv_at(u, op, cb, ticket.at, cancel); on
+ * BAND_ECANCELED give the booking back with band_rate_ticket_cancel().
  * Returns 0 (the callback runs exactly once, later), BAND_ECLOSED when @u is closing, or
  * BAND_EINVAL (NULL @u, @op or @cb, @op bound or pending); then no callback runs. Loop
  * thread only.
  */
-BAND_UV_API int band_uv_at(band_uv *u, band_uv_op *op, band_time at, band_cancel *cancel,
-                           band_uv_cb *cb);
+BAND_UV_API int band_uv_at(band_uv *u, band_uv_op *op, band_uv_cb *cb, band_time deadline,
+                           band_cancel *cancel);
 
 /**
  * band_uv_cancel() - ask a pending operation to end with BAND_ECANCELED.
