@@ -45,7 +45,7 @@ int main(void)
         fprintf(stderr, "consumer_fd: the due time did not come back\n");
         return 1;
     }
-    if (band_fd_queue_destroy(q, NULL, NULL) != 0 || band_sem_destroy(s) != 0)
+    if (band_fd_queue_close(q) != 0 || band_fd_queue_destroy(q) != 0 || band_sem_destroy(s) != 0)
         return 1;
     printf("consumer_fd: band %s, libband-fd: a grant and a due time came back\n", band_version());
     return 0;

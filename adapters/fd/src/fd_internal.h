@@ -7,9 +7,9 @@
  * by band_fd_queue_bind()), and everything else follows from the wake contract: a waiter that
  * queued ends exactly once, by its wake or by a band_waiter_cancel() that returned 0.
  *
- * Who touches what. The owner thread owns everything in struct band_fd_queue except @ready,
- * @armed and @cancel_scan, and every op from bind until it is handed back (reap or
- * destroy), except the op's _ready node while a wake pushes it. A wake (any thread) reads
+ * Who touches what. The owner thread owns everything in struct band_fd_queue except
+ * @ready, @armed and @cancel_scan, and every op from bind until reap hands it back, except
+ * the op's _ready node while a wake pushes it. A wake (any thread) reads
  * op->_q, pushes op->_ready onto q->ready, writes the eventfd when the list was empty, and
  * decrements q->armed, in that order: after the push the owner may reap and free the op,
  * and after the decrement it may free the queue. A token's hook (any thread, maybe a
@@ -19,7 +19,7 @@
  * a running hook has returned, so no hook touches a freed queue.
  *
  * Op states (op->_state, owner only):
- *   IDLE     no queue owns it (never bound, reaped, or handed back by destroy).
+ *   IDLE     no queue owns it (never bound, or reaped).
  *   BOUND    band_fd_queue_bind() prepared its waiter; the primitive may already hold it (and
  *            even have woken it), but the queue does not know its answer yet.
  *   WAITING  started with BAND_PENDING: either a wake will push it (exactly once), or a
@@ -37,10 +37,16 @@
  * stay in the owner's batch FIFO, and reap writes the eventfd before returning so the loop
  * comes back.
  *
+ * Close withdraws every WAITING op (a cancel that returns 0 posts it as DONE; one that
+ * answers BAND_EALREADY leaves it to its wake) and sets @closed, which makes bind and at()
+ * refuse and start withdraw a BOUND op that queued. Reap hands everything back as usual.
+ *
  * armed counts the ops whose wake may still run (BOUND and WAITING ops with a waiter,
  * minus those whose cancel returned 0 or whose start reported an answer at once).
- * destroy() waits for it to reach 0 after cancelling, so no wake can touch the queue
- * after it is freed (libuv's uv_async_send busy counter, same reason).
+ * Destroy refuses while the queue owns an op; once it owns none, armed can only count a
+ * wake that pushed its (already reaped) op and has not yet decremented, so destroy waits
+ * for it to reach 0 and no wake touches the queue after it is freed (libuv's
+ * uv_async_send busy counter, same reason).
  */
 #ifndef BAND_FD_INTERNAL_H
 #define BAND_FD_INTERNAL_H
@@ -74,6 +80,7 @@ struct band_fd_queue {
     struct band__ready_node **batch_tail;
     band_fd_queue_op *first, *last; /* every op the queue owns, in bind order */
     size_t count;                   /* how many */
+    int closed;                     /* band_fd_queue_close() was called */
 };
 
 /* The op a ready node or a heap node belongs to. */

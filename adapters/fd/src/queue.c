@@ -1,7 +1,7 @@
 /*
  * queue.c - the completion queue's life: create, the eventfd signal, the wake that moves a
  * completed op to the owner, the token hook, posting owner-side completions, withdrawing
- * a waiting op, and destroy.
+ * a waiting op, close and destroy.
  */
 #include "fd_internal.h"
 
@@ -158,7 +158,8 @@ int band__fd_queue_withdraw(band_fd_queue *q, band_fd_queue_op *op, int reason, 
     return 0;
 }
 
-/* Wait until no wake can touch @q any more: they only push and signal, so this is short. */
+/* Wait until no wake can touch @q any more: with no op left to the queue, a wake can only
+ * be between its push and its decrement (a signal), so this is short. */
 static void wait_unarmed(band_fd_queue *q)
 {
     unsigned spins = 0;
@@ -172,34 +173,33 @@ static void wait_unarmed(band_fd_queue *q)
     }
 }
 
-int band_fd_queue_destroy(band_fd_queue *q, band_fd_queue_drop_fn *drop, void *ctx)
+int band_fd_queue_close(band_fd_queue *q)
 {
     if (q == NULL)
         return BAND_EINVAL;
-    /* 1. Withdraw every op still waiting (or, a misuse, bound and never started). */
-    for (band_fd_queue_op *op = q->first; op != NULL; op = op->_next) {
-        if (op->_state == BAND__FD_QUEUE_WAITING) {
-            (void)band__fd_queue_withdraw(q, op, BAND_ECANCELED, 0);
-        } else if (op->_state == BAND__FD_QUEUE_BOUND) {
-            int rc = band_waiter_cancel(op->_w, BAND_ECANCELED);
-            if (rc == BAND_EALREADY) {
-                op->_state = BAND__FD_QUEUE_WAITING; /* its wake has run or is running */
-            } else {
-                /* 0: withdrawn; BAND_EINVAL: never queued. No wake comes either way. */
-                atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-                band__fd_queue_finish(q, op, BAND_ECANCELED);
-            }
-        }
-    }
-    /* 2. Wait for the wakes that won. Every owned op then has its final result. */
+    q->closed = 1;
+    /* Withdraw every op still waiting, due times included. Withdrawing never unlinks from
+     * the owned list (the hand-back at reap does), so the walk is safe even when a cancel
+     * completes other ops of this queue. A BOUND op is withdrawn by its start. */
+    for (band_fd_queue_op *op = q->first; op != NULL; op = op->_next)
+        if (op->_state == BAND__FD_QUEUE_WAITING)
+            (void)band__fd_queue_withdraw(q, op, BAND_ECANCELED, 1);
+    return 0;
+}
+
+int band_fd_queue_is_closed(const band_fd_queue *q)
+{
+    return q != NULL && q->closed;
+}
+
+int band_fd_queue_destroy(band_fd_queue *q)
+{
+    if (q == NULL)
+        return 0;
+    if (q->count != 0)
+        return BAND_EBUSY;
+    /* Every op was handed back; a wake may still be returning from its push. */
     wait_unarmed(q);
-    /* 3. Hand every op back once, in bind order. */
-    while (q->first != NULL) {
-        band_fd_queue_op *op = q->first;
-        band__fd_queue_hand_back(q, op);
-        if (drop != NULL)
-            drop(op, ctx); /* may free op */
-    }
     if (close(q->efd) != 0) {
         /* Nothing to do: the fd is released even when close reports an error. */
     }

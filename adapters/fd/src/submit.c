@@ -6,8 +6,8 @@
  * primitive sees the waiter: its wake may run on another thread as soon as the _async
  * call queued it. Start then takes the _async call's answer:
  *   BAND_PENDING  keep the op WAITING, its deadline in the heap (reap times it out) and
- *                 its hook on the token (reap cancels it); a deadline already past or a
- *                 token already requested withdraws it at once;
+ *                 its hook on the token (reap cancels it); a closed queue, a deadline
+ *                 already past or a token already requested withdraws it at once;
  *   anything else it completed or failed during the call and no wake will come: post it,
  *                 so reap reports it like every other completion.
  * See fd_internal.h for the design notes.
@@ -37,12 +37,18 @@ static void claim(band_fd_queue *q, band_fd_queue_op *op, unsigned char state, b
     q->count++;
 }
 
-/* A misuse: an idle op says so in its status; an op a queue owns is left alone. */
-static int refuse(band_fd_queue_op *op)
+/* A refusal (@rc): an idle op says so in its status; an op a queue owns is left alone. */
+static int refuse_with(band_fd_queue_op *op, int rc)
 {
     if (op != NULL && op->_state == BAND__FD_QUEUE_IDLE)
-        op->status = BAND_EINVAL;
-    return BAND_EINVAL;
+        op->status = rc;
+    return rc;
+}
+
+/* A misuse. */
+static int refuse(band_fd_queue_op *op)
+{
+    return refuse_with(op, BAND_EINVAL);
 }
 
 int band_fd_queue_bind(band_fd_queue *q, band_fd_queue_op *op, band_waiter *w, band_time deadline,
@@ -51,6 +57,8 @@ int band_fd_queue_bind(band_fd_queue *q, band_fd_queue_op *op, band_waiter *w, b
     if (q == NULL || op == NULL || op->_state != BAND__FD_QUEUE_IDLE || w == NULL ||
         band_waiter_is_pending(w))
         return refuse(op);
+    if (q->closed)
+        return refuse_with(op, BAND_ECLOSED);
     claim(q, op, BAND__FD_QUEUE_BOUND, deadline, cancel);
     op->_w = w;
     band_waiter_init(w, band__fd_queue_wake, op);
@@ -99,6 +107,10 @@ int band_fd_queue_start(band_fd_queue_op *op, int rc)
         return 0;
     }
     op->_state = BAND__FD_QUEUE_WAITING;
+    if (q->closed) {
+        (void)band__fd_queue_withdraw(q, op, BAND_ECANCELED, 1); /* closed meanwhile */
+        return 0;
+    }
     band_time deadline = op->_deadline;
     if (deadline != BAND_FOREVER && deadline <= band_now()) {
         (void)band__fd_queue_withdraw(q, op, BAND_ETIMEDOUT, 1); /* past: do not wait */
@@ -113,14 +125,17 @@ int band_fd_queue_start(band_fd_queue_op *op, int rc)
     return 0;
 }
 
-int band_fd_queue_at(band_fd_queue *q, band_fd_queue_op *op, band_time at, band_cancel *cancel)
+int band_fd_queue_at(band_fd_queue *q, band_fd_queue_op *op, band_time deadline,
+                     band_cancel *cancel)
 {
     if (q == NULL || op == NULL || op->_state != BAND__FD_QUEUE_IDLE)
         return refuse(op);
-    claim(q, op, BAND__FD_QUEUE_WAITING, at, cancel);
+    if (q->closed)
+        return refuse_with(op, BAND_ECLOSED);
+    claim(q, op, BAND__FD_QUEUE_WAITING, deadline, cancel);
     op->_w = NULL;
     op->_timed = 1;
-    if (at <= band_now()) {
+    if (deadline <= band_now()) {
         /* Due: as a grant, it wins over a requested token. */
         band__fd_queue_finish(q, op, 0);
         band__fd_queue_post(q, op);

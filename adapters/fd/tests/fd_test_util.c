@@ -54,6 +54,26 @@ size_t fdt_epoll_collect(int ep, band_fd_queue *q, band_fd_queue_op **got, size_
     return n;
 }
 
+int fdt_close_reap_destroy(band_fd_queue *q, band_fd_queue_op **got, size_t max)
+{
+    if (band_fd_queue_close(q) != 0)
+        return -1;
+    band_time end = band_deadline_after(5 * BAND_SEC);
+    size_t n = 0;
+    while (band_fd_queue_count(q) > 0 && band_now() < end) {
+        struct pollfd p = {.fd = band_fd_queue_fd(q), .events = POLLIN, .revents = 0};
+        (void)poll(&p, 1, 10);
+        band_fd_queue_op *one[8];
+        size_t k = band_fd_queue_reap(q, one, 8);
+        for (size_t i = 0; i < k; i++, n++)
+            if (n < max)
+                got[n] = one[i];
+    }
+    if (band_fd_queue_count(q) != 0 || band_fd_queue_destroy(q) != 0)
+        return -1;
+    return (int)n;
+}
+
 static int releaser_main(void *arg)
 {
     struct fdt_releaser *r = arg;

@@ -25,6 +25,14 @@ int fdt_epoll_open(band_fd_queue *q, int edge);
 size_t fdt_epoll_collect(int ep, band_fd_queue *q, band_fd_queue_op **got, size_t want,
                          size_t batch, band_time budget_ns, unsigned *wakeups);
 
+/*
+ * Close @q, reap until it owns no op (waiting on its fd, at most 5 s), storing the reaped
+ * ops in @got in reap order (the first @max of them; @got may be NULL with @max 0), then
+ * destroy it. Returns how many ops were reaped, or -1 when ops were still owned after
+ * 5 s or destroy did not return 0.
+ */
+int fdt_close_reap_destroy(band_fd_queue *q, band_fd_queue_op **got, size_t max);
+
 /* Add @n permits to @s from a worker thread, @step at a time with a yield in between. */
 struct fdt_releaser {
     band_sem *sem;

@@ -7,15 +7,15 @@
  * operations due a few hundred microseconds ahead, some of them under cancellation tokens
  * that another thread requests at random (the owner replaces a requested token once no op
  * uses it); it cancels ops at random (sometimes twice), reaps in batches of random size
- * (so partial batches and re-signalling happen all the time), and now and then destroys
- * the queue with ops still pending and starts a new one (so destroy races with wakes on
- * the other threads).
+ * (so partial batches and re-signalling happen all the time), and now and then closes
+ * the queue with ops still pending, reaps what is left, destroys it and starts a new one
+ * (so close races with wakes on the other threads, and destroy with their last steps).
  *
  * Checked (by the owner, which is the test's main thread, after the workers joined):
- *  - every submission is reported exactly once, through reap or through destroy's drop
- *    function, and never while the queue still owns it twice;
+ *  - every submission is reported exactly once by reap, also after a close, and destroy
+ *    refuses a queue that still owns ops and frees one that owns none;
  *  - a status of BAND_ECANCELED comes only from a cancel that returned 0, a requested
- *    token, or destroy, and a cancel that returned 0 always ends in BAND_ECANCELED;
+ *    token, or close, and a cancel that returned 0 always ends in BAND_ECANCELED;
  *  - BAND_ETIMEDOUT is never reported before its deadline, nor a due time before it came
  *    (band_now() after the reap is at or past it);
  *  - every token's hooks are gone at the end (it can be destroyed);
@@ -179,8 +179,8 @@ static int consumer_main(void *arg)
 /* ---------------------------------------------------------------------------------- */
 /* The owner                                                                           */
 
-/* One report of @s with status @st; @by_destroy allows a cancel nobody asked for. */
-static void account(struct world *w, struct sop *s, int st, int by_destroy)
+/* One report of @s with status @st; @by_close allows a cancel nobody asked for. */
+static void account(struct world *w, struct sop *s, int st, int by_close)
 {
     if (!s->owned) {
         FAIL(w, "op reported while no queue owned it (kind %d, status %d)", s->kind, st);
@@ -191,7 +191,7 @@ static void account(struct world *w, struct sop *s, int st, int by_destroy)
     if (s->cancel_ok && st != BAND_ECANCELED)
         FAIL(w, "cancel returned 0 but the op ended with %d", st);
     int by_token = s->tok >= 0 && band_cancel_is_requested(w->tok[s->tok]);
-    if (st == BAND_ECANCELED && !s->cancel_ok && !by_destroy) {
+    if (st == BAND_ECANCELED && !s->cancel_ok && !by_close) {
         if (!by_token)
             FAIL(w, "BAND_ECANCELED without a successful cancel or a requested token");
         w->token_cancels++;
@@ -239,16 +239,6 @@ static void account(struct world *w, struct sop *s, int st, int by_destroy)
         }
         break;
     }
-}
-
-struct drop_ctx {
-    struct world *w;
-};
-
-static void drop_fn(band_fd_queue_op *op, void *ctx)
-{
-    struct drop_ctx *d = ctx;
-    account(d->w, (struct sop *)op->data, op->status, 1);
 }
 
 static void submit_one(struct world *w, band_fd_queue *q, struct sop *s, uint64_t *rng)
@@ -331,6 +321,31 @@ static int requester_main(void *arg)
     return 0;
 }
 
+/* Close @q with ops pending (racing with the workers' wakes), reap what is left (wakes
+ * that won the race still arrive through the eventfd), then destroy it. */
+static void close_queue(struct world *w, band_fd_queue *q, int ep)
+{
+    if (band_fd_queue_count(q) > 0 && band_fd_queue_destroy(q) != BAND_EBUSY)
+        FAIL(w, "destroy of a queue that owns ops did not refuse");
+    if (band_fd_queue_close(q) != 0 || band_fd_queue_is_closed(q) != 1)
+        FAIL(w, "close failed");
+    band_fd_queue_op *got[16];
+    band_time until = band_deadline_after(5 * BAND_SEC);
+    while (band_fd_queue_count(q) > 0 && band_now() < until) {
+        struct epoll_event ev;
+        (void)epoll_wait(ep, &ev, 1, 1);
+        size_t n = band_fd_queue_reap(q, got, 16);
+        for (size_t i = 0; i < n; i++)
+            account(w, (struct sop *)got[i]->data, got[i]->status, 1);
+    }
+    if (band_fd_queue_count(q) != 0)
+        FAIL(w, "%zu ops still owned 5 s after close", band_fd_queue_count(q));
+    else if (band_fd_queue_destroy(q) != 0)
+        FAIL(w, "destroy of an empty queue failed");
+    close(ep);
+    w->destroys++;
+}
+
 static void run_owner(struct world *w, struct sop *pool)
 {
     uint64_t rng = UINT64_C(0x5eed);
@@ -385,24 +400,15 @@ static void run_owner(struct world *w, struct sop *pool)
         for (size_t i = 0; i < n; i++)
             account(w, (struct sop *)got[i]->data, got[i]->status, 0);
         renew_tokens(w);
-        /* Now and then: destroy with ops pending, racing with the workers' wakes. */
+        /* Now and then: close with ops pending, racing with the workers' wakes. */
         if (test_rng_range(&rng, 0, 999) == 0) {
-            struct drop_ctx d = {w};
-            if (band_fd_queue_destroy(q, drop_fn, &d) != 0)
-                FAIL(w, "destroy failed");
+            close_queue(w, q, ep);
             q = NULL;
-            close(ep);
             ep = -1;
-            w->destroys++;
         }
     }
-    if (q != NULL) {
-        struct drop_ctx d = {w};
-        if (band_fd_queue_destroy(q, drop_fn, &d) != 0)
-            FAIL(w, "final destroy failed");
-        close(ep);
-        w->destroys++;
-    }
+    if (q != NULL)
+        close_queue(w, q, ep);
 }
 
 static void test_stress_fd(void **state)

@@ -4,8 +4,9 @@
  * bursts of 10^4 completions with coalesced signals (level- and edge-triggered), partial
  * batches that keep the fd readable, deadlines that never fire early and give partial
  * grants back, cancel before and after completion, cancellation tokens (also requested
- * from a signal handler), rate bookings completed at their due time, destroy with pending
- * ops, permit conservation, no allocation per operation, and the op's layout.
+ * from a signal handler), rate bookings completed at their due time, close with pending
+ * ops and destroy's refusals, permit conservation, no allocation per operation, and the
+ * op's layout.
  * test_fd_prims.c runs the same bridge over every primitive.
  *
  * Only the main thread asserts; worker threads (releasers, senders) record results.
@@ -59,7 +60,7 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     int rc = 0;
-    if (f->q != NULL && band_fd_queue_destroy(f->q, NULL, NULL) != 0)
+    if (f->q != NULL && fdt_close_reap_destroy(f->q, NULL, 0) < 0)
         rc = -1;
     close(f->ep);
     band_chan_close(f->ch);
@@ -131,7 +132,9 @@ static void test_args(void **state)
 
     assert_int_equal(band_fd_queue_create(NULL), BAND_EINVAL);
     assert_int_equal(band_fd_queue_fd(NULL), BAND_EINVAL);
-    assert_int_equal(band_fd_queue_destroy(NULL, NULL, NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_destroy(NULL), 0);
+    assert_int_equal(band_fd_queue_close(NULL), BAND_EINVAL);
+    assert_int_equal(band_fd_queue_is_closed(NULL), 0);
     assert_int_equal(band_fd_queue_reap(NULL, f->got, 1), 0);
     assert_int_equal(band_fd_queue_reap(f->q, NULL, 1), 0);
     assert_int_equal(band_fd_queue_next_deadline(NULL), BAND_FOREVER);
@@ -708,32 +711,37 @@ static void test_cancel_returns_partial_grant(void **state)
     assert_int_equal(band_sem_release(f->sem, 2), 0);
 }
 
-struct drop_log {
-    int n;
-    band_fd_queue_op *ops[NOPS];
-    int status[NOPS];
-    band_sem *sem;
-    uint64_t want[NOPS]; /* by op id (op->data): permits an acquisition asked for */
-    uint64_t released;
-};
-
-/* Records each op handed back; a granted acquisition's permits are the owner's: give
- * them back. */
-static void drop_record(band_fd_queue_op *op, void *ctx)
+/* Destroy refuses while the queue owns an op, changing nothing; an idle queue, never
+ * closed, is destroyed at once. */
+static void test_destroy_refuses_while_owning(void **state)
 {
-    struct drop_log *l = ctx;
-    size_t id = (size_t)(uintptr_t)op->data;
-    l->ops[l->n] = op;
-    l->status[l->n] = op->status;
-    l->n++;
-    if (op->status == 0 && id < NOPS && l->want[id] > 0) {
-        band_sem_release(l->sem, l->want[id]);
-        l->released += l->want[id];
-    }
+    struct fixture *f = *state;
+    assert_int_equal(fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 1, BAND_FOREVER), 0);
+    assert_int_equal(band_fd_queue_destroy(f->q), BAND_EBUSY); /* waiting */
+    assert_int_equal(band_sem_release(f->sem, 1), 0);
+    assert_int_equal(band_fd_queue_destroy(f->q), BAND_EBUSY); /* completed, not reaped */
+    assert_int_equal(band_fd_queue_is_closed(f->q), 0);
+    assert_int_equal(band_fd_queue_count(f->q), 1);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 1);
+    assert_int_equal(f->op[0].status, 0); /* reported as usual after the refusals */
+    assert_int_equal(band_sem_release(f->sem, 1), 0);
+    assert_int_equal(band_fd_queue_bind(f->q, &f->op[1], &f->w[1], BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_fd_queue_destroy(f->q), BAND_EBUSY); /* bound, not started */
+    assert_int_equal(band_fd_queue_start(&f->op[1], band_sem_acquire_async(f->sem, 1, &f->w[1])),
+                     0);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 1);
+    assert_int_equal(f->op[1].status, 0);
+    assert_int_equal(band_sem_release(f->sem, 1), 0);
+    assert_int_equal(band_fd_queue_destroy(f->q), 0); /* owns nothing: freed */
+    f->q = NULL;
+    band_fd_queue *q;
+    assert_int_equal(band_fd_queue_create(&q), 0);
+    assert_int_equal(band_fd_queue_destroy(q), 0);
 }
 
-/* Destroy hands every op back once: pending ones cancelled, completed ones with results. */
-static void test_destroy_with_pending_ops(void **state)
+/* Close cancels every op still waiting, keeps the results of those that completed, and
+ * reap reports each once; binds and due times are refused from then on. */
+static void test_close_with_pending_ops(void **state)
 {
     struct fixture *f = *state;
     uint64_t out = 0, v = 77;
@@ -745,53 +753,84 @@ static void test_destroy_with_pending_ops(void **state)
     assert_int_equal(band_chan_try_send(f->ch, &v, 9), 0); /* completes op 1 */
     assert_int_equal(band_sem_release(f->sem, 2), 0);
     assert_int_equal(fdt_acquire(f->q, &f->op[3], &f->w[3], f->sem, 1, BAND_FOREVER), 0);
-    /* Now: op 0 granted (4), op 2 granted (1), op 3 waiting, op 1 received. */
+    /* Now: op 1 received, op 0 granted (4), op 2 granted (1), op 3 waiting. */
     assert_int_equal(fdt_acquire(f->q, &f->op[4], &f->w[4], f->sem, 1, BAND_FOREVER), 0);
-    assert_int_equal(band_fd_queue_count(f->q), 5);
+    assert_int_equal(band_fd_queue_at(f->q, &f->op[5], band_now() + 60 * BAND_SEC, NULL), 0);
+    assert_int_equal(band_fd_queue_count(f->q), 6);
 
-    struct drop_log log = {.sem = f->sem, .want = {4, 0, 1, 1, 1}};
-    assert_int_equal(band_fd_queue_destroy(f->q, drop_record, &log), 0);
-    f->q = NULL;
-    assert_int_equal(log.n, 5);
-    for (int i = 0; i < 5; i++)
-        assert_ptr_equal(log.ops[i], &f->op[i]); /* submission order */
-    assert_int_equal(log.status[0], 0);
-    assert_int_equal(log.status[1], 0);
-    assert_int_equal(log.status[2], 0);
-    assert_int_equal(log.status[3], BAND_ECANCELED);
-    assert_int_equal(log.status[4], BAND_ECANCELED);
+    assert_int_equal(band_fd_queue_close(f->q), 0);
+    assert_int_equal(band_fd_queue_is_closed(f->q), 1);
+    assert_u64_equal(sem_stats(f->sem).waiters, 0); /* withdrawn inside close */
+    assert_int_equal(band_fd_queue_close(f->q), 0); /* a second close changes nothing */
+    assert_int_equal(band_fd_queue_count(f->q), 6); /* nothing handed back yet */
+    assert_int_equal(band_fd_queue_destroy(f->q), BAND_EBUSY);
+    /* Closed: new work is refused, and an idle op says why. */
+    assert_int_equal(band_fd_queue_bind(f->q, &f->op[6], &f->w[6], BAND_FOREVER, NULL),
+                     BAND_ECLOSED);
+    assert_int_equal(f->op[6].status, BAND_ECLOSED);
+    assert_int_equal(band_fd_queue_at(f->q, &f->op[7], band_now(), NULL), BAND_ECLOSED);
+    assert_int_equal(f->op[7].status, BAND_ECLOSED);
+    assert_int_equal(fdt_readable(band_fd_queue_fd(f->q)), 1);
+
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 6);
+    /* Completion order: the receive, the two grants, then close's withdrawals. */
+    int want[6] = {1, 0, 2, 3, 4, 5};
+    for (int i = 0; i < 6; i++)
+        assert_ptr_equal(f->got[i], &f->op[want[i]]);
+    assert_int_equal(f->op[0].status, 0);
+    assert_int_equal(f->op[1].status, 0);
+    assert_int_equal(f->op[2].status, 0);
+    assert_int_equal(f->op[3].status, BAND_ECANCELED);
+    assert_int_equal(f->op[4].status, BAND_ECANCELED);
+    assert_int_equal(f->op[5].status, BAND_ECANCELED); /* the due time a minute away */
     assert_u64_equal(out, 77);
     assert_u64_equal(f->recv[1].bytes, 9);
-    assert_u64_equal(log.released, 5);
+    assert_int_equal(band_sem_release(f->sem, 5), 0); /* ops 0 and 2 held 5 */
     assert_u64_equal(band_sem_available(f->sem), 5);
-    band_sem_stats st = sem_stats(f->sem);
-    assert_u64_equal(st.waiters, 0);
-    for (int i = 0; i < 5; i++)
+    assert_int_equal(band_fd_queue_count(f->q), 0);
+    assert_quiet(f);
+    for (int i = 0; i < 6; i++)
         assert_int_equal(band_fd_queue_cancel(&f->op[i]), BAND_EINVAL); /* idle again */
+    assert_int_equal(band_fd_queue_destroy(f->q), 0);
+    f->q = NULL;
 }
 
-/* With no drop function, the owner reads each op's status after destroy: a partial
- * grant of a cancelled op went back, a granted op's permits are the owner's. */
-static void test_destroy_without_drop(void **state)
+/* A partial grant of an op that close withdraws goes back; a granted op's permits are the
+ * owner's. An op bound before the close and started after it: withdrawn by its start
+ * when it queued, its real result when it completed at once. */
+static void test_close_returns_partial_grant(void **state)
 {
     struct fixture *f = *state;
     assert_int_equal(fdt_acquire(f->q, &f->op[0], &f->w[0], f->sem, 3, BAND_FOREVER), 0);
     assert_int_equal(fdt_acquire(f->q, &f->op[1], &f->w[1], f->sem, 3, BAND_FOREVER), 0);
-    assert_int_equal(band_fd_queue_at(f->q, &f->op[2], band_now() + 60 * BAND_SEC, NULL), 0);
     assert_int_equal(band_sem_release(f->sem, 4), 0); /* op 0 granted, op 1 holds 1 */
-    assert_int_equal(band_fd_queue_destroy(f->q, NULL, NULL), 0);
-    f->q = NULL;
+    assert_int_equal(band_fd_queue_bind(f->q, &f->op[2], &f->w[2], BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_fd_queue_bind(f->q, &f->op[3], &f->w[3], BAND_FOREVER, NULL), 0);
+    assert_int_equal(band_fd_queue_close(f->q), 0);
     assert_u64_equal(band_sem_available(f->sem), 1); /* op 1's partial grant came back */
+    assert_int_equal(band_fd_queue_start(&f->op[2], band_sem_acquire_async(f->sem, 1, &f->w[2])),
+                     0); /* granted at once */
+    assert_int_equal(band_fd_queue_start(&f->op[3], band_sem_acquire_async(f->sem, 1, &f->w[3])),
+                     0); /* queued: withdrawn */
+    assert_u64_equal(sem_stats(f->sem).waiters, 0);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 4);
+    assert_ptr_equal(f->got[0], &f->op[0]);
+    assert_ptr_equal(f->got[1], &f->op[1]);
+    assert_ptr_equal(f->got[2], &f->op[2]);
+    assert_ptr_equal(f->got[3], &f->op[3]);
     assert_int_equal(f->op[0].status, 0);
     assert_int_equal(f->op[1].status, BAND_ECANCELED);
-    assert_int_equal(f->op[2].status, BAND_ECANCELED); /* the booking due in a minute */
-    assert_u64_equal(sem_stats(f->sem).waiters, 0);
-    assert_int_equal(band_sem_release(f->sem, 3), 0); /* op 0's permits */
+    assert_int_equal(f->op[2].status, 0);
+    assert_int_equal(f->op[3].status, BAND_ECANCELED);
+    assert_int_equal(band_sem_release(f->sem, 4), 0); /* ops 0 and 2 */
     assert_u64_equal(band_sem_available(f->sem), 4);
+    assert_int_equal(band_fd_queue_destroy(f->q), 0);
+    f->q = NULL;
 }
 
-/* Destroy while another thread's releases complete ops: every op handed back once. */
-static void test_destroy_races_wakes(void **state)
+/* Close while another thread's releases complete ops: every op reaped once, then the
+ * destroy right after the last reap (a wake may still be returning) frees the queue. */
+static void test_close_races_wakes(void **state)
 {
     struct fixture *f = *state;
     for (int round = 0; round < 50; round++) {
@@ -801,20 +840,21 @@ static void test_destroy_races_wakes(void **state)
             assert_int_equal(fdt_acquire(q, &f->op[i], &f->w[i], f->sem, 1, BAND_FOREVER), 0);
         struct fdt_releaser r;
         assert_int_equal(fdt_releaser_start(&r, f->sem, NOPS, 1), 0);
-        struct drop_log log = {.sem = f->sem};
-        for (int i = 0; i < NOPS; i++)
-            log.want[i] = 1;
-        assert_int_equal(band_fd_queue_destroy(q, drop_record, &log), 0);
+        band_fd_queue_op *got[NOPS];
+        assert_int_equal(fdt_close_reap_destroy(q, got, NOPS), NOPS);
         assert_int_equal(test_thread_join(&r.t), 0);
-        assert_int_equal(log.n, NOPS);
-        int granted = 0;
+        int seen[NOPS] = {0};
         for (int i = 0; i < NOPS; i++) {
-            assert_ptr_equal(log.ops[i], &f->op[i]);
-            assert_true(log.status[i] == 0 || log.status[i] == BAND_ECANCELED);
-            granted += log.status[i] == 0;
+            size_t id = (size_t)(uintptr_t)got[i]->data;
+            assert_true(id < NOPS);
+            seen[id]++;
+            assert_true(got[i]->status == 0 || got[i]->status == BAND_ECANCELED);
+            if (got[i]->status == 0)
+                assert_int_equal(band_sem_release(f->sem, 1), 0); /* the owner's permit */
         }
-        assert_u64_equal(log.released, (uint64_t)granted);
-        /* Conservation: all NOPS permits are back (released by drop, or never taken). */
+        for (int i = 0; i < NOPS; i++)
+            assert_int_equal(seen[i], 1);
+        /* Conservation: all NOPS permits are back (released here, or never taken). */
         assert_u64_equal(band_sem_available(f->sem), NOPS);
         assert_int_equal(band_sem_drain(f->sem, NOPS), NOPS);
     }
@@ -1054,7 +1094,7 @@ static void test_rate_bookings(void **state)
     assert_int_equal(band_rate_get_stats(rate, &rs), 0);
     assert_u64_equal(rs.cancelled, 2);
     assert_quiet(f);
-    /* Destroy hands a booking still pending back as cancelled. */
+    /* Close cancels a booking still pending; reap reports it. */
     band_rate_ticket first = BAND_RATE_TICKET_INIT, late = BAND_RATE_TICKET_INIT;
     assert_int_equal(band_rate_set(rate, 1, 60 * BAND_SEC, 1), 0);
     assert_int_equal(band_rate_reserve(rate, 1, &first, NULL, BAND_FOREVER), 0);
@@ -1062,9 +1102,12 @@ static void test_rate_bookings(void **state)
     assert_true(late.at > band_now() + 30 * BAND_SEC);
     assert_int_equal(band_fd_queue_at(f->q, &f->op[5], late.at, NULL), 0);
     assert_int_equal(band_fd_queue_at(f->q, &f->op[5], late.at, NULL), BAND_EINVAL); /* owned */
-    assert_int_equal(band_fd_queue_destroy(f->q, NULL, NULL), 0);
-    f->q = NULL;
+    assert_int_equal(band_fd_queue_close(f->q), 0);
+    assert_int_equal(band_fd_queue_reap(f->q, f->got, 8), 1);
+    assert_ptr_equal(f->got[0], &f->op[5]);
     assert_int_equal(f->op[5].status, BAND_ECANCELED);
+    assert_int_equal(band_fd_queue_destroy(f->q), 0);
+    f->q = NULL;
     assert_int_equal(band_rate_ticket_cancel(&late), 0);
     assert_int_equal(band_cancel_destroy(tok), 0);
     assert_int_equal(band_rate_destroy(rate), 0);
@@ -1119,9 +1162,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_after_completion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_returns_partial_grant, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_with_pending_ops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_without_drop, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_races_wakes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_refuses_while_owning, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_with_pending_ops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_returns_partial_grant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_races_wakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_allocation_per_op, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_cancels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_from_signal_handler, setup, teardown),

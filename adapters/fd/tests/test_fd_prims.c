@@ -16,7 +16,8 @@
  *   requested   a token requested before the start: BAND_ECANCELED without waiting;
  *   close       the primitive's own close ends the wait with its status (BAND_ECLOSED);
  *   wins        a completion before the cancel wins: BAND_EALREADY, status 0;
- *   destroy     band_fd_queue_destroy() with the op waiting: handed back once, BAND_ECANCELED.
+ *   queue_close band_fd_queue_close() with the op waiting: withdrawn inside close, reaped
+ *               once with BAND_ECANCELED; destroy refuses until then, and frees after.
  * After every report the case checks the primitive: status 0 means the result is in the
  * primitive's own op (and is given back), any other status that nothing was delivered or
  * held, and nothing is left queued.
@@ -61,7 +62,7 @@ static void h_collect(struct harness *h)
 static void h_close(struct harness *h)
 {
     if (h->q != NULL)
-        assert_int_equal(band_fd_queue_destroy(h->q, NULL, NULL), 0);
+        assert_int_equal(band_fd_queue_destroy(h->q), 0);
     close(h->ep);
 }
 
@@ -252,18 +253,7 @@ static void sc_wins(const struct pcase_ops *ops)
     h_close(&h);
 }
 
-struct dropped {
-    int calls, status;
-};
-
-static void on_drop(band_fd_queue_op *op, void *ctx)
-{
-    struct dropped *d = ctx;
-    d->calls++;
-    d->status = op->status;
-}
-
-static void sc_destroy(const struct pcase_ops *ops)
+static void sc_queue_close(const struct pcase_ops *ops)
 {
     struct harness h;
     struct pcase c;
@@ -271,16 +261,17 @@ static void sc_destroy(const struct pcase_ops *ops)
     assert_int_equal(band_cancel_create(&token, NULL), 0);
     h_open(&h);
     begin(&h, &c, ops, 0, band_now() + 60 * BAND_SEC, token);
-    struct dropped d = {0, 12345};
-    assert_int_equal(band_fd_queue_destroy(h.q, on_drop, &d), 0);
-    h.q = NULL;
-    assert_int_equal(d.calls, 1);
-    assert_int_equal(d.status, BAND_ECANCELED);
+    assert_int_equal(band_fd_queue_destroy(h.q), BAND_EBUSY);
+    assert_int_equal(band_fd_queue_close(h.q), 0);
+    assert_int_equal(ops->waiting(&c), 0); /* withdrawn inside close */
+    assert_int_equal(h.op.status, BAND_PENDING);
+    assert_int_equal(band_fd_queue_destroy(h.q), BAND_EBUSY); /* not reaped yet */
+    h_collect(&h);
     assert_int_equal(h.op.status, BAND_ECANCELED);
     if (pcase_check(&c, BAND_ECANCELED) != 0)
         fail_msg("%s", c.err);
     pcase_close(&c);
-    assert_int_equal(band_cancel_destroy(token), 0); /* destroy removed the hook */
+    assert_int_equal(band_cancel_destroy(token), 0); /* reap removed the hook */
     h_close(&h);
 }
 
@@ -296,7 +287,7 @@ static void test_case(void **state)
     sc_requested(ops);
     sc_close(ops);
     sc_wins(ops);
-    sc_destroy(ops);
+    sc_queue_close(ops);
 }
 
 int main(void)

@@ -157,7 +157,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    int rc = band_fd_queue_destroy(f->q, NULL, NULL);
+    int rc = fdt_close_reap_destroy(f->q, NULL, 0) < 0 ? -1 : 0;
     band_chan_close(f->ch);
     rc |= band_chan_destroy(f->ch);
     band_sem_close(f->sem);

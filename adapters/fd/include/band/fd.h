@@ -1,10 +1,10 @@
 /*
  * band/fd.h - libband-fd: a completion queue with an eventfd, for any event loop.
  *
- * A band_fd_queue lets a program that already runs an event loop (epoll, io_uring, libevent,
- * poll) wait for any band operation in that loop. The queue knows no primitive: every
- * band operation that can wait ends through a band_waiter (band/core.h), and the queue
- * bridges that waiter. So the semaphore, budgets, channels (send, receive, reserve),
+ * A band_fd_queue lets a program that already runs an event loop (epoll, io_uring,
+ * libevent, poll) wait for any band operation in that loop. The queue knows no primitive:
+ * every band operation that can wait ends through a band_waiter (band/core.h), and the
+ * queue bridges that waiter. So the semaphore, budgets, channels (send, receive, reserve),
  * oneshot, watch, broadcast, wait group, latch, shutdown scope, fair share and admission
  * are all waited for the same way, and so will any primitive added later. Whenever an
  * operation completes (granted, refused, closed, timed out or cancelled) the queue's
@@ -14,46 +14,50 @@
  *
  * One operation, three steps, on the owner thread:
  *
- *     band_fd_queue_bind(q, op, &send.w, deadline, cancel);  // the waiter is now the queue's
- *     int rc = band_chan_send_async(chan, &v, 1, &send); // any primitive's _async call
- *     band_fd_queue_start(op, rc);                           // hand its answer over
+ *     band_fd_queue_bind(q, op, &send.w, deadline, cancel); // the waiter is the queue's
+ *     int rc = band_chan_send_async(chan, &v, 1, &send);    // any primitive's _async call
+ *     band_fd_queue_start(op, rc);                          // hand its answer over
  *
- *  - One path. Every started operation is reported by band_fd_queue_reap() exactly once, with
- *    its result in op->status: the _async call's own answer when it completed or failed
- *    at once (0 or a negative code), or the result of the wait. Only a misuse of the queue
- *    itself (BAND_EINVAL) is answered by bind or start, and then nothing is reported.
- *    Results stay where the primitive puts them: permits are the owner's when a
- *    semaphore acquisition reports 0 (band_permit_adopt() wraps them), a received
- *    element is in the receive op's buffer, a grant in the admission request.
- *  - No allocation per operation. A band_fd_queue_op is the caller's memory, embedded beside
- *    the primitive's op in a request, a task or a connection; the queue allocates only in
- *    band_fd_queue_create().
+ *  - One path. Every started operation is reported by band_fd_queue_reap() exactly once,
+ *    with its result in op->status: the _async call's own answer when it completed or
+ *    failed at once (0 or a negative code), or the result of the wait. Only a misuse of
+ *    the queue itself (BAND_EINVAL), or a closed queue (BAND_ECLOSED), is answered by
+ *    bind, start or band_fd_queue_at(), and then nothing is reported. Results stay where
+ *    the primitive puts them: permits are the owner's when a semaphore acquisition reports
+ *    0 (band_permit_adopt() wraps them), a received element is in the receive op's buffer,
+ *    a grant in the admission request.
+ *  - No allocation per operation. A band_fd_queue_op is the caller's memory, embedded
+ *    beside the primitive's op in a request, a task or a connection; the queue allocates
+ *    only in band_fd_queue_create().
  *  - Wakes from any thread. A release or a send on another thread completes an operation
  *    there; its wake pushes the op onto a lock-free list and writes the eventfd only when
- *    that list was empty. Nothing is lost when writes coalesce: band_fd_queue_reap() reads the
- *    eventfd first and takes the list after, so a completion that lands after the take
+ *    that list was empty. Nothing is lost when writes coalesce: band_fd_queue_reap() reads
+ *    the eventfd first and takes the list after, so a completion that lands after the take
  *    signals again.
  *  - The fd stays readable while anything is left to reap: if band_fd_queue_reap() returns
  *    @max operations and more are waiting, it signals again before it returns. So the fd
  *    may be watched level- or edge-triggered (EPOLLET), or with a one-shot IORING_OP_
  *    POLL_ADD re-armed after each reap. Never read the eventfd yourself.
- *  - Deadlines and due times. The queue arms no timer: it keeps the deadlines of its
- *    pending operations in a heap, tells the loop the next one (band_fd_queue_next_deadline(),
- *    or band_fd_queue_timeout_ms() rounded up for epoll_wait), and band_fd_queue_reap() times out
- *    every operation whose deadline is at or before band_now(). A deadline never fires
+ *  - Deadlines. The queue arms no timer: it keeps the deadlines of its pending operations
+ *    in a heap, tells the loop the next one (band_fd_queue_next_deadline(), or
+ *    band_fd_queue_timeout_ms() rounded up for epoll_wait), and band_fd_queue_reap() times
+ *    out every operation whose deadline is at or before band_now(). A deadline never fires
  *    early. A timed-out operation leaves its primitive with band_waiter_cancel(
  *    BAND_ETIMEDOUT): whatever it had been partially granted goes back to the next
  *    waiters. A grant that races with the deadline wins and is reported as a grant.
- *    band_fd_queue_at() is an operation with no primitive that completes at a given time: a
- *    rate budget's booking falls due in the loop that way.
- *  - Cancellation: band_fd_queue_cancel(), a cancellation token (band/cancel.h) given to bind,
- *    or band_fd_queue_destroy(). A token may be requested from any thread or a signal handler:
- *    its hook only writes the eventfd, and the next reap cancels on the owner thread.
+ *    band_fd_queue_at() is an operation with no primitive that completes, with 0, at its
+ *    deadline: a rate budget's booking falls due in the loop that way.
+ *  - Cancellation: band_fd_queue_cancel(), a cancellation token (band/cancel.h) given to
+ *    bind, or band_fd_queue_close(). A token may be requested from any thread or a signal
+ *    handler: its hook only writes the eventfd, and the next reap cancels on the owner
+ *    thread.
+ *  - Life: band_fd_queue_create(); band_fd_queue_close() cancels what is left, and reap
+ *    reports it; band_fd_queue_destroy() frees a queue that owns no operation any more.
  *
  * Threads. A queue has one owner thread at a time (hand it over with your own
- * synchronization): every band_fd_queue_* function except band_fd_queue_fd() must be called on it,
- * and never from inside a band wake function. Wakes run on any thread. The primitives an
- * operation was submitted to are used from any thread as usual.
+ * synchronization): every band_fd_queue_* function except band_fd_queue_fd() must be
+ * called on it, and never from inside a band wake function. Wakes run on any thread. The
+ * primitives an operation was submitted to are used from any thread as usual.
  *
  * Private fields. The op embeds the node types of band/adapter_nodes.h (installed with
  * the adapters, shared with band/uv.h), so no field is ever type-punned; test_fd checks
@@ -75,32 +79,32 @@ typedef struct band_fd_queue band_fd_queue;
 typedef struct band_fd_queue_op band_fd_queue_op;
 
 /**
- * struct band_fd_queue_op - one operation in a band_fd_queue, embedded by its owner beside the
- * primitive's op (or waiter) it bridges.
+ * struct band_fd_queue_op - one operation in a band_fd_queue, embedded by its owner beside
+ * the primitive's op (or waiter) it bridges.
  *
- * Zero-initialise it or call band_fd_queue_op_init() once; after that it can be bound again
- * each time band_fd_queue_reap() (or band_fd_queue_destroy()) has handed it back. From bind until
- * then the queue owns it: keep it alive and do not touch it, except to read @data. 160
- * bytes on LP64 platforms.
+ * Zero-initialise it or call band_fd_queue_op_init() once; after that it can be bound
+ * again each time band_fd_queue_reap() has handed it back. From bind until then the queue
+ * owns it: keep it alive and do not touch it, except to read @data. 160 bytes on LP64
+ * platforms.
  */
 struct band_fd_queue_op {
     void *data; /* public: the owner's pointer; band never touches it */
     int status; /* public: BAND_PENDING while the queue owns the op; after reap, the result:
-                   0 or a negative BAND_E* code; BAND_EINVAL after a bind or start of this
-                   op was refused as a misuse */
+                   0 or a negative BAND_E* code; BAND_EINVAL or BAND_ECLOSED after a bind,
+                   start or band_fd_queue_at() of this op was refused */
     /* private: owned by the queue from bind until reap */
     unsigned char _state;   /* idle, bound, waiting (a wake may come), done (result known) */
-    unsigned char _in_heap; /* its deadline or due time is in the heap */
+    unsigned char _in_heap; /* its deadline is in the heap */
     unsigned char _hooked;  /* _hook is added to _cancel */
-    unsigned char _timed;   /* band_fd_queue_at(): completes with 0 at its due time */
+    unsigned char _timed;   /* band_fd_queue_at(): completes with 0 at its deadline */
     band_waiter *_w;        /* the bridged waiter, or NULL for band_fd_queue_at() */
     band_fd_queue *_q;
     band_fd_queue_op *_next, *_prev; /* the queue's list of ops it owns, in bind order */
     struct band__ready_node _ready;  /* ready list, then the reap batch */
     struct band__dl_node _dl;        /* deadline heap */
     band_cancel_hook _hook;          /* on _cancel while the operation waits */
-    band_cancel *_cancel;            /* the token given to bind or band_fd_queue_at(), or NULL */
-    band_time _deadline;             /* the deadline, or the due time of band_fd_queue_at() */
+    band_cancel *_cancel;            /* the token given to bind or band_fd_queue_at() */
+    band_time _deadline;             /* the deadline (of band_fd_queue_at(): its due time) */
     int _result;                     /* the result once known, stored in @status at reap */
 };
 
@@ -118,40 +122,77 @@ BAND_API void band_fd_queue_op_init(band_fd_queue_op *op, void *data);
  *
  * Returns 0 and stores the queue in *@out, BAND_EINVAL when @out is NULL, BAND_ENOMEM, or
  * the negative errno of eventfd() (for example -EMFILE when the process is out of file
- * descriptors). On failure *@out is unchanged. The calling thread becomes the owner.
+ * descriptors). On failure *@out is unchanged and nothing is allocated. The calling thread
+ * becomes the owner.
  */
 BAND_API int band_fd_queue_create(band_fd_queue **out);
+
+/**
+ * band_fd_queue_close() - cancel every operation @q still owns and refuse new ones.
+ *
+ * Every operation still waiting is withdrawn (a partial grant goes to the next waiters)
+ * and will be reaped once with BAND_ECANCELED, band_fd_queue_at() operations included; an
+ * operation whose completion won that race, or that had completed and was not yet reaped,
+ * keeps its real result, and its owner owns what it carries. An operation bound but not
+ * yet started is cancelled by its band_fd_queue_start() (or reports what its _async call
+ * answered at once). From this call on, bind and band_fd_queue_at() on @q return
+ * BAND_ECLOSED. Nothing is handed back here: band_fd_queue_reap() reports every operation
+ * as usual, and the eventfd stays readable until it has; once band_fd_queue_count() is 0,
+ * band_fd_queue_destroy() frees the queue. Wakes of other waiters that the returned units
+ * complete run on this thread. A second close changes nothing. Returns 0, or BAND_EINVAL
+ * for NULL. Owner thread only.
+ */
+BAND_API int band_fd_queue_close(band_fd_queue *q);
+
+/**
+ * band_fd_queue_is_closed() - 1 once band_fd_queue_close() was called on @q, 0 before and
+ * for NULL. Owner thread.
+ */
+BAND_API int band_fd_queue_is_closed(const band_fd_queue *q);
+
+/**
+ * band_fd_queue_destroy() - close the eventfd and free @q, which owns no operation.
+ *
+ * Returns 0 (also for NULL), or BAND_EBUSY, changing nothing, while @q owns operations
+ * (band_fd_queue_count() > 0: bound, waiting, or completed and not yet reaped). Destroy
+ * never cancels and never closes for you: close, reap until the count is 0, then destroy
+ * (an idle queue, never closed, can be destroyed at once). It only waits, briefly, for a
+ * wake that already handed its op over and is still returning on another thread (a push
+ * and a write), so that no wake touches the freed queue. Owner thread only; never from
+ * inside a band wake function.
+ */
+BAND_API int band_fd_queue_destroy(band_fd_queue *q);
 
 /**
  * band_fd_queue_fd() - the eventfd to watch for readability (POLLIN / EPOLLIN).
  *
  * Readable whenever band_fd_queue_reap() has an operation to return; possibly readable,
- * harmlessly, when it has none. Only band_fd_queue_reap() reads it: never read, write or close
- * it yourself. Returns the fd, or BAND_EINVAL for NULL. MT-safe.
+ * harmlessly, when it has none. Only band_fd_queue_reap() reads it: never read, write or
+ * close it yourself. Returns the fd, or BAND_EINVAL for NULL. MT-safe.
  */
 BAND_API int band_fd_queue_fd(const band_fd_queue *q);
 
 /**
- * band_fd_queue_bind() - make the waiter @w of a band operation complete through @q, as @op.
+ * band_fd_queue_bind() - make the waiter @w of a band operation complete through @q, as
+ * @op.
  *
  * Calls band_waiter_init(@w) with the queue's wake and sets @w->deadline to @deadline (so
  * a deadline-aware primitive sees it at submission). Bind after the primitive's own
  * initialisation of the op that embeds @w, if it has one (band_admit_req_init()), then
  * submit @w with that primitive's _async function and hand its answer to
- * band_fd_queue_start() before any other band_fd_queue_* call on @q; nothing else may touch @w
- * until
- * @op is reaped (never cancel it directly: use band_fd_queue_cancel()). A primitive that
- * cancels a waiter and then calls its wake itself (band_shutdown_watch()) is fine: its
- * result is reaped like any other.
+ * band_fd_queue_start() before any other band_fd_queue_* call on @q; nothing else may
+ * touch @w until @op is reaped (never cancel it directly: use band_fd_queue_cancel()). A
+ * primitive that cancels a waiter and then calls its wake itself (band_shutdown_watch())
+ * is fine: its result is reaped like any other.
  * @deadline is absolute (band_now() nanoseconds); BAND_FOREVER waits without limit, and a
  * time already past means "do not wait": an operation that queues is withdrawn at once
  * and is reaped with BAND_ETIMEDOUT. @cancel (NULL: none) is a token whose request cancels
  * the wait (BAND_ECANCELED); it must outlive the operation until it is reaped.
  * @w must not be pending, and must hold a waiter's state (zeroed, initialised, or ended):
  * bind refuses a pending one rather than take its wake away.
- * Returns 0 (@op is bound and owned by @q: start it), or BAND_EINVAL (NULL @q, @op or @w,
- * @op owned by a queue, @w pending): nothing is bound then, and an idle @op's status says
- * BAND_EINVAL. Owner thread only.
+ * Returns 0 (@op is bound and owned by @q: start it), BAND_ECLOSED when @q is closed, or
+ * BAND_EINVAL (NULL @q, @op or @w, @op owned by a queue, @w pending): nothing is bound
+ * then, and an idle @op's status holds that code. Owner thread only.
  */
 BAND_API int band_fd_queue_bind(band_fd_queue *q, band_fd_queue_op *op, band_waiter *w,
                                 band_time deadline, band_cancel *cancel);
@@ -161,29 +202,34 @@ BAND_API int band_fd_queue_bind(band_fd_queue *q, band_fd_queue_op *op, band_wai
  * waiter to the queue.
  *
  * BAND_PENDING: the operation waits; the queue keeps its deadline in the heap and hooks
- * the token, and band_fd_queue_reap() reports how the wait ended. Any other band result (0 or a
+ * the token, and band_fd_queue_reap() reports how the wait ended (on a closed queue it is
+ * withdrawn at once and reaped with BAND_ECANCELED). Any other band result (0 or a
  * negative code: completed or refused at once, no wake follows) is reaped as the op's
  * status as it is. The primitive must outlive the operation until it is reaped.
- * Returns 0 (band_fd_queue_reap() returns @op exactly once), or BAND_EINVAL (NULL or unbound
- * @op; @rc positive but not BAND_PENDING; or the waiter no longer carries the queue's wake
- * because it was initialised again after the bind): then @op is idle again with status
- * BAND_EINVAL and is never reported. Owner thread only.
+ * Returns 0 (band_fd_queue_reap() returns @op exactly once), or BAND_EINVAL (NULL or
+ * unbound @op; @rc positive but not BAND_PENDING; or the waiter no longer carries the
+ * queue's wake because it was initialised again after the bind): then @op is idle again
+ * with status BAND_EINVAL and is never reported. Owner thread only.
  */
 BAND_API int band_fd_queue_start(band_fd_queue_op *op, int rc);
 
 /**
- * band_fd_queue_at() - complete @op at time @at through @q, with no primitive behind it.
+ * band_fd_queue_at() - complete @op at time @deadline through @q, with no primitive behind
+ * it.
  *
- * band_fd_queue_reap() returns it with status 0 once band_now() reached @at (never before; a
- * time already past is reaped by the next reap), or BAND_ECANCELED when band_fd_queue_cancel(),
- * @cancel or band_fd_queue_destroy() came first. @at counts as a deadline for
- * band_fd_queue_next_deadline(). For a rate budget: book with band_rate_reserve() (a bucket on
- * the default clock), then band_fd_queue_at(q, op, ticket.at, ...); on BAND_ECANCELED give the
- * booking back with band_rate_ticket_cancel().
- * Returns 0 (reaped exactly once), or BAND_EINVAL (NULL @q or @op, @op owned by a queue):
- * then nothing is queued or reported. Owner thread only.
+ * An operation that waits for nothing but its deadline: reaching it is its success.
+ * band_fd_queue_reap() returns it with status 0 once band_now() reached @deadline (never
+ * before; a time already past is reaped by the next reap), or BAND_ECANCELED when
+ * band_fd_queue_cancel(), @cancel or band_fd_queue_close() came first. @deadline counts
+ * for band_fd_queue_next_deadline() like any other. For a rate budget: book with
+ * band_rate_reserve() (a bucket on the default clock), then band_fd_queue_at(q, op,
+ * ticket.at, cancel); on BAND_ECANCELED give the booking back with
+ * band_rate_ticket_cancel().
+ * Returns 0 (reaped exactly once), BAND_ECLOSED when @q is closed, or BAND_EINVAL (NULL @q
+ * or @op, @op owned by a queue): then nothing is queued or reported, and an idle @op's
+ * status holds that code. Owner thread only.
  */
-BAND_API int band_fd_queue_at(band_fd_queue *q, band_fd_queue_op *op, band_time at,
+BAND_API int band_fd_queue_at(band_fd_queue *q, band_fd_queue_op *op, band_time deadline,
                               band_cancel *cancel);
 
 /**
@@ -192,10 +238,10 @@ BAND_API int band_fd_queue_at(band_fd_queue *q, band_fd_queue_op *op, band_time 
  * Returns 0 when @op was still waiting: it left its primitive (a partial grant went to the
  * next waiters) and band_fd_queue_reap() will return it once with status BAND_ECANCELED.
  * Returns BAND_EALREADY when it had already completed (granted, refused, timed out or
- * cancelled before): band_fd_queue_reap() will return it once with that result, and the owner
- * owns what it carries (permits, an element). Returns BAND_EINVAL when @op is NULL or not
- * started (idle, bound but not started, or already reaped). Wakes of other waiters that
- * the returned units complete run on this thread. Owner thread only.
+ * cancelled before): band_fd_queue_reap() will return it once with that result, and the
+ * owner owns what it carries (permits, an element). Returns BAND_EINVAL when @op is NULL
+ * or not started (idle, bound but not started, or already reaped). Wakes of other waiters
+ * that the returned units complete run on this thread. Owner thread only.
  */
 BAND_API int band_fd_queue_cancel(band_fd_queue_op *op);
 
@@ -204,13 +250,13 @@ BAND_API int band_fd_queue_cancel(band_fd_queue_op *op);
  *
  * First times out every pending operation whose deadline is at or before band_now() (each
  * is reported BAND_ETIMEDOUT, or, if a completion won the race, with its real result) and
- * completes every band_fd_queue_at() operation that fell due, then reads the eventfd, cancels
- * the operations whose token was requested, and collects what completed on any thread.
- * Returns how many ops it stored in @out[0..], in the order they completed; each is
- * handed back to its owner (idle, status set), so it may be freed or bound again. When more are
- * left than @max, the eventfd is signalled again before this returns, so the loop comes back.
- * Returns 0 for a NULL @q, or a NULL @out with @max > 0. @max 0 only times out and collects. Owner
- * thread only.
+ * completes every band_fd_queue_at() operation that fell due, then reads the eventfd,
+ * cancels the operations whose token was requested, and collects what completed on any
+ * thread. Returns how many ops it stored in @out[0..], in the order they completed; each
+ * is handed back to its owner (idle, status set), so it may be freed or bound again. When
+ * more are left than @max, the eventfd is signalled again before this returns, so the
+ * loop comes back. Returns 0 for a NULL @q, or a NULL @out with @max > 0. @max 0 only
+ * times out and collects. Owner thread only.
  */
 BAND_API size_t band_fd_queue_reap(band_fd_queue *q, band_fd_queue_op **out, size_t max);
 
@@ -219,50 +265,24 @@ BAND_API size_t band_fd_queue_reap(band_fd_queue *q, band_fd_queue_op **out, siz
  * BAND_FOREVER when none has one (also for NULL).
  *
  * An absolute CLOCK_MONOTONIC time in ns: arm an IORING_OP_TIMEOUT with
- * IORING_TIMEOUT_ABS at it, or a timerfd, and call band_fd_queue_reap() when it fires. It may
- * name an op that already completed (harmless: the fd is readable then). Owner thread.
+ * IORING_TIMEOUT_ABS at it, or a timerfd, and call band_fd_queue_reap() when it fires. It
+ * may name an op that already completed (harmless: the fd is readable then). Owner thread.
  */
 BAND_API band_time band_fd_queue_next_deadline(const band_fd_queue *q);
 
 /**
- * band_fd_queue_timeout_ms() - milliseconds until band_fd_queue_next_deadline(), rounded UP, for
- * epoll_wait()/poll(): -1 when there is no deadline (or for NULL), 0 when it has passed,
- * INT_MAX at most. A wait of that long never ends before the deadline. Owner thread.
+ * band_fd_queue_timeout_ms() - milliseconds until band_fd_queue_next_deadline(), rounded
+ * UP, for epoll_wait()/poll(): -1 when there is no deadline (or for NULL), 0 when it has
+ * passed, INT_MAX at most. A wait of that long never ends before the deadline. Owner
+ * thread.
  */
 BAND_API int band_fd_queue_timeout_ms(const band_fd_queue *q);
 
 /**
- * band_fd_queue_count() - how many operations @q owns: bound and not yet reaped (pending or
- * completed). 0 for NULL. Owner thread.
+ * band_fd_queue_count() - how many operations @q owns: bound and not yet reaped (pending
+ * or completed). 0 for NULL. Owner thread.
  */
 BAND_API size_t band_fd_queue_count(const band_fd_queue *q);
-
-/**
- * band_fd_queue_drop_fn - receives, from band_fd_queue_destroy(), each operation the queue still
- * owned. @op is idle with its status set, as if reaped; the callback owns the result of a
- * status 0 (releases the permits, consumes a received element), may free @op (and the
- * primitive's op), or bind it elsewhere. It must not call band_fd_queue_* on the queue being
- * destroyed.
- */
-typedef void band_fd_queue_drop_fn(band_fd_queue_op *op, void *ctx);
-
-/**
- * band_fd_queue_destroy() - cancel every operation @q still owns, hand each back once, and free
- * @q and its eventfd.
- *
- * Every pending op is cancelled (status BAND_ECANCELED; a partial grant goes to the next
- * waiters); an op whose completion won that race, or that had completed and was not yet
- * reaped, keeps its real result. The call waits for wakes already running on other
- * threads (they only push and signal, so this is short). Then each op is handed back
- * once, in bind order: to @drop(op, @ctx) when @drop is not NULL, which then owns its
- * result; with @drop NULL the owner reads each op's status afterwards, and a status 0
- * result (permits, an element) is its own to give back. After this call band never
- * touches any op again. Returns 0, or BAND_EINVAL for NULL (nothing happens). Owner
- * thread only; never from inside a band wake function, nor between a bind and its start.
- *
- * @drop is how destroy reports each pending op exactly once: there is no reap after it.
- */
-BAND_API int band_fd_queue_destroy(band_fd_queue *q, band_fd_queue_drop_fn *drop, void *ctx);
 
 #ifdef __cplusplus
 }
