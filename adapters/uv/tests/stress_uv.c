@@ -632,6 +632,11 @@ static void tok_submit(struct tok_sc *sc, struct tok_slot *s)
 {
     s->timed = test_rng_range(&sc->rng, 0, 3) == 0;
     s->tok = (int)test_rng_range(&sc->rng, 0, TOKENS) - 1; /* -1: no token */
+    /* A requested token still gets a bind now and then (it must not wait), but rarely:
+     * otherwise the ops that cycle through it keep it in use and it is never replaced. */
+    if (s->tok >= 0 && band_cancel_is_requested(sc->tok[s->tok]) &&
+        test_rng_range(&sc->rng, 0, 7) != 0)
+        s->tok = -1;
     band_cancel *tok = s->tok >= 0 ? sc->tok[s->tok] : NULL;
     int rc;
     if (s->timed) {
