@@ -52,7 +52,7 @@ void band_uv__timer_cb(uv_timer_t *t)
     band_uv *u = uv_of_timer(t);
     u->armed_for = BAND_FOREVER;
     if (u->closing) {
-        /* After close the timer only re-checks whether the adapter can be freed. */
+        /* After close the timer only re-checks whether the handles can be closed. */
         uv_unref((uv_handle_t *)&u->timer);
         band_uv__maybe_finish_close(u);
         return;

@@ -24,7 +24,7 @@ void band_uv__wake(band_waiter *w)
         atomic_thread_fence(memory_order_seq_cst);
         (void)uv_async_send(&u->async);
     }
-    /* Last touch of u: close waits for this before it frees the adapter. */
+    /* Last touch of u: close waits for this before it closes the handles. */
     atomic_fetch_sub_explicit(&u->wakers, 1, memory_order_release);
 }
 
