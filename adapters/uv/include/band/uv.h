@@ -17,8 +17,8 @@
  *     band_uv_start(op, rc);                                   // hand its answer over
  *
  *  1. band_uv_bind() prepares the caller's waiter (band_waiter_init() with the adapter's
- *     wake, and the deadline) before its _async call. An admission request, the one op built
- *     before its call, is bound after band_admit_req_init() and band_admit_req_add().
+ *     wake, and the deadline) before its _async call. An admission request, the one op
+ *     built before its call, is bound after band_admit_req_init() and band_admit_req_add().
  *  2. One path. Once band_uv_start() returned 0, the callback runs exactly once, later,
  *     on the loop thread, with the operation's result: the _async call's own answer when
  *     it completed or failed at once (0 or a negative code; no callback ever runs inside
@@ -44,8 +44,9 @@
  *     last time just before it calls the callback, so the callback may free it (and the
  *     primitive's op and waiter) or submit it again.
  *
- * Life. band_uv_create(), band_uv_close() (asynchronous: it ends with @on_closed, because
- * libuv closes handles asynchronously), then band_uv_destroy(), which frees the adapter.
+ * Life. band_uv_create(), band_uv_close() (asynchronous: it ends with its on_closed
+ * callback, because libuv closes handles asynchronously), then band_uv_destroy(), which
+ * frees the adapter.
  *
  * Threads. Every band_uv_* function must be called on the loop's thread (the thread that
  * runs uv_run() for the loop, or any one thread while the loop is not running). The
