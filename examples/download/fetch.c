@@ -3,14 +3,17 @@
  *
  * The life of one download:
  *
- *   1. band_uv_acquire(slots, 1). The callback runs on the loop when a slot is granted
- *      (strict FIFO across all clients: they share the one semaphore).
+ *   1. band_sem_acquire_async(slots, 1) through libband-uv: the waiter is bound to the loop
+ *      (band_uv_bind), the semaphore's answer handed over (band_uv_start), and the callback
+ *      runs on the loop when a slot is granted (strict FIFO across all clients: they share
+ *      the one semaphore).
  *   2. The permit is moved into the response body object (struct response), and only then
  *      is the request sent: an easy handle joins the curl multi handle.
  *   3. The first body bytes arrive. Content-Length says how large the body is.
  *      - Slots only: the buffer is malloc'd at once.
  *      - With a byte budget: the transfer is paused (CURL_WRITEFUNC_PAUSE) and
- *        band_uv_acquire(budget, Content-Length) asks for the bytes in one acquisition.
+ *        band_budget_acquire_async(budget, Content-Length), bound the same way, asks for
+ *        the bytes in one acquisition.
  *        When they are granted, band_budget_alloc_reserved() allocates the buffer against
  *        them (the buffer carries the reservation from then on) and the transfer resumes.
  *        A body larger than the whole budget is refused at once (BAND_E2BIG): the
@@ -82,8 +85,10 @@ struct download {
     struct client *client;
     const struct tree_file *file;
     struct download *prev, *next; /* run->active */
-    band_uv_op slot_op;           /* waits for a transfer slot */
+    band_uv_op slot_op;           /* waits for a transfer slot, on the loop */
+    band_waiter slot_w;           /* ... its acquisition of the semaphore */
     band_uv_op bytes_op;          /* budget runs: waits for Content-Length bytes */
+    band_waiter bytes_w;          /* ... its acquisition of the budget */
     enum dl_state state;
     int in_curl;  /* the easy handle is in the multi handle */
     int stopping; /* the run is ending: give everything back when the callback comes */
@@ -178,10 +183,10 @@ static void push_tick(struct run *run)
 
 /* ---- the response body ---------------------------------------------------------------- */
 
-/* Moves the granted slot of @op into the body: from here on the body owns it. */
-static int response_take_slot(struct download *d, band_uv_op *op)
+/* Moves the granted slot into the body: from here on the body owns it. */
+static int response_take_slot(struct download *d)
 {
-    int rc = band_uv_op_take_permit(op, &d->resp.slot);
+    int rc = band_permit_adopt(&d->resp.slot, d->run->slots, 1);
     if (rc != 0)
         return rc;
     d->run->in_flight++;
@@ -312,12 +317,14 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
         } else {
             /* Reserve the whole body in one acquisition before allocating anything; hold
              * the transfer (curl keeps these bytes) until the reservation is granted. */
-            int rc = band_uv_acquire(run->bu, &d->bytes_op, band_budget_sem(run->budget),
-                                     (uint64_t)d->resp.size, BAND_FOREVER, on_bytes);
+            int rc = band_uv_bind(run->bu, &d->bytes_op, &d->bytes_w, on_bytes, BAND_FOREVER, NULL);
             if (rc != 0) {
-                snprintf(d->why, sizeof(d->why), "band_uv_acquire(budget): %s", band_strerror(rc));
+                snprintf(d->why, sizeof(d->why), "band_uv_bind(budget): %s", band_strerror(rc));
                 return 0;
             }
+            /* Too big for the whole budget comes back as BAND_E2BIG in on_bytes. */
+            rc = band_budget_acquire_async(run->budget, (uint64_t)d->resp.size, &d->bytes_w);
+            (void)band_uv_start(&d->bytes_op, rc); /* bound: cannot fail */
             d->state = DL_WAIT_BYTES;
             return CURL_WRITEFUNC_PAUSE;
         }
@@ -341,9 +348,9 @@ static void on_bytes(band_uv_op *op, int status)
     band_permit reservation = BAND_PERMIT_INIT;
 
     if (status == 0) {
-        int rc = band_uv_op_take_permit(op, &reservation);
+        int rc = band_permit_adopt(&reservation, band_budget_sem(run->budget), d->resp.size);
         if (rc != 0) {
-            download_abort(d, "band_uv_op_take_permit failed");
+            download_abort(d, "band_permit_adopt failed");
             return;
         }
     }
@@ -442,8 +449,8 @@ static int send_request(struct download *d)
 static void on_slot(band_uv_op *op, int status)
 {
     struct download *d = op->data;
-    if (status == 0 && response_take_slot(d, op) != 0) {
-        download_end(d, "band_uv_op_take_permit failed");
+    if (status == 0 && response_take_slot(d) != 0) {
+        download_end(d, "band_permit_adopt failed");
         return;
     }
     if (d->stopping || status != 0) {
@@ -479,9 +486,11 @@ static void download_start(struct client *c, size_t index)
         run->active->prev = d;
     run->active = d;
     c->in_flight++;
-    int rc = band_uv_acquire(run->bu, &d->slot_op, run->slots, 1, BAND_FOREVER, on_slot);
+    int rc = band_uv_bind(run->bu, &d->slot_op, &d->slot_w, on_slot, BAND_FOREVER, NULL);
+    if (rc == 0)
+        rc = band_uv_start(&d->slot_op, band_sem_acquire_async(run->slots, 1, &d->slot_w));
     if (rc != 0) {
-        snprintf(d->why, sizeof(d->why), "band_uv_acquire(slots): %s", band_strerror(rc));
+        snprintf(d->why, sizeof(d->why), "band_uv_bind(slots): %s", band_strerror(rc));
         unlink_download(run, d);
         c->in_flight--;
         run->res->failed++;
@@ -514,6 +523,19 @@ static void on_timer_closed(uv_handle_t *h)
     on_closed(h->data);
 }
 
+/* The adapter's close has completed: free it. */
+static void on_band_closed(void *data)
+{
+    struct run *run = data;
+    int rc = band_uv_destroy(run->bu);
+    if (rc != 0) {
+        record_error(run, "band_uv_destroy: %s", band_strerror(rc));
+        run->res->internal++;
+    }
+    run->bu = NULL;
+    on_closed(run);
+}
+
 /* Once nothing is left to do (or the run was stopped and everything has ended): close the
  * adapter, the curl glue and the timers. uv_run() returns when they are closed. */
 static void maybe_finish(struct run *run)
@@ -530,7 +552,7 @@ static void maybe_finish(struct run *run)
         push_tick(run); /* the last, partial second */
     uv_close((uv_handle_t *)&run->tick, on_timer_closed);
     uv_close((uv_handle_t *)&run->watch, on_timer_closed);
-    int rc = band_uv_close(run->bu, on_closed, run);
+    int rc = band_uv_close(run->bu, on_band_closed, run);
     if (rc != 0) {
         record_error(run, "band_uv_close: %s", band_strerror(rc));
         run->res->internal++;
@@ -609,7 +631,7 @@ int fetch_run(uv_loop_t *loop, const struct fetch_config *cfg, struct fetch_resu
         return -1;
     }
     run.clients = calloc(cfg->clients, sizeof(*run.clients));
-    if (run.clients == NULL || (rc = band_uv_create(loop, &run.bu)) != 0) {
+    if (run.clients == NULL || (rc = band_uv_create(&run.bu, loop)) != 0) {
         fprintf(stderr, "download: band_uv_create: %s\n",
                 run.clients == NULL ? "out of memory" : band_strerror(rc));
         goto fail;
@@ -617,6 +639,7 @@ int fetch_run(uv_loop_t *loop, const struct fetch_config *cfg, struct fetch_resu
     if (curl_uv_create(loop, &run.cu) != 0) {
         band_uv_close(run.bu, NULL, NULL);
         uv_run(loop, UV_RUN_DEFAULT);
+        band_uv_destroy(run.bu);
         goto fail;
     }
     run.open = 4; /* tick, watch, band_uv, curl_uv */

@@ -1,6 +1,7 @@
 /*
  * queue.c - the completion queue's life: create, the eventfd signal, the wake that moves a
- * completed op to the owner, posting owner-side completions, and destroy.
+ * completed op to the owner, the token hook, posting owner-side completions, withdrawing
+ * a waiting op, close and destroy.
  */
 #include "fd_internal.h"
 
@@ -11,19 +12,19 @@
 #include <time.h>
 #include <unistd.h>
 
-void band_fdq_op_init(band_fdq_op *op, void *data)
+void band_fd_queue_op_init(band_fd_queue_op *op, void *data)
 {
     if (op == NULL)
         return;
-    *op = (band_fdq_op){0};
+    *op = (band_fd_queue_op){0};
     op->data = data;
 }
 
-int band_fdq_create(band_fdq **out)
+int band_fd_queue_create(band_fd_queue **out)
 {
     if (out == NULL)
         return BAND_EINVAL;
-    band_fdq *q = calloc(1, sizeof(*q));
+    band_fd_queue *q = calloc(1, sizeof(*q));
     if (q == NULL)
         return BAND_ENOMEM;
     q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -34,6 +35,7 @@ int band_fdq_create(band_fdq **out)
     }
     band__ready_init(&q->ready);
     atomic_init(&q->armed, 0);
+    atomic_init(&q->cancel_scan, 0);
     band__dl_init(&q->heap);
     q->batch_head = NULL;
     q->batch_tail = &q->batch_head;
@@ -44,17 +46,17 @@ int band_fdq_create(band_fdq **out)
     return 0;
 }
 
-int band_fdq_fd(const band_fdq *q)
+int band_fd_queue_fd(const band_fd_queue *q)
 {
     return q == NULL ? BAND_EINVAL : q->efd;
 }
 
-size_t band_fdq_count(const band_fdq *q)
+size_t band_fd_queue_count(const band_fd_queue *q)
 {
     return q == NULL ? 0 : q->count;
 }
 
-void band__fdq_signal(band_fdq *q)
+void band__fd_queue_signal(band_fd_queue *q)
 {
     const uint64_t one = 1;
     /* Only EAGAIN is possible (the counter is at its maximum), and then the fd is
@@ -68,29 +70,42 @@ void band__fdq_signal(band_fdq *q)
  * the op before the push: from then on the owner may reap and free it. The decrement of
  * armed is its last access to the queue.
  */
-void band__fdq_wake(band_waiter *w)
+void band__fd_queue_wake(band_waiter *w)
 {
-    band_fdq_op *op = (band_fdq_op *)w->data;
-    band_fdq *q = op->_q;
+    band_fd_queue_op *op = (band_fd_queue_op *)w->data;
+    band_fd_queue *q = op->_q;
     if (band__ready_push(&q->ready, &op->_ready))
-        band__fdq_signal(q);
+        band__fd_queue_signal(q);
     atomic_fetch_sub_explicit(&q->armed, 1, memory_order_release);
 }
 
-void band__fdq_post(band_fdq *q, band_fdq_op *op)
+/*
+ * The hook of every op with a token (any thread, maybe a signal handler, under the
+ * token's lock). An atomic store and a write(): both async-signal-safe. The queue is
+ * alive: hand-back removes the hook before the op or the queue goes.
+ */
+void band__fd_queue_hook(band_cancel_hook *h)
+{
+    band_fd_queue_op *op = h->data;
+    band_fd_queue *q = op->_q;
+    atomic_store_explicit(&q->cancel_scan, 1, memory_order_seq_cst);
+    band__fd_queue_signal(q);
+}
+
+void band__fd_queue_post(band_fd_queue *q, band_fd_queue_op *op)
 {
     if (band__ready_push(&q->ready, &op->_ready))
-        band__fdq_signal(q);
+        band__fd_queue_signal(q);
 }
 
-void band__fdq_finish(band_fdq *q, band_fdq_op *op, int status)
+void band__fd_queue_finish(band_fd_queue *q, band_fd_queue_op *op, int status)
 {
-    op->status = status;
-    op->_state = BAND__FDQ_DONE;
-    band__fdq_forget_deadline(q, op);
+    op->_result = status; /* op->status stays BAND_PENDING until the hand-back */
+    op->_state = BAND__FD_QUEUE_DONE;
+    band__fd_queue_forget_deadline(q, op);
 }
 
-void band__fdq_forget_deadline(band_fdq *q, band_fdq_op *op)
+void band__fd_queue_forget_deadline(band_fd_queue *q, band_fd_queue_op *op)
 {
     if (op->_in_heap) {
         band__dl_remove(&q->heap, &op->_dl);
@@ -98,9 +113,13 @@ void band__fdq_forget_deadline(band_fdq *q, band_fdq_op *op)
     }
 }
 
-void band__fdq_hand_back(band_fdq *q, band_fdq_op *op)
+void band__fd_queue_hand_back(band_fd_queue *q, band_fd_queue_op *op)
 {
-    band__fdq_forget_deadline(q, op);
+    band__fd_queue_forget_deadline(q, op);
+    if (op->_hooked) {
+        (void)band_cancel_hook_remove(&op->_hook); /* waits for a hook still running */
+        op->_hooked = 0;
+    }
     if (op->_prev != NULL)
         op->_prev->_next = op->_next;
     else
@@ -113,17 +132,35 @@ void band__fdq_hand_back(band_fdq *q, band_fdq_op *op)
     op->_prev = NULL;
     q->count--;
 
-    if (op->_state == BAND__FDQ_WAITING)
-        op->status = band_waiter_status(band__fdq_waiter(op));
-    if (op->_kind == BAND__FDQ_RECV && op->status == 0 && op->_a.bytes_out != NULL)
-        *op->_a.bytes_out = op->_u.recv.bytes;
-    op->_state = BAND__FDQ_IDLE;
+    if (op->_state == BAND__FD_QUEUE_WAITING && op->_w != NULL)
+        op->status = band_waiter_status(op->_w); /* its wake pushed it */
+    else
+        op->status = op->_result; /* decided by the owner */
+    op->_state = BAND__FD_QUEUE_IDLE;
     op->_ready.next = NULL;
     op->_q = NULL;
 }
 
-/* Wait until no wake can touch @q any more: they only push and signal, so this is short. */
-static void wait_unarmed(band_fdq *q)
+int band__fd_queue_withdraw(band_fd_queue *q, band_fd_queue_op *op, int reason, int post)
+{
+    if (!op->_timed) {
+        if (band_waiter_cancel(op->_w, reason) != 0) {
+            /* BAND_EALREADY: completed, its wake brings the result. BAND_EINVAL: another
+             * party cancelled the waiter and calls its wake itself (a shutdown token's
+             * watch). Either way a wake comes. */
+            return BAND_EALREADY;
+        }
+        atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
+    }
+    band__fd_queue_finish(q, op, reason);
+    if (post)
+        band__fd_queue_post(q, op);
+    return 0;
+}
+
+/* Wait until no wake can touch @q any more: with no op left to the queue, a wake can only
+ * be between its push and its decrement (a signal), so this is short. */
+static void wait_unarmed(band_fd_queue *q)
 {
     unsigned spins = 0;
     while (atomic_load_explicit(&q->armed, memory_order_acquire) != 0) {
@@ -136,34 +173,33 @@ static void wait_unarmed(band_fdq *q)
     }
 }
 
-int band_fdq_destroy(band_fdq *q, band_fdq_drop_fn *drop, void *ctx)
+int band_fd_queue_close(band_fd_queue *q)
 {
     if (q == NULL)
         return BAND_EINVAL;
-    /* 1. Withdraw every op still queued on its primitive. */
-    for (band_fdq_op *op = q->first; op != NULL; op = op->_next) {
-        if (op->_state != BAND__FDQ_WAITING)
-            continue;
-        if (band_waiter_cancel(band__fdq_waiter(op), BAND_ECANCELED) == 0) {
-            band__fdq_finish(q, op, BAND_ECANCELED);
-            atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-        } /* else BAND_EALREADY: its wake has run or is running */
-    }
-    /* 2. Wait for the wakes that won. Every owned op then has its final result. */
+    q->closed = 1;
+    /* Withdraw every op still waiting, due times included. Withdrawing never unlinks from
+     * the owned list (the hand-back at reap does), so the walk is safe even when a cancel
+     * completes other ops of this queue. A BOUND op is withdrawn by its start. */
+    for (band_fd_queue_op *op = q->first; op != NULL; op = op->_next)
+        if (op->_state == BAND__FD_QUEUE_WAITING)
+            (void)band__fd_queue_withdraw(q, op, BAND_ECANCELED, 1);
+    return 0;
+}
+
+int band_fd_queue_is_closed(const band_fd_queue *q)
+{
+    return q != NULL && q->closed;
+}
+
+int band_fd_queue_destroy(band_fd_queue *q)
+{
+    if (q == NULL)
+        return 0;
+    if (q->count != 0)
+        return BAND_EBUSY;
+    /* Every op was handed back; a wake may still be returning from its push. */
     wait_unarmed(q);
-    /* 3. Hand every op back once, in submission order. */
-    while (q->first != NULL) {
-        band_fdq_op *op = q->first;
-        band__fdq_hand_back(q, op);
-        if (drop != NULL) {
-            drop(op, ctx); /* may free op */
-        } else if (op->_kind == BAND__FDQ_ACQUIRE && op->status == 0 && op->_a.acq.n > 0) {
-            /* Released, not leaked. It cannot overflow: these permits were granted. */
-            int rc = band_sem_release(op->_a.acq.sem, op->_a.acq.n);
-            (void)rc;
-            op->_taken = 1;
-        }
-    }
     if (close(q->efd) != 0) {
         /* Nothing to do: the fd is released even when close reports an error. */
     }

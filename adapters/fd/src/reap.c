@@ -1,6 +1,7 @@
 /*
  * reap.c - handing completed operations back to the owner, timing out those whose
- * deadline passed, and telling the loop how long it may sleep.
+ * deadline passed, completing timed operations that fell due, cancelling those whose
+ * token was requested, and telling the loop how long it may sleep.
  */
 #include "fd_internal.h"
 
@@ -9,7 +10,7 @@
 #include <unistd.h>
 
 /* Append the nodes of the FIFO chain @n to the owner's batch. */
-static void batch_append(band_fdq *q, struct band__ready_node *n)
+static void batch_append(band_fd_queue *q, struct band__ready_node *n)
 {
     while (n != NULL) {
         struct band__ready_node *next = n->next;
@@ -20,7 +21,7 @@ static void batch_append(band_fdq *q, struct band__ready_node *n)
     }
 }
 
-static struct band__ready_node *batch_pop(band_fdq *q)
+static struct band__ready_node *batch_pop(band_fd_queue *q)
 {
     struct band__ready_node *n = q->batch_head;
     if (n != NULL) {
@@ -33,39 +34,62 @@ static struct band__ready_node *batch_pop(band_fdq *q)
 }
 
 /*
- * Time out every op whose deadline is at or before now, earliest first. A cancel that
- * returns 0 ends the op here: it is posted like any completion, after the wakes that its
- * returned units ran (so the ready list stays in completion order). BAND_EALREADY means
- * its wake won and brings the real result, so only the deadline is dropped.
+ * Time out every op whose deadline is at or before now, earliest first, and complete every
+ * timed op that fell due. A cancel that returns 0 ends the op here: it is posted like any
+ * completion, after the wakes that its returned units ran (so the ready list stays in
+ * completion order). BAND_EALREADY means its wake won and brings the real result, so only
+ * the deadline is dropped.
  */
-static void expire(band_fdq *q)
+static void expire(band_fd_queue *q)
 {
     struct band__dl_node *min = band__dl_min(&q->heap);
     if (min == NULL || min->deadline == BAND_FOREVER)
         return;
     band_time now = band_now();
     while (min != NULL && min->deadline <= now) {
-        band_fdq_op *op = band__fdq_op_of_dl(min);
-        band__fdq_forget_deadline(q, op);
-        if (band_waiter_cancel(band__fdq_waiter(op), BAND_ETIMEDOUT) == 0) {
-            atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-            band__fdq_finish(q, op, BAND_ETIMEDOUT);
-            band__fdq_post(q, op);
+        band_fd_queue_op *op = band__fd_queue_op_of_dl(min);
+        band__fd_queue_forget_deadline(q, op);
+        if (op->_timed) {
+            band__fd_queue_finish(q, op, 0); /* due */
+            band__fd_queue_post(q, op);
+        } else {
+            (void)band__fd_queue_withdraw(q, op, BAND_ETIMEDOUT, 1);
         }
         min = band__dl_min(&q->heap);
     }
 }
 
-size_t band_fdq_reap(band_fdq *q, band_fdq_op **out, size_t max)
+/* Cancel, with BAND_ECANCELED, every waiting op whose token was requested. Returns 1 when
+ * it withdrew any (their posts signalled the eventfd). */
+static int scan_tokens(band_fd_queue *q)
+{
+    int posted = 0;
+    for (band_fd_queue_op *op = q->first; op != NULL; op = op->_next)
+        if (op->_state == BAND__FD_QUEUE_WAITING && op->_hooked &&
+            band_cancel_is_requested(op->_cancel))
+            posted |= band__fd_queue_withdraw(q, op, BAND_ECANCELED, 1) == 0;
+    return posted;
+}
+
+size_t band_fd_queue_reap(band_fd_queue *q, band_fd_queue_op **out, size_t max)
 {
     if (q == NULL || (out == NULL && max > 0))
         return 0;
     /* Timeouts first: their posts (and their signal) are collected just below. */
     expire(q);
-    /* Drain the signal BEFORE taking the list: a push the take misses signals again. */
+    /* Drain the signal BEFORE looking at the token flag and taking the list: a push or a
+     * hook that they miss signals again. */
     uint64_t signals;
     ssize_t rd = read(q->efd, &signals, sizeof(signals));
     (void)rd; /* EAGAIN: nothing was signalled; the list is taken anyway */
+    /* The withdrawals of a scan signalled for the list taken below: consume that signal
+     * too, so the fd does not stay readable for nothing, and look at the flag again, since
+     * that read may also have consumed a later hook's signal. */
+    while (atomic_exchange_explicit(&q->cancel_scan, 0, memory_order_seq_cst))
+        if (scan_tokens(q)) {
+            rd = read(q->efd, &signals, sizeof(signals));
+            (void)rd;
+        }
     batch_append(q, band__ready_take(&q->ready));
 
     size_t n = 0;
@@ -73,16 +97,16 @@ size_t band_fdq_reap(band_fdq *q, band_fdq_op **out, size_t max)
         struct band__ready_node *node = batch_pop(q);
         if (node == NULL)
             break;
-        band_fdq_op *op = band__fdq_op_of_ready(node);
-        band__fdq_hand_back(q, op);
+        band_fd_queue_op *op = band__fd_queue_op_of_ready(node);
+        band__fd_queue_hand_back(q, op);
         out[n++] = op;
     }
     if (q->batch_head != NULL)
-        band__fdq_signal(q); /* more than @max: the loop must come back */
+        band__fd_queue_signal(q); /* more than @max: the loop must come back */
     return n;
 }
 
-band_time band_fdq_next_deadline(const band_fdq *q)
+band_time band_fd_queue_next_deadline(const band_fd_queue *q)
 {
     if (q == NULL)
         return BAND_FOREVER;
@@ -90,9 +114,9 @@ band_time band_fdq_next_deadline(const band_fdq *q)
     return min == NULL ? BAND_FOREVER : min->deadline;
 }
 
-int band_fdq_timeout_ms(const band_fdq *q)
+int band_fd_queue_timeout_ms(const band_fd_queue *q)
 {
-    band_time d = band_fdq_next_deadline(q);
+    band_time d = band_fd_queue_next_deadline(q);
     if (d == BAND_FOREVER)
         return -1;
     band_time now = band_now();

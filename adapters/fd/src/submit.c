@@ -1,28 +1,31 @@
 /*
- * submit.c - putting operations into the queue (acquire, send, receive) and taking them
- * out again (cancel).
+ * submit.c - putting operations into the queue (bind, start, timed operations) and taking
+ * them out again (cancel).
  *
- * Every submission follows one recipe: claim the op (owned list, armed count, waiter
- * with our wake), then ask the primitive. A deadline already at or before band_now()
- * means "do not wait", so the primitive's try function answers (BAND_EAGAIN becomes
- * BAND_ETIMEDOUT; nothing queues, as for the blocking calls); otherwise its _async
- * function does. On its answer:
- *   BAND_PENDING  keep the op WAITING, its deadline in the heap (reap times it out);
- *   BAND_EINVAL   undo everything: a misuse is answered here and never reported;
- *   anything else it completed during the call (granted or refused) and no wake will
- *                 come: post it, so reap reports it like every other completion.
+ * Bind claims the op (owned list, armed count, the waiter with our wake) before the
+ * primitive sees the waiter: its wake may run on another thread as soon as the _async
+ * call queued it. Start then takes the _async call's answer:
+ *   BAND_PENDING  keep the op WAITING, its deadline in the heap (reap times it out) and
+ *                 its hook on the token (reap cancels it); a closed queue, a deadline
+ *                 already past or a token already requested withdraws it at once;
+ *   anything else it completed or failed during the call and no wake will come: post it,
+ *                 so reap reports it like every other completion.
+ * See fd_internal.h for the design notes.
  */
 #include "fd_internal.h"
 
-/* Owner: make @op owned by @q and WAITING, with a fresh waiter. */
-static void claim(band_fdq *q, band_fdq_op *op, unsigned char kind, band_time deadline)
+/* Owner: make @op owned by @q in @state. */
+static void claim(band_fd_queue *q, band_fd_queue_op *op, unsigned char state, band_time deadline,
+                  band_cancel *cancel)
 {
     op->status = BAND_PENDING;
-    op->_kind = kind;
-    op->_state = BAND__FDQ_WAITING;
+    op->_state = state;
     op->_in_heap = 0;
-    op->_taken = 0;
+    op->_hooked = 0;
+    op->_timed = 0;
     op->_q = q;
+    op->_cancel = cancel;
+    op->_deadline = deadline;
     op->_ready.next = NULL;
     op->_next = NULL;
     op->_prev = q->last;
@@ -32,115 +35,126 @@ static void claim(band_fdq *q, band_fdq_op *op, unsigned char kind, band_time de
         q->first = op;
     q->last = op;
     q->count++;
-    band_waiter_init(band__fdq_waiter(op), band__fdq_wake, op);
-    band__fdq_waiter(op)->deadline = deadline;
+}
+
+/* A refusal (@rc): an idle op says so in its status; an op a queue owns is left alone. */
+static int refuse_with(band_fd_queue_op *op, int rc)
+{
+    if (op != NULL && op->_state == BAND__FD_QUEUE_IDLE)
+        op->status = rc;
+    return rc;
+}
+
+/* A misuse. */
+static int refuse(band_fd_queue_op *op)
+{
+    return refuse_with(op, BAND_EINVAL);
+}
+
+int band_fd_queue_bind(band_fd_queue *q, band_fd_queue_op *op, band_waiter *w, band_time deadline,
+                       band_cancel *cancel)
+{
+    if (q == NULL || op == NULL || op->_state != BAND__FD_QUEUE_IDLE || w == NULL ||
+        band_waiter_is_pending(w))
+        return refuse(op);
+    if (q->closed)
+        return refuse_with(op, BAND_ECLOSED);
+    claim(q, op, BAND__FD_QUEUE_BOUND, deadline, cancel);
+    op->_w = w;
+    band_waiter_init(w, band__fd_queue_wake, op);
+    w->deadline = deadline;
     /* Before the primitive sees the waiter: its wake may run on another thread at once. */
     atomic_fetch_add_explicit(&q->armed, 1, memory_order_relaxed);
+    return 0;
 }
 
-/* Owner: undo claim() after BAND_EINVAL. */
-static void unclaim(band_fdq *q, band_fdq_op *op)
+/* Owner: put a WAITING @op's due time or deadline into the heap. */
+static void add_deadline(band_fd_queue *q, band_fd_queue_op *op)
 {
-    atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-    op->_state = BAND__FDQ_DONE;
-    op->status = BAND_EINVAL;
-    band__fdq_hand_back(q, op);
+    band__dl_insert(&q->heap, &op->_dl, op->_deadline);
+    op->_in_heap = 1;
 }
 
-/* Owner: the common tail of every submission; @rc is the primitive's answer. */
-static int settle(band_fdq *q, band_fdq_op *op, int rc, band_time deadline)
+/* Owner: hook a WAITING @op's token. 0: hooked (or no token); BAND_ECANCELED: requested. */
+static int hook_token(band_fd_queue_op *op)
 {
-    if (rc == BAND_PENDING) {
-        if (deadline != BAND_FOREVER) {
-            band__dl_insert(&q->heap, &op->_dl, deadline);
-            op->_in_heap = 1;
-        }
+    if (op->_cancel == NULL)
+        return 0;
+    band_cancel_hook_init(&op->_hook, band__fd_queue_hook, op);
+    int rc = band_cancel_hook_add(op->_cancel, &op->_hook);
+    if (rc == 0)
+        op->_hooked = 1;
+    return rc == BAND_ECANCELED ? rc : 0;
+}
+
+int band_fd_queue_start(band_fd_queue_op *op, int rc)
+{
+    if (op == NULL || op->_state != BAND__FD_QUEUE_BOUND)
+        return refuse(op);
+    band_fd_queue *q = op->_q;
+    band_waiter *w = op->_w;
+    if ((rc > 0 && rc != BAND_PENDING) || w->wake != band__fd_queue_wake || w->data != op) {
+        atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
+        band__fd_queue_finish(q, op, BAND_EINVAL);
+        band__fd_queue_hand_back(q, op); /* never reported: idle, status BAND_EINVAL */
+        return BAND_EINVAL;
+    }
+    if (rc != BAND_PENDING) {
+        /* Completed or refused by the primitive at once: no wake will come. */
+        atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
+        band__fd_queue_finish(q, op, rc);
+        band__fd_queue_post(q, op);
         return 0;
     }
-    if (rc == BAND_EINVAL) {
-        unclaim(q, op);
-        return BAND_EINVAL;
+    op->_state = BAND__FD_QUEUE_WAITING;
+    if (q->closed) {
+        (void)band__fd_queue_withdraw(q, op, BAND_ECANCELED, 1); /* closed meanwhile */
+        return 0;
     }
-    atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-    band__fdq_finish(q, op, rc);
-    band__fdq_post(q, op);
+    band_time deadline = op->_deadline;
+    if (deadline != BAND_FOREVER && deadline <= band_now()) {
+        (void)band__fd_queue_withdraw(q, op, BAND_ETIMEDOUT, 1); /* past: do not wait */
+        return 0;
+    }
+    if (hook_token(op) == BAND_ECANCELED) {
+        (void)band__fd_queue_withdraw(q, op, BAND_ECANCELED, 1); /* requested: do not wait */
+        return 0;
+    }
+    if (deadline != BAND_FOREVER)
+        add_deadline(q, op);
     return 0;
 }
 
-static int usable(const band_fdq *q, const band_fdq_op *op)
+int band_fd_queue_at(band_fd_queue *q, band_fd_queue_op *op, band_time deadline,
+                     band_cancel *cancel)
 {
-    return q != NULL && op != NULL && op->_state == BAND__FDQ_IDLE;
-}
-
-/* A misuse: an idle op says so in its status; an op a queue owns is left alone. */
-static int refuse(band_fdq_op *op)
-{
-    if (op != NULL && op->_state == BAND__FDQ_IDLE)
-        op->status = BAND_EINVAL;
-    return BAND_EINVAL;
-}
-
-/* 1 when @deadline has passed: the submission must not wait. */
-static int passed(band_time deadline)
-{
-    return deadline != BAND_FOREVER && deadline <= band_now();
-}
-
-/* A try function's "would wait" is a timeout for a submission that must not wait. */
-static int no_wait(int rc)
-{
-    return rc == BAND_EAGAIN ? BAND_ETIMEDOUT : rc;
-}
-
-int band_fdq_acquire(band_fdq *q, band_fdq_op *op, band_sem *s, uint64_t n, band_time deadline)
-{
-    if (!usable(q, op) || s == NULL || n > BAND_MAX_UNITS)
+    if (q == NULL || op == NULL || op->_state != BAND__FD_QUEUE_IDLE)
         return refuse(op);
-    claim(q, op, BAND__FDQ_ACQUIRE, deadline);
-    op->_a.acq.sem = s;
-    op->_a.acq.n = n;
-    int rc = passed(deadline) ? no_wait(band_sem_try_acquire(s, n))
-                              : band_sem_acquire_async(s, n, band__fdq_waiter(op));
-    return settle(q, op, rc, deadline);
+    if (q->closed)
+        return refuse_with(op, BAND_ECLOSED);
+    claim(q, op, BAND__FD_QUEUE_WAITING, deadline, cancel);
+    op->_w = NULL;
+    op->_timed = 1;
+    if (deadline <= band_now()) {
+        /* Due: as a grant, it wins over a requested token. */
+        band__fd_queue_finish(q, op, 0);
+        band__fd_queue_post(q, op);
+        return 0;
+    }
+    if (hook_token(op) == BAND_ECANCELED) {
+        band__fd_queue_finish(q, op, BAND_ECANCELED);
+        band__fd_queue_post(q, op);
+        return 0;
+    }
+    add_deadline(q, op);
+    return 0;
 }
 
-int band_fdq_send(band_fdq *q, band_fdq_op *op, band_chan *c, const void *elem, uint64_t bytes,
-                  band_time deadline)
+int band_fd_queue_cancel(band_fd_queue_op *op)
 {
-    if (!usable(q, op) || c == NULL || elem == NULL)
-        return refuse(op);
-    claim(q, op, BAND__FDQ_SEND, deadline);
-    op->_a.bytes_out = NULL;
-    int rc = passed(deadline) ? no_wait(band_chan_try_send(c, elem, bytes))
-                              : band_chan_send_async(c, elem, bytes, &op->_u.send);
-    return settle(q, op, rc, deadline);
-}
-
-int band_fdq_recv(band_fdq *q, band_fdq_op *op, band_chan *c, void *out, uint64_t *bytes,
-                  band_time deadline)
-{
-    if (!usable(q, op) || c == NULL || out == NULL)
-        return refuse(op);
-    claim(q, op, BAND__FDQ_RECV, deadline);
-    op->_u.recv.bytes = 0; /* the try path writes it only on success */
-    op->_a.bytes_out = bytes;
-    int rc = passed(deadline) ? no_wait(band_chan_try_recv(c, out, &op->_u.recv.bytes))
-                              : band_chan_recv_async(c, out, &op->_u.recv);
-    return settle(q, op, rc, deadline);
-}
-
-int band_fdq_cancel(band_fdq_op *op)
-{
-    if (op == NULL || op->_state == BAND__FDQ_IDLE)
+    if (op == NULL || op->_state == BAND__FD_QUEUE_IDLE || op->_state == BAND__FD_QUEUE_BOUND)
         return BAND_EINVAL;
-    if (op->_state == BAND__FDQ_DONE)
+    if (op->_state == BAND__FD_QUEUE_DONE)
         return BAND_EALREADY;
-    band_fdq *q = op->_q;
-    int rc = band_waiter_cancel(band__fdq_waiter(op), BAND_ECANCELED);
-    if (rc != 0)
-        return BAND_EALREADY; /* the wake won: it reports the real result */
-    atomic_fetch_sub_explicit(&q->armed, 1, memory_order_relaxed);
-    band__fdq_finish(q, op, BAND_ECANCELED);
-    band__fdq_post(q, op);
-    return 0;
+    return band__fd_queue_withdraw(op->_q, op, BAND_ECANCELED, 1);
 }

@@ -1,5 +1,5 @@
 /*
- * fd_layout.h - sizes and offsets of struct band_fdq_op, as one translation unit sees them.
+ * fd_layout.h - sizes and offsets of struct band_fd_queue_op, as one translation unit sees them.
  */
 #ifndef BAND_FD_LAYOUT_H
 #define BAND_FD_LAYOUT_H
@@ -11,6 +11,7 @@ struct fdt_layout {
     size_t ready_off, ready_size;
     size_t dl_off, dl_size;
     size_t dl_deadline_off, dl_child_off, dl_sibling_off, dl_prev_off;
+    size_t hook_off;
 };
 
 /* The library's view (fd_layout.c). */

@@ -1,20 +1,24 @@
 /*
- * stress_fd.c - one owner thread drives a band_fdq through an epoll loop while other
+ * stress_fd.c - one owner thread drives a band_fd_queue through an epoll loop while other
  * threads hold and release permits, send and receive on the same semaphore and channel.
  *
  * The owner keeps a pool of ops busy: acquisitions, sends and receives with deadlines
- * that are infinite, already passed, or a few hundred microseconds away; it cancels ops
- * at random (sometimes twice), reaps in batches of random size (so partial batches and
- * re-signalling happen all the time), and now and then destroys the queue with ops still
- * pending and starts a new one (so destroy races with wakes on the other threads).
+ * that are infinite, already passed, or a few hundred microseconds away, and band_fd_queue_at()
+ * operations due a few hundred microseconds ahead, some of them under cancellation tokens
+ * that another thread requests at random (the owner replaces a requested token once no op
+ * uses it); it cancels ops at random (sometimes twice), reaps in batches of random size
+ * (so partial batches and re-signalling happen all the time), and now and then closes
+ * the queue with ops still pending, reaps what is left, destroys it and starts a new one
+ * (so close races with wakes on the other threads, and destroy with their last steps).
  *
  * Checked (by the owner, which is the test's main thread, after the workers joined):
- *  - every submission is reported exactly once, through reap or through destroy's drop
- *    function, and never while the queue still owns it twice;
- *  - a status of BAND_ECANCELED comes only from a cancel that returned 0 (or destroy), and
- *    a cancel that returned 0 always ends in BAND_ECANCELED;
- *  - BAND_ETIMEDOUT is never reported before its deadline (band_now() after the reap is
- *    at or past it);
+ *  - every submission is reported exactly once by reap, also after a close, and destroy
+ *    refuses a queue that still owns ops and frees one that owns none;
+ *  - a status of BAND_ECANCELED comes only from a cancel that returned 0, a requested
+ *    token, or close, and a cancel that returned 0 always ends in BAND_ECANCELED;
+ *  - BAND_ETIMEDOUT is never reported before its deadline, nor a due time before it came
+ *    (band_now() after the reap is at or past it);
+ *  - every token's hooks are gone at the end (it can be destroyed);
  *  - every element whose send was reported 0 is received exactly once (by the owner, the
  *    consumer thread, or the final drain), and no element whose send failed ever is;
  *  - at quiescence every permit is back: available == the initial count, no waiter left.
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PERMITS   6
@@ -37,7 +42,9 @@
 #define MAX_ITERS 400000
 #define WALL_NS   (2 * BAND_SEC)
 
-enum { K_ACQ, K_SEND, K_RECV };
+#define TOKENS 3
+
+enum { K_ACQ, K_SEND, K_RECV, K_AT };
 enum { FROM_OWNER = 0, FROM_PRODUCER = 1 };
 
 struct elem {
@@ -52,14 +59,17 @@ struct ledger {
 };
 
 struct sop {
-    band_fdq_op op;
+    band_fd_queue_op op;
+    band_waiter w;               /* acquisitions */
+    struct band_chan_send_op so; /* sends */
+    struct band_chan_recv_op ro; /* receives */
+    int tok;                     /* index of its token, or -1 */
     int kind;
     uint64_t n;
     band_time deadline;
     int owned;     /* a queue owns it */
     int cancel_ok; /* a cancel returned 0 for this submission */
     struct elem sbuf, rbuf;
-    uint64_t rbytes;
 };
 
 struct world {
@@ -72,6 +82,11 @@ struct world {
     atomic_int wfailed; /* first failure seen by a worker (claimed once) */
     uint64_t submitted, reported, cancels0, timeouts, destroys, reaps;
     uint64_t owner_seq;
+    pthread_mutex_t mu;       /* tok[] against the requesting thread */
+    band_cancel *tok[TOKENS]; /* replaced by the owner once requested and unused */
+    unsigned refs[TOKENS];    /* owner only: ops bound under tok[i] */
+    uint64_t token_cancels, tokens_made, due, due_cancels;
+    atomic_uint_fast64_t requests;
 };
 
 static void wfail(struct world *w, const char *msg, uint64_t a)
@@ -164,8 +179,8 @@ static int consumer_main(void *arg)
 /* ---------------------------------------------------------------------------------- */
 /* The owner                                                                           */
 
-/* One report of @s with status @st; @by_destroy allows a cancel nobody asked for. */
-static void account(struct world *w, struct sop *s, int st, int by_destroy)
+/* One report of @s with status @st; @by_close allows a cancel nobody asked for. */
+static void account(struct world *w, struct sop *s, int st, int by_close)
 {
     if (!s->owned) {
         FAIL(w, "op reported while no queue owned it (kind %d, status %d)", s->kind, st);
@@ -175,8 +190,14 @@ static void account(struct world *w, struct sop *s, int st, int by_destroy)
     w->reported++;
     if (s->cancel_ok && st != BAND_ECANCELED)
         FAIL(w, "cancel returned 0 but the op ended with %d", st);
-    if (st == BAND_ECANCELED && !s->cancel_ok && !by_destroy)
-        FAIL(w, "BAND_ECANCELED without a successful cancel");
+    int by_token = s->tok >= 0 && band_cancel_is_requested(w->tok[s->tok]);
+    if (st == BAND_ECANCELED && !s->cancel_ok && !by_close) {
+        if (!by_token)
+            FAIL(w, "BAND_ECANCELED without a successful cancel or a requested token");
+        w->token_cancels++;
+    }
+    if (s->tok >= 0)
+        w->refs[s->tok]--;
     if (st == BAND_ETIMEDOUT) {
         w->timeouts++;
         if (s->deadline == BAND_FOREVER || band_now() < s->deadline)
@@ -186,12 +207,18 @@ static void account(struct world *w, struct sop *s, int st, int by_destroy)
         FAIL(w, "unexpected status %d (kind %d)", st, s->kind);
     switch (s->kind) {
     case K_ACQ:
+        if (st == 0 && band_sem_release(w->sem, s->n) != 0) /* the owner's permits */
+            FAIL(w, "permit release failed");
+        break;
+    case K_AT:
+        if (st == BAND_ETIMEDOUT)
+            FAIL(w, "a due time reported BAND_ETIMEDOUT");
         if (st == 0) {
-            band_permit p = BAND_PERMIT_INIT;
-            if (band_fdq_op_take_permit(&s->op, &p) != 0 || p.count != s->n)
-                FAIL(w, "take_permit failed on a granted op");
-            if (band_permit_release(&p) != 0)
-                FAIL(w, "permit release failed");
+            w->due++;
+            if (band_now() < s->deadline)
+                FAIL(w, "a due time reported before it came");
+        } else {
+            w->due_cancels++;
         }
         break;
     case K_SEND:
@@ -206,25 +233,15 @@ static void account(struct world *w, struct sop *s, int st, int by_destroy)
         break;
     case K_RECV:
         if (st == 0) {
-            if (s->rbytes != 1)
-                FAIL(w, "received bytes %llu, want 1", (unsigned long long)s->rbytes);
+            if (s->ro.bytes != 1)
+                FAIL(w, "received bytes %llu, want 1", (unsigned long long)s->ro.bytes);
             mark_received(w, &s->rbuf, 0);
         }
         break;
     }
 }
 
-struct drop_ctx {
-    struct world *w;
-};
-
-static void drop_fn(band_fdq_op *op, void *ctx)
-{
-    struct drop_ctx *d = ctx;
-    account(d->w, (struct sop *)op->data, op->status, 1);
-}
-
-static void submit_one(struct world *w, band_fdq *q, struct sop *s, uint64_t *rng)
+static void submit_one(struct world *w, band_fd_queue *q, struct sop *s, uint64_t *rng)
 {
     uint64_t r = test_rng_range(rng, 0, 99);
     band_time deadline =
@@ -233,25 +250,36 @@ static void submit_one(struct world *w, band_fdq *q, struct sop *s, uint64_t *rn
                  : band_deadline_after((band_time)test_rng_range(rng, 0, 400) * BAND_USEC);
     s->deadline = deadline;
     s->cancel_ok = 0;
-    s->rbytes = 0;
-    int kind = (int)test_rng_range(rng, 0, 2);
+    int kind = (int)test_rng_range(rng, 0, 3);
     if (kind == K_SEND && w->owner_seq >= MAX_SEQ)
         kind = K_ACQ;
     s->kind = kind;
+    s->tok = (int)test_rng_range(rng, 0, TOKENS * 2 - 1) - TOKENS; /* half of them: none */
+    if (s->tok < 0)
+        s->tok = -1;
+    band_cancel *tok = s->tok >= 0 ? w->tok[s->tok] : NULL;
     int rc;
     switch (kind) {
     case K_ACQ:
         s->n = test_rng_range(rng, 1, 3);
-        rc = band_fdq_acquire(q, &s->op, w->sem, s->n, deadline);
+        rc = fdt_acquire_tok(q, &s->op, &s->w, w->sem, s->n, deadline, tok);
         break;
     case K_SEND:
         s->sbuf = (struct elem){FROM_OWNER, 0, w->owner_seq++};
         /* Marked sent before the submission: a receiver may take it at once. */
         atomic_store(&w->led.sent[FROM_OWNER][s->sbuf.seq], 1);
-        rc = band_fdq_send(q, &s->op, w->ch, &s->sbuf, 1, deadline);
+        rc = band_fd_queue_bind(q, &s->op, &s->so.w, deadline, tok);
+        if (rc == 0)
+            rc = band_fd_queue_start(&s->op, band_chan_send_async(w->ch, &s->sbuf, 1, &s->so));
+        break;
+    case K_RECV:
+        rc = band_fd_queue_bind(q, &s->op, &s->ro.w, deadline, tok);
+        if (rc == 0)
+            rc = band_fd_queue_start(&s->op, band_chan_recv_async(w->ch, &s->rbuf, &s->ro));
         break;
     default:
-        rc = band_fdq_recv(q, &s->op, w->ch, &s->rbuf, &s->rbytes, deadline);
+        s->deadline = band_deadline_after((band_time)test_rng_range(rng, 0, 400) * BAND_USEC);
+        rc = band_fd_queue_at(q, &s->op, s->deadline, tok);
         break;
     }
     if (rc != 0) {
@@ -259,20 +287,76 @@ static void submit_one(struct world *w, band_fdq *q, struct sop *s, uint64_t *rn
         return;
     }
     s->owned = 1;
+    if (s->tok >= 0)
+        w->refs[s->tok]++;
     w->submitted++;
+}
+
+/* A requested token no op uses any more is destroyed and replaced by a fresh one. */
+static void renew_tokens(struct world *w)
+{
+    for (int k = 0; k < TOKENS; k++) {
+        if (w->refs[k] != 0 || !band_cancel_is_requested(w->tok[k]))
+            continue;
+        pthread_mutex_lock(&w->mu);
+        if (band_cancel_destroy(w->tok[k]) != 0 || band_cancel_create(&w->tok[k], NULL) != 0)
+            FAIL(w, "could not replace a requested token");
+        pthread_mutex_unlock(&w->mu);
+        w->tokens_made++;
+    }
+}
+
+static int requester_main(void *arg)
+{
+    struct world *w = arg;
+    uint64_t rng = 0x7e57;
+    while (!atomic_load(&w->stop)) {
+        struct timespec ts = {0, (long)test_rng_range(&rng, 100, 800) * 1000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&w->mu);
+        if (band_cancel_request(w->tok[test_rng_range(&rng, 0, TOKENS - 1)]) == 0)
+            atomic_fetch_add(&w->requests, 1);
+        pthread_mutex_unlock(&w->mu);
+    }
+    return 0;
+}
+
+/* Close @q with ops pending (racing with the workers' wakes), reap what is left (wakes
+ * that won the race still arrive through the eventfd), then destroy it. */
+static void close_queue(struct world *w, band_fd_queue *q, int ep)
+{
+    if (band_fd_queue_count(q) > 0 && band_fd_queue_destroy(q) != BAND_EBUSY)
+        FAIL(w, "destroy of a queue that owns ops did not refuse");
+    if (band_fd_queue_close(q) != 0 || band_fd_queue_is_closed(q) != 1)
+        FAIL(w, "close failed");
+    band_fd_queue_op *got[16];
+    band_time until = band_deadline_after(5 * BAND_SEC);
+    while (band_fd_queue_count(q) > 0 && band_now() < until) {
+        struct epoll_event ev;
+        (void)epoll_wait(ep, &ev, 1, 1);
+        size_t n = band_fd_queue_reap(q, got, 16);
+        for (size_t i = 0; i < n; i++)
+            account(w, (struct sop *)got[i]->data, got[i]->status, 1);
+    }
+    if (band_fd_queue_count(q) != 0)
+        FAIL(w, "%zu ops still owned 5 s after close", band_fd_queue_count(q));
+    else if (band_fd_queue_destroy(q) != 0)
+        FAIL(w, "destroy of an empty queue failed");
+    close(ep);
+    w->destroys++;
 }
 
 static void run_owner(struct world *w, struct sop *pool)
 {
     uint64_t rng = UINT64_C(0x5eed);
-    band_fdq *q = NULL;
+    band_fd_queue *q = NULL;
     int ep = -1;
-    band_fdq_op *got[16];
+    band_fd_queue_op *got[16];
     band_time end = band_deadline_after(WALL_NS);
     for (unsigned it = 0; it < MAX_ITERS && band_now() < end && w->fail[0] == '\0'; it++) {
         if (q == NULL) {
-            if (band_fdq_create(&q) != 0) {
-                FAIL(w, "band_fdq_create failed");
+            if (band_fd_queue_create(&q) != 0) {
+                FAIL(w, "band_fd_queue_create failed");
                 break;
             }
             ep = fdt_epoll_open(q, (int)(it & 1)); /* level and edge triggered in turn */
@@ -291,7 +375,7 @@ static void run_owner(struct world *w, struct sop *pool)
         if (test_rng_range(&rng, 0, 9) < 3) {
             struct sop *s = &pool[test_rng_range(&rng, 0, POOL - 1)];
             if (s->owned) {
-                int rc = band_fdq_cancel(&s->op);
+                int rc = band_fd_queue_cancel(&s->op);
                 if (rc == 0) {
                     if (s->cancel_ok)
                         FAIL(w, "second cancel returned 0");
@@ -300,39 +384,31 @@ static void run_owner(struct world *w, struct sop *pool)
                 } else if (rc != BAND_EALREADY) {
                     FAIL(w, "cancel of an owned op returned %d", rc);
                 }
-            } else if (band_fdq_cancel(&s->op) != BAND_EINVAL) {
+            } else if (band_fd_queue_cancel(&s->op) != BAND_EINVAL) {
                 FAIL(w, "cancel of an idle op did not return BAND_EINVAL");
             }
         }
         /* Wait a little in the loop, then reap a batch of random size. */
-        int ms = band_fdq_timeout_ms(q);
+        int ms = band_fd_queue_timeout_ms(q);
         if (ms < 0 || ms > 1)
             ms = 1;
         struct epoll_event ev;
         (void)epoll_wait(ep, &ev, 1, test_rng_range(&rng, 0, 3) == 0 ? ms : 0);
         size_t max = (size_t)test_rng_range(&rng, 1, 16);
-        size_t n = band_fdq_reap(q, got, max);
+        size_t n = band_fd_queue_reap(q, got, max);
         w->reaps++;
         for (size_t i = 0; i < n; i++)
             account(w, (struct sop *)got[i]->data, got[i]->status, 0);
-        /* Now and then: destroy with ops pending, racing with the workers' wakes. */
+        renew_tokens(w);
+        /* Now and then: close with ops pending, racing with the workers' wakes. */
         if (test_rng_range(&rng, 0, 999) == 0) {
-            struct drop_ctx d = {w};
-            if (band_fdq_destroy(q, drop_fn, &d) != 0)
-                FAIL(w, "destroy failed");
+            close_queue(w, q, ep);
             q = NULL;
-            close(ep);
             ep = -1;
-            w->destroys++;
         }
     }
-    if (q != NULL) {
-        struct drop_ctx d = {w};
-        if (band_fdq_destroy(q, drop_fn, &d) != 0)
-            FAIL(w, "final destroy failed");
-        close(ep);
-        w->destroys++;
-    }
+    if (q != NULL)
+        close_queue(w, q, ep);
 }
 
 static void test_stress_fd(void **state)
@@ -350,19 +426,24 @@ static void test_stress_fd(void **state)
     }
     assert_int_equal(band_sem_create(&w->sem, PERMITS, NULL), 0);
     assert_int_equal(band_chan_create(&w->ch, sizeof(struct elem), CHAN_CAP, NULL), 0);
+    assert_int_equal(pthread_mutex_init(&w->mu, NULL), 0);
+    for (int k = 0; k < TOKENS; k++)
+        assert_int_equal(band_cancel_create(&w->tok[k], NULL), 0);
+    atomic_init(&w->requests, 0);
     for (int i = 0; i < POOL; i++)
-        band_fdq_op_init(&pool[i].op, &pool[i]);
+        band_fd_queue_op_init(&pool[i].op, &pool[i]);
 
-    struct test_thread th[4];
+    struct test_thread th[5];
     assert_int_equal(test_thread_start(&th[0], holder_main, w), 0);
     assert_int_equal(test_thread_start(&th[1], holder_main, w), 0);
     assert_int_equal(test_thread_start(&th[2], producer_main, w), 0);
     assert_int_equal(test_thread_start(&th[3], consumer_main, w), 0);
+    assert_int_equal(test_thread_start(&th[4], requester_main, w), 0);
 
     band_time t0 = band_now();
     run_owner(w, pool);
     atomic_store(&w->stop, 1);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         assert_int_equal(test_thread_join(&th[i]), 0);
     band_time took = band_now() - t0;
 
@@ -372,11 +453,15 @@ static void test_stress_fd(void **state)
         mark_received(w, &e, 0);
 
     print_message("stress_fd: %llu submissions, %llu reports, %llu reaps, %llu cancels, "
-                  "%llu timeouts, %llu destroys, %llu owner sends, %.2f s\n",
+                  "%llu timeouts, %llu destroys, %llu owner sends, %llu due, %llu token "
+                  "cancels (%llu requests, %llu tokens replaced), %.2f s\n",
                   (unsigned long long)w->submitted, (unsigned long long)w->reported,
                   (unsigned long long)w->reaps, (unsigned long long)w->cancels0,
                   (unsigned long long)w->timeouts, (unsigned long long)w->destroys,
-                  (unsigned long long)w->owner_seq, (double)took / 1e9);
+                  (unsigned long long)w->owner_seq, (unsigned long long)w->due,
+                  (unsigned long long)w->token_cancels,
+                  (unsigned long long)atomic_load(&w->requests), (unsigned long long)w->tokens_made,
+                  (double)took / 1e9);
     if (w->fail[0] != '\0')
         fail_msg("owner: %s", w->fail);
     if (atomic_load(&w->wfailed))
@@ -402,6 +487,13 @@ static void test_stress_fd(void **state)
     assert_true(w->timeouts > 0);
     assert_true(w->cancels0 > 0);
     assert_true(w->destroys > 1);
+    assert_true(w->due > 0 && w->due_cancels > 0);
+    assert_true(w->token_cancels > 0 && w->tokens_made > 0);
+    for (int k = 0; k < TOKENS; k++) {
+        assert_int_equal(w->refs[k], 0);
+        assert_int_equal(band_cancel_destroy(w->tok[k]), 0); /* every hook was removed */
+    }
+    pthread_mutex_destroy(&w->mu);
 
     band_chan_close(w->ch);
     assert_int_equal(band_chan_destroy(w->ch), 0);

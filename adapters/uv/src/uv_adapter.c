@@ -1,11 +1,12 @@
 /*
  * uv_adapter.c - the adapter's life: create, deliver completed operations from the ready
- * list to their callbacks, close.
+ * list to their callbacks, close, destroy.
  *
- * Delivery runs in the async handle's callback. It takes the ready list once per call
- * (completions pushed while callbacks run signal the handle again and are delivered on
- * the next loop iteration, so a callback that resubmits an operation completing at once
- * cannot starve the loop). See uv_internal.h for the design notes.
+ * Delivery runs in the async handle's callback. It first cancels the operations whose
+ * token was requested (a token's hook only signals the handle), then takes the ready list
+ * once per call (completions pushed while callbacks run signal the handle again and are
+ * delivered on the next loop iteration, so a callback that resubmits an operation
+ * completing at once cannot starve the loop). See uv_internal.h for the design notes.
  */
 #include <stdlib.h>
 
@@ -21,23 +22,19 @@ static void deliver(band_uv *u, band_uv_op *op)
 {
     int status;
     if (op->_state == BAND_UV__DONE)
-        status = op->_status; /* decided on the loop: at submission, cancel or timeout */
+        status = op->_status; /* decided on the loop: at start, cancel, timeout or due time */
     else
-        status = band_waiter_status(band_uv__waiter(op)); /* its wake pushed it */
+        status = band_waiter_status(op->_w); /* its wake pushed it */
 
     if (op->_flags & BAND_UV__IN_HEAP)
         band_uv__dl_del(u, op);
+    if (op->_flags & BAND_UV__HOOKED)
+        (void)band_cancel_hook_remove(&op->_hook); /* waits for a hook still running */
     band_uv__list_del(&op->_link);
     if (--u->npending == 0)
         uv_unref((uv_handle_t *)&u->async);
 
     op->_flags = 0;
-    if (status == 0) {
-        if (op->_kind == BAND_UV__RECV && op->_bytes_out != NULL)
-            *op->_bytes_out = op->_u.recv.bytes;
-        else if (op->_kind == BAND_UV__ACQUIRE)
-            op->_flags = BAND_UV__GRANTED;
-    }
     op->_state = BAND_UV__IDLE;
     op->_cb(op, status);
 }
@@ -45,6 +42,9 @@ static void deliver(band_uv *u, band_uv_op *op)
 static void async_cb(uv_async_t *a)
 {
     band_uv *u = uv_of_async(a);
+    /* Token requests first: their cancels push onto the ready list taken just below. */
+    if (atomic_exchange_explicit(&u->cancel_scan, 0, memory_order_seq_cst))
+        band_uv__scan_tokens(u);
     struct band__ready_node *n = band__ready_take(&u->ready);
     while (n != NULL) {
         struct band__ready_node *next = n->next; /* the callback may resubmit the op */
@@ -54,7 +54,7 @@ static void async_cb(uv_async_t *a)
     band_uv__maybe_finish_close(u);
 }
 
-int band_uv_create(uv_loop_t *loop, band_uv **out)
+int band_uv_create(band_uv **out, uv_loop_t *loop)
 {
     if (loop == NULL || out == NULL)
         return BAND_EINVAL;
@@ -63,6 +63,7 @@ int band_uv_create(uv_loop_t *loop, band_uv **out)
         return BAND_ENOMEM;
     band__ready_init(&u->ready);
     atomic_init(&u->wakers, 0);
+    atomic_init(&u->cancel_scan, 0);
     u->loop = loop;
     band__dl_init(&u->heap);
     u->armed_for = BAND_FOREVER;
@@ -87,9 +88,10 @@ static void handle_closed(uv_handle_t *h)
     band_uv *u = h->data;
     if (--u->handles > 0)
         return;
+    /* Closed: band_uv_destroy() may free u from here on, also inside on_closed, so this
+     * is the last touch of u. */
     void (*on_closed)(void *) = u->on_closed;
     void *data = u->closed_data;
-    free(u);
     if (on_closed != NULL)
         on_closed(data);
 }
@@ -124,12 +126,29 @@ int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *data)
     (void)uv_timer_stop(&u->timer);
     u->armed_for = BAND_FOREVER;
     /* Cancelling never unlinks from the pending list (delivery does), so walking it is
-     * safe even when a cancel completes other ops of this adapter. */
+     * safe even when a cancel completes other ops of this adapter. A BOUND op is
+     * cancelled by band_uv_start(), which sees the adapter closing. */
     for (struct band__node *n = u->pending.next; n != &u->pending; n = n->next) {
         band_uv_op *op = band_uv__op_of_link(n);
         if (op->_state == BAND_UV__QUEUED && !(op->_flags & BAND_UV__CANCELLING))
             (void)band_uv__cancel_queued(op, BAND_ECANCELED);
     }
     band_uv__maybe_finish_close(u);
+    return 0;
+}
+
+int band_uv_is_closed(const band_uv *u)
+{
+    return u != NULL && u->closing;
+}
+
+int band_uv_destroy(band_uv *u)
+{
+    if (u == NULL)
+        return 0;
+    /* Both handles reported closed: no callback, wake or libuv reference is left. */
+    if (!u->finishing || u->handles != 0)
+        return BAND_EBUSY;
+    free(u);
     return 0;
 }

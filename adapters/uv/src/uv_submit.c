@@ -1,17 +1,19 @@
 /*
- * uv_submit.c - submitting acquires, sends and receives, and the wake that brings their
- * completions back to the loop.
+ * uv_submit.c - binding a waiter to the loop, starting the operation with the primitive's
+ * answer, timed operations, and the wake and token hook that bring completions back to
+ * the loop.
  *
- * A submission prepares the op (the wake reads op->_uv, so it is set before the primitive
- * can see the op), calls the primitive's _async function, and then either leaves the op
- * queued (with its deadline in the heap) or finishes it at once through the ready list:
- * a callback never runs inside the submitting call.
+ * Bind prepares the waiter (the wake reads op->_uv, so everything it needs is set before
+ * the primitive can see the waiter) and links the op, so close waits for it. Start takes
+ * the _async call's answer and either leaves the op queued (deadline in the heap, hook on
+ * the token) or finishes it at once through the ready list: a callback never runs inside
+ * a band_uv_* call. See uv_internal.h for the design notes.
  */
 #include "uv_internal.h"
 
 void band_uv__wake(band_waiter *w)
 {
-    band_uv_op *op = (band_uv_op *)(void *)((char *)w - offsetof(band_uv_op, _u));
+    band_uv_op *op = w->data;
     band_uv *u = op->_uv; /* read first: once pushed, the loop may free or reuse op */
     atomic_fetch_add_explicit(&u->wakers, 1, memory_order_relaxed);
     if (band__ready_push(&u->ready, &op->_ready)) {
@@ -22,8 +24,16 @@ void band_uv__wake(band_waiter *w)
         atomic_thread_fence(memory_order_seq_cst);
         (void)uv_async_send(&u->async);
     }
-    /* Last touch of u: close waits for this before it frees the adapter. */
+    /* Last touch of u: close waits for this before it closes the handles. */
     atomic_fetch_sub_explicit(&u->wakers, 1, memory_order_release);
+}
+
+void band_uv__hook(band_cancel_hook *h)
+{
+    band_uv_op *op = h->data;
+    band_uv *u = op->_uv; /* alive: delivery removes this hook before the op goes */
+    atomic_store_explicit(&u->cancel_scan, 1, memory_order_seq_cst);
+    (void)uv_async_send(&u->async); /* async-signal-safe */
 }
 
 void band_uv__finish(band_uv *u, band_uv_op *op, int status)
@@ -34,110 +44,117 @@ void band_uv__finish(band_uv *u, band_uv_op *op, int status)
         (void)uv_async_send(&u->async);
 }
 
-void band_uv__accept(band_uv *u, band_uv_op *op, int rc, band_time deadline)
+/* Links @op to @u as an operation whose callback is due; the loop stays alive for it. */
+static void link_op(band_uv *u, band_uv_op *op, band_cancel *cancel, band_uv_cb *cb,
+                    band_time deadline, uint16_t state)
 {
+    op->_uv = u;
+    op->_cb = cb;
+    op->_cancel = cancel;
+    op->_deadline = deadline;
+    op->_status = 0;
+    op->_flags = 0;
+    op->_state = state;
     band_uv__list_add_tail(&u->pending, &op->_link);
     if (u->npending++ == 0)
         uv_ref((uv_handle_t *)&u->async);
-    if (rc != BAND_PENDING) {
-        band_uv__finish(u, op, rc); /* completed or refused by the primitive at once */
-        return;
-    }
-    op->_state = BAND_UV__QUEUED;
-    if (deadline == BAND_FOREVER)
-        return;
-    if (deadline <= band_now())
-        (void)band_uv__cancel_queued(op, BAND_ETIMEDOUT); /* past: do not wait */
-    else
-        band_uv__dl_add(u, op, deadline);
 }
 
-/* The checks every submission makes first, then the fields every kind sets. */
-static int check_submit(const band_uv *u, const band_uv_op *op, band_uv_cb *cb)
+/* Undoes link_op() for an op whose callback will not run. */
+static void unlink_op(band_uv *u, band_uv_op *op)
 {
-    if (u == NULL || op == NULL || cb == NULL)
+    band_uv__list_del(&op->_link);
+    if (--u->npending == 0)
+        uv_unref((uv_handle_t *)&u->async);
+    op->_state = BAND_UV__IDLE;
+    op->_flags = 0;
+    band_uv__maybe_finish_close(u);
+}
+
+/* An op that is neither bound nor waiting for its callback. */
+static int op_idle(const band_uv_op *op)
+{
+    return op->_state != BAND_UV__BOUND && op->_state != BAND_UV__QUEUED &&
+           op->_state != BAND_UV__DONE;
+}
+
+int band_uv_bind(band_uv *u, band_uv_op *op, band_waiter *w, band_uv_cb *cb, band_time deadline,
+                 band_cancel *cancel)
+{
+    if (u == NULL || op == NULL || w == NULL || cb == NULL || !op_idle(op) ||
+        band_waiter_is_pending(w))
         return BAND_EINVAL;
-    if (op->_state == BAND_UV__QUEUED || op->_state == BAND_UV__DONE)
-        return BAND_EINVAL; /* still pending */
     if (u->closing)
         return BAND_ECLOSED;
-    return 0;
-}
-
-static band_waiter *prepare(band_uv *u, band_uv_op *op, int kind, void *target, band_time deadline,
-                            band_uv_cb *cb)
-{
-    op->_kind = (uint8_t)kind;
-    op->_uv = u;
-    op->_cb = cb;
-    op->_target = target;
-    op->_n = 0;
-    op->_bytes_out = NULL;
-    op->_status = 0;
-    op->_flags = 0;
-    band_waiter *w = band_uv__waiter(op);
     band_waiter_init(w, band_uv__wake, op);
     w->deadline = deadline;
-    return w;
-}
-
-int band_uv_acquire(band_uv *u, band_uv_op *op, band_sem *s, uint64_t n, band_time deadline,
-                    band_uv_cb *cb)
-{
-    int rc = check_submit(u, op, cb);
-    if (rc != 0)
-        return rc;
-    if (s == NULL || n > BAND_MAX_UNITS)
-        return BAND_EINVAL;
-    band_waiter *w = prepare(u, op, BAND_UV__ACQUIRE, s, deadline, cb);
-    op->_n = n;
-    rc = band_sem_acquire_async(s, n, w);
-    if (rc == BAND_EINVAL)
-        return rc;
-    band_uv__accept(u, op, rc, deadline);
+    op->_w = w;
+    link_op(u, op, cancel, cb, deadline, BAND_UV__BOUND);
     return 0;
 }
 
-int band_uv_op_take_permit(band_uv_op *op, band_permit *out)
+/* Hooks a QUEUED op's token. 0: hooked (or no token); BAND_ECANCELED: already requested. */
+static int hook_token(band_uv_op *op)
 {
-    if (op == NULL || out == NULL || op->_state != BAND_UV__IDLE || op->_kind != BAND_UV__ACQUIRE ||
-        !(op->_flags & BAND_UV__GRANTED))
-        return BAND_EINVAL;
-    int rc = band_permit_adopt(out, op->_target, op->_n);
+    if (op->_cancel == NULL)
+        return 0;
+    band_cancel_hook_init(&op->_hook, band_uv__hook, op);
+    int rc = band_cancel_hook_add(op->_cancel, &op->_hook);
     if (rc == 0)
-        op->_flags = 0;
-    return rc;
+        op->_flags |= BAND_UV__HOOKED;
+    return rc == BAND_ECANCELED ? rc : 0;
 }
 
-int band_uv_send(band_uv *u, band_uv_op *op, band_chan *c, const void *elem, uint64_t bytes,
-                 band_time deadline, band_uv_cb *cb)
+int band_uv_start(band_uv_op *op, int rc)
 {
-    int rc = check_submit(u, op, cb);
-    if (rc != 0)
-        return rc;
-    if (c == NULL || elem == NULL)
+    if (op == NULL || op->_state != BAND_UV__BOUND)
         return BAND_EINVAL;
-    (void)prepare(u, op, BAND_UV__SEND, c, deadline, cb);
-    rc = band_chan_send_async(c, elem, bytes, &op->_u.send);
-    if (rc == BAND_EINVAL)
-        return rc;
-    band_uv__accept(u, op, rc, deadline);
+    band_uv *u = op->_uv;
+    band_waiter *w = op->_w;
+    if ((rc > 0 && rc != BAND_PENDING) || w->wake != band_uv__wake || w->data != op) {
+        unlink_op(u, op);
+        return BAND_EINVAL;
+    }
+    if (rc != BAND_PENDING) {
+        band_uv__finish(u, op, rc); /* completed or refused by the primitive at once */
+        return 0;
+    }
+    op->_state = BAND_UV__QUEUED;
+    if (u->closing) {
+        (void)band_uv__cancel_queued(op, BAND_ECANCELED);
+        return 0;
+    }
+    band_time deadline = op->_deadline;
+    if (deadline != BAND_FOREVER && deadline <= band_now()) {
+        (void)band_uv__cancel_queued(op, BAND_ETIMEDOUT); /* past: do not wait */
+        return 0;
+    }
+    if (hook_token(op) == BAND_ECANCELED) {
+        (void)band_uv__cancel_queued(op, BAND_ECANCELED); /* requested: do not wait */
+        return 0;
+    }
+    if (deadline != BAND_FOREVER)
+        band_uv__dl_add(u, op, deadline);
     return 0;
 }
 
-int band_uv_recv(band_uv *u, band_uv_op *op, band_chan *c, void *out, uint64_t *bytes,
-                 band_time deadline, band_uv_cb *cb)
+int band_uv_at(band_uv *u, band_uv_op *op, band_uv_cb *cb, band_time deadline, band_cancel *cancel)
 {
-    int rc = check_submit(u, op, cb);
-    if (rc != 0)
-        return rc;
-    if (c == NULL || out == NULL)
+    if (u == NULL || op == NULL || cb == NULL || !op_idle(op))
         return BAND_EINVAL;
-    (void)prepare(u, op, BAND_UV__RECV, c, deadline, cb);
-    op->_bytes_out = bytes;
-    rc = band_chan_recv_async(c, out, &op->_u.recv);
-    if (rc == BAND_EINVAL)
-        return rc;
-    band_uv__accept(u, op, rc, deadline);
+    if (u->closing)
+        return BAND_ECLOSED;
+    op->_w = NULL;
+    link_op(u, op, cancel, cb, deadline, BAND_UV__QUEUED);
+    op->_flags = BAND_UV__TIMED;
+    if (deadline <= band_now()) {
+        band_uv__finish(u, op, 0); /* due: as a grant, it wins over a requested token */
+        return 0;
+    }
+    if (hook_token(op) == BAND_ECANCELED) {
+        band_uv__finish(u, op, BAND_ECANCELED);
+        return 0;
+    }
+    band_uv__dl_add(u, op, deadline);
     return 0;
 }

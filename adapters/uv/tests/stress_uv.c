@@ -1,7 +1,10 @@
 /*
  * stress_uv.c - libband-uv under load: worker threads release permits and send elements
  * while one uv loop acquires, receives and sends with random deadlines and random
- * cancels, and (for the semaphore) closes the adapter while operations are in flight.
+ * cancels, and (for the semaphore) closes the adapter while operations are in flight. A
+ * third scenario binds acquisitions and band_uv_at() operations under cancellation
+ * tokens that another thread requests at random, replacing each token once nothing uses
+ * it.
  *
  * Each scenario is bounded by an iteration count AND about 1.5 s of wall time. Callbacks
  * run on the test's main thread (the loop) and only count; workers never assert. After
@@ -12,7 +15,8 @@
  *     a send callback reported as sent was received exactly once (and no other);
  *   - order: each producer's elements reach the loop in the order it sent them, and each
  *     consumer thread sees the loop's elements in the order the loop sent them;
- *   - the semaphore's own counters agree with the callbacks (timeouts, cancels).
+ *   - the semaphore's own counters agree with the callbacks (timeouts, cancels);
+ *   - no due time is reported before it came, and every token's hooks are gone at the end.
  */
 #include "test.h"
 
@@ -71,6 +75,8 @@ struct sem_sc;
 
 struct sem_slot {
     band_uv_op op;
+    band_waiter w;
+    uint64_t n;
     struct sem_sc *sc;
     int inflight;
     band_time deadline;
@@ -96,9 +102,11 @@ static void sem_cb(band_uv_op *op, int status);
 
 static void sem_submit(struct sem_sc *sc, struct sem_slot *s)
 {
-    uint64_t n = test_rng_range(&sc->rng, 1, SEM_MAXN);
+    s->n = test_rng_range(&sc->rng, 1, SEM_MAXN);
     s->deadline = random_deadline(&sc->rng, 2000);
-    int rc = band_uv_acquire(sc->u, &s->op, sc->sem, n, s->deadline, sem_cb);
+    int rc = band_uv_bind(sc->u, &s->op, &s->w, sem_cb, s->deadline, NULL);
+    if (rc == 0)
+        rc = band_uv_start(&s->op, band_sem_acquire_async(sc->sem, s->n, &s->w));
     if (rc == 0) {
         s->inflight = 1;
         sc->inflight++;
@@ -114,6 +122,9 @@ static void sem_on_closed(void *data)
     sc->closed_calls++;
     if (sc->inflight != 0)
         sc->t.errors++; /* on_closed before a callback */
+    if (band_uv_destroy(sc->u) != 0)
+        sc->t.errors++;
+    sc->u = NULL;
 }
 
 static void sem_cb(band_uv_op *op, int status)
@@ -129,7 +140,7 @@ static void sem_cb(band_uv_op *op, int status)
     switch (status) {
     case 0:
         sc->t.ok++;
-        if (band_uv_op_take_permit(op, &p) != 0) {
+        if (band_permit_adopt(&p, sc->sem, s->n) != 0) {
             sc->t.errors++;
             break;
         }
@@ -174,8 +185,11 @@ static void sem_cb(band_uv_op *op, int status)
     sem_submit(sc, s);
 }
 
+/* A worker that gives back, in random pieces, the permits the loop handed it in *held. */
 struct sem_worker {
-    struct sem_sc *sc;
+    band_sem *sem;
+    atomic_uint_fast64_t *held;
+    atomic_int *stop;
     uint64_t rng;
     uint64_t released;
     int errors;
@@ -184,22 +198,21 @@ struct sem_worker {
 static int sem_worker_main(void *arg)
 {
     struct sem_worker *w = arg;
-    struct sem_sc *sc = w->sc;
-    while (!atomic_load(&sc->stop)) {
-        uint64_t h = atomic_load(&sc->held);
+    while (!atomic_load(w->stop)) {
+        uint64_t h = atomic_load(w->held);
         if (h == 0) {
             /* Nothing to give back: poke the fast path, then rest a moment. */
-            if (band_sem_try_acquire(sc->sem, 1) == 0 && band_sem_release(sc->sem, 1) != 0)
+            if (band_sem_try_acquire(w->sem, 1) == 0 && band_sem_release(w->sem, 1) != 0)
                 w->errors++;
             nap_us(20);
             continue;
         }
         uint64_t k = test_rng_range(&w->rng, 1, h);
-        if (!atomic_compare_exchange_weak(&sc->held, &h, h - k))
+        if (!atomic_compare_exchange_weak(w->held, &h, h - k))
             continue;
         while (k > 0) {
             uint64_t part = test_rng_range(&w->rng, 1, k);
-            if (band_sem_release(sc->sem, part) != 0)
+            if (band_sem_release(w->sem, part) != 0)
                 w->errors++;
             w->released += part;
             k -= part;
@@ -223,13 +236,13 @@ static void test_stress_sem(void **state)
     sc->guard.data = &sc->hung;
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
-    assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
+    assert_int_equal(band_uv_create(&sc->u, &sc->loop), 0);
     assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS, NULL), 0);
 
     struct sem_worker w[SEM_WORKERS];
     struct test_thread th[SEM_WORKERS];
     for (int i = 0; i < SEM_WORKERS; i++) {
-        w[i] = (struct sem_worker){sc, 0xabc0 + (uint64_t)i, 0, 0};
+        w[i] = (struct sem_worker){sc->sem, &sc->held, &sc->stop, 0xabc0 + (uint64_t)i, 0, 0};
         assert_int_equal(test_thread_start(&th[i], sem_worker_main, &w[i]), 0);
     }
     sc->end = band_now() + WALL_NS;
@@ -298,11 +311,12 @@ struct chan_sc;
 
 struct chan_slot {
     band_uv_op op;
+    struct band_chan_send_op sop;
+    struct band_chan_recv_op rop;
     struct chan_sc *sc;
     int inflight, send;
     band_time deadline;
     uint64_t elem; /* recv: destination; send: the element, valid until the callback */
-    uint64_t bytes;
 };
 
 struct chan_sc {
@@ -404,10 +418,14 @@ static void chan_submit(struct chan_sc *sc, struct chan_slot *s)
             return;
         }
         s->elem = sc->next_val++;
-        rc = band_uv_send(sc->u, &s->op, sc->out, &s->elem, 1, s->deadline, chan_cb);
+        rc = band_uv_bind(sc->u, &s->op, &s->sop.w, chan_cb, s->deadline, NULL);
+        if (rc == 0)
+            rc = band_uv_start(&s->op, band_chan_send_async(sc->out, &s->elem, 1, &s->sop));
     } else {
         s->elem = UINT64_MAX;
-        rc = band_uv_recv(sc->u, &s->op, sc->in, &s->elem, &s->bytes, s->deadline, chan_cb);
+        rc = band_uv_bind(sc->u, &s->op, &s->rop.w, chan_cb, s->deadline, NULL);
+        if (rc == 0)
+            rc = band_uv_start(&s->op, band_chan_recv_async(sc->in, &s->elem, &s->rop));
     }
     if (rc != 0) {
         sc->t.errors++;
@@ -433,7 +451,7 @@ static void chan_cb(band_uv_op *op, int status)
             sc->accepted[s->elem] = 1;
         } else {
             uint64_t p = s->elem >> 32, seq = s->elem & 0xffffffffu;
-            if (p >= PRODUCERS || seq != sc->next_seq[p] || s->bytes != seq % 8 + 1)
+            if (p >= PRODUCERS || seq != sc->next_seq[p] || s->rop.bytes != seq % 8 + 1)
                 sc->order_errors++;
             else
                 sc->next_seq[p]++;
@@ -487,7 +505,7 @@ static void test_stress_chan(void **state)
     sc->guard.data = &sc->hung;
     uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
     uv_unref((uv_handle_t *)&sc->guard);
-    assert_int_equal(band_uv_create(&sc->loop, &sc->u), 0);
+    assert_int_equal(band_uv_create(&sc->u, &sc->loop), 0);
     band_chan_opts o = {.byte_capacity = 24, .senders = PRODUCERS};
     assert_int_equal(band_chan_create(&sc->in, sizeof(uint64_t), IN_CAP, &o), 0);
     assert_int_equal(band_chan_create(&sc->out, sizeof(uint64_t), OUT_CAP, NULL), 0);
@@ -557,6 +575,7 @@ static void test_stress_chan(void **state)
     assert_int_equal(band_uv_close(sc->u, NULL, NULL), 0);
     uv_close((uv_handle_t *)&sc->guard, NULL);
     uv_run(&sc->loop, UV_RUN_DEFAULT);
+    assert_int_equal(band_uv_destroy(sc->u), 0);
     assert_int_equal(uv_loop_close(&sc->loop), 0);
     assert_int_equal(band_chan_destroy(sc->in), 0);
     assert_int_equal(band_chan_destroy(sc->out), 0);
@@ -565,11 +584,267 @@ static void test_stress_chan(void **state)
     free(sc);
 }
 
+/* ==================================================================================== */
+/* Tokens and due times: acquisitions and band_uv_at() operations under cancellation     */
+/* tokens that another thread requests while the loop binds, completes and cancels      */
+
+#define TOK_SLOTS   128
+#define TOKENS      4
+#define TOK_WORKERS 2
+
+struct tok_sc;
+
+struct tok_slot {
+    band_uv_op op;
+    band_waiter w;
+    uint64_t n;
+    int timed; /* a band_uv_at() operation */
+    int tok;   /* index into sc->tok, or -1 */
+    band_time deadline;
+    int inflight;
+    struct tok_sc *sc;
+};
+
+struct tok_sc {
+    uv_loop_t loop;
+    uv_timer_t guard;
+    int hung;
+    band_uv *u;
+    band_sem *sem;
+    pthread_mutex_t mu;       /* tok[] against the requesting thread */
+    band_cancel *tok[TOKENS]; /* replaced by the loop once requested and unused */
+    unsigned refs[TOKENS];    /* loop only: operations bound under tok[i] */
+    struct tok_slot slot[TOK_SLOTS];
+    atomic_uint_fast64_t held; /* permits handed to the workers */
+    atomic_int stop;
+    atomic_uint_fast64_t requests;
+    uint64_t rng;
+    band_time end;
+    uint64_t iters, tokens_made;
+    int closing, closed_calls, inflight;
+    uint64_t acq_cancelled, acq_timedout, at_ok, at_cancelled;
+    struct tally t;
+};
+
+static void tok_cb(band_uv_op *op, int status);
+
+static void tok_submit(struct tok_sc *sc, struct tok_slot *s)
+{
+    s->timed = test_rng_range(&sc->rng, 0, 3) == 0;
+    s->tok = (int)test_rng_range(&sc->rng, 0, TOKENS) - 1; /* -1: no token */
+    /* A requested token still gets a bind now and then (it must not wait), but rarely:
+     * otherwise the ops that cycle through it keep it in use and it is never replaced. */
+    if (s->tok >= 0 && band_cancel_is_requested(sc->tok[s->tok]) &&
+        test_rng_range(&sc->rng, 0, 7) != 0)
+        s->tok = -1;
+    band_cancel *tok = s->tok >= 0 ? sc->tok[s->tok] : NULL;
+    int rc;
+    if (s->timed) {
+        s->deadline = band_now() + (band_time)test_rng_range(&sc->rng, 0, 1500) * BAND_USEC;
+        rc = band_uv_at(sc->u, &s->op, tok_cb, s->deadline, tok);
+    } else {
+        s->n = test_rng_range(&sc->rng, 1, SEM_MAXN);
+        s->deadline = random_deadline(&sc->rng, 3000);
+        rc = band_uv_bind(sc->u, &s->op, &s->w, tok_cb, s->deadline, tok);
+        if (rc == 0)
+            rc = band_uv_start(&s->op, band_sem_acquire_async(sc->sem, s->n, &s->w));
+    }
+    if (rc != 0) {
+        sc->t.errors++;
+        return;
+    }
+    if (s->tok >= 0)
+        sc->refs[s->tok]++;
+    s->inflight = 1;
+    sc->inflight++;
+    sc->t.submits++;
+}
+
+/* A requested token nobody uses any more is destroyed and replaced by a fresh one. */
+static void tok_renew(struct tok_sc *sc, int k)
+{
+    if (sc->refs[k] != 0 || !band_cancel_is_requested(sc->tok[k]) || sc->closing)
+        return;
+    pthread_mutex_lock(&sc->mu);
+    if (band_cancel_destroy(sc->tok[k]) != 0 || band_cancel_create(&sc->tok[k], NULL) != 0)
+        sc->t.errors++;
+    pthread_mutex_unlock(&sc->mu);
+    sc->tokens_made++;
+}
+
+static void tok_on_closed(void *data)
+{
+    struct tok_sc *sc = data;
+    sc->closed_calls++;
+    if (sc->inflight != 0)
+        sc->t.errors++;
+    if (band_uv_destroy(sc->u) != 0)
+        sc->t.errors++;
+    sc->u = NULL;
+}
+
+static void tok_cb(band_uv_op *op, int status)
+{
+    struct tok_slot *s = op->data;
+    struct tok_sc *sc = s->sc;
+    if (!s->inflight)
+        sc->t.errors++;
+    s->inflight = 0;
+    sc->inflight--;
+    sc->t.callbacks++;
+    if (s->tok >= 0)
+        sc->refs[s->tok]--;
+    if (status == 0 && band_now() < s->deadline && s->timed)
+        sc->t.early++; /* a due time reported before it came */
+    switch (status) {
+    case 0:
+        sc->t.ok++;
+        if (s->timed)
+            sc->at_ok++;
+        else
+            atomic_fetch_add(&sc->held, s->n); /* given back by the workers */
+        break;
+    case BAND_ETIMEDOUT:
+        if (s->timed)
+            sc->t.errors++;
+        sc->acq_timedout++;
+        if (band_now() < s->deadline)
+            sc->t.early++;
+        break;
+    case BAND_ECANCELED:
+        sc->t.cancelled++;
+        if (s->timed)
+            sc->at_cancelled++;
+        else
+            sc->acq_cancelled++;
+        break;
+    default:
+        sc->t.errors++;
+    }
+    if (s->tok >= 0)
+        tok_renew(sc, s->tok);
+    if (test_rng_range(&sc->rng, 0, 5) == 0) {
+        struct tok_slot *o = &sc->slot[test_rng_range(&sc->rng, 0, TOK_SLOTS - 1)];
+        int rc = band_uv_cancel(&o->op);
+        if (rc == 0)
+            sc->t.cancel_ok++;
+        else if (rc == BAND_EALREADY)
+            sc->t.cancel_already++;
+        else if (rc != BAND_EINVAL || o->inflight)
+            sc->t.errors++;
+    }
+    if (sc->closing)
+        return;
+    if (++sc->iters >= MAX_ITERS || band_now() >= sc->end) {
+        sc->closing = 1;
+        if (band_uv_close(sc->u, tok_on_closed, sc) != 0)
+            sc->t.errors++;
+        return;
+    }
+    tok_submit(sc, s);
+}
+
+static int requester_main(void *arg)
+{
+    struct tok_sc *sc = arg;
+    uint64_t rng = 0x7e57;
+    while (!atomic_load(&sc->stop)) {
+        nap_us((long)test_rng_range(&rng, 50, 400));
+        pthread_mutex_lock(&sc->mu);
+        int k = (int)test_rng_range(&rng, 0, TOKENS - 1);
+        if (band_cancel_request(sc->tok[k]) == 0)
+            atomic_fetch_add(&sc->requests, 1);
+        pthread_mutex_unlock(&sc->mu);
+    }
+    return 0;
+}
+
+static void test_stress_tokens(void **state)
+{
+    (void)state;
+    struct tok_sc *sc = calloc(1, sizeof(*sc));
+    assert_non_null(sc);
+    sc->rng = 0x5eed0003;
+    atomic_init(&sc->held, 0);
+    atomic_init(&sc->stop, 0);
+    atomic_init(&sc->requests, 0);
+    assert_int_equal(pthread_mutex_init(&sc->mu, NULL), 0);
+    for (int k = 0; k < TOKENS; k++)
+        assert_int_equal(band_cancel_create(&sc->tok[k], NULL), 0);
+    assert_int_equal(uv_loop_init(&sc->loop), 0);
+    uv_timer_init(&sc->loop, &sc->guard);
+    sc->guard.data = &sc->hung;
+    uv_timer_start(&sc->guard, guard_cb, GUARD_MS, 0);
+    uv_unref((uv_handle_t *)&sc->guard);
+    assert_int_equal(band_uv_create(&sc->u, &sc->loop), 0);
+    assert_int_equal(band_sem_create(&sc->sem, SEM_PERMITS, NULL), 0);
+
+    struct sem_worker w[TOK_WORKERS];
+    struct test_thread th[TOK_WORKERS], req;
+    for (int i = 0; i < TOK_WORKERS; i++) {
+        w[i] = (struct sem_worker){sc->sem, &sc->held, &sc->stop, 0xdef0 + (uint64_t)i, 0, 0};
+        assert_int_equal(test_thread_start(&th[i], sem_worker_main, &w[i]), 0);
+    }
+    assert_int_equal(test_thread_start(&req, requester_main, sc), 0);
+    sc->end = band_now() + WALL_NS;
+    for (int i = 0; i < TOK_SLOTS; i++) {
+        sc->slot[i].op.data = &sc->slot[i];
+        sc->slot[i].sc = sc;
+        tok_submit(sc, &sc->slot[i]);
+    }
+    uv_run(&sc->loop, UV_RUN_DEFAULT); /* until the adapter closed */
+    assert_false(sc->hung);
+    atomic_store(&sc->stop, 1);
+    for (int i = 0; i < TOK_WORKERS; i++) {
+        assert_int_equal(test_thread_join(&th[i]), 0);
+        assert_int_equal(w[i].errors, 0);
+    }
+    assert_int_equal(test_thread_join(&req), 0);
+    assert_int_equal(band_sem_release(sc->sem, atomic_load(&sc->held)), 0);
+
+    struct tally *t = &sc->t;
+    print_message("tokens: %llu submits, %llu ok (%llu due times), %llu timed out, %llu "
+                  "cancelled (%llu due times), %llu requests, %llu tokens replaced\n",
+                  (unsigned long long)t->submits, (unsigned long long)t->ok,
+                  (unsigned long long)sc->at_ok, (unsigned long long)sc->acq_timedout,
+                  (unsigned long long)t->cancelled, (unsigned long long)sc->at_cancelled,
+                  (unsigned long long)atomic_load(&sc->requests),
+                  (unsigned long long)sc->tokens_made);
+    assert_u64_equal(t->errors, 0);
+    assert_u64_equal(t->early, 0);
+    assert_int_equal(sc->closed_calls, 1);
+    assert_int_equal(sc->inflight, 0);
+    assert_u64_equal(t->callbacks, t->submits);
+    for (int i = 0; i < TOK_SLOTS; i++)
+        assert_int_equal(sc->slot[i].inflight, 0);
+    for (int k = 0; k < TOKENS; k++) {
+        assert_int_equal(sc->refs[k], 0);
+        assert_int_equal(band_cancel_destroy(sc->tok[k]), 0); /* every hook was removed */
+    }
+    assert_true(t->ok > 0 && sc->at_ok > 0 && sc->acq_cancelled > 0 && sc->at_cancelled > 0);
+    assert_true(atomic_load(&sc->requests) > 0 && sc->tokens_made > 0);
+
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(sc->sem, &st), 0);
+    assert_u64_equal(st.available, SEM_PERMITS); /* conservation */
+    assert_u64_equal(st.waiters, 0);
+    assert_u64_equal(st.timeouts, sc->acq_timedout);
+    assert_u64_equal(st.cancels, sc->acq_cancelled);
+
+    uv_close((uv_handle_t *)&sc->guard, NULL);
+    uv_run(&sc->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&sc->loop), 0);
+    assert_int_equal(band_sem_destroy(sc->sem), 0);
+    pthread_mutex_destroy(&sc->mu);
+    free(sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stress_sem),
         cmocka_unit_test(test_stress_chan),
+        cmocka_unit_test(test_stress_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

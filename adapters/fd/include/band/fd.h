@@ -1,40 +1,63 @@
 /*
  * band/fd.h - libband-fd: a completion queue with an eventfd, for any event loop.
  *
- * A band_fdq lets a program that already runs an event loop (epoll, io_uring, libevent,
- * poll) wait for band operations in that loop. The owner submits acquisitions, sends and
- * receives into the queue; whenever an operation completes (granted, refused, closed,
- * timed out or cancelled) the queue's eventfd becomes readable, and band_fdq_reap() hands
- * the completed operations back, oldest first. docs/fd.md has the long form and the loop
- * skeletons for epoll and io_uring.
+ * A band_fd_queue lets a program that already runs an event loop (epoll, io_uring,
+ * libevent, poll) wait for any band operation in that loop. The queue knows no primitive:
+ * every band operation that can wait ends through a band_waiter (band/core.h), and the
+ * queue bridges that waiter. So the semaphore, budgets, channels (send, receive, reserve),
+ * oneshot, watch, broadcast, wait group, latch, shutdown scope, fair share and admission
+ * are all waited for the same way, and so will any primitive added later. Whenever an
+ * operation completes (granted, refused, closed, timed out or cancelled) the queue's
+ * eventfd becomes readable, and band_fd_queue_reap() hands the completed operations back,
+ * oldest first. docs/fd.md has the long form and the loop skeletons for epoll and
+ * io_uring.
  *
- *  - One path. Every accepted submission is reported by band_fdq_reap() exactly once,
- *    even when it completed during the submitting call (granted at once, or refused
- *    because the primitive is closed): submitting never reports anything itself. Only a
- *    misuse (BAND_EINVAL) is answered by the submitting call, and then nothing is queued.
- *  - No allocation per operation. A band_fdq_op is the caller's memory, embedded in a
- *    request, a task or a connection; the queue allocates only in band_fdq_create().
+ * One operation, three steps, on the owner thread:
+ *
+ *     band_fd_queue_bind(q, op, &send.w, deadline, cancel); // the waiter is the queue's
+ *     int rc = band_chan_send_async(chan, &v, 1, &send);    // any primitive's _async call
+ *     band_fd_queue_start(op, rc);                          // hand its answer over
+ *
+ *  - One path. Every started operation is reported by band_fd_queue_reap() exactly once,
+ *    with its result in op->status: the _async call's own answer when it completed or
+ *    failed at once (0 or a negative code), or the result of the wait. Only a misuse of
+ *    the queue itself (BAND_EINVAL), or a closed queue (BAND_ECLOSED), is answered by
+ *    bind, start or band_fd_queue_at(), and then nothing is reported. Results stay where
+ *    the primitive puts them: permits are the owner's when a semaphore acquisition reports
+ *    0 (band_permit_adopt() wraps them), a received element is in the receive op's buffer,
+ *    a grant in the admission request.
+ *  - No allocation per operation. A band_fd_queue_op is the caller's memory, embedded
+ *    beside the primitive's op in a request, a task or a connection; the queue allocates
+ *    only in band_fd_queue_create().
  *  - Wakes from any thread. A release or a send on another thread completes an operation
  *    there; its wake pushes the op onto a lock-free list and writes the eventfd only when
- *    that list was empty. Nothing is lost when writes coalesce: band_fdq_reap() reads the
- *    eventfd first and takes the list after, so a completion that lands after the take
+ *    that list was empty. Nothing is lost when writes coalesce: band_fd_queue_reap() reads
+ *    the eventfd first and takes the list after, so a completion that lands after the take
  *    signals again.
- *  - The fd stays readable while anything is left to reap: if band_fdq_reap() returns
+ *  - The fd stays readable while anything is left to reap: if band_fd_queue_reap() returns
  *    @max operations and more are waiting, it signals again before it returns. So the fd
  *    may be watched level- or edge-triggered (EPOLLET), or with a one-shot IORING_OP_
  *    POLL_ADD re-armed after each reap. Never read the eventfd yourself.
  *  - Deadlines. The queue arms no timer: it keeps the deadlines of its pending operations
- *    in a heap, tells the loop the next one (band_fdq_next_deadline(), or
- *    band_fdq_timeout_ms() rounded up for epoll_wait), and band_fdq_reap() times out every
- *    operation whose deadline is at or before band_now(). A deadline never fires early. A
- *    timed-out operation leaves its primitive with band_waiter_cancel(BAND_ETIMEDOUT):
- *    whatever it had been partially granted goes back to the next waiters. A grant that
- *    races with the deadline wins and is reported as a grant.
+ *    in a heap, tells the loop the next one (band_fd_queue_next_deadline(), or
+ *    band_fd_queue_timeout_ms() rounded up for epoll_wait), and band_fd_queue_reap() times
+ *    out every operation whose deadline is at or before band_now(). A deadline never fires
+ *    early. A timed-out operation leaves its primitive with band_waiter_cancel(
+ *    BAND_ETIMEDOUT): whatever it had been partially granted goes back to the next
+ *    waiters. A grant that races with the deadline wins and is reported as a grant.
+ *    band_fd_queue_at() is an operation with no primitive that completes, with 0, at its
+ *    deadline: a rate budget's booking falls due in the loop that way.
+ *  - Cancellation: band_fd_queue_cancel(), a cancellation token (band/cancel.h) given to
+ *    bind, or band_fd_queue_close(). A token may be requested from any thread or a signal
+ *    handler: its hook only writes the eventfd, and the next reap cancels on the owner
+ *    thread.
+ *  - Life: band_fd_queue_create(); band_fd_queue_close() cancels what is left, and reap
+ *    reports it; band_fd_queue_destroy() frees a queue that owns no operation any more.
  *
  * Threads. A queue has one owner thread at a time (hand it over with your own
- * synchronization): every band_fdq_* function except band_fdq_fd() must be called on it,
- * and never from inside a band wake function. Wakes run on any thread. The primitives an
- * operation was submitted to are used from any thread as usual.
+ * synchronization): every band_fd_queue_* function except band_fd_queue_fd() must be
+ * called on it, and never from inside a band wake function. Wakes run on any thread. The
+ * primitives an operation was submitted to are used from any thread as usual.
  *
  * Private fields. The op embeds the node types of band/adapter_nodes.h (installed with
  * the adapters, shared with band/uv.h), so no field is ever type-punned; test_fd checks
@@ -44,219 +67,222 @@
 #define BAND_FD_H
 
 #include "band/adapter_nodes.h" /* private node types the op struct embeds */
-#include "band/chan.h"
-#include "band/core.h"
-#include "band/error.h"
-#include "band/permit.h"
-#include "band/sem.h"
+#include "band/band.h"          /* every primitive whose operations the queue bridges */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /** A completion queue: an eventfd, a ready list and a deadline heap. One owner thread. */
-typedef struct band_fdq band_fdq;
+typedef struct band_fd_queue band_fd_queue;
 
-typedef struct band_fdq_op band_fdq_op;
+typedef struct band_fd_queue_op band_fd_queue_op;
 
 /**
- * struct band_fdq_op - one operation submitted to a band_fdq, embedded by its owner.
+ * struct band_fd_queue_op - one operation in a band_fd_queue, embedded by its owner beside
+ * the primitive's op (or waiter) it bridges.
  *
- * Zero-initialise it or call band_fdq_op_init() once; after that it can be submitted
- * again each time band_fdq_reap() (or band_fdq_destroy()) has handed it back. From
- * submission until then the queue owns it: keep it alive and do not touch it, except to
- * read @data. 176 bytes on LP64 platforms.
+ * Zero-initialise it or call band_fd_queue_op_init() once; after that it can be bound
+ * again each time band_fd_queue_reap() has handed it back. From bind until then the queue
+ * owns it: keep it alive and do not touch it, except to read @data. 160 bytes on LP64
+ * platforms.
  */
-struct band_fdq_op {
+struct band_fd_queue_op {
     void *data; /* public: the owner's pointer; band never touches it */
     int status; /* public: BAND_PENDING while the queue owns the op; after reap, the result:
-                   0 or a negative BAND_E* code (see each submit function); BAND_EINVAL
-                   after a submission of this idle op was refused as a misuse */
-    /* private: owned by the queue from submission until reap */
-    unsigned char _kind;  /* acquire, send or receive */
-    unsigned char _state; /* idle, waiting (a wake may come), done (result known) */
-    unsigned char _in_heap;
-    unsigned char _taken; /* the permit was moved out by band_fdq_op_take_permit() */
-    union {
-        band_waiter w;
-        struct band_chan_send_op send;
-        struct band_chan_recv_op recv;
-    } _u;
-    band_fdq *_q;
-    union {
-        struct {
-            band_sem *sem;
-            uint64_t n;
-        } acq;
-        uint64_t *bytes_out; /* receive: where reap stores the element's bytes */
-    } _a;
-    band_fdq_op *_next, *_prev;     /* the queue's list of ops it owns, in submission order */
-    struct band__ready_node _ready; /* ready list, then the reap batch */
-    struct band__dl_node _dl;       /* deadline heap */
+                   0 or a negative BAND_E* code; BAND_EINVAL or BAND_ECLOSED after a bind,
+                   start or band_fd_queue_at() of this op was refused */
+    /* private: owned by the queue from bind until reap */
+    unsigned char _state;   /* idle, bound, waiting (a wake may come), done (result known) */
+    unsigned char _in_heap; /* its deadline is in the heap */
+    unsigned char _hooked;  /* _hook is added to _cancel */
+    unsigned char _timed;   /* band_fd_queue_at(): completes with 0 at its deadline */
+    band_waiter *_w;        /* the bridged waiter, or NULL for band_fd_queue_at() */
+    band_fd_queue *_q;
+    band_fd_queue_op *_next, *_prev; /* the queue's list of ops it owns, in bind order */
+    struct band__ready_node _ready;  /* ready list, then the reap batch */
+    struct band__dl_node _dl;        /* deadline heap */
+    band_cancel_hook _hook;          /* on _cancel while the operation waits */
+    band_cancel *_cancel;            /* the token given to bind or band_fd_queue_at() */
+    band_time _deadline;             /* the deadline (of band_fd_queue_at(): its due time) */
+    int _result;                     /* the result once known, stored in @status at reap */
 };
 
 /**
- * band_fdq_op_init() - make @op idle, with owner pointer @data and status 0.
+ * band_fd_queue_op_init() - make @op idle, with owner pointer @data and status 0.
  *
  * Equivalent to zero-initialising it and setting @data. Must not be called while a queue
  * owns @op. NULL is ignored.
  */
-BAND_API void band_fdq_op_init(band_fdq_op *op, void *data);
+BAND_API void band_fd_queue_op_init(band_fd_queue_op *op, void *data);
 
 /**
- * band_fdq_create() - allocate a completion queue and its eventfd
+ * band_fd_queue_create() - allocate a completion queue and its eventfd
  * (EFD_NONBLOCK | EFD_CLOEXEC).
  *
  * Returns 0 and stores the queue in *@out, BAND_EINVAL when @out is NULL, BAND_ENOMEM, or
  * the negative errno of eventfd() (for example -EMFILE when the process is out of file
- * descriptors). On failure *@out is unchanged. The calling thread becomes the owner.
+ * descriptors). On failure *@out is unchanged and nothing is allocated. The calling thread
+ * becomes the owner.
  */
-BAND_API int band_fdq_create(band_fdq **out);
+BAND_API int band_fd_queue_create(band_fd_queue **out);
 
 /**
- * band_fdq_fd() - the eventfd to watch for readability (POLLIN / EPOLLIN).
+ * band_fd_queue_close() - cancel every operation @q still owns and refuse new ones.
  *
- * Readable whenever band_fdq_reap() has an operation to return; possibly readable,
- * harmlessly, when it has none. Only band_fdq_reap() reads it: never read, write or close
- * it yourself. Returns the fd, or BAND_EINVAL for NULL. MT-safe.
+ * Every operation still waiting is withdrawn (a partial grant goes to the next waiters)
+ * and will be reaped once with BAND_ECANCELED, band_fd_queue_at() operations included; an
+ * operation whose completion won that race, or that had completed and was not yet reaped,
+ * keeps its real result, and its owner owns what it carries. An operation bound but not
+ * yet started is cancelled by its band_fd_queue_start() (or reports what its _async call
+ * answered at once). From this call on, bind and band_fd_queue_at() on @q return
+ * BAND_ECLOSED. Nothing is handed back here: band_fd_queue_reap() reports every operation
+ * as usual, and the eventfd stays readable until it has; once band_fd_queue_count() is 0,
+ * band_fd_queue_destroy() frees the queue. Wakes of other waiters that the returned units
+ * complete run on this thread. A second close changes nothing. Returns 0, or BAND_EINVAL
+ * for NULL. Owner thread only.
  */
-BAND_API int band_fdq_fd(const band_fdq *q);
+BAND_API int band_fd_queue_close(band_fd_queue *q);
 
 /**
- * band_fdq_acquire() - take @n permits of @s through @q, waiting until @deadline.
+ * band_fd_queue_is_closed() - 1 once band_fd_queue_close() was called on @q, 0 before and
+ * for NULL. Owner thread.
+ */
+BAND_API int band_fd_queue_is_closed(const band_fd_queue *q);
+
+/**
+ * band_fd_queue_destroy() - close the eventfd and free @q, which owns no operation.
  *
- * Returns 0 when the acquisition was accepted: band_fdq_reap() will return @op exactly
- * once, with status 0 (the owner holds @n permits of @s: take them with
- * band_fdq_op_take_permit(), or release them with band_sem_release()), BAND_ETIMEDOUT (the
- * deadline passed first; nothing is held, and any partial grant went to the next
- * waiters), BAND_ECANCELED (band_fdq_cancel() or band_fdq_destroy() won), or the refusals
- * of band_sem_acquire_async(): BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW. A deadline at or
- * before band_now() means "do not wait": the op never queues then, and is reported as
- * granted or as BAND_ETIMEDOUT. BAND_FOREVER waits without limit.
- * Returns BAND_EINVAL, and nothing is queued or reported, when @q, @op or @s is NULL, @op
- * is owned by a queue, or @n exceeds BAND_MAX_UNITS. Owner thread only. @s must
- * outlive the operation (until it is reaped).
+ * Returns 0 (also for NULL), or BAND_EBUSY, changing nothing, while @q owns operations
+ * (band_fd_queue_count() > 0: bound, waiting, or completed and not yet reaped). Destroy
+ * never cancels and never closes for you: close, reap until the count is 0, then destroy
+ * (an idle queue, never closed, can be destroyed at once). It only waits, briefly, for a
+ * wake that already handed its op over and is still returning on another thread (a push
+ * and a write), so that no wake touches the freed queue. Owner thread only; never from
+ * inside a band wake function.
  */
-BAND_API int band_fdq_acquire(band_fdq *q, band_fdq_op *op, band_sem *s, uint64_t n,
-                              band_time deadline);
+BAND_API int band_fd_queue_destroy(band_fd_queue *q);
 
 /**
- * band_fdq_send() - send a copy of *@elem, which stands for @bytes against the byte
- * bound, on @c through @q, waiting for room until @deadline.
+ * band_fd_queue_fd() - the eventfd to watch for readability (POLLIN / EPOLLIN).
  *
- * Returns 0 when accepted: band_fdq_reap() will return @op exactly once, with status 0
- * (the element was queued or handed to a receiver), BAND_ETIMEDOUT, BAND_ECANCELED, or a
- * refusal of band_chan_send_async(): BAND_ECLOSED, BAND_E2BIG. On any status but 0 the
- * element stays with the caller. A past deadline means "do not wait", as for
- * band_fdq_acquire(). @elem must stay valid and unchanged until the op is reaped: it is
- * copied when the send is granted. Returns BAND_EINVAL, and nothing is queued or
- * reported, for a NULL argument, an op owned by a queue, a channel with an overflow
- * policy, or @bytes out of range (see band_chan_try_send()). Owner thread only.
+ * Readable whenever band_fd_queue_reap() has an operation to return; possibly readable,
+ * harmlessly, when it has none. Only band_fd_queue_reap() reads it: never read, write or
+ * close it yourself. Returns the fd, or BAND_EINVAL for NULL. MT-safe.
  */
-BAND_API int band_fdq_send(band_fdq *q, band_fdq_op *op, band_chan *c, const void *elem,
-                           uint64_t bytes, band_time deadline);
+BAND_API int band_fd_queue_fd(const band_fd_queue *q);
 
 /**
- * band_fdq_recv() - receive the oldest element of @c into @out through @q, waiting until
- * @deadline.
+ * band_fd_queue_bind() - make the waiter @w of a band operation complete through @q, as
+ * @op.
  *
- * Returns 0 when accepted: band_fdq_reap() will return @op exactly once, with status 0
- * (@out holds the element, and *@bytes, when @bytes is not NULL, its declared bytes, stored
- * by band_fdq_reap()), BAND_ETIMEDOUT, BAND_ECANCELED, or BAND_ECLOSED (closed and
- * drained). A past deadline means "do not wait". @out (elem_size bytes) and @bytes must
- * stay valid until the op is reaped. Returns BAND_EINVAL, and nothing is queued or
- * reported, when @q, @op, @c or @out is NULL or @op is owned by a queue. Owner thread
- * only.
+ * Calls band_waiter_init(@w) with the queue's wake and sets @w->deadline to @deadline (so
+ * a deadline-aware primitive sees it at submission). Bind after the primitive's own
+ * initialisation of the op that embeds @w, if it has one (band_admit_req_init()), then
+ * submit @w with that primitive's _async function and hand its answer to
+ * band_fd_queue_start() before any other band_fd_queue_* call on @q; nothing else may
+ * touch @w until @op is reaped (never cancel it directly: use band_fd_queue_cancel()). A
+ * primitive that cancels a waiter and then calls its wake itself (band_shutdown_watch())
+ * is fine: its result is reaped like any other.
+ * @deadline is absolute (band_now() nanoseconds); BAND_FOREVER waits without limit, and a
+ * time already past means "do not wait": an operation that queues is withdrawn at once
+ * and is reaped with BAND_ETIMEDOUT. @cancel (NULL: none) is a token whose request cancels
+ * the wait (BAND_ECANCELED); it must outlive the operation until it is reaped.
+ * @w must not be pending, and must hold a waiter's state (zeroed, initialised, or ended):
+ * bind refuses a pending one rather than take its wake away.
+ * Returns 0 (@op is bound and owned by @q: start it), BAND_ECLOSED when @q is closed, or
+ * BAND_EINVAL (NULL @q, @op or @w, @op owned by a queue, @w pending): nothing is bound
+ * then, and an idle @op's status holds that code. Owner thread only.
  */
-BAND_API int band_fdq_recv(band_fdq *q, band_fdq_op *op, band_chan *c, void *out, uint64_t *bytes,
-                           band_time deadline);
+BAND_API int band_fd_queue_bind(band_fd_queue *q, band_fd_queue_op *op, band_waiter *w,
+                                band_time deadline, band_cancel *cancel);
 
 /**
- * band_fdq_cancel() - withdraw a submitted operation.
+ * band_fd_queue_start() - hand the answer @rc of the _async call that submitted the bound
+ * waiter to the queue.
+ *
+ * BAND_PENDING: the operation waits; the queue keeps its deadline in the heap and hooks
+ * the token, and band_fd_queue_reap() reports how the wait ended (on a closed queue it is
+ * withdrawn at once and reaped with BAND_ECANCELED). Any other band result (0 or a
+ * negative code: completed or refused at once, no wake follows) is reaped as the op's
+ * status as it is. The primitive must outlive the operation until it is reaped.
+ * Returns 0 (band_fd_queue_reap() returns @op exactly once), or BAND_EINVAL (NULL or
+ * unbound @op; @rc positive but not BAND_PENDING; or the waiter no longer carries the
+ * queue's wake because it was initialised again after the bind): then @op is idle again
+ * with status BAND_EINVAL and is never reported. Owner thread only.
+ */
+BAND_API int band_fd_queue_start(band_fd_queue_op *op, int rc);
+
+/**
+ * band_fd_queue_at() - complete @op at time @deadline through @q, with no primitive behind
+ * it.
+ *
+ * An operation that waits for nothing but its deadline: reaching it is its success.
+ * band_fd_queue_reap() returns it with status 0 once band_now() reached @deadline (never
+ * before; a time already past is reaped by the next reap), or BAND_ECANCELED when
+ * band_fd_queue_cancel(), @cancel or band_fd_queue_close() came first. @deadline counts
+ * for band_fd_queue_next_deadline() like any other. For a rate budget: book with
+ * band_rate_reserve() (a bucket on the default clock), then band_fd_queue_at(q, op,
+ * ticket.at, cancel); on BAND_ECANCELED give the booking back with
+ * band_rate_ticket_cancel().
+ * Returns 0 (reaped exactly once), BAND_ECLOSED when @q is closed, or BAND_EINVAL (NULL @q
+ * or @op, @op owned by a queue): then nothing is queued or reported, and an idle @op's
+ * status holds that code. Owner thread only.
+ */
+BAND_API int band_fd_queue_at(band_fd_queue *q, band_fd_queue_op *op, band_time deadline,
+                              band_cancel *cancel);
+
+/**
+ * band_fd_queue_cancel() - withdraw a submitted operation.
  *
  * Returns 0 when @op was still waiting: it left its primitive (a partial grant went to the
- * next waiters) and band_fdq_reap() will return it once with status BAND_ECANCELED.
+ * next waiters) and band_fd_queue_reap() will return it once with status BAND_ECANCELED.
  * Returns BAND_EALREADY when it had already completed (granted, refused, timed out or
- * cancelled before): band_fdq_reap() will return it once with that result, and the owner
- * owns what it carries (permits, an element). Returns BAND_EINVAL when @op is NULL or no
- * queue owns it (never submitted, or already reaped). Wakes of other waiters that the
- * returned units complete run on this thread. Owner thread only.
+ * cancelled before): band_fd_queue_reap() will return it once with that result, and the
+ * owner owns what it carries (permits, an element). Returns BAND_EINVAL when @op is NULL
+ * or not started (idle, bound but not started, or already reaped). Wakes of other waiters
+ * that the returned units complete run on this thread. Owner thread only.
  */
-BAND_API int band_fdq_cancel(band_fdq_op *op);
+BAND_API int band_fd_queue_cancel(band_fd_queue_op *op);
 
 /**
- * band_fdq_reap() - take up to @max completed operations, oldest first, into @out.
+ * band_fd_queue_reap() - take up to @max completed operations, oldest first, into @out.
  *
  * First times out every pending operation whose deadline is at or before band_now() (each
- * is reported BAND_ETIMEDOUT, or, if a completion won the race, with its real result),
- * then reads the eventfd and collects what completed on any thread. Returns how many ops
- * it stored in @out[0..], in the order they completed; each is handed back to its owner
- * (idle, status set, and for a receive *bytes stored), so it may be freed or submitted
- * again. When more are left than @max, the eventfd is signalled again before this returns,
- * so the loop comes back. Returns 0 for a NULL @q, or a NULL @out with @max > 0. @max 0
- * only times out and collects. Owner thread only.
+ * is reported BAND_ETIMEDOUT, or, if a completion won the race, with its real result) and
+ * completes every band_fd_queue_at() operation that fell due, then reads the eventfd,
+ * cancels the operations whose token was requested, and collects what completed on any
+ * thread. Returns how many ops it stored in @out[0..], in the order they completed; each
+ * is handed back to its owner (idle, status set), so it may be freed or bound again. When
+ * more are left than @max, the eventfd is signalled again before this returns, so the
+ * loop comes back. Returns 0 for a NULL @q, or a NULL @out with @max > 0. @max 0 only
+ * times out and collects. Owner thread only.
  */
-BAND_API size_t band_fdq_reap(band_fdq *q, band_fdq_op **out, size_t max);
+BAND_API size_t band_fd_queue_reap(band_fd_queue *q, band_fd_queue_op **out, size_t max);
 
 /**
- * band_fdq_next_deadline() - the earliest deadline among pending operations, or
+ * band_fd_queue_next_deadline() - the earliest deadline among pending operations, or
  * BAND_FOREVER when none has one (also for NULL).
  *
  * An absolute CLOCK_MONOTONIC time in ns: arm an IORING_OP_TIMEOUT with
- * IORING_TIMEOUT_ABS at it, or a timerfd, and call band_fdq_reap() when it fires. It may
- * name an op that already completed (harmless: the fd is readable then). Owner thread.
+ * IORING_TIMEOUT_ABS at it, or a timerfd, and call band_fd_queue_reap() when it fires. It
+ * may name an op that already completed (harmless: the fd is readable then). Owner thread.
  */
-BAND_API band_time band_fdq_next_deadline(const band_fdq *q);
+BAND_API band_time band_fd_queue_next_deadline(const band_fd_queue *q);
 
 /**
- * band_fdq_timeout_ms() - milliseconds until band_fdq_next_deadline(), rounded UP, for
- * epoll_wait()/poll(): -1 when there is no deadline (or for NULL), 0 when it has passed,
- * INT_MAX at most. A wait of that long never ends before the deadline. Owner thread.
+ * band_fd_queue_timeout_ms() - milliseconds until band_fd_queue_next_deadline(), rounded
+ * UP, for epoll_wait()/poll(): -1 when there is no deadline (or for NULL), 0 when it has
+ * passed, INT_MAX at most. A wait of that long never ends before the deadline. Owner
+ * thread.
  */
-BAND_API int band_fdq_timeout_ms(const band_fdq *q);
+BAND_API int band_fd_queue_timeout_ms(const band_fd_queue *q);
 
 /**
- * band_fdq_count() - how many operations @q owns: submitted and not yet reaped (pending
+ * band_fd_queue_count() - how many operations @q owns: bound and not yet reaped (pending
  * or completed). 0 for NULL. Owner thread.
  */
-BAND_API size_t band_fdq_count(const band_fdq *q);
-
-/**
- * band_fdq_drop_fn - receives, from band_fdq_destroy(), each operation the queue still
- * owned. @op is idle with its status set, as if reaped; the callback may take its permit,
- * consume a received element, free @op, or submit it elsewhere. It must not call band_fdq_*
- * on the queue being destroyed.
- */
-typedef void band_fdq_drop_fn(band_fdq_op *op, void *ctx);
-
-/**
- * band_fdq_destroy() - cancel every operation @q still owns, hand each back once, and free
- * @q and its eventfd.
- *
- * Every pending op is cancelled (status BAND_ECANCELED; a partial grant goes to the next
- * waiters); an op whose completion won that race, or that had completed and was not yet
- * reaped, keeps its real result. The call waits for wakes already running on other
- * threads (they only push and signal, so this is short). Then each op is handed back
- * once, in submission order: to @drop(op, @ctx) when @drop is not NULL, which then owns
- * its result; with @drop NULL, permits granted to an acquisition are released back to
- * their semaphore, and an element received stays in the op's @out buffer (status 0).
- * After this call band never touches any op again. Returns 0, or BAND_EINVAL for NULL
- * (nothing happens). Owner thread only; never from inside a band wake function.
- *
- * @drop is how destroy reports each pending op exactly once: there is no reap after it.
- */
-BAND_API int band_fdq_destroy(band_fdq *q, band_fdq_drop_fn *drop, void *ctx);
-
-/**
- * band_fdq_op_take_permit() - move the permits of a reaped, granted acquisition into the
- * empty permit @out.
- *
- * Returns 0 (*@out holds the op's n permits of its semaphore; the op holds none any
- * more), or BAND_EINVAL (nothing changes) when @op or @out is NULL, @op is not an
- * acquisition, is still owned by a queue, did not end with status 0, was already taken
- * from, or @out is not empty. Not synchronized: call it where you handle the op.
- */
-BAND_API int band_fdq_op_take_permit(band_fdq_op *op, band_permit *out);
+BAND_API size_t band_fd_queue_count(const band_fd_queue *q);
 
 #ifdef __cplusplus
 }

@@ -1,34 +1,57 @@
 /*
- * band/uv.h - libband-uv: band operations completed as libuv callbacks.
+ * band/uv.h - libband-uv: any band operation completed as a libuv callback.
  *
- * One band_uv serves one uv loop. It turns a band wake, which runs on whichever thread
- * completed the operation (a release, a send, a close on any thread), into a callback on
- * the loop's thread. docs/uv.md has the guide; the rules here are the contract.
+ * One band_uv serves one uv loop. It turns the wake of any band operation, which runs on
+ * whichever thread completed it (a release, a send, a close on any thread), into a
+ * callback on the loop's thread. It knows no primitive: every band operation that can
+ * wait ends through a band_waiter (band/core.h), and the adapter bridges that waiter. So
+ * the semaphore, budgets, channels (send, receive, reserve), oneshot, watch, broadcast,
+ * wait group, latch, shutdown scope, fair share and admission all complete on the loop
+ * the same way, and so will any primitive added later. docs/uv.md has the guide; the
+ * rules here are the contract.
  *
- *  1. Submission never calls the callback. band_uv_acquire(), band_uv_send() and
- *     band_uv_recv() return 0 when they accepted the operation: from then on its callback
- *     runs exactly once, later, on the loop thread - also when the operation completed
- *     during the submission. Any other return is a negative BAND_E* code, and then the
- *     callback never runs.
- *  2. Callbacks run in the order the operations completed (the order of their wakes).
- *  3. A deadline is enforced with one libuv timer per adapter. The callback never reports
- *     BAND_ETIMEDOUT before band_now() reached the deadline. A timed-out or cancelled
- *     operation leaves the primitive's queue and returns whatever it had been partially
- *     granted, so nothing leaks.
- *  4. A grant that races with the deadline, a cancel or a close wins: the callback then
- *     reports status 0 and the caller holds the result (permits, a sent or received
- *     element).
- *  5. The operation struct is the caller's: no allocation per operation. The adapter
- *     touches it for the last time just before it calls the callback, so the callback may
- *     free the op or submit it again.
- *  6. band_uv_close() ends every operation still queued with BAND_ECANCELED, closes the
- *     adapter's two libuv handles and frees the adapter; on_closed runs once after that.
+ * One operation, three steps, all on the loop thread:
  *
- * Threads. band_uv_create(), band_uv_close(), the three submissions, band_uv_cancel()
- * and band_uv_op_take_permit() must be called on the loop's thread (the thread that runs
- * uv_run() for the loop, or any thread while the loop is not running). The semaphores and
- * channels the operations wait on stay MT-safe: other threads release, send, receive and
- * close them as usual, and the completions they cause come back to the loop.
+ *     band_uv_bind(u, op, &send.w, on_sent, deadline, cancel); // the waiter is now ours
+ *     int rc = band_chan_send_async(chan, &v, 1, &send);       // any primitive's _async
+ *     band_uv_start(op, rc);                                   // hand its answer over
+ *
+ *  1. band_uv_bind() prepares the caller's waiter (band_waiter_init() with the adapter's
+ *     wake, and the deadline) before its _async call. An admission request, the one op
+ *     built before its call, is bound after band_admit_req_init() and band_admit_req_add().
+ *  2. One path. Once band_uv_start() returned 0, the callback runs exactly once, later,
+ *     on the loop thread, with the operation's result: the _async call's own answer when
+ *     it completed or failed at once (0 or a negative code; no callback ever runs inside
+ *     a band_uv_* call), or the result of the wait. Only a misuse of the adapter itself is
+ *     returned by bind or start, and then no callback runs.
+ *  3. Results stay where the primitive puts them: permits are the caller's when a
+ *     semaphore acquisition reports 0 (band_permit_adopt() wraps them), a received
+ *     element is in the receive op's buffer, a grant in the admission request.
+ *  4. Callbacks run in the order the operations completed (the order of their wakes).
+ *  5. A deadline is enforced with one libuv timer per adapter: a timeout is
+ *     band_waiter_cancel(w, BAND_ETIMEDOUT), so a timed-out wait leaves the primitive's
+ *     queue and returns whatever it had been partially granted. The callback never reports
+ *     BAND_ETIMEDOUT before band_now() reached the deadline.
+ *  6. Cancellation: band_uv_cancel(), a cancellation token (band/cancel.h) given to bind,
+ *     or band_uv_close(). The token may be requested from any thread or a signal handler:
+ *     its hook only signals the loop, which then cancels on its own thread.
+ *  7. A grant that races with the deadline, a cancel or a close wins: the callback then
+ *     reports 0 and the caller holds the result.
+ *  8. band_uv_at() completes an operation at its deadline with no primitive behind it: a
+ *     rate budget's booking (band_rate_reserve() and its ticket's at) falls due on the
+ *     loop's timer that way.
+ *  9. The op is the caller's: no allocation per operation. The adapter touches it for the
+ *     last time just before it calls the callback, so the callback may free it (and the
+ *     primitive's op and waiter) or submit it again.
+ *
+ * Life. band_uv_create(), band_uv_close() (asynchronous: it ends with its on_closed
+ * callback, because libuv closes handles asynchronously), then band_uv_destroy(), which
+ * frees the adapter.
+ *
+ * Threads. Every band_uv_* function must be called on the loop's thread (the thread that
+ * runs uv_run() for the loop, or any one thread while the loop is not running). The
+ * primitives stay MT-safe: other threads release, send, receive and close them as usual,
+ * and the completions they cause come back to the loop.
  *
  * Building: `pkg-config --cflags --libs band-uv`, or find_package(band COMPONENTS uv) and
  * band::band_uv. libuv's <uv.h> needs the POSIX declarations: under -std=c11 define
@@ -63,7 +86,8 @@ extern "C" {
 
 #include "band/adapter_nodes.h" /* private node types the op struct embeds */
 
-/** The adapter: one per uv loop, created by band_uv_create(), freed by band_uv_close(). */
+/** The adapter: one per uv loop, created by band_uv_create(), closed by band_uv_close(),
+ *  freed by band_uv_destroy(). */
 typedef struct band_uv band_uv;
 
 typedef struct band_uv_op band_uv_op;
@@ -71,147 +95,164 @@ typedef struct band_uv_op band_uv_op;
 /**
  * band_uv_cb - the completion callback of an operation.
  *
- * Runs exactly once per accepted submission, on the loop thread, from inside uv_run().
- * @status is 0 on success, or BAND_ETIMEDOUT, BAND_ECANCELED, BAND_ECLOSED (the
- * primitive was closed), BAND_E2BIG or BAND_EOVERFLOW (the primitive's own refusals).
- * The adapter no longer uses @op: the callback may free it, reuse it, submit it again,
- * cancel other operations, or close the adapter.
+ * Runs exactly once per started operation, on the loop thread, from inside uv_run().
+ * @status is the operation's result: 0, or the primitive's own codes (BAND_ECLOSED,
+ * BAND_E2BIG, BAND_EOVERFLOW, BAND_ELAGGED, ... as its _async function documents them),
+ * BAND_ETIMEDOUT (the deadline), or BAND_ECANCELED (band_uv_cancel(), the token,
+ * band_uv_close()). The adapter no longer uses @op: the callback may free it, reuse it,
+ * submit it again, cancel other operations, or close the adapter.
  */
 typedef void band_uv_cb(band_uv_op *op, int status);
 
 /**
- * struct band_uv_op - one acquire, send or receive, embedded by its owner.
+ * struct band_uv_op - one operation on the loop, embedded by its owner beside the
+ * primitive's op (or waiter) it bridges.
  *
- * Zero it before its first submission (`= {0}`, calloc or memset): the adapter reads its
- * state to refuse a second submission while it is pending. After that the adapter keeps
- * it consistent, and it can be submitted again from its own callback or any time after.
- * It must stay valid and untouched (except @data) from submission until its callback
- * runs. It holds no libuv handle.
+ * Zero it before its first use (`= {0}`, calloc or memset): the adapter reads its state to
+ * refuse a second bind while it is in use. After that the adapter keeps it consistent,
+ * and it can be bound again from its own callback or any time after. From bind until its
+ * callback runs it must stay valid and untouched (except @data). It holds no libuv
+ * handle. 160 bytes on LP64.
  */
 struct band_uv_op {
     void *data; /* public: the owner's pointer; the adapter never touches it */
 
-    /* private: owned by the adapter from submission until the callback */
-    union {
-        band_waiter w;
-        struct band_chan_send_op send;
-        struct band_chan_recv_op recv;
-    } _u;                           /* the band operation; its waiter is first */
+    /* private: owned by the adapter from bind until the callback */
+    band_waiter *_w; /* the bridged waiter, or NULL for band_uv_at() */
+    band_uv *_uv;
+    band_uv_cb *_cb;
     struct band__ready_node _ready; /* on the adapter's ready list once completed */
     struct band__dl_node _dl;       /* in the adapter's deadline heap while it has one */
     struct band__node _link;        /* on the adapter's list of operations not yet called */
-    band_uv *_uv;
-    band_uv_cb *_cb;
-    void *_target;        /* the band_sem or band_chan */
-    uint64_t _n;          /* acquire: permits asked for */
-    uint64_t *_bytes_out; /* recv: where the element's bytes go (may be NULL) */
-    int _status;          /* result decided on the loop thread (immediate, cancel) */
-    uint32_t _state;      /* idle, queued or done (not yet called) */
-    uint8_t _kind;        /* acquire, send, recv */
-    uint8_t _flags;       /* in heap, cancel asked, permits not yet taken */
+    band_cancel_hook _hook;         /* on @_cancel while the operation waits */
+    band_cancel *_cancel;           /* the token given to bind or band_uv_at(), or NULL */
+    band_time _deadline;            /* the deadline, or the due time of band_uv_at() */
+    int _status;                    /* result decided on the loop thread */
+    uint16_t _state;                /* idle, bound, queued or done (not yet called) */
+    uint16_t _flags;                /* in heap, cancel asked, hooked, timed */
 };
 
 /**
  * band_uv_create() - make an adapter for @loop and store it in *@out.
  *
  * Initialises one uv_async_t and one uv_timer_t on @loop. Neither keeps the loop alive
- * while no operation is pending: uv_run() returns when the adapter has nothing to do,
- * and stays in the loop while any operation waits for its callback.
+ * while no operation is in use: uv_run() returns when the adapter has nothing to do, and
+ * stays in the loop while any bound operation waits for its callback.
  * Returns 0, BAND_EINVAL (NULL argument), BAND_ENOMEM, or a negative libuv error code
  * (UV_E*, for uv_strerror()) when libuv cannot create the async handle; *@out is left
- * unchanged on failure. Loop thread only. Free it with band_uv_close().
+ * unchanged and nothing is allocated on failure. Loop thread only. End it with
+ * band_uv_close(), then band_uv_destroy().
  */
-BAND_UV_API int band_uv_create(uv_loop_t *loop, band_uv **out);
+BAND_UV_API int band_uv_create(band_uv **out, uv_loop_t *loop);
 
 /**
- * band_uv_close() - cancel everything pending, close the handles and free @u.
+ * band_uv_close() - cancel everything pending and close the adapter's libuv handles.
  *
- * Every operation still queued on a primitive is cancelled: its callback runs once with
- * BAND_ECANCELED (what it had been partially granted went back). An operation that had
- * already completed but whose callback has not run yet is delivered with its real status
- * (the caller then holds its permits or element, as always). Submissions on @u fail with
- * BAND_ECLOSED from this call on. Once every callback has run and no other thread is still
- * handing a completion to @u, the adapter closes its two libuv handles; when libuv reports
- * both closed, @u is freed and then @on_closed(@data) runs once, on the loop thread (skip
- * it with NULL). Keep running the loop until then: uv_run() returns afterwards, and
- * uv_loop_close() succeeds if nothing else is open on the loop.
+ * Every operation still waiting is cancelled: its callback runs once with BAND_ECANCELED
+ * (what it had been partially granted went back). An operation that had already completed
+ * but whose callback has not run yet is delivered with its real status (the caller then
+ * holds its result, as always). An operation bound but not yet started is cancelled when
+ * band_uv_start() is called. Binds on @u fail with BAND_ECLOSED from this call on.
+ *
+ * Close is asynchronous, unlike the close of a band primitive, because libuv closes a
+ * handle asynchronously: uv_close() only asks, and the handle's memory (here, inside @u)
+ * must stay valid until libuv calls its close callback on a later loop iteration. The
+ * adapter also waits for every callback to run and for wakes still on their way from
+ * other threads before it closes its two handles. When libuv reports both closed,
+ * @on_closed(@data) runs once, on the loop thread (skip it with NULL); from then on the
+ * adapter never touches @u again, and band_uv_destroy() frees it (@on_closed may call it).
+ * Keep running the loop until then: uv_run() returns afterwards, and uv_loop_close()
+ * succeeds if nothing else is open on the loop.
  * Returns 0, BAND_EINVAL for NULL @u, or BAND_ECLOSED when close was already called
- * (nothing changes). Never calls a callback or @on_closed itself. Loop thread only.
+ * (nothing changes: the first call's @on_closed is the one that runs). Never calls a
+ * callback or @on_closed itself. Loop thread only.
  */
 BAND_UV_API int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *data);
 
 /**
- * band_uv_acquire() - take @n permits of @s, completing on @u's loop.
- *
- * @s may be a budget's semaphore (band_budget_sem()). When the callback reports 0 the
- * caller holds @n permits: move them into a band_permit with band_uv_op_take_permit(), or
- * release them with band_sem_release(). Other statuses hold nothing: BAND_ETIMEDOUT at
- * @deadline, BAND_ECANCELED (band_uv_cancel(), band_uv_close()), BAND_ECLOSED (@s was
- * closed), BAND_E2BIG (a budget smaller than @n), BAND_EOVERFLOW (queued units would
- * overflow). @deadline is absolute (band_now() nanoseconds); BAND_FOREVER waits without
- * limit, and a time already past takes the permits only if they are available now.
- * Returns 0 (accepted: @cb runs exactly once, later, on the loop thread), BAND_ECLOSED
- * when @u is closing, or BAND_EINVAL (NULL @u, @op, @s or @cb, @n above
- * BAND_MAX_UNITS, @op still pending); @cb never runs after a negative return.
- * Loop thread only. @s must outlive the operation.
+ * band_uv_is_closed() - 1 once band_uv_close() was called on @u (its handles may still be
+ * closing), 0 before and for NULL. Loop thread only.
  */
-BAND_UV_API int band_uv_acquire(band_uv *u, band_uv_op *op, band_sem *s, uint64_t n,
-                                band_time deadline, band_uv_cb *cb);
+BAND_UV_API int band_uv_is_closed(const band_uv *u);
 
 /**
- * band_uv_op_take_permit() - move the permits of a successful acquire into *@out.
+ * band_uv_destroy() - free an adapter whose close has completed.
  *
- * Call it from the acquire's callback after status 0, or later while @op is not
- * submitted again: *@out (which must be empty) then holds the @n permits of the
- * semaphore, to release with band_permit_release(). Returns 0, or BAND_EINVAL (NULL
- * argument, @out not empty, @op not an acquire that completed with 0, or its permits
- * already taken). Loop thread only (it reads the op's state).
+ * Returns 0 (also for NULL; @u is freed), or BAND_EBUSY, changing nothing, until the
+ * close that band_uv_close() started has completed: before band_uv_close() (destroy never
+ * closes for you: the adapter's handles are still open on the loop), and while operations
+ * wait for their callbacks or libuv has not yet reported the handles closed. It completes
+ * just before @on_closed runs, so @on_closed may call this; without an @on_closed, call it
+ * once uv_run() returned. Never waits. Loop thread only.
  */
-BAND_UV_API int band_uv_op_take_permit(band_uv_op *op, band_permit *out);
+BAND_UV_API int band_uv_destroy(band_uv *u);
 
 /**
- * band_uv_send() - send the element at @elem (the channel's element size) into @c,
- * declaring @bytes against its byte bound, completing on @u's loop.
+ * band_uv_bind() - make the waiter @w of a band operation complete on @u's loop, as @op.
  *
- * The element is not copied at submission: *@elem must stay valid and unchanged until
- * the callback runs (the copy into the channel may happen on another thread, when a
- * receiver makes room). Status 0 means the channel took a copy. Any other status means
- * it did not, and the element is still the caller's: BAND_ETIMEDOUT, BAND_ECANCELED,
- * BAND_ECLOSED, BAND_E2BIG (@bytes above the byte capacity).
- * Returns 0 (accepted, as for band_uv_acquire()), BAND_ECLOSED when @u is closing, or
- * BAND_EINVAL (NULL argument, @op still pending, a channel with a drop policy, @bytes
- * above BAND_MAX_UNITS on a channel without byte bound). Loop thread only. @c must
- * outlive the operation.
+ * Calls band_waiter_init(@w) with the adapter's wake and sets @w->deadline to @deadline
+ * (so a deadline-aware primitive sees it at submission). Bind after the primitive's own
+ * initialisation of the op that embeds @w, if it has one (band_admit_req_init()), then
+ * submit @w with that primitive's _async function and hand its answer to band_uv_start();
+ * nothing else may touch @w until the callback ran (never cancel it directly: use
+ * band_uv_cancel()). A primitive that cancels a waiter and then calls its wake itself
+ * (band_shutdown_watch()) is fine: its result comes back like any other. @cb is the
+ * callback; the deadline and the token come last, as in every blocking band call.
+ * @deadline is absolute (band_now() nanoseconds); BAND_FOREVER waits without limit, and a
+ * time already past means "do not wait": an operation that queues is withdrawn at once
+ * and reports BAND_ETIMEDOUT. @cancel (NULL: none) is a token whose request cancels the
+ * wait (BAND_ECANCELED); it must outlive the callback.
+ * @w must not be pending, and must hold a waiter's state (zeroed, initialised, or ended):
+ * bind refuses a pending one rather than take its wake away.
+ * Returns 0 (@op is bound: start it), BAND_ECLOSED when @u is closing, or BAND_EINVAL
+ * (NULL @u, @op, @w or @cb, @op bound or pending, @w pending); on an error @op and @w are
+ * untouched and no callback runs. Loop thread only.
  */
-BAND_UV_API int band_uv_send(band_uv *u, band_uv_op *op, band_chan *c, const void *elem,
-                             uint64_t bytes, band_time deadline, band_uv_cb *cb);
+BAND_UV_API int band_uv_bind(band_uv *u, band_uv_op *op, band_waiter *w, band_uv_cb *cb,
+                             band_time deadline, band_cancel *cancel);
 
 /**
- * band_uv_recv() - receive the oldest element of @c into @out, completing on @u's loop.
+ * band_uv_start() - hand the answer @rc of the _async call that submitted the bound
+ * waiter to the adapter.
  *
- * When the callback reports 0, @out holds the element and *@bytes (unless @bytes is NULL)
- * its declared bytes. @out may be written on another thread before the callback runs; it
- * must stay valid until then. *@bytes is written on the loop thread just before the
- * callback, and only on success. Other statuses leave nothing in @out: BAND_ETIMEDOUT,
- * BAND_ECANCELED, BAND_ECLOSED (closed and drained).
- * Returns 0 (accepted, as for band_uv_acquire()), BAND_ECLOSED when @u is closing, or
- * BAND_EINVAL (NULL @u, @op, @c, @out or @cb, or @op still pending). Loop thread only.
- * @c must outlive the operation.
+ * BAND_PENDING: the operation waits; the adapter arms the deadline and hooks the token,
+ * and the callback reports how the wait ended. Any other band result (0 or a negative
+ * code: completed or refused at once, no wake follows) becomes the callback's status as
+ * it is. The primitive must outlive the operation.
+ * Returns 0 (the callback runs exactly once, later, on the loop thread), or BAND_EINVAL
+ * (NULL or unbound @op; @rc positive but not BAND_PENDING; or the waiter no longer
+ * carries the adapter's wake because it was initialised again after the bind): then @op
+ * is idle again and no callback runs. Loop thread only.
  */
-BAND_UV_API int band_uv_recv(band_uv *u, band_uv_op *op, band_chan *c, void *out, uint64_t *bytes,
-                             band_time deadline, band_uv_cb *cb);
+BAND_UV_API int band_uv_start(band_uv_op *op, int rc);
+
+/**
+ * band_uv_at() - complete @op at time @deadline, on @u's loop, with no primitive behind it.
+ *
+ * An operation that waits for nothing but its deadline: reaching it is its success. The
+ * callback @cb reports 0 once band_now() reached @deadline (never before; a time already
+ * past completes on the next loop turn), or BAND_ECANCELED when band_uv_cancel(), @cancel
+ * or band_uv_close() came first. For a rate budget: book with band_rate_reserve() (a
+ * bucket on the default clock), then band_uv_at(u, op, cb, ticket.at, cancel); on
+ * BAND_ECANCELED give the booking back with band_rate_ticket_cancel().
+ * Returns 0 (the callback runs exactly once, later), BAND_ECLOSED when @u is closing, or
+ * BAND_EINVAL (NULL @u, @op or @cb, @op bound or pending); then no callback runs. Loop
+ * thread only.
+ */
+BAND_UV_API int band_uv_at(band_uv *u, band_uv_op *op, band_uv_cb *cb, band_time deadline,
+                           band_cancel *cancel);
 
 /**
  * band_uv_cancel() - ask a pending operation to end with BAND_ECANCELED.
  *
- * Returns 0 when the operation was still queued: it left the primitive's queue, what it
+ * Returns 0 when the operation was still waiting: it left the primitive's queue, what it
  * had been partially granted went back (to the next waiters first), and its callback will
  * run with BAND_ECANCELED. Returns BAND_EALREADY when it had already completed (or a
  * cancel was already asked): its callback will run with its real status, and a status 0
- * result (permits, an element) is the caller's. Either way the callback runs exactly
- * once, later, on the loop thread; band_uv_cancel() never calls it.
- * Returns BAND_EINVAL for NULL or an operation that is not pending (never submitted, or
- * its callback already ran). Loop thread only.
+ * result is the caller's. Either way the callback runs exactly once, later, on the loop
+ * thread; band_uv_cancel() never calls it.
+ * Returns BAND_EINVAL for NULL or an operation that is not pending (idle, bound but not
+ * started, or its callback already ran). Loop thread only.
  */
 BAND_UV_API int band_uv_cancel(band_uv_op *op);
 
