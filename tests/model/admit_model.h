@@ -37,7 +37,7 @@ struct admit_model;
 enum admit_model_op {
     AM_OP_BUILD,       /* band_admit_req_init + req_add / req_add_tree */
     AM_OP_TRY,         /* band_admit_try */
-    AM_OP_ASYNC,       /* band_admit_async */
+    AM_OP_ASYNC,       /* band_admit_acquire_async */
     AM_OP_PAST,        /* band_admit with a past deadline */
     AM_OP_TAKE,        /* band_admit_req_grant */
     AM_OP_RELEASE,     /* band_admit_release */
