@@ -101,14 +101,18 @@ static inline void band__dl_remove(struct band__dl_heap *h, struct band__dl_node
     if (n == h->root) {
         h->root = band__dl_merge_pairs(n->child);
     } else {
-        /* Unlink n (and its subtree) from its sibling list, then meld its children back. */
-        if (n->prev->child == n) {
-            n->prev->child = n->sibling;
+        /* Unlink n (and its subtree) from its sibling list, then meld its children back.
+         * Every node of the heap but the root has a prev; one without is in no heap. */
+        struct band__dl_node *p = n->prev;
+        if (p == NULL)
+            return;
+        if (p->child == n) {
+            p->child = n->sibling;
         } else {
-            n->prev->sibling = n->sibling;
+            p->sibling = n->sibling;
         }
         if (n->sibling != NULL) {
-            n->sibling->prev = n->prev;
+            n->sibling->prev = p;
         }
         h->root = band__dl_meld(h->root, band__dl_merge_pairs(n->child));
     }
