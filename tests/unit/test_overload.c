@@ -317,14 +317,17 @@ static void test_door_backlog(void **state)
 struct releaser {
     band_permit *p;
     band_front_door *d;
+    band_sem *s;
 };
 
+/* Releases the door's permit once the other admission is queued for it, so that the
+ * admission waits however the threads are scheduled. */
 static int release_later(void *arg)
 {
     struct releaser *rl = arg;
-    band_time until = band_now() + 5 * BAND_MSEC;
-    while (band_now() < until)
-        ;
+    struct sem_waiters_cond queued = {rl->s, 1};
+    if (!test_wait_until(test_cond_sem_waiters, &queued, 10 * BAND_SEC))
+        return -1;
     return band_front_door_done(rl->d, rl->p, 0);
 }
 
@@ -338,7 +341,7 @@ static void test_door_wait(void **state)
     band_permit p[2] = {BAND_PERMIT_INIT, BAND_PERMIT_INIT};
     band_answer a;
     assert_int_equal(band_front_door_admit(d, 0, 1, NULL, &p[0], &a, BAND_FOREVER, NULL), 0);
-    struct releaser rl = {&p[0], d};
+    struct releaser rl = {&p[0], d, s};
     struct test_thread th;
     assert_int_equal(test_thread_start(&th, release_later, &rl), 0);
     assert_int_equal(band_front_door_admit(d, 0, 1, NULL, &p[1], &a, BAND_FOREVER, NULL), 0);
