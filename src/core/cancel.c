@@ -39,7 +39,8 @@ struct band_cancel {
     struct band__node hooks; /* added hooks (lock) */
     uint64_t nhooks;         /* hooks added and not yet removed, fired or not (lock) */
     band_cancel *parent;
-    band_cancel_hook parent_hook; /* this token's hook on its parent */
+    band_cancel_hook parent_hook;  /* this token's hook on its parent */
+    atomic_uint_fast64_t children; /* children not yet destroyed, requested or not */
 };
 
 static int try_lock(band_cancel *c)
@@ -107,6 +108,8 @@ int band_cancel_create(band_cancel **out, const band_cancel_opts *opts)
     band__list_init(&c->hooks);
     if (opts != NULL && opts->parent != NULL) {
         c->parent = opts->parent;
+        /* Counted apart from the hook: a child made under a requested parent has none. */
+        atomic_fetch_add(&c->parent->children, 1);
         band_cancel_hook_init(&c->parent_hook, request_child, c);
         if (band_cancel_hook_add(c->parent, &c->parent_hook) != 0)
             atomic_store(&c->requested, 1); /* the parent was requested already */
@@ -122,10 +125,12 @@ int band_cancel_destroy(band_cancel *c)
     lock(c);
     uint64_t n = c->nhooks;
     unlock(c);
-    if (n != 0)
+    if (n != 0 || atomic_load(&c->children) != 0)
         return BAND_EBUSY;
     if (c->parent != NULL && c->parent_hook._token != NULL)
         (void)band_cancel_hook_remove(&c->parent_hook);
+    if (c->parent != NULL)
+        atomic_fetch_sub(&c->parent->children, 1);
     /* A request that started on this token before destroy (the parent firing it, or a
      * concurrent caller) is the caller's misuse; the parent's has finished by now,
      * since the hook removal waited for it. */

@@ -142,6 +142,22 @@ static void test_destroy_waits_for_fired_hooks(void **state)
     assert_int_equal(band_cancel_destroy(c), 0);
 }
 
+/* A child made under a parent that was requested already has no hook on it, and still
+ * keeps the parent from being destroyed first. */
+static void test_child_of_requested_parent(void **state)
+{
+    (void)state;
+    band_cancel *root, *child;
+    assert_int_equal(band_cancel_create(&root, NULL), 0);
+    assert_int_equal(band_cancel_request(root), 0);
+    band_cancel_opts o = {.parent = root};
+    assert_int_equal(band_cancel_create(&child, &o), 0);
+    assert_int_equal(band_cancel_is_requested(child), 1);
+    assert_int_equal(band_cancel_destroy(root), BAND_EBUSY);
+    assert_int_equal(band_cancel_destroy(child), 0);
+    assert_int_equal(band_cancel_destroy(root), 0);
+}
+
 static void test_wait_refusal(void **state)
 {
     (void)state;
@@ -352,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_hooks_fire_once),
         cmocka_unit_test(test_nesting),
         cmocka_unit_test(test_destroy_waits_for_fired_hooks),
+        cmocka_unit_test(test_child_of_requested_parent),
         cmocka_unit_test(test_wait_refusal),
         cmocka_unit_test(test_block_cancelled),
         cmocka_unit_test(test_block_requested_before),
