@@ -26,5 +26,6 @@ band_add_test(NAME model_admit
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_admit.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/admit_model.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_admit"
     TIMEOUT 180 LABELS model)

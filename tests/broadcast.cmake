@@ -20,5 +20,6 @@ band_add_test(NAME model_broadcast
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_broadcast.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/broadcast_model.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_broadcast"
     TIMEOUT 180 LABELS model)

@@ -23,6 +23,7 @@ band_add_test(NAME model_chan
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_chan.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/chan_model.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_chan"
     TIMEOUT 180 LABELS model)
 

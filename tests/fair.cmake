@@ -23,5 +23,6 @@ band_add_test(NAME model_fair
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_fair.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/fair_model.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_fair"
     TIMEOUT 180 LABELS model)

@@ -26,11 +26,13 @@ band_add_test(NAME model_oneshot
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_oneshot.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/oneshot_model.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_oneshot"
     TIMEOUT 180 LABELS model)
 band_add_test(NAME model_watch
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_watch.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/watch_model.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_watch"
     TIMEOUT 180 LABELS model)

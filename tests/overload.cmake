@@ -13,5 +13,6 @@ band_add_test(NAME model_door
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_door.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/door_model.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_door"
     TIMEOUT 180 LABELS model)

@@ -12,6 +12,7 @@ band_add_test(NAME model_rate
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_rate.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/rate_model.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_rate"
     TIMEOUT 120 LABELS model)
 

@@ -14,7 +14,7 @@
  * consumed: a corpus file that replays the same operations; use with a filter that
  * selects one seed).
  */
-#include "test.h"
+#include "model_driver.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -22,39 +22,18 @@
 
 #include "admit_model.h"
 
-#define MAX_SEEDS 256
 #define MAX_FILES 512
+/* The seeds, then the coverage check, five directed cases and the corpus files. */
+_Static_assert(MODEL_DRIVER_MAX_TESTS >= MODEL_DRIVER_MAX_SEEDS + 6 + MAX_FILES,
+               "room for every test of model_admit");
 
-static uint64_t g_ops = 20000;
-static unsigned g_nseeds = 16;
-static double g_seconds = 0.6;
-static uint64_t g_seeds[MAX_SEEDS];
-static struct admit_model_counts g_total; /* over the seeds */
-static unsigned g_runs;
+/* Every seed stops at its deadline (BAND_MODEL_SECONDS after its start). */
+MODEL_DRIVER_ADAPTERS(admit_model,
+                      (admit_model_set_deadline(m, until), admit_model_run_seed(m, seed, ops)))
 
-static void add_counts(const struct admit_model_counts *c)
+static uint64_t ops_done(const void *m)
 {
-    const uint64_t *src = (const uint64_t *)(const void *)c;
-    uint64_t *dst = (uint64_t *)(void *)&g_total;
-    for (size_t k = 0; k < sizeof(*c) / sizeof(uint64_t); k++)
-        dst[k] += src[k];
-    g_runs++;
-}
-
-/* Runs g_ops operations of a seed, or fewer when BAND_MODEL_SECONDS run out first. */
-static void test_seed(void **state)
-{
-    uint64_t seed = *(uint64_t *)*state;
-    struct admit_model *m = admit_model_new();
-    assert_non_null(m);
-    admit_model_set_deadline(m, band_now() + (band_time)(g_seconds * (double)BAND_SEC));
-    int rc = admit_model_run_seed(m, seed, g_ops);
-    if (rc != 0)
-        print_error("seed %llu (op %llu): %s\n", (unsigned long long)seed,
-                    (unsigned long long)admit_model_ops_done(m), admit_model_error(m));
-    add_counts(admit_model_counts(m));
-    admit_model_free(m);
-    assert_int_equal(rc, 0);
+    return admit_model_ops_done(m);
 }
 
 static char g_files[MAX_FILES][1024];
@@ -79,23 +58,14 @@ static void test_file(void **state)
 
 /* The generator must reach every operation and every interesting outcome (counted over
  * the seeds, which run first). */
-static void test_coverage(void **state)
+static void coverage(const void *totals)
 {
-    (void)state;
     static const char *const names[AM_OP_COUNT] = {
         "build",  "try",    "async",     "past",       "take",        "release",       "part",
         "adjust", "cancel", "plain_try", "plain_past", "plain_async", "plain_release", "drain",
         "grow",   "shrink", "close",     "destroy",    "create",      "busy",          "reset"};
-    if (g_runs < g_nseeds) {
-        print_message("seeds filtered out: coverage not checked\n");
-        return;
-    }
-    for (int i = 0; i < AM_OP_COUNT; i++) {
-        if (g_total.ops[i] == 0)
-            print_error("operation %s never ran\n", names[i]);
-        assert_true(g_total.ops[i] > 0);
-    }
-    const struct admit_model_counts *c = &g_total;
+    const struct admit_model_counts *c = totals;
+    model_driver_check_ops(c->ops, names, AM_OP_COUNT);
     print_message("pending %llu, wakes: grant %llu closed %llu e2big %llu plain %llu; "
                   "cancels %llu, ealready %llu, e2big at submit %llu, guaranteed %llu, "
                   "staged joins %llu, granted at submit %llu, wake releases %llu, "
@@ -364,41 +334,16 @@ static void test_tree_reserve_past_shrunk_cap(void **state)
 
 /* ---------------------------------------------------------------------------------- */
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-    const char *v = getenv(name);
-    if (v == NULL || *v == '\0')
-        return dflt;
-    return strtoull(v, NULL, 10);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp((const char *)a, (const char *)b);
 }
 
-int main(int argc, char **argv)
+/* After the seeds: the coverage check, the directed cases and every corpus file. */
+static int add_tests(int argc, char **argv, struct CMUnitTest *tests, size_t *np, size_t cap)
 {
-    g_ops = env_u64("BAND_MODEL_OPS", g_ops);
-    uint64_t ns = env_u64("BAND_MODEL_SEEDS", g_nseeds);
-    g_nseeds = (unsigned)(ns > MAX_SEEDS ? MAX_SEEDS : ns);
-    const char *secs = getenv("BAND_MODEL_SECONDS");
-    if (secs != NULL && *secs != '\0')
-        g_seconds = strtod(secs, NULL);
-    const char *filter = getenv("BAND_MODEL_FILTER");
-    if (filter != NULL && *filter != '\0')
-        cmocka_set_test_filter(filter);
-
-    static struct CMUnitTest tests[MAX_SEEDS + MAX_FILES + 8];
-    static char seed_names[MAX_SEEDS][40];
-    size_t n = 0;
-    for (unsigned i = 0; i < g_nseeds; i++) {
-        g_seeds[i] = UINT64_C(0x61646d74) * (i + 1) + i; /* fixed: "admt" * k */
-        snprintf(seed_names[i], sizeof(seed_names[i]), "model_seed_%llu",
-                 (unsigned long long)g_seeds[i]);
-        tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_seed, &g_seeds[i]);
-        tests[n++].name = seed_names[i];
-    }
+    (void)cap; /* enough: see the assertion below */
+    size_t n = *np;
     /* every file of the corpus directories, in name order, one test each */
     unsigned nfiles = 0;
     for (int a = 1; a < argc; a++) {
@@ -427,7 +372,7 @@ int main(int argc, char **argv)
         for (unsigned i = first; i < nfiles; i++)
             snprintf(g_files[i], sizeof(g_files[i]), "%s/%s", argv[a], g_names[i] + 7);
     }
-    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_coverage);
+    tests[n++] = model_driver_coverage_test();
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cancel_reason_counts);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_release_after_shrink_below_set_aside);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_tree_reserve_past_shrunk_cap);
@@ -439,5 +384,19 @@ int main(int argc, char **argv)
      * every other result first. */
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_destroy_in_wake_while_staged);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_destroy_in_wake_of_shrink_while_staged);
-    return _cmocka_run_group_tests("model_admit", tests, n, NULL, NULL);
+    *np = n;
+    return 0;
 }
+
+const struct model_driver model_driver = {
+    .name = "model_admit",
+    .seed_base = UINT64_C(0x61646d74), /* "admt" */
+    .ops = 20000,
+    .seeds = 16,
+    .seconds_each = 0.6,
+    .filter = 1,
+    .model = MODEL_DRIVER_MODEL(admit_model),
+    .ops_done = ops_done,
+    .coverage = coverage,
+    .tests = add_tests,
+};

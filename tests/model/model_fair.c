@@ -8,81 +8,20 @@
  * and BAND_MODEL_OPS (operations per seed, default 25000). FAIR_MODEL_TRACE=1 prints every
  * operation and the model's state.
  */
-#include "test.h"
-
-#include <stdio.h>
-#include <string.h>
+#include "model_driver.h"
 
 #include "fair_model.h"
 
-#define MAX_SEEDS 256
-
-static uint64_t g_ops = 25000;
-static unsigned g_nseeds = 12;
-static uint64_t g_seeds[MAX_SEEDS];
-static struct fair_model_counts g_total;
-static int g_argc;
-static char **g_argv;
-
-static void add_counts(const struct fair_model_counts *c)
-{
-    const uint64_t *src = (const uint64_t *)(const void *)c;
-    uint64_t *dst = (uint64_t *)(void *)&g_total;
-    for (size_t k = 0; k < sizeof(*c) / sizeof(uint64_t); k++)
-        dst[k] += src[k];
-}
-
-static void test_seed(void **state)
-{
-    uint64_t seed = *(uint64_t *)*state;
-    struct fair_model *m = fair_model_new();
-    assert_non_null(m);
-    int rc = fair_model_run_seed(m, seed, g_ops);
-    if (rc != 0)
-        print_error("seed %llu: %s\n", (unsigned long long)seed, fair_model_error(m));
-    add_counts(fair_model_counts(m));
-    fair_model_free(m);
-    assert_int_equal(rc, 0);
-}
-
-static int replay_one(const uint8_t *data, size_t len, const char *path, void *ctx)
-{
-    (void)ctx;
-    struct fair_model *m = fair_model_new();
-    if (m == NULL)
-        return 1;
-    int rc = fair_model_run_bytes(m, data, len);
-    if (rc != 0)
-        print_error("%s: %s\n", path, fair_model_error(m));
-    add_counts(fair_model_counts(m));
-    fair_model_free(m);
-    return rc != 0;
-}
-
-/* Replays every file of the directories given as arguments (the fuzz corpus). */
-static void test_corpus(void **state)
-{
-    (void)state;
-    unsigned files = 0;
-    unsigned failures = test_replay_corpus(g_argv + 1, g_argc - 1, replay_one, NULL, &files);
-    print_message("replayed %u corpus file(s)\n", files);
-    assert_true(files > 0 || g_argc < 2);
-    assert_int_equal(failures, 0);
-}
+MODEL_DRIVER_UNTIMED(fair_model)
 
 /* The generator must reach every operation and every interesting outcome. */
-static void test_coverage(void **state)
+static void coverage(const void *totals)
 {
-    (void)state;
     static const char *const names[FM_OP_COUNT] = {
         "try",     "acquire_past", "acquire_wait", "async",        "cancel",  "release",
         "key_set", "key_unset",    "close",        "destroy_busy", "recreate"};
-    for (int i = 0; i < FM_OP_COUNT; i++) {
-        if (g_total.ops[i] == 0)
-            print_error("operation %s never ran\n", names[i]);
-        assert_true(g_total.ops[i] > 0);
-    }
-    const struct fair_model_counts *t = &g_total;
+    const struct fair_model_counts *t = totals;
+    model_driver_check_ops(t->ops, names, FM_OP_COUNT);
     print_message("wakes %llu (grants %llu, closed %llu, e2big %llu), pending %llu, granted at "
                   "once %llu, cancels %llu, ealready %llu, timeouts %llu, eagain %llu, e2big "
                   "%llu, enomem %llu, overflows %llu, stalls %llu, set aside %llu, back %llu, "
@@ -122,32 +61,12 @@ static void test_coverage(void **state)
     assert_true(t->fairs > 1);
 }
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-    const char *v = getenv(name);
-    if (v == NULL || *v == '\0')
-        return dflt;
-    return strtoull(v, NULL, 10);
-}
-
-int main(int argc, char **argv)
-{
-    g_argc = argc;
-    g_argv = argv;
-    g_ops = env_u64("BAND_MODEL_OPS", g_ops);
-    uint64_t ns = env_u64("BAND_MODEL_SEEDS", g_nseeds);
-    g_nseeds = (unsigned)(ns > MAX_SEEDS ? MAX_SEEDS : ns);
-
-    struct CMUnitTest tests[MAX_SEEDS + 2];
-    size_t n = 0;
-    for (unsigned i = 0; i < g_nseeds; i++) {
-        g_seeds[i] = UINT64_C(0x66616972) * (i + 1) + i; /* fixed: "fair" * k */
-        static char names[MAX_SEEDS][40];
-        snprintf(names[i], sizeof(names[i]), "model_seed_%llu", (unsigned long long)g_seeds[i]);
-        tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_seed, &g_seeds[i]);
-        tests[n++].name = names[i];
-    }
-    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
-    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_coverage);
-    return _cmocka_run_group_tests("model_fair", tests, n, NULL, NULL);
-}
+const struct model_driver model_driver = {
+    .name = "model_fair",
+    .seed_base = UINT64_C(0x66616972), /* "fair" */
+    .ops = 25000,
+    .seeds = 12,
+    .corpus_required = 1,
+    .model = MODEL_DRIVER_MODEL(fair_model),
+    .coverage = coverage,
+};
