@@ -21,6 +21,7 @@ band_add_test(NAME stress_group
 # BAND_MODEL_SECONDS of wall time (default 6).
 band_add_test(NAME model_coord
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_coord.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/coord_model.c"
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_coord"
