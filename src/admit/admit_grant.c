@@ -29,7 +29,8 @@ int band_admit_release(band_admit_grant *g)
 {
     if (g == NULL)
         return BAND_EINVAL;
-    if (g->n == 1 && g->p[0].count > 0) { /* one budget: nothing to batch */
+    uint32_t n = g->n < BAND_ADMIT_MAX ? g->n : BAND_ADMIT_MAX;
+    if (n == 1 && g->p[0].count > 0) { /* one budget: nothing to batch */
         int rc = band_sem_release(g->p[0].sem, g->p[0].count);
         if (rc == 0) {
             g->p[0].count = 0;
@@ -42,22 +43,19 @@ int band_admit_release(band_admit_grant *g)
      * several of these budgets is then evaluated once, not once per budget. */
     struct band__wakelist wl;
     band__wakelist_init(&wl);
-    int first = 0;
-    int left = 0;
-    for (uint32_t i = 0; i < g->n && i < BAND_ADMIT_MAX; i++) {
-        if (g->p[i].count == 0)
+    int first = 0; /* the first refusal; every code is negative */
+    for (uint32_t i = 0; i < n; i++) {
+        band_permit *p = &g->p[i];
+        if (p->count == 0)
             continue;
-        int rc = band__sem_release_into(g->p[i].sem, g->p[i].count, &wl);
-        if (rc == 0) {
-            g->p[i].count = 0;
-        } else {
-            left = 1;
-            if (first == 0)
-                first = rc;
-        }
+        int rc = band__sem_release_into(p->sem, p->count, &wl);
+        if (rc == 0)
+            p->count = 0;
+        else if (first == 0)
+            first = rc;
     }
-    if (!left) {
-        for (uint32_t i = 0; i < g->n && i < BAND_ADMIT_MAX; i++)
+    if (first == 0) {
+        for (uint32_t i = 0; i < n; i++)
             g->p[i].sem = NULL;
         g->n = 0;
     }
