@@ -327,6 +327,48 @@ static void test_weighted_units(void **state)
     free(reqs);
 }
 
+/* Requests of BAND_FAIR_MAX_CAPACITY units over a quantum of 1 push the rounds past the
+ * rebase point. Key 2 is granted its giant request and parks at its cap with a 2-unit
+ * head; key 4, queued one giant request later, has the turn, which rebases the rounds;
+ * then key 4's weight rises to 2. Key 4 is then owed more than its request (half of it
+ * was due by the round key 2 was served in), so it is caught up to the lag bound with its
+ * stamp, ahead of key 2 (back from its cap there with a later stamp): the release of key 2
+ * grants key 4. (The rebase used to turn key 4's rounds into credit at weight 1, which
+ * left it due one round after key 2, and key 2 was granted first.) */
+static void test_rebase_then_weight(void **state)
+{
+    (void)state;
+    static struct fair_log log;
+    memset(&log, 0, sizeof(log));
+    const uint64_t max = BAND_FAIR_MAX_CAPACITY;
+    band_fair *f = fair_new(max, 1, 1);
+    assert_non_null(f);
+    static struct freq reqs[3];
+    static const uint64_t key[3] = {2, 2, 4};
+    static const uint64_t n[3] = {BAND_FAIR_MAX_CAPACITY, 2, BAND_FAIR_MAX_CAPACITY};
+    assert_int_equal(band_fair_try_acquire(f, 99, 0, max), 0);
+    for (int i = 0; i < 3; i++) {
+        freq_init(&reqs[i], i, &log, key[i], 0, n[i]);
+        assert_int_equal(freq_submit(f, &reqs[i]), BAND_PENDING);
+    }
+    uint64_t before = f->cls[0].vround; /* key 2's due round; key 4 is due max rounds later */
+    assert_int_equal(band_fair_release(f, 99, max), 0);
+    assert_int_equal(log.len, 1);
+    assert_int_equal(log.ids[0], 0);
+    assert_true(f->cls[0].vround < before + max); /* rebased */
+    CHECK(f);
+    assert_int_equal(fair_set(f, 4, 2, 0, 0), 0);
+    assert_int_equal(log.len, 1);
+    CHECK(f);
+    assert_int_equal(band_fair_release(f, 2, max), 0);
+    assert_int_equal(log.len, 2);
+    assert_int_equal(log.ids[1], 2);
+    assert_u64_equal(f->in_use, max);
+    CHECK(f);
+    band_fair_close(f);
+    assert_int_equal(band_fair_destroy(f), 0);
+}
+
 /* Equal weights, one key with a deep backlog and 63 keys with one request each: every
  * newcomer is served within one round. */
 static void test_many_keys_one_round(void **state)
@@ -609,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_shares_exact_any_capacity),
         cmocka_unit_test(test_shares_caps_below_quantum),
         cmocka_unit_test(test_weighted_units),
+        cmocka_unit_test(test_rebase_then_weight),
         cmocka_unit_test(test_many_keys_one_round),
         cmocka_unit_test(test_registry_flood),
         cmocka_unit_test(test_registry_many_live),

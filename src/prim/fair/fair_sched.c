@@ -71,7 +71,9 @@
  * the parked list walks from the head. The borrowing check walks the list of reserved
  * keys: O(reserved keys * classes) per grant. Rounds are 64-bit; when vround passes 2^62
  * (only requests of about 2^61 units over a quantum of 1 get there) every flow of the
- * class is rebased, which keeps every round and due value far from overflow.
+ * class is rebased, which keeps every round and due value far from overflow. The rebase
+ * moves rounds only, never turns rounds into credit: credit in units depends on the
+ * quantum, and a key's weight may change after the rebase.
  *
  * No deadlock from reservations: a protected key's request within its reservation is
  * granted by pass 1 as soon as it fits (2), so when nothing is held every protected head
@@ -83,6 +85,10 @@ enum { SERVE_IDLE, SERVE_STALLED };
 
 /* vround past this rebases the class's rounds (see the design notes). */
 #define FAIR_REBASE (UINT64_C(1) << 62)
+
+/* A rebase keeps this many rounds before vround - FAIR_LAG: more than any request can
+ * need at a quantum of 1, so a flow credited for an older round is caught up anyway. */
+#define FAIR_HISTORY (BAND_FAIR_MAX_CAPACITY + 1)
 
 static uint64_t fair_quantum(const band_fair *f, const struct fair_key *k)
 {
@@ -260,36 +266,30 @@ void band__fair_key_refresh_locked(band_fair *f, struct fair_key *k)
 }
 
 /*
- * vround passed FAIR_REBASE: move every round of class @c down by base = vround - FAIR_LAG.
- * Nothing observable changes. A flow credited for a round before base is moved to round
- * base with the credit it would have by then; past BAND_FAIR_MAX_CAPACITY that credit pays
- * for any request, so it is kept at BAND_FAIR_MAX_CAPACITY + 1 (whatever its head, such a
- * flow is caught up to the lag bound when it is next placed, as it would have been). The
- * ring's flows are all due at base or later, so the ring keeps its order.
+ * vround passed FAIR_REBASE: move every round of class @c down by
+ * base = vround - FAIR_LAG - FAIR_HISTORY. Nothing observable changes, whatever quantum a
+ * flow has later (its key's weight may change): a flow's credit is kept as its round and
+ * the credit left in it, never converted into units at today's quantum. A flow credited
+ * for a round before base would, at any quantum of 1 or more, have more than
+ * BAND_FAIR_MAX_CAPACITY units of credit by round vround - FAIR_LAG, so whatever its head it
+ * is caught up to the lag bound when it is next placed; round 0 (FAIR_HISTORY rounds before
+ * that bound) gives exactly the same. Only parked and idle flows can be that old: a flow on
+ * the ring is due at vround - FAIR_LAG or later, so its round is at most
+ * BAND_FAIR_MAX_CAPACITY rounds before that, and it moves down with its due round and
+ * keeps its place.
  */
 static void rebase_class(band_fair *f, uint32_t c)
 {
     struct fair_class *cl = &f->cls[c];
-    const uint64_t base = cl->vround - FAIR_LAG, limit = BAND_FAIR_MAX_CAPACITY + 1;
+    const uint64_t base = cl->vround - FAIR_LAG - FAIR_HISTORY;
     for (uint64_t b = 0; b <= f->tab_mask; b++) {
         for (struct fair_key *k = f->tab[b]; k != NULL; k = k->hnext) {
             struct fair_flow *fl = &k->flow[c];
-            if (fl->round >= base) {
-                fl->round -= base;
-            } else if (fl->nreq == 0) {
-                fl->round = 0; /* idle: it has no credit, and comes back at vround anyway */
-            } else {
-                uint64_t gap = base - fl->round, q = fair_quantum(f, k);
-                if (fl->deficit >= limit || gap > (limit - fl->deficit) / q)
-                    fl->deficit = limit;
-                else
-                    fl->deficit += gap * q;
-                fl->round = 0;
-            }
-            fl->due = fl->due > base ? fl->due - base : 0;
+            fl->round = fl->round > base ? fl->round - base : 0;
+            fl->due = fl->due > base ? fl->due - base : 0; /* recomputed when placed */
         }
     }
-    cl->vround = FAIR_LAG;
+    cl->vround = FAIR_LAG + FAIR_HISTORY;
 }
 
 void band__fair_enqueue_locked(band_fair *f, struct fair_key *k, band_fair_acquire_op *r,
