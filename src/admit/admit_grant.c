@@ -2,9 +2,8 @@
  * admit_grant.c - the grant as a value: release all, release part early, adjust.
  *
  * A grant is {semaphore, count} per budget (band_permit entries). Releasing goes through
- * band_sem_release() (band__sem_release_into() for a whole grant, whose wakes run once at
- * the end), so freed units reach the budgets' queues (plain and multi-budget waiters
- * alike) in FIFO order. Adjusting up takes the shortfall ahead of every queued
+ * band_sem_release(), so freed units reach the budgets' queues (plain and multi-budget
+ * waiters alike) in FIFO order. Adjusting up takes the shortfall ahead of every queued
  * waiter (band__sem_acquire_front()): they all arrived after this grant's request was
  * admitted, so it keeps its place in the global order. Reconciling up charges what was
  * already used (band__sem_charge()): available units first, then debt, never a wait.
@@ -29,38 +28,25 @@ int band_admit_release(band_admit_grant *g)
 {
     if (g == NULL)
         return BAND_EINVAL;
-    uint32_t n = g->n < BAND_ADMIT_MAX ? g->n : BAND_ADMIT_MAX;
-    if (n == 1 && g->p[0].count > 0) { /* one budget: nothing to batch */
-        int rc = band_sem_release(g->p[0].sem, g->p[0].count);
-        if (rc == 0) {
-            g->p[0].count = 0;
-            g->p[0].sem = NULL;
-            g->n = 0;
-        }
-        return rc;
-    }
-    /* The wakes of all the releases run once, after the last: a request waiting for
-     * several of these budgets is then evaluated once, not once per budget. */
-    struct band__wakelist wl;
-    band__wakelist_init(&wl);
-    int first = 0; /* the first refusal; every code is negative */
-    for (uint32_t i = 0; i < n; i++) {
-        band_permit *p = &g->p[i];
-        if (p->count == 0)
+    int first = 0;
+    int left = 0;
+    for (uint32_t i = 0; i < g->n && i < BAND_ADMIT_MAX; i++) {
+        if (g->p[i].count == 0)
             continue;
-        int rc = band__sem_release_into(p->sem, p->count, &wl);
-        if (rc == 0)
-            p->count = 0;
-        else if (first == 0)
-            first = rc;
+        int rc = band_sem_release(g->p[i].sem, g->p[i].count);
+        if (rc == 0) {
+            g->p[i].count = 0;
+        } else {
+            left = 1;
+            if (first == 0)
+                first = rc;
+        }
     }
-    if (first == 0) {
-        for (uint32_t i = 0; i < n; i++)
+    if (!left) {
+        for (uint32_t i = 0; i < g->n && i < BAND_ADMIT_MAX; i++)
             g->p[i].sem = NULL;
         g->n = 0;
     }
-    if (wl.first != NULL || wl.post != NULL)
-        band__wakelist_run(&wl); /* last: a wake may destroy any of the budgets */
     return first;
 }
 

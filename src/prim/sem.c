@@ -675,17 +675,6 @@ int band_sem_release(band_sem *s, uint64_t n)
     return sem_release_slow(s, n);
 }
 
-/* band__sem_release_into() when SLOW was seen: under the lock, whatever the word is now. */
-int band__sem_release_queued(band_sem *s, uint64_t n, struct band__wakelist *wl)
-{
-    if (n == 0)
-        return 0;
-    pthread_mutex_lock(&s->lock);
-    int rc = sem_release_locked(s, n, wl);
-    pthread_mutex_unlock(&s->lock);
-    return rc;
-}
-
 int band_sem_reduce(band_sem *s, uint64_t n)
 {
     if (s == NULL)

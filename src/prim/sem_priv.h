@@ -87,22 +87,6 @@ int band__sem_check_holdable(band_sem *s, uint64_t n);
 int band__sem_charge(band_sem *s, uint64_t n);
 
 /*
- * band_sem_release(@s, @n) for a layer that releases several semaphores in a row: while
- * waiters queue or debt is owed (the word's SLOW bit), the release is made under the lock
- * and the waiters it completes join @wl, which the caller runs once after its last
- * release (no band lock held, and touching none of the semaphores afterwards, since a
- * wake may destroy them). Otherwise exactly band_sem_release(), whose own wakes, if any,
- * run before it returns. Same codes as band_sem_release().
- */
-int band__sem_release_queued(band_sem *s, uint64_t n, struct band__wakelist *wl);
-static inline int band__sem_release_into(band_sem *s, uint64_t n, struct band__wakelist *wl)
-{
-    if (!(atomic_load_explicit(&s->state, memory_order_relaxed) & BAND__SEM_SLOW))
-        return band_sem_release(s, n); /* nobody waits: the fast path, or its own slow one */
-    return band__sem_release_queued(s, n, wl);
-}
-
-/*
  * Smart nodes in a semaphore (the seam for layers such as multi-budget admission).
  *
  * The semaphore never grants a smart node. When one is the head of the queue, released
