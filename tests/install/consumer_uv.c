@@ -36,7 +36,7 @@ int main(void)
     band_uv *u = NULL;
     band_sem *s = NULL;
     band_uv_op grant = {0}, timeout = {0}, due = {0};
-    band_waiter gw, tw;
+    band_waiter gw = {0}, tw = {0}; /* bind takes a waiter in a known state */
     band_permit p = BAND_PERMIT_INIT;
     int rc;
 
