@@ -1,9 +1,9 @@
 /*
  * bench/band_bench.c - band's semaphore beside the baselines it is measured against.
  *
- * usage: band_bench [--quick] [--reps N] [--only abcdefghijk]
+ * usage: band_bench [--quick] [--reps N] [--only abcdefghijks] [--tsv FILE]
  *
- * Seven workloads (bench/README.md has the long form and the latest table):
+ * The workloads (bench/README.md has the long form and the latest table):
  *   (a) uncontended try_acquire(1) + release(1) on one thread, ns per pair, beside a bare
  *       atomic fetch_sub + fetch_add pair, a CAS try-acquire, sem_trywait/sem_post and
  *       pthread_mutex_trylock/unlock;
@@ -29,25 +29,32 @@
  *   (j) the rate budget (band_rate, bench_rate.h): try, refusal and booking costs beside a
  *       naive mutex token bucket and a clock read;
  *   (k) atomic admission over 1, 2 and 4 budgets (band_admit, bench_admit.h) beside the
- *       same number of plain semaphore acquires, uncontended and with two threads.
+ *       same number of plain semaphore acquires, uncontended and with two threads;
+ *   (s) scaling from 1 to 32 threads (bench_scale.h): the semaphore (1 and 4 permits), the
+ *       channel MPMC and admission over two budgets, each beside its baselines.
  *
  * Every figure is the median of the rounds (5 by default). Within a round every variant of
  * a workload runs once, in an order that rotates from round to round, so that noise on a
  * shared machine hits band and its baselines alike. Ratios are medians of the per-round
  * ratios. --quick runs small counts for CI (ctest bench_smoke); its figures are only a
  * smoke test. The exit status is non-zero only when a call failed or a check (counts,
- * FIFO order, permits left) did not hold; missing a performance target is reported, not
- * fatal.
+ * FIFO order, permits left) did not hold, or the TSV file could not be written; missing a
+ * performance target is reported, not fatal.
+ *
+ * --tsv FILE also writes every figure and every target line to FILE, tab-separated (the
+ * format is described in bench_util.h); scripts/bench_plot.sh draws it.
  */
 #include "bench_admit.h"
 #include "bench_chan.h"
 #include "bench_exec.h"
 #include "bench_fair.h"
 #include "bench_rate.h"
+#include "bench_scale.h"
 #include "bench_util.h"
 
 #include <band/sem.h>
 
+#include <math.h>
 #include <semaphore.h>
 
 #ifndef BAND_BENCH_BUILD_TYPE
@@ -82,6 +89,7 @@ static struct {
     int spin;
     uint64_t seed;
     const char *only;
+    const char *tsv;
 } cfg;
 
 static long g_failures;              /* failed calls and broken checks; non-zero fails the run */
@@ -89,6 +97,18 @@ static double g_clock;               /* cost of one timed empty region, ns */
 static double g_atomic_ns[MAX_REPS]; /* (a) atomic pair, per round, for (b)'s cross ratio */
 static int g_have_atomic;
 static int g_round = -1; /* the round being measured; -1 during warm-up */
+
+/* What print_rows_unit() writes to the TSV file: the section, its workload, its threads. */
+static char g_sec = '?';
+static const char *g_wl = "";
+static int g_thr = 1;
+
+static void tsv_context(char section, const char *workload, int threads)
+{
+    g_sec = section;
+    g_wl = workload;
+    g_thr = threads;
+}
 
 /* Record a failed check with a message; the run continues and exits non-zero. */
 static void fail(const char *what, long count)
@@ -169,6 +189,7 @@ static double print_rows_unit(const struct variant *v, int k, int band, int per_
         rat = ratio_median(v[band].ns, v[i].ns, &rlo, &rhi);
         if (i == key)
             key_ratio = rat;
+        bench_tsv_row(g_sec, g_wl, v[i].name, g_thr, per_s ? unit : "ns/op", med, lo, hi, rat);
         printf("  %-48s %9.2f %9.2f %9.2f   %5.2fx [%.2f-%.2f]\n", v[i].name, med, lo, hi, rat, rlo,
                rhi);
     }
@@ -192,11 +213,6 @@ static void print_per_round(const double *ns, const double *queued)
 static int want(char section)
 {
     return cfg.only == NULL || strchr(cfg.only, section) != NULL;
-}
-
-static const char *verdict(int ok)
-{
-    return ok ? "PASS" : "MISS";
 }
 
 /* ===================================================================== (a) uncontended */
@@ -319,6 +335,7 @@ static void section_a(struct a_result *out)
            "(%ld pairs/run)\n",
            cfg.a_iters);
     run_rounds(v, k, cfg.a_iters);
+    tsv_context('a', "uncontended pair", 1);
     out->band_x_atomic = print_rows(v, k, k - 1, 0, 0);
     stats3(v[k - 1].ns, 0, &med, &lo, &hi);
     out->band_ns = med;
@@ -426,6 +443,7 @@ static double b_mutex(long iters)
 struct b_result {
     double band_ops;      /* M ops/s, median */
     double band_x_atomic; /* band (b) ns/op / atomic pair (a) ns/op, median over rounds */
+    double band_x_worst;  /* the same ratio in band's worst round */
     double queued;        /* median fraction of acquisitions that queued */
 };
 
@@ -442,6 +460,7 @@ static void section_b(struct b_result *out)
            "M ops/s (%ld per worker/run)\n",
            cfg.b_iters);
     run_rounds(v, k, cfg.b_iters);
+    tsv_context('b', "2 threads, 1 permit", 2);
     (void)print_rows(v, k, k - 1, 1, k - 1);
     stats3(v[k - 1].ns, 1, &med, &lo, &hi);
     out->band_ops = med;
@@ -455,6 +474,7 @@ static void section_b(struct b_result *out)
     if (g_have_atomic) {
         double rlo, rhi;
         out->band_x_atomic = ratio_median(v[k - 1].ns, g_atomic_ns, &rlo, &rhi);
+        out->band_x_worst = rhi;
         printf("  band per-op time / (a)'s atomic pair, same rounds: %.2fx [%.2f-%.2f]\n",
                out->band_x_atomic, rlo, rhi);
     }
@@ -717,6 +737,14 @@ static void section_c(struct c_result *out)
         snprintf(r2, sizeof r2, "%.2fx [%.2f-%.2f]", rat, rlo, rhi);
         printf("  %-9zu %9.1f %-13s %9.1f %-20s %11.1f %9lld %10.1f\n", cfg.c_n[j], bm, r1, lm, r2,
                em, heap_max, rss_med);
+        {
+            char wl[48];
+            snprintf(wl, sizeof wl, "hand-off, N=%zu", cfg.c_n[j]);
+            bench_tsv_row('c', wl, "band_sem release to a queued async waiter", 1, "ns/op", bm, blo,
+                          bhi, 1.0);
+            bench_tsv_row('c', wl, "mutex + intrusive list (wake after unlock)", 1, "ns/op", lm,
+                          llo, lhi, rat);
+        }
         out->band_ns[j] = bm;
         if (heap_max > out->heap_d_max)
             out->heap_d_max = heap_max;
@@ -940,11 +968,13 @@ static void section_d(double *band_x_cas, double *band_x_cv)
            cfg.d_maxw, (unsigned long long)cfg.d_cap, cfg.spin, cfg.d_iters);
     run_rounds(v, k, cfg.d_iters);
     run_rounds(&cal, 1, cfg.d_iters);
+    tsv_context('d', "weighted, 2 threads", 2);
     (void)print_rows(v, k, k - 1, 1, k - 1);
     *band_x_cv = ratio_median(v[k - 1].ns, v[0].ns, &rlo, &rhi);
     *band_x_cas = ratio_median(v[k - 1].ns, v[1].ns, &rlo, &rhi);
     stats3(cal.ns, 0, &med, &lo, &hi);
     printf("  %-48s %9.2f %9.2f %9.2f\n", cal.name, med, lo, hi);
+    bench_tsv_row('d', "weighted, 2 threads", cal.name, 1, "ns/op", med, lo, hi, NAN);
 }
 
 /* ===================================================================== (e) ping-pong */
@@ -1077,6 +1107,7 @@ static void section_e(struct e_result *out)
            "(every acquire waits):\n    M hand-offs/s (%ld per worker/run)\n",
            cfg.e_iters);
     run_rounds(v, k, cfg.e_iters);
+    tsv_context('e', "forced hand-off", 2);
     out->x_flag = print_rows(v, k, k - 1, 1, 0);
     stats3(v[k - 1].ns, 1, &med, &lo, &hi);
     out->band_ops = med;
@@ -1169,6 +1200,7 @@ static void section_ch(char letter, int producers, struct ch_result *out)
            cfg.ch_elems);
     g_ch_producers = producers;
     run_rounds(v, k, cfg.ch_elems);
+    tsv_context(letter, producers == 1 ? "chan 1P1C" : "chan 2P1C", producers + 1);
     out->x_ring[0] = print_rows_unit(v, k, 2, 1, 0, "M elem/s");
     out->x_locked[0] = ratio_median(v[2].ns, v[1].ns, &rlo, &rhi);
     out->x_ring[1] = ratio_median(v[3].ns, v[0].ns, &rlo, &rhi);
@@ -1194,17 +1226,18 @@ static void section_ch(char letter, int producers, struct ch_result *out)
 static void usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s [--quick] [--reps N] [--only abcdefghijk]\n"
+            "usage: %s [--quick] [--reps N] [--only abcdefghijks] [--tsv FILE]\n"
             "  --quick    small counts (CI smoke test, a few seconds)\n"
             "  --reps N   rounds per workload (default 5, quick 3; max %d)\n"
-            "  --only S   run only the sections named by letters in S (a b c d e f g h i j k)\n",
+            "  --only S   run only the sections named by letters in S (a b c d e f g h i j k s)\n"
+            "  --tsv FILE also write every figure and target, tab-separated, to FILE\n",
             argv0, MAX_REPS);
 }
 
 int main(int argc, char **argv)
 {
     struct a_result ra = {0, 0};
-    struct b_result rb = {0, 0, 0};
+    struct b_result rb = {0, 0, 0, 0};
     struct c_result rc;
     struct e_result re = {0, 0, 0, 0};
     struct ch_result rf, rg;
@@ -1213,8 +1246,11 @@ int main(int argc, char **argv)
     memset(&rc, 0, sizeof rc);
     memset(&rf, 0, sizeof rf);
     memset(&rg, 0, sizeof rg);
+    struct bench_scale_result rs;
+    memset(&rs, 0, sizeof rs);
     cfg.quick = 0;
     cfg.only = NULL;
+    cfg.tsv = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             cfg.quick = 1;
@@ -1222,6 +1258,8 @@ int main(int argc, char **argv)
             reps = (int)strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             cfg.only = argv[++i];
+        } else if (strcmp(argv[i], "--tsv") == 0 && i + 1 < argc) {
+            cfg.tsv = argv[++i];
         } else {
             usage(argv[0]);
             return 2;
@@ -1262,6 +1300,8 @@ int main(int argc, char **argv)
     cfg.spin = 32;
     cfg.seed = 12345;
 
+    if (cfg.tsv != NULL && bench_tsv_open(cfg.tsv) != 0)
+        return 1;
     bench_go_multithreaded();
     g_clock = bench_clock_overhead();
     printf("band_bench: band %s (library build type: %s), %s mode, %d rounds, medians; "
@@ -1302,68 +1342,95 @@ int main(int argc, char **argv)
     if (want('k'))
         g_failures += bench_admit_section(cfg.quick, cfg.reps);
     fflush(stdout);
+    if (want('s'))
+        g_failures += bench_scale_section(cfg.quick, cfg.reps, &rs);
+    fflush(stdout);
 
-    printf("\ntargets%s:\n", cfg.quick ? " - quick mode, indicative only" : "");
+    /* The target lines: band_bench's own are recorded here, after the sections' own
+     * (bench_target() calls made while they ran); all are printed together. */
     if (want('a')) {
-        printf("  uncontended pair <= 1.2x bare atomic pair: %.2fx (%.1f ns) %s\n",
-               ra.band_x_atomic, ra.band_ns, verdict(ra.band_x_atomic <= 1.2));
-        printf("  uncontended faster than Tokio/Go (reference: %.2fx/%.2fx the atomic pair, "
-               "~26-28 ns): %.2fx %s\n",
-               REF_TOKIO_W1_X, REF_GO_W1_X, ra.band_x_atomic,
-               verdict(ra.band_x_atomic < REF_GO_W1_X && ra.band_x_atomic < REF_TOKIO_W1_X));
+        bench_target('a', ra.band_x_atomic <= 1.2, ra.band_x_atomic, "x", "<= 1.20",
+                     "uncontended pair / bare atomic pair (%.1f ns)", ra.band_ns);
+        bench_target('a', ra.band_x_atomic < REF_GO_W1_X && ra.band_x_atomic < REF_TOKIO_W1_X,
+                     ra.band_x_atomic, "x", "< 2.22",
+                     "uncontended pair / atomic pair, faster than Tokio/Go (reference %.2fx/%.2fx)",
+                     REF_TOKIO_W1_X, REF_GO_W1_X);
     }
     if (want('b') && rb.band_x_atomic > 0) {
-        double need = (REF_TOKIO_W2_X < REF_GO_W2_X ? REF_TOKIO_W2_X : REF_GO_W2_X) / 2.0;
-        printf("  2 threads, 1 permit, FIFO, >= 2x Tokio and Go: per-op time %.2fx the atomic "
-               "pair;\n    reference Tokio %.2fx, Go %.2fx (RESULTS.md run B) -> need <= "
-               "%.2fx: %s (%.2f M ops/s)\n",
-               rb.band_x_atomic, REF_TOKIO_W2_X, REF_GO_W2_X, need,
-               verdict(rb.band_x_atomic <= need), rb.band_ops);
+        char need[32];
+        snprintf(need, sizeof need, "<= %.2f", REF_TOKIO_W2_X / 2.0);
+        bench_target('b', rb.band_x_worst <= REF_TOKIO_W2_X / 2.0, rb.band_x_worst, "x", need,
+                     "W2 worst round >= 2x Tokio: per-op time / atomic pair (median %.2fx, %.2f "
+                     "M ops/s)",
+                     rb.band_x_atomic, rb.band_ops);
     }
     if (want('c')) {
         double worst = rc.band_ns[0];
         for (int j = 1; j < 3; j++)
             worst = rc.band_ns[j] > worst ? rc.band_ns[j] : worst;
-        printf("  hand-off well under 100 ns at every N: worst median %.1f ns %s\n", worst,
-               verdict(worst < 100.0));
-        printf("  hand-off constant from N=%zu to N=%zu: %.2fx %s (<= 1.5x counts as "
-               "constant)\n",
-               cfg.c_n[0], cfg.c_n[2], rc.constancy, verdict(rc.constancy <= 1.5));
-        printf("  <= 64 bytes of caller memory per waiter: %zu %s\n", sizeof(band_waiter),
-               verdict(sizeof(band_waiter) <= 64));
-        printf("  no allocation per waiter: heap grew %lld bytes while %zu waiters were "
-               "queued, RSS %.1f B/waiter %s\n",
-               rc.heap_d_max, cfg.c_n[2], rc.rss_per_waiter,
-               verdict(rc.heap_d_max <= 0 && rc.rss_per_waiter < 8.0));
+        bench_target('c', worst < 100.0, worst, "ns", "< 100", "hand-off at every N, worst median");
+        bench_target('c', rc.constancy <= 1.5, rc.constancy, "x", "<= 1.50",
+                     "hand-off at N=%zu / at N=%zu (constant)", cfg.c_n[2], cfg.c_n[0]);
+        bench_target('c', sizeof(band_waiter) <= 64, (double)sizeof(band_waiter), "bytes", "<= 64",
+                     "caller memory per waiter");
+        bench_target('c', rc.heap_d_max <= 0 && rc.rss_per_waiter < 8.0, rc.rss_per_waiter,
+                     "B RSS/waiter", "heap +0, < 8",
+                     "no allocation per waiter (heap grew %lld B with %zu queued)", rc.heap_d_max,
+                     cfg.c_n[2]);
     }
+    if (rf.ran) {
+        double need_go = REF_VYUKOV_W5_SPSC_MMSGS / REF_GO_W5_SPSC_MMSGS / 1.5;
+        char need[32];
+        bench_target('f', rf.x_ring[0] <= 2.0, rf.x_ring[0], "x", "<= 2.00",
+                     "channel 1P1C >= 0.5x Vyukov: band send/recv time / ring time (%.2f vs %.2f "
+                     "M elem/s)",
+                     rf.mops[0], rf.ring_mops);
+        bench_target('f', rf.x_ring[1] <= 2.0, rf.x_ring[1], "x", "<= 2.00",
+                     "channel 1P1C >= 0.5x Vyukov: band recv_many time / ring time (%.2f M elem/s)",
+                     rf.mops[1]);
+        snprintf(need, sizeof need, "<= %.2f", need_go);
+        bench_target('f', rf.x_ring[0] <= need_go, rf.x_ring[0], "x", need,
+                     "channel 1P1C >= 1.5x Go (reference Go %.2fx the ring): send/recv / ring",
+                     REF_VYUKOV_W5_SPSC_MMSGS / REF_GO_W5_SPSC_MMSGS);
+    }
+
+    printf("\ntargets%s:\n", cfg.quick ? " - quick mode, indicative only" : "");
+    {
+        /* in the order of the sections' letters, each section's in the order recorded */
+        const struct bench_targets *t = bench_targets();
+        for (char sec = 'a'; sec <= 'z'; sec++)
+            for (int i = 0; i < t->n; i++)
+                if (t->line[i][1] == sec)
+                    printf("  %s\n", t->line[i]);
+        if (t->n == 0)
+            printf("  (none in the sections run)\n");
+    }
+    printf("notes:\n");
+    if (want('b') && rb.band_x_atomic > 0)
+        printf("  (b) W2 reference (RESULTS.md run B): Tokio %.2fx, Go %.2fx the atomic pair; "
+               "band's worst round must be <= half Tokio's\n",
+               REF_TOKIO_W2_X, REF_GO_W2_X);
     if (want('e') && re.band_ops > 0)
-        printf("  forced hand-off (no target of its own): %.2f M hand-offs/s, %.0f ns each, "
-               "%.1fx the cache-line floor;\n    reference Tokio W2 %.1f M ops/s, Go %.1f M "
+        printf("  (e) forced hand-off (no target of its own): %.2f M hand-offs/s, %.0f ns each, "
+               "%.1fx the cache-line floor;\n      reference Tokio W2 %.1f M ops/s, Go %.1f M "
                "(their figures with 2 tasks, RESULTS.md)\n",
                re.band_ops, re.band_ns, re.x_flag, REF_TOKIO_W2_MOPS, REF_GO_W2_MOPS);
     if (want('d'))
-        printf("  weighted (no target): band time %.2fx the CAS spin sem, %.2fx the "
+        printf("  (d) weighted (no target): band time %.2fx the CAS spin sem, %.2fx the "
                "mutex+condvar sem\n",
                d_x_cas, d_x_cv);
-    if (rf.ran) {
-        double go_x = REF_VYUKOV_W5_SPSC_MMSGS / REF_GO_W5_SPSC_MMSGS;
-        double need_go = go_x / 1.5;
-        printf("  channel 1P1C >= half the bare ring: band time / ring time %.2fx send/recv %s, "
-               "%.2fx recv_many %s (need <= 2.00x; %.2f / %.2f vs %.2f M elem/s)\n",
-               rf.x_ring[0], verdict(rf.x_ring[0] <= 2.0), rf.x_ring[1],
-               verdict(rf.x_ring[1] <= 2.0), rf.mops[0], rf.mops[1], rf.ring_mops);
-        printf("  channel 1P1C >= 1.5x Go's buffered chan: reference Go %.2fx the Vyukov ring's "
-               "time\n    (RESULTS.md run B: %.1f vs %.1f M msgs/s) -> need <= %.2fx: send/recv "
-               "%.2fx %s, recv_many %.2fx %s\n",
-               go_x, REF_GO_W5_SPSC_MMSGS, REF_VYUKOV_W5_SPSC_MMSGS, need_go, rf.x_ring[0],
-               verdict(rf.x_ring[0] <= need_go), rf.x_ring[1], verdict(rf.x_ring[1] <= need_go));
-    }
     if (rg.ran)
-        printf("  channel 2P1C (no target of its own): band time / ring time %.2fx send/recv, "
-               "%.2fx recv_many;\n    reference Go %.2fx the Vyukov ring's time (RESULTS.md run "
-               "B: %.1f vs %.1f M msgs/s)\n",
+        printf("  (g) channel 2P1C (no target of its own): band time / ring time %.2fx send/recv, "
+               "%.2fx recv_many;\n      reference Go %.2fx the Vyukov ring's time (RESULTS.md "
+               "run B: %.1f vs %.1f M msgs/s)\n",
                rg.x_ring[0], rg.x_ring[1], REF_VYUKOV_W5_MPSC_MMSGS / REF_GO_W5_MPSC_MMSGS,
                REF_GO_W5_MPSC_MMSGS, REF_VYUKOV_W5_MPSC_MMSGS);
+    if (cfg.tsv != NULL) {
+        if (bench_tsv_close(cfg.tsv) != 0)
+            g_failures++;
+        else
+            printf("figures written to %s\n", cfg.tsv);
+    }
     if (g_failures != 0) {
         fprintf(stderr, "band_bench: %ld failed calls or checks\n", g_failures);
         return 1;

@@ -2,8 +2,10 @@
  * bench/bench_util.h - small helpers shared by band_bench and band_peer_harness.
  *
  * Timing, environment parameters, RSS and heap probes, medians, the weight table and the
- * "tiny spin" of the weighted workload, and a two-thread runner. Everything is static
- * inline so each benchmark includes what it uses without unused-function warnings.
+ * "tiny spin" of the weighted workload, a two-thread runner, and the machine-readable
+ * output (a TSV file of every figure, and the list of target lines printed at the end).
+ * Everything is static inline so each benchmark includes what it uses without
+ * unused-function warnings.
  *
  * The weight generator and the spin follow the parameters of the peer benchmarks
  * (xorshift64* seeded with SEED + worker id, 4096 weights, SPIN dependent multiply-adds)
@@ -14,6 +16,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -311,6 +314,181 @@ static inline double bench_spin_calibration(long iters, int spin)
         (void)sink;
     }
     return r;
+}
+
+/* ---------------------------------------------------------------- TSV and targets */
+
+/*
+ * band_bench --tsv FILE writes every figure it prints as one tab-separated line, for
+ * scripts/bench_plot.sh and any other tool. The first line is the header:
+ *
+ *   kind section workload variant role threads unit median min max band_x
+ *
+ *   kind      "row" (a measured variant) or "target" (a target line)
+ *   section   the section's letter (a..z)
+ *   workload  the workload inside the section (a section may have several)
+ *   variant   the row's name as printed
+ *   role      row: "band" (a band call), "baseline" or "info" (a calibration row);
+ *             target: PASS or MISS
+ *   threads   threads that ran the variant (0 when not meaningful)
+ *   unit      unit of median/min/max ("ns/op", "M ops/s", "M elem/s", "x"...)
+ *   median, min, max   over the rounds ("-" when absent)
+ *   band_x    row: band's time per op / this row's time per op, median of the per-round
+ *             ratios (> 1: band is slower; 1 on band's reference row; "-" when absent);
+ *             target: the requirement as text ("<= 1.20")
+ *
+ * Fields never contain a tab or a newline (they are replaced by spaces). Sections that
+ * live in their own header call bench_tsv_row() and bench_target() the same way; both do
+ * nothing harmful when no file is open.
+ */
+static inline FILE **bench_tsv_slot(void)
+{
+    static FILE *f;
+    return &f;
+}
+
+/* Open @path for the figures and write the header. Returns 0, or -1 (message printed). */
+static inline int bench_tsv_open(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        return -1;
+    }
+    fprintf(f, "kind\tsection\tworkload\tvariant\trole\tthreads\tunit\tmedian\tmin\tmax\tband_x\n");
+    *bench_tsv_slot() = f;
+    return 0;
+}
+
+/* Write @s with tabs and newlines turned into spaces. */
+static inline void bench_tsv_field(FILE *f, const char *s)
+{
+    for (; s != NULL && *s != '\0'; s++)
+        fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
+static inline void bench_tsv_num(FILE *f, double v)
+{
+    if (v != v || v < -1e300 || v > 1e300) /* NaN or infinite: absent */
+        fputs("-", f);
+    else
+        fprintf(f, "%.6g", v);
+}
+
+/* Role of a row from its name: band's own calls start with "band", calibration rows with
+ * "(calibration)"; everything else is a baseline. */
+static inline const char *bench_tsv_role(const char *variant)
+{
+    if (strncmp(variant, "band", 4) == 0)
+        return "band";
+    if (strncmp(variant, "(calibration)", 13) == 0)
+        return "info";
+    return "baseline";
+}
+
+/* One measured row (see the format above) with an explicit @role ("band", "baseline" or
+ * "info"); a NaN is written as "-". */
+static inline void bench_tsv_row_as(const char *role, char section, const char *workload,
+                                    const char *variant, int threads, const char *unit,
+                                    double median, double lo, double hi, double band_x)
+{
+    FILE *f = *bench_tsv_slot();
+    if (f == NULL)
+        return;
+    fprintf(f, "row\t%c\t", section);
+    bench_tsv_field(f, workload);
+    fputc('\t', f);
+    bench_tsv_field(f, variant);
+    fprintf(f, "\t%s\t%d\t", role, threads);
+    bench_tsv_field(f, unit);
+    fputc('\t', f);
+    bench_tsv_num(f, median);
+    fputc('\t', f);
+    bench_tsv_num(f, lo);
+    fputc('\t', f);
+    bench_tsv_num(f, hi);
+    fputc('\t', f);
+    bench_tsv_num(f, band_x);
+    fputc('\n', f);
+}
+
+/* The same, with the role taken from the name (bench_tsv_role()). */
+static inline void bench_tsv_row(char section, const char *workload, const char *variant,
+                                 int threads, const char *unit, double median, double lo, double hi,
+                                 double band_x)
+{
+    bench_tsv_row_as(bench_tsv_role(variant), section, workload, variant, threads, unit, median, lo,
+                     hi, band_x);
+}
+
+/* Close the file. Returns 0, or -1 when a write failed (message printed). */
+static inline int bench_tsv_close(const char *path)
+{
+    FILE *f = *bench_tsv_slot();
+    int bad;
+    if (f == NULL)
+        return 0;
+    *bench_tsv_slot() = NULL;
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "band_bench: writing %s failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+#define BENCH_TARGETS_MAX 64
+#define BENCH_TARGET_LEN  240
+
+struct bench_targets {
+    int n;
+    char line[BENCH_TARGETS_MAX][BENCH_TARGET_LEN];
+};
+
+static inline struct bench_targets *bench_targets(void)
+{
+    static struct bench_targets t;
+    return &t;
+}
+
+/*
+ * Record one target: @ok decides PASS or MISS, @value is the figure reached in @unit,
+ * @need the requirement as text ("<= 1.20", ">= 0.50"), @fmt... the target's name. The
+ * line is printed with the others in band_bench's "targets:" block at the end of the run
+ * (in the order recorded) and written to the TSV file at once. Sections in their own
+ * headers call this for their own targets. Returns @ok.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 6, 7)))
+#endif
+static inline int
+bench_target(char section, int ok, double value, const char *unit, const char *need,
+             const char *fmt, ...)
+{
+    struct bench_targets *t = bench_targets();
+    FILE *f = *bench_tsv_slot();
+    char name[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    if (t->n < BENCH_TARGETS_MAX) {
+        snprintf(t->line[t->n], BENCH_TARGET_LEN, "(%c) %s: %.2f %s (need %s) %s", section, name,
+                 value, unit, need, ok ? "PASS" : "MISS");
+        t->n++;
+    }
+    if (f != NULL) {
+        fprintf(f, "target\t%c\t", section);
+        bench_tsv_field(f, name);
+        fprintf(f, "\t-\t%s\t0\t", ok ? "PASS" : "MISS");
+        bench_tsv_field(f, unit);
+        fputc('\t', f);
+        bench_tsv_num(f, value);
+        fputs("\t-\t-\t", f);
+        bench_tsv_field(f, need);
+        fputc('\n', f);
+    }
+    return ok;
 }
 
 #endif /* BAND_BENCH_UTIL_H */
