@@ -29,6 +29,7 @@ packages=(
     liburing-dev       # libband-fd's io_uring test
     libcurl4-openssl-dev # the download example's HTTP client
     nginx-light        # the download example's HTTP server on 127.0.0.1
+    gnuplot-nox        # scripts/bench_plot.sh: make bench's plots, ctest bench_plot_smoke
 )
 pkgs=("${packages[@]}")
 
