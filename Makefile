@@ -7,7 +7,13 @@
 #                  example (a local nginx, libcurl on libuv, one band semaphore)
 #   make check     lint + gcc + clang + ASan/UBSan + fuzz + TSan, each with ctest (CI runs this)
 #   make check-SUITE   one suite: check-lint check-plain check-clang check-asan check-fuzz check-tsan
-#   make bench     release build, then run build/release/bench/band_bench [BENCH_ARGS=...]
+#   make bench     release build, then run build/release/bench/band_bench [BENCH_ARGS=...],
+#                  its figures to build/release/bench/results.tsv and, with gnuplot, plots
+#                  to build/release/bench/plots/ (scripts/bench_plot.sh; with the peers
+#                  too once bench-peers has run)
+#   make bench-peers   release build, then the peer suite (PEERS_DIR, default
+#                  ../shared/peers-bench beside this checkout) from a writable copy with
+#                  band's harness in the same rounds (scripts/bench_peers.sh) [PEERS_ONLY=...]
 #   make install   release build, then cmake --install into PREFIX (default /usr/local;
 #                  DESTDIR is honoured)
 #   make format    clang-format -i every C file
@@ -16,7 +22,7 @@
 #
 # Knobs: JOBS=2 (compile jobs), CTEST_JOBS=2, BAND_GENERATOR (default: Ninja if installed,
 # else Unix Makefiles), KEEP_GOING=1 (check: run every suite even after a failure),
-# BAND_FUZZ_SECONDS=30, BAND_SKIP_DEPS=1 (do not check packages).
+# BAND_FUZZ_SECONDS=30, BAND_SKIP_DEPS=1 (do not check packages), PEERS_DIR, PEERS_ONLY.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -26,6 +32,7 @@ JOBS ?= 2
 CTEST_JOBS ?= 2
 PREFIX ?= /usr/local
 BENCH_ARGS ?=
+PEERS_DIR ?= ../shared/peers-bench
 BUILD_ROOT ?= build
 export JOBS CTEST_JOBS BUILD_ROOT
 
@@ -39,7 +46,7 @@ LIB := source scripts/lib.sh &&
 
 CHECK_SUITES := lint plain clang asan fuzz tsan
 
-.PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench install \
+.PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench bench-peers install \
 	format lint clean help
 
 all: release
@@ -70,13 +77,24 @@ check: deps
 $(addprefix check-,$(CHECK_SUITES)): check-%: deps
 	@bash scripts/check.sh $*
 
+BENCH_DIR := $(RELEASE_DIR)/bench
+
 bench: release
-	@if [ -x $(RELEASE_DIR)/bench/band_bench ]; then \
-	    echo "$(RELEASE_DIR)/bench/band_bench $(BENCH_ARGS)"; \
-	    $(RELEASE_DIR)/bench/band_bench $(BENCH_ARGS); \
-	else \
-	    echo "bench: $(RELEASE_DIR)/bench/band_bench does not exist (bench/CMakeLists.txt" \
+	@if [ ! -x $(BENCH_DIR)/band_bench ]; then \
+	    echo "bench: $(BENCH_DIR)/band_bench does not exist (bench/CMakeLists.txt" \
 	         "must define target band_bench)" >&2; exit 1; fi
+	@echo "$(BENCH_DIR)/band_bench --tsv $(BENCH_DIR)/results.tsv $(BENCH_ARGS)"
+	@$(BENCH_DIR)/band_bench --tsv $(BENCH_DIR)/results.tsv $(BENCH_ARGS)
+	@if command -v gnuplot >/dev/null 2>&1; then \
+	    peers=; [ -s $(BENCH_DIR)/peers.tsv ] && peers=$(BENCH_DIR)/peers.tsv; \
+	    bash scripts/bench_plot.sh $(BENCH_DIR)/results.tsv $(BENCH_DIR)/plots $$peers; \
+	else \
+	    echo "bench: gnuplot is not installed (make deps installs gnuplot-nox): no plots;" \
+	         "figures in $(BENCH_DIR)/results.tsv"; \
+	fi
+
+bench-peers: release
+	@PEERS_DIR="$(PEERS_DIR)" BUILD_DIR="$(RELEASE_DIR)" bash scripts/bench_peers.sh
 
 install: release
 	cmake --install $(RELEASE_DIR) --prefix "$(PREFIX)"
