@@ -365,8 +365,9 @@ static double bench_scale_once(int kind, int threads, long ms, long *failures)
     bench_sleep_ms(ms);
     atomic_store(&run.stop, 1);
     uint64_t t1 = t0;
-    for (int i = 0; i < threads; i++) {
+    for (int i = 0; i < threads; i++) /* slots are taken in start order: read after all */
         pthread_join(th[i], NULL);
+    for (int i = 0; i < threads; i++) {
         bad += run.slot[i].bad;
         if (run.slot[i].t_end > t1)
             t1 = run.slot[i].t_end;
