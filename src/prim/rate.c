@@ -550,23 +550,31 @@ static int try_locked(band_rate *r, uint64_t n, band_time *retry_after, band_tim
     return rc;
 }
 
-int band_rate_try_acquire(band_rate *r, uint64_t n, band_time *retry_after)
+#define FAST_LOCK   1 /* try_fast(): take the lock */
+#define FAST_REREAD 2 /* try_fast(): read the clock again and retry */
+
+/*
+ * try_acquire without the lock, at the clock reading @now: 0, BAND_EAGAIN, FAST_LOCK (the
+ * word holds no state, the time is outside the base's window or before it, @n is above
+ * the burst, or a count would grow too large: the lock handles it, exactly), or
+ * FAST_REREAD (only without @fresh: the wait is longer than @n tokens take to refill, so
+ * bookings run ahead or this thread stalled after it read the clock while others took
+ * tokens; the caller answers from a fresh reading, so a stall never inflates the
+ * retry-after). No call but pthread_self(), so the loop keeps its registers.
+ */
+static inline int try_fast(band_rate *r, uint64_t n, band_time *retry_after, band_time now,
+                           int fresh)
 {
-    if (retry_after != NULL)
-        *retry_after = 0;
-    if (r == NULL || n == 0)
-        return BAND_EINVAL;
-    band_time now = r->clock(r->clock_ctx);
     uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
     if (w & W_NOFAST)
-        return try_locked(r, n, retry_after, now);
+        return FAST_LOCK;
     band_time last = atomic_load_explicit(&r->last_hint, RLX);
     if (now > last)
         atomic_store_explicit(&r->last_hint, now, RLX);
     else
         now = last; /* the clock stepped back, or another thread read it later */
     struct rate_slot *s = slot_of(r);
-    int fresh = 0;
+    struct rate_slot *c = s != NULL ? s : &r->shared;
     for (;;) {
         /* The settings that go with @w (see the design notes). */
         uint64_t e = (uint64_t)now - (uint64_t)atomic_load_explicit(&r->f_base, RLX);
@@ -574,41 +582,25 @@ int band_rate_try_acquire(band_rate *r, uint64_t n, band_time *retry_after)
         uint64_t cost = atomic_load_explicit(&r->f_cost, RLX);
         uint64_t depth = atomic_load_explicit(&r->f_depth, RLX);
         if (e > atomic_load_explicit(&r->f_emax, RLX) || n > atomic_load_explicit(&r->f_burst, RLX))
-            break; /* outside the base's window (or before it), or E2BIG: the lock */
+            return FAST_LOCK;
         uint64_t now_u = e * unit; /* <= fmax - depth < 2^47 */
         uint64_t x = w & W_X_MASK;
         uint64_t f = (x > now_u ? x : now_u) + n * cost; /* n x cost <= depth */
         uint64_t owed = f - now_u;
         if (owed > depth) {
-            if (!fresh && owed - depth > n * cost) {
-                /* Longer than n tokens take to refill: bookings ahead, or this thread
-                 * stalled after it read the clock while others took tokens. Answer from a
-                 * fresh reading, so a stall never inflates the retry-after. */
-                fresh = 1;
-                band_time again = r->clock(r->clock_ctx);
-                if (again > now) {
-                    now = again;
-                    if (again > atomic_load_explicit(&r->last_hint, RLX))
-                        atomic_store_explicit(&r->last_hint, again, RLX);
-                    w = atomic_load_explicit(&r->word, memory_order_acquire);
-                    if (w & W_NOFAST)
-                        break;
-                    continue;
-                }
-            }
+            uint64_t over = owed - depth;
+            if (!fresh && over > n * cost)
+                return FAST_REREAD;
             if (s != NULL)
                 slot_add(&s->refused, 1);
             else
                 atomic_fetch_add_explicit(&r->shared.refused, 1, RLX);
-            if (retry_after != NULL) {
-                uint64_t over = owed - depth;
+            if (retry_after != NULL)
                 *retry_after = (band_time)(unit == 1 ? over : over / unit + (over % unit != 0));
-            }
             return BAND_EAGAIN;
         }
-        struct rate_slot *c = s != NULL ? s : &r->shared;
         if (n >= SLOT_TOKENS_MAX - atomic_load_explicit(&c->tokens, RLX))
-            break; /* the count would grow too large: the lock saturates it exactly */
+            return FAST_LOCK;
         /* f <= now_u + depth <= fmax: it fits, and so does its slot. */
         if (atomic_compare_exchange_weak_explicit(&r->word, &w, (w & ~W_X_MASK) | f,
                                                   memory_order_acq_rel, memory_order_acquire)) {
@@ -622,9 +614,27 @@ int band_rate_try_acquire(band_rate *r, uint64_t n, band_time *retry_after)
             return 0;
         }
         if (w & W_NOFAST)
-            break;
+            return FAST_LOCK;
     }
-    return try_locked(r, n, retry_after, now);
+}
+
+int band_rate_try_acquire(band_rate *r, uint64_t n, band_time *retry_after)
+{
+    if (retry_after != NULL)
+        *retry_after = 0;
+    if (r == NULL || n == 0)
+        return BAND_EINVAL;
+    band_time now = r->clock(r->clock_ctx);
+    int rc = try_fast(r, n, retry_after, now, 0);
+    if (rc == FAST_REREAD) {
+        band_time again = r->clock(r->clock_ctx);
+        if (again > now)
+            now = again;
+        rc = try_fast(r, n, retry_after, now, 1);
+    }
+    if (rc == FAST_LOCK)
+        return try_locked(r, n, retry_after, now);
+    return rc;
 }
 
 int band_rate_reserve(band_rate *r, uint64_t n, band_rate_ticket *t, band_time *delay,
