@@ -91,6 +91,7 @@
 #include "core/block.h"
 #include "core/internal.h"
 #include "core/name.h"
+#include "prim/rate_internal.h"
 
 #if !defined(__SIZEOF_INT128__)
 #error "src/rate.c needs a compiler with 128-bit integers (GCC or Clang on a 64-bit target)"
@@ -143,6 +144,10 @@ struct band_rate {
     char name[BAND_NAME_MAX];
     uint64_t granted, granted_tokens, delayed, cancelled; /* the locked part of the counts */
     uint64_t refused_rate, refused_deadline, refused_too_big, refused_closed;
+#ifdef BAND_TESTING
+    void (*cas_hook)(void *ctx); /* see band__rate_cas_hook() */
+    void *cas_hook_ctx;
+#endif
 };
 
 #define RLX memory_order_relaxed
@@ -601,7 +606,14 @@ static inline int try_fast(band_rate *r, uint64_t n, band_time *retry_after, ban
         }
         if (n >= SLOT_TOKENS_MAX - atomic_load_explicit(&c->tokens, RLX))
             return FAST_LOCK;
-        /* f <= now_u + depth <= fmax: it fits, and so does its slot. */
+            /* f <= now_u + depth <= fmax: it fits, and so does its slot. */
+#ifdef BAND_TESTING
+        if (r->cas_hook != NULL) {
+            void (*hook)(void *) = r->cas_hook;
+            r->cas_hook = NULL;
+            hook(r->cas_hook_ctx);
+        }
+#endif
         if (atomic_compare_exchange_weak_explicit(&r->word, &w, (w & ~W_X_MASK) | f,
                                                   memory_order_acq_rel, memory_order_acquire)) {
             if (s != NULL) {
@@ -788,3 +800,11 @@ int band_rate_get_stats(const band_rate *cr, band_rate_stats *out)
     pthread_mutex_unlock(&r->lock);
     return 0;
 }
+
+#ifdef BAND_TESTING
+void band__rate_cas_hook(band_rate *r, void (*fn)(void *ctx), void *ctx)
+{
+    r->cas_hook = fn;
+    r->cas_hook_ctx = ctx;
+}
+#endif
