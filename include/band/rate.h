@@ -43,7 +43,9 @@ extern "C" {
 typedef struct band_rate band_rate;
 
 /** The clock hook: the current time in nanoseconds. It should be monotonic; a step back is
- *  read as no time elapsed (until the clock passes the latest time it returned). */
+ *  read as no time elapsed (until the clock passes the latest time it returned). Each call
+ *  reads it once, except a band_rate_try_acquire() refusal whose wait is longer than its
+ *  tokens take to refill (bookings run ahead), which reads it a second time. */
 typedef band_time band_rate_clock_fn(void *ctx);
 /** The sleep hook of band_rate_acquire(): return once the clock reads @until or later. */
 typedef void band_rate_sleep_fn(void *ctx, band_time until);

@@ -256,9 +256,22 @@ static int encode_locked(const band_rate *r, uint64_t *word)
     if (!r->fast || r->last < r->c_base)
         return 0;
     uint64_t e = (uint64_t)r->last - (uint64_t)r->c_base;
-    if (e > r->c_emax / 2 || r->missing % r->c_h != 0)
+    if (e > r->c_emax / 2)
         return 0;
-    u128 x = (u128)e * r->c_unit + r->missing / r->c_h;
+    u128 q; /* missing / h, exact, without a 128-bit division in the common cases */
+    if (r->c_h == 1) {
+        q = r->missing;
+    } else if (r->missing >> 64 == 0) {
+        uint64_t m = (uint64_t)r->missing;
+        if (m % r->c_h != 0)
+            return 0;
+        q = m / r->c_h;
+    } else {
+        if (r->missing % r->c_h != 0)
+            return 0;
+        q = r->missing / r->c_h;
+    }
+    u128 x = (u128)e * r->c_unit + q;
     if (x > r->c_fmax)
         return 0;
     *word = ((r->gen << W_X_BITS) & W_GEN_MASK) | (uint64_t)x;
@@ -358,6 +371,10 @@ static void settle_tokens_locked(band_rate *r, uint64_t more)
 {
     if (r->granted_tokens == UINT64_MAX)
         return;
+    if (r->granted_tokens < UINT64_C(1) << 62 && more < UINT64_C(1) << 62) {
+        r->granted_tokens += more; /* + the fast counts (< 17 x 2^56) stays < UINT64_MAX */
+        return;
+    }
     uint64_t g, f;
     u128 t;
     fast_counts(r, &g, &t, &f);
