@@ -2,13 +2,14 @@
  * stress_rate_cas.c - the lock-free try_acquire under compare-and-swap races: more threads
  * than cores take tokens from one bucket, and the accounting must stay exact.
  *
- * Fake clock, in phases. The main thread sets the clock (forward by a few ns to a few
- * hundred us, sometimes far enough that the bucket rebases its fast form, sometimes back,
- * which the bucket reads as no time elapsed), then THREADS workers race try_acquire at that
- * frozen time, with retry-afters. Most phases refill a few tokens, so the threads that wake
- * first race for them. With
- * time frozen the bucket is a plain counter, so once a phase is over, against an integer reference
- * of the level (tokens x period units, refilled by dt x tokens, capped at the burst):
+ * Fake clock, in phases. The main thread sets the clock (forward by what refills a few
+ * tokens, sometimes up to twice the burst, sometimes by 2^46 ns, past the window of the
+ * base the bucket's lock-free word counts from, so the locked path moves the base while
+ * the threads race, and sometimes back, which the bucket reads as no time elapsed), then
+ * THREADS workers race try_acquire at that frozen time, with retry-afters. Most phases
+ * refill a few tokens, so the threads that run first race for them. With time frozen the
+ * bucket is a plain counter, so once a phase is over, against an integer reference of the
+ * level (tokens x period units, refilled by dt x tokens, capped at the burst):
  *   - the tokens granted in the phase are at most the level (never beyond
  *     burst + elapsed x rate, fractions included) and what is left is less than every
  *     refused request (a refusal was honest: the tokens were not there);
@@ -139,7 +140,7 @@ static void run_fake(uint64_t tokens, band_time period, uint64_t burst, uint64_t
             if (k == 0)
                 dt = -(band_time)test_rng_range(&rng, 1, 5000); /* a step back */
             else if (k == 1)
-                dt = (band_time)test_rng_range(&rng, 1, 3) << 21; /* past the base's window */
+                dt = (INT64_C(1) << 46) + (band_time)test_rng_range(&rng, 0, 1 << 20);
             else if (k == 2)
                 dt = (band_time)test_rng_range(&rng, 1, refill_max); /* up to full */
             else
