@@ -575,6 +575,72 @@ static int try_locked(band_rate *r, uint64_t n, band_time *retry_after, band_tim
 #define FAST_LOCK   1 /* try_fast(): take the lock */
 #define FAST_REREAD 2 /* try_fast(): read the clock again and retry */
 
+#define FAST_RETRY 3 /* fast_step(): the CAS failed; *@w is the word it found */
+
+/* One attempt of try_fast() on the word *@w, with the calling thread's slot @s (NULL: the
+ * shared one). */
+static inline int fast_step(band_rate *r, uint64_t n, band_time *retry_after, band_time now,
+                            int fresh, struct rate_slot *s, uint64_t *w)
+{
+    /* The settings that go with *@w (see the design notes). */
+    uint64_t e = (uint64_t)now - (uint64_t)atomic_load_explicit(&r->f_base, RLX);
+    uint64_t unit = atomic_load_explicit(&r->f_unit, RLX);
+    uint64_t cost = atomic_load_explicit(&r->f_cost, RLX);
+    uint64_t depth = atomic_load_explicit(&r->f_depth, RLX);
+    if (e > atomic_load_explicit(&r->f_emax, RLX) || n > atomic_load_explicit(&r->f_burst, RLX))
+        return FAST_LOCK;
+    uint64_t now_u = e * unit; /* <= fmax - depth < 2^47 */
+    uint64_t x = *w & W_X_MASK;
+    uint64_t f = (x > now_u ? x : now_u) + n * cost; /* n x cost <= depth */
+    uint64_t owed = f - now_u;
+    if (owed > depth) {
+        uint64_t over = owed - depth;
+        if (!fresh && over > n * cost)
+            return FAST_REREAD;
+        if (s != NULL)
+            slot_add(&s->refused, 1);
+        else
+            atomic_fetch_add_explicit(&r->shared.refused, 1, RLX);
+        if (retry_after != NULL)
+            *retry_after = (band_time)(unit == 1 ? over : over / unit + (over % unit != 0));
+        return BAND_EAGAIN;
+    }
+    struct rate_slot *c = s != NULL ? s : &r->shared;
+    if (n >= SLOT_TOKENS_MAX - atomic_load_explicit(&c->tokens, RLX))
+        return FAST_LOCK;
+#ifdef BAND_TESTING
+    if (r->cas_hook != NULL) {
+        void (*hook)(void *) = r->cas_hook;
+        r->cas_hook = NULL;
+        hook(r->cas_hook_ctx);
+    }
+#endif
+    /* f <= now_u + depth <= fmax: it fits, and so does its slot. */
+    if (!atomic_compare_exchange_weak_explicit(&r->word, w, (*w & ~W_X_MASK) | f,
+                                               memory_order_acq_rel, memory_order_acquire))
+        return (*w & W_NOFAST) ? FAST_LOCK : FAST_RETRY;
+    if (s != NULL) {
+        slot_add(&s->granted, 1);
+        slot_add(&s->tokens, n);
+    } else {
+        atomic_fetch_add_explicit(&r->shared.granted, 1, RLX);
+        atomic_fetch_add_explicit(&r->shared.tokens, n, RLX);
+    }
+    return 0;
+}
+
+/* The attempts after a failed CAS, out of line so that the first keeps its registers. */
+__attribute__((noinline)) static int fast_retry(band_rate *r, uint64_t n, band_time *retry_after,
+                                                band_time now, int fresh, struct rate_slot *s,
+                                                uint64_t w)
+{
+    int rc;
+    do
+        rc = fast_step(r, n, retry_after, now, fresh, s, &w);
+    while (rc == FAST_RETRY);
+    return rc;
+}
+
 /*
  * try_acquire without the lock, at the clock reading @now: 0, BAND_EAGAIN, FAST_LOCK (the
  * word holds no state, the time is outside the base's window or before it, @n is above
@@ -582,7 +648,7 @@ static int try_locked(band_rate *r, uint64_t n, band_time *retry_after, band_tim
  * FAST_REREAD (only without @fresh: the wait is longer than @n tokens take to refill, so
  * bookings run ahead or this thread stalled after it read the clock while others took
  * tokens; the caller answers from a fresh reading, so a stall never inflates the
- * retry-after). No call but pthread_self(), so the loop keeps its registers.
+ * retry-after). No call but pthread_self(), so the first attempt keeps its registers.
  */
 static inline int try_fast(band_rate *r, uint64_t n, band_time *retry_after, band_time now,
                            int fresh)
@@ -596,55 +662,10 @@ static inline int try_fast(band_rate *r, uint64_t n, band_time *retry_after, ban
     else
         now = last; /* the clock stepped back, or another thread read it later */
     struct rate_slot *s = slot_of(r);
-    struct rate_slot *c = s != NULL ? s : &r->shared;
-    for (;;) {
-        /* The settings that go with @w (see the design notes). */
-        uint64_t e = (uint64_t)now - (uint64_t)atomic_load_explicit(&r->f_base, RLX);
-        uint64_t unit = atomic_load_explicit(&r->f_unit, RLX);
-        uint64_t cost = atomic_load_explicit(&r->f_cost, RLX);
-        uint64_t depth = atomic_load_explicit(&r->f_depth, RLX);
-        if (e > atomic_load_explicit(&r->f_emax, RLX) || n > atomic_load_explicit(&r->f_burst, RLX))
-            return FAST_LOCK;
-        uint64_t now_u = e * unit; /* <= fmax - depth < 2^47 */
-        uint64_t x = w & W_X_MASK;
-        uint64_t f = (x > now_u ? x : now_u) + n * cost; /* n x cost <= depth */
-        uint64_t owed = f - now_u;
-        if (owed > depth) {
-            uint64_t over = owed - depth;
-            if (!fresh && over > n * cost)
-                return FAST_REREAD;
-            if (s != NULL)
-                slot_add(&s->refused, 1);
-            else
-                atomic_fetch_add_explicit(&r->shared.refused, 1, RLX);
-            if (retry_after != NULL)
-                *retry_after = (band_time)(unit == 1 ? over : over / unit + (over % unit != 0));
-            return BAND_EAGAIN;
-        }
-        if (n >= SLOT_TOKENS_MAX - atomic_load_explicit(&c->tokens, RLX))
-            return FAST_LOCK;
-            /* f <= now_u + depth <= fmax: it fits, and so does its slot. */
-#ifdef BAND_TESTING
-        if (r->cas_hook != NULL) {
-            void (*hook)(void *) = r->cas_hook;
-            r->cas_hook = NULL;
-            hook(r->cas_hook_ctx);
-        }
-#endif
-        if (atomic_compare_exchange_weak_explicit(&r->word, &w, (w & ~W_X_MASK) | f,
-                                                  memory_order_acq_rel, memory_order_acquire)) {
-            if (s != NULL) {
-                slot_add(&s->granted, 1);
-                slot_add(&s->tokens, n);
-            } else {
-                atomic_fetch_add_explicit(&r->shared.granted, 1, RLX);
-                atomic_fetch_add_explicit(&r->shared.tokens, n, RLX);
-            }
-            return 0;
-        }
-        if (w & W_NOFAST)
-            return FAST_LOCK;
-    }
+    int rc = fast_step(r, n, retry_after, now, fresh, s, &w);
+    if (rc == FAST_RETRY)
+        rc = fast_retry(r, n, retry_after, now, fresh, s, w);
+    return rc;
 }
 
 int band_rate_try_acquire(band_rate *r, uint64_t n, band_time *retry_after)
