@@ -62,9 +62,13 @@
  * A fast path reads the settings after loading the word; if they changed meanwhile, the
  * word did too and its CAS fails. The generation has 16 bits: a try_acquire stalled between
  * its load and its CAS through 65536 changes of the fast settings that then meets the very
- * same word could apply stale settings; a change of settings happens only in
- * band_rate_set() and when the clock leaves the window of the base (at least about a
- * millisecond wide, hours for rates with small units).
+ * same word could apply stale settings. The fast settings change only in band_rate_set(),
+ * when the bucket's time passes the middle of the base's window (at least about half a
+ * millisecond, hours for rates with small units), and when the word takes the state back
+ * after it did not fit (settings or bookings too large for 47 bits).
+ *
+ * A thread whose slot is owned by a thread that exited (and whose id is not that one)
+ * counts in the shared slot for good: correct, but two more locked instructions.
  *
  * The bucket's time: try_acquire reads the clock before the CAS, so between threads a
  * reading can be older than one another thread already applied. @last_hint keeps the
