@@ -100,9 +100,37 @@ class Run:
         return [100] + self.span(v)  # clock + v
 
     # operations
-    def try_(self, n):
+    def try_(self, n, race=None):
+        """A try; with @race, an operation interleaved between its fast path's read of the
+        word and its compare-and-swap (read only when the try gets there, so only for a try
+        that the fast path grants): ("try", n), ("reserve", slot, n, deadline),
+        ("cancel", slot), ("set", tokens, period, burst), ("close",) or ("available",)."""
         self.op(0)
         self.out += self.n(n)
+        if race is None:
+            self.out.append(255)  # exact runs read a race byte: >= 64, none
+            return self
+        kind = race[0]
+        self.out.append(0)
+        if kind == "try":
+            self.out += [0] + self.n(race[1])
+        elif kind == "reserve":
+            slot, n2 = race[1], race[2]
+            dl = race[3] if len(race) > 3 else ("forever",)
+            assert slot not in self.live
+            self.out += [1, slot] + self.n(n2) + self.deadline(*dl)
+            self.live.add(slot)
+        elif kind == "cancel":
+            self.out += [2, race[1] | 0x40]
+            self.live.discard(race[1])
+        elif kind == "set":
+            self.out += [3]
+            self.settings(*race[1:])
+        elif kind == "close":
+            self.out += [4, 1]
+            self.closed = True
+        else:
+            self.out += [5]
         return self
 
     def reserve(self, slot, n, dl=("forever",)):
@@ -234,6 +262,14 @@ def seeds():
     r.try_(0).try_("over").close().try_(1).reserve(0, 1).cancel(0).stats()
     r.recreate(5, 3, 8, start=77).try_(8).stats()
     s["invalid_close_recreate"] = r.bytes()
+    # Tries whose compare-and-swap meets an interleaved operation, as a racing thread's
+    # would: the other operation comes first, then the try retries on what it left.
+    r = Run(3, 1000, 5)
+    r.try_(1, race=("try", 2)).try_(1, race=("reserve", 0, 2)).try_(1).stats()
+    r.advance(600).advance(600).advance(600).try_(1, race=("set", 6, 1000, 5)).try_(1, race=("cancel", 0))
+    r.try_(1, race=("available",)).reserve(1, 4).advance(300)
+    r.try_(1, race=("cancel", 1)).try_(1, race=("close",)).stats()
+    s["raced_try"] = r.bytes()
     # Extreme runs (first byte 7): settings from the tables in rate_model.c.
     #  INT64_MAX tokens per INT64_MAX ns, the largest burst, clock at INT64_MIN.
     s["extreme_max_rate"] = bytes(

@@ -21,3 +21,10 @@ band_add_test(NAME model_rate
 # scenarios of about half a second each).
 band_add_test(NAME stress_rate
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_rate.c" TIMEOUT 120 LABELS stress)
+
+# The lock-free try_acquire under compare-and-swap races: eight threads (more than CI's
+# cores) on a fake clock frozen in phases, where the tokens granted, what is left, every
+# retry-after and the counters must match an integer reference exactly; then eight threads
+# on the real clock, where the rate is never exceeded.
+band_add_test(NAME stress_rate_cas
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_rate_cas.c" TIMEOUT 120 LABELS stress)

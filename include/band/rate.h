@@ -24,8 +24,10 @@
  * from a clock hook (default band_now()), so tests run on a fake clock. A clock that steps
  * back is read as no time elapsed: the bucket's time is the latest time the hook returned.
  *
- * Every function is MT-safe. Each takes the bucket's mutex for a few dozen instructions:
- * no allocation, no system call (except the sleep of band_rate_acquire()).
+ * Every function is MT-safe, with no allocation and no system call (except the sleep of
+ * band_rate_acquire()). band_rate_try_acquire() takes no lock for the common settings:
+ * one compare-and-swap of the bucket's state word when it grants, none when it refuses.
+ * The other calls take the bucket's mutex for a few dozen instructions (docs/rate.md).
  */
 #ifndef BAND_RATE_H
 #define BAND_RATE_H
@@ -41,7 +43,9 @@ extern "C" {
 typedef struct band_rate band_rate;
 
 /** The clock hook: the current time in nanoseconds. It should be monotonic; a step back is
- *  read as no time elapsed (until the clock passes the latest time it returned). */
+ *  read as no time elapsed (until the clock passes the latest time it returned). Each call
+ *  reads it once, except a band_rate_try_acquire() refusal whose wait is longer than its
+ *  tokens take to refill (bookings run ahead), which reads it a second time. */
 typedef band_time band_rate_clock_fn(void *ctx);
 /** The sleep hook of band_rate_acquire(): return once the clock reads @until or later. */
 typedef void band_rate_sleep_fn(void *ctx, band_time until);
@@ -107,7 +111,10 @@ BAND_API int band_rate_set(band_rate *r, uint64_t tokens, band_time period, uint
  * request would succeed if nobody else took tokens meanwhile); BAND_E2BIG (@n > burst: it
  * can never succeed); BAND_ECLOSED; BAND_EINVAL (NULL @r, @n 0); BAND_EOVERFLOW (the bucket
  * would be full again only after INT64_MAX; nothing taken). *@retry_after is 0 for every
- * answer but BAND_EAGAIN. MT-safe.
+ * answer but BAND_EAGAIN. MT-safe and, for settings whose state fits the bucket's word,
+ * lock-free while no other call on @r holds its mutex; between threads it may apply a
+ * clock reading slightly older than another thread's, which only grants less and reports
+ * a longer retry-after.
  */
 BAND_API int band_rate_try_acquire(band_rate *r, uint64_t n, band_time *retry_after);
 
@@ -203,7 +210,8 @@ typedef struct band_rate_stats {
     int closed;                /* 1 after band_rate_close() */
 } band_rate_stats;
 
-/** band_rate_get_stats() - a snapshot, taken under the bucket's mutex: 0 or BAND_EINVAL
+/** band_rate_get_stats() - a snapshot, taken under the bucket's mutex (a try_acquire that
+ *  has updated the bucket but not yet its counts may be missing from it): 0 or BAND_EINVAL
  *  (NULL argument). MT-safe. */
 BAND_API int band_rate_get_stats(const band_rate *r, band_rate_stats *out);
 

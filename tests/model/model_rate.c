@@ -29,7 +29,7 @@ static void coverage(const void *totals)
     print_message("granted %llu (delayed %llu, past deadline %llu), eagain %llu, etimedout "
                   "%llu, e2big %llu, eclosed %llu, einval %llu, eoverflow %llu, cancels %llu, "
                   "ealready %llu, sets %llu (clamped %llu, owing %llu), stale clock reads "
-                  "%llu, sleeps %llu, buckets %llu (extreme %llu)\n",
+                  "%llu, sleeps %llu, buckets %llu (extreme %llu), raced tries %llu\n",
                   (unsigned long long)c->granted, (unsigned long long)c->delayed,
                   (unsigned long long)c->past_deadline, (unsigned long long)c->eagain,
                   (unsigned long long)c->etimedout, (unsigned long long)c->e2big,
@@ -38,7 +38,8 @@ static void coverage(const void *totals)
                   (unsigned long long)c->ealready, (unsigned long long)c->sets_ok,
                   (unsigned long long)c->sets_clamped, (unsigned long long)c->sets_owing,
                   (unsigned long long)c->stale_clock, (unsigned long long)c->sleeps,
-                  (unsigned long long)c->buckets, (unsigned long long)c->extreme_runs);
+                  (unsigned long long)c->buckets, (unsigned long long)c->extreme_runs,
+                  (unsigned long long)c->raced);
     assert_true(c->granted > 0);
     assert_true(c->delayed > 0);
     assert_true(c->past_deadline > 0);
@@ -56,6 +57,7 @@ static void coverage(const void *totals)
     assert_true(c->stale_clock > 0);
     assert_true(c->sleeps > 0);
     assert_true(c->extreme_runs > 0);
+    assert_true(c->raced > 0);
     assert_true(c->buckets > c->extreme_runs);
 }
 

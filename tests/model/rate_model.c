@@ -37,6 +37,7 @@
 
 #include "band/error.h"
 #include "band/rate.h"
+#include "prim/rate_internal.h"
 
 #define NT 8 /* bookings the driver can hold */
 
@@ -77,6 +78,7 @@ struct rate_model {
     uint64_t refused_rate, refused_deadline, refused_too_big, refused_closed;
 
     uint64_t opno;
+    int in_race; /* an operation interleaved in a try's fast path is running */
     int trace;
     int failed;
     char err[1024];
@@ -450,12 +452,56 @@ static void grant(struct rate_model *m, uint64_t n)
 /* ---------------------------------------------------------------------------------- */
 /* operations                                                                          */
 
+static void op_try(struct rate_model *m);
+static void op_book(struct rate_model *m, int wait_op);
+static void op_cancel(struct rate_model *m);
+static void op_set(struct rate_model *m);
+static void op_close(struct rate_model *m);
+static void op_available(struct rate_model *m);
+
+/* The test hook of a raced try: another operation, at the same clock, between the fast
+ * path's read of the word and its compare-and-swap. It completes first, so the reference
+ * applies it first; the try's own expectation is computed after the call. */
+static void race_hook(void *ctx)
+{
+    struct rate_model *m = ctx;
+    m->in_race = 1;
+    m->counts.raced++;
+    switch (next_byte(m) % 6) {
+    case 0:
+        op_try(m);
+        break;
+    case 1:
+        op_book(m, 0);
+        break;
+    case 2:
+        op_cancel(m);
+        break;
+    case 3:
+        op_set(m);
+        break;
+    case 4:
+        op_close(m);
+        break;
+    default:
+        op_available(m);
+        break;
+    }
+    m->in_race = 0;
+}
+
 static void op_try(struct rate_model *m)
 {
     uint64_t n = read_n(m);
     uint64_t avail = m->extreme ? band_rate_available(m->r) : 0;
+    /* Exact runs only: the extreme checks read available() before the call. */
+    int race = !m->extreme && !m->in_race && next_byte(m) < 64;
+    if (race)
+        band__rate_cas_hook(m->r, race_hook, m);
     band_time retry = -1;
     int rc = band_rate_try_acquire(m->r, n, &retry);
+    if (race)
+        band__rate_cas_hook(m->r, NULL, NULL); /* when the try never reached its CAS */
     count_rc(m, rc);
     int want;
     band_time want_retry = 0;

@@ -10,6 +10,11 @@
  * back) and to the ends of the band_time range, available, stats, close, and recreating
  * the bucket.
  *
+ * A try may also interleave another operation (try, reserve, cancel, set, close,
+ * available) between the moment its lock-free fast path read the bucket's word and its
+ * compare-and-swap, through a test hook: the CAS then fails as it would against a racing
+ * thread, and the outcome must be that of the other operation first, then the try.
+ *
  * The first byte picks one of two kinds of run:
  *  - exact: settings up to 2^20 tokens, 2^40 ns periods and 2^20 bursts, any clock value.
  *    The reference computes every outcome, retry-after, delay, slot, available count and
@@ -67,6 +72,7 @@ struct rate_model_counts {
     uint64_t sleeps;       /* waits that slept */
     uint64_t extreme_runs; /* buckets created with extreme settings */
     uint64_t buckets;      /* buckets created */
+    uint64_t raced;        /* tries whose compare-and-swap met an interleaved operation */
 };
 
 struct rate_model *rate_model_new(void);
