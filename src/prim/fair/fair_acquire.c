@@ -22,6 +22,8 @@
  * still let others in (the cancelled request may have had the turn, or protected a
  * reservation), so it runs the dispatch and the wakes of what that granted.
  */
+#include <stdlib.h>
+
 #include "core/block.h"
 #include "prim/fair/fair_internal.h"
 
@@ -59,7 +61,7 @@ void band__fair_fail_too_big_locked(band_fair *f, struct fair_key *k, struct ban
         while (n != &fl->reqs) {
             struct band__node *next = n->next;
             band_fair_acquire_op *r = band__fair_op_of(band__waiter_of(n));
-            if (r->_n > k->cap) {
+            if (r->_n > key_cap(k)) {
                 band__fair_unlink_locked(f, r);
                 r->_k = NULL;
                 f->too_big++;
@@ -76,26 +78,15 @@ void band__fair_fail_too_big_locked(band_fair *f, struct fair_key *k, struct ban
  * (negative), or, when @r is not NULL, queue it (BAND_PENDING). With @r NULL a request
  * that would wait answers BAND_EAGAIN.
  */
-static int fair_submit_locked(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
-                              band_fair_acquire_op *r, band_time now, struct band__wakelist *wl)
+static int fair_submit_key_locked(band_fair *f, struct fair_key *k, uint32_t cls, uint64_t n,
+                                  band_fair_acquire_op *r, band_time now, struct band__wakelist *wl)
 {
-    if (f->closed)
-        return BAND_ECLOSED;
-    if (n > f->cls[cls].limit) {
-        f->too_big++;
-        return BAND_E2BIG;
-    }
-    int rc = 0;
-    struct fair_key *k = band__fair_key_get(f, key, &rc);
-    if (k == NULL)
-        return rc;
-    if (n > k->cap) {
+    if (n > key_cap(k)) {
         f->too_big++;
         band__fair_key_maybe_evict(f, k);
         return BAND_E2BIG;
     }
-    if (band__fair_can_grant_now(f, k, cls, n)) {
-        band__fair_charge(f, k, cls, n);
+    if (band__fair_can_grant_now(f, k, cls, n) && band__fair_charge(f, k, cls, n, key_cap(k))) {
         /* The grant may end a stall it did not overtake: the key may now be at its cap
          * where it has the turn, or its reservation may no longer be protected. */
         if (f->q.len > 0)
@@ -114,6 +105,27 @@ static int fair_submit_locked(band_fair *f, uint64_t key, uint32_t cls, uint64_t
     band__fair_enqueue_locked(f, k, r, now);
     band__fair_dispatch_locked(f, wl);
     return BAND_PENDING;
+}
+
+/* fair_submit_key_locked() after the checks that come before the key: closed, too big
+ * for the class, the key (looked up, or created, when @k is NULL: a handle's is live). */
+static int fair_submit_locked(band_fair *f, uint64_t key, struct fair_key *k, uint32_t cls,
+                              uint64_t n, band_fair_acquire_op *r, band_time now,
+                              struct band__wakelist *wl)
+{
+    if (f->closed)
+        return BAND_ECLOSED;
+    if (n > f->cls[cls].limit) {
+        f->too_big++;
+        return BAND_E2BIG;
+    }
+    int rc = 0;
+    if (k == NULL && (k = band__fair_key_get(f, key, &rc)) == NULL)
+        return rc;
+    band__fair_gate_close_locked(f); /* no handle grant lands while this decides */
+    rc = fair_submit_key_locked(f, k, cls, n, r, now, wl);
+    band__fair_gate_sync_locked(f);
+    return rc;
 }
 
 /* Common argument checks; 0 or BAND_EINVAL. */
@@ -143,7 +155,7 @@ int band_fair_try_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n)
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
-    rc = fair_submit_locked(f, key, cls, n, NULL, 0, &wl);
+    rc = fair_submit_locked(f, key, NULL, cls, n, NULL, 0, &wl);
     pthread_mutex_unlock(&f->lock);
     band__wakelist_run(&wl);
     return rc;
@@ -190,7 +202,7 @@ int band_fair_acquire_async(band_fair *f, uint64_t key, uint32_t cls, uint64_t n
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
-    rc = fair_submit_locked(f, key, cls, n, op, now, &wl);
+    rc = fair_submit_locked(f, key, NULL, cls, n, op, now, &wl);
     if (rc == BAND_PENDING && band__waiter_state(&op->w) == BAND__W_DONE && fair_take_back(&wl, op))
         rc = (int)op->w._u.status;
     pthread_mutex_unlock(&f->lock);
@@ -243,15 +255,174 @@ int band_fair_release(band_fair *f, uint64_t key, uint64_t n)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
     struct fair_key *k = band__fair_key_find(f, key);
-    if (k == NULL || k->held < n) {
+    if (k == NULL || !key_give(k, n)) {
         pthread_mutex_unlock(&f->lock);
         return BAND_EINVAL;
     }
-    k->held -= n;
-    f->in_use -= n;
+    fair_in_use_sub(f, n);
+    if (f->q.len > 0) { /* with nothing queued no class is stalled: nothing to do */
+        band__fair_key_refresh_locked(f, k); /* a flow parked at the cap goes back in place */
+        band__fair_dispatch_locked(f, &wl);
+    }
+    band__fair_key_maybe_evict(f, k);
+    pthread_mutex_unlock(&f->lock);
+    band__wakelist_run(&wl);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- key handles */
+
+int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle **out)
+{
+    if (f == NULL || out == NULL)
+        return BAND_EINVAL;
+    struct band_fair_handle *h = malloc(sizeof(*h));
+    if (h == NULL)
+        return BAND_ENOMEM;
+    for (uint32_t c = 0; c < BAND_FAIR_MAX_CLASSES; c++) {
+        atomic_init(&h->granted[c], 0);
+        atomic_init(&h->granted_units[c], 0);
+    }
+    int rc = 0;
+    pthread_mutex_lock(&f->lock);
+    struct fair_key *k = band__fair_key_get(f, key, &rc);
+    if (k != NULL) {
+        h->f = f;
+        h->k = k;
+        band__list_add_tail(&f->handles, &h->link);
+        k->refs++;
+        /* From here on the lock holders write state, and k's held units, with atomic
+         * read-modify-writes; the unlock publishes that before the handle is used. */
+        f->nhandles++;
+    }
+    pthread_mutex_unlock(&f->lock);
+    if (k == NULL) {
+        free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+int band_fair_handle_put(band_fair_handle *h)
+{
+    if (h == NULL)
+        return 0;
+    band_fair *f = h->f;
+    struct fair_key *k = h->k;
+    pthread_mutex_lock(&f->lock);
+    for (uint32_t c = 0; c < f->nclasses; c++) { /* its grants stay counted */
+        uint64_t g = atomic_load_explicit(&h->granted[c], memory_order_relaxed);
+        uint64_t u = atomic_load_explicit(&h->granted_units[c], memory_order_relaxed);
+        k->granted += g;
+        k->granted_units += u;
+        f->cls[c].granted += g;
+        f->cls[c].granted_units += u;
+    }
+    band__list_del_init(&h->link);
+    k->refs--;
+    f->nhandles--;
+    band__fair_key_maybe_evict(f, k);
+    pthread_mutex_unlock(&f->lock);
+    free(h);
+    return 0;
+}
+
+/* Count a grant of the lock-free path (only the owner writes these). */
+static void handle_count(struct band_fair_handle *h, uint32_t c, uint64_t n)
+{
+    atomic_store_explicit(&h->granted[c],
+                          atomic_load_explicit(&h->granted[c], memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&h->granted_units[c],
+                          atomic_load_explicit(&h->granted_units[c], memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/*
+ * The locked path of a handle's try. @undo: the lock-free path took @n units in use and
+ * then found the key at its cap (a racing grant of the same key): give them back first,
+ * and run the dispatch, since a request may have been held back by them.
+ */
+static int handle_try_locked(struct band_fair_handle *h, uint32_t cls, uint64_t n, bool undo)
+{
+    band_fair *f = h->f;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    if (undo)
+        atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
+    pthread_mutex_lock(&f->lock);
+    if (undo) {
+        band__fair_key_refresh_locked(f, h->k);
+        band__fair_dispatch_locked(f, &wl);
+    }
+    int rc = fair_submit_locked(f, h->k->id, h->k, cls, n, NULL, 0, &wl);
+    pthread_mutex_unlock(&f->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n)
+{
+    if (h == NULL)
+        return BAND_EINVAL;
+    band_fair *f = h->f;
+    struct fair_key *k = h->k;
+    if (cls >= f->nclasses)
+        return BAND_EINVAL;
+    if (n == 0)
+        return fair_zero_request(f);
+    const uint64_t limit = f->cls[cls].limit;
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    /* The gate is open: nothing queued, not closed, no lock holder deciding. Then the
+     * only rules are the cap and the class's headroom (no class stalls, no reservation is
+     * protected), and a key with a reservation of its own takes the lock. */
+    while ((s & FAIR_SLOW) == 0) {
+        uint64_t cap = key_cap(k), held = key_held(k);
+        if (s > limit || n > limit - s || n > cap || held > cap - n || key_reserve(k) != 0)
+            break; /* the lock decides, and counts the refusal */
+        if (!atomic_compare_exchange_weak_explicit(&f->state, &s, s + n, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        /* Units in use first, then the key's: a lock holder then never sees the key's
+         * units without the fair's, and its own grants of this key compare-and-swap
+         * against the cap (key_take()), so neither can push the key past it. */
+        while (!atomic_compare_exchange_weak_explicit(&k->a_held, &held, held + n,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+            cap = key_cap(k);
+            if (n > cap || held > cap - n)
+                return handle_try_locked(h, cls, n, true);
+        }
+        handle_count(h, cls, n);
+        return 0;
+    }
+    return handle_try_locked(h, cls, n, false);
+}
+
+int band_fair_handle_release(band_fair_handle *h, uint64_t n)
+{
+    if (h == NULL)
+        return BAND_EINVAL;
+    if (n == 0)
+        return 0;
+    band_fair *f = h->f;
+    struct fair_key *k = h->k;
+    uint64_t held = key_held(k);
+    do {
+        if (held < n)
+            return BAND_EINVAL;
+    } while (!atomic_compare_exchange_weak_explicit(&k->a_held, &held, held - n,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    /* The key's units first, then the fair's: a lock holder never counts them free while
+     * the key still holds them. A shut gate means someone may wait for them. */
+    uint64_t old = atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
+    if ((old & FAIR_SLOW) == 0)
+        return 0;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&f->lock);
     band__fair_key_refresh_locked(f, k); /* a flow parked at the cap goes back in place */
     band__fair_dispatch_locked(f, &wl);
-    band__fair_key_maybe_evict(f, k);
     pthread_mutex_unlock(&f->lock);
     band__wakelist_run(&wl);
     return 0;
