@@ -63,6 +63,11 @@ int band_fair_create(band_fair **out, uint64_t capacity, const band_fair_opts *o
     band__list_init(&f->reserved);
     band__list_init(&f->handles);
     atomic_init(&f->state, 0);
+#ifdef BAND_TESTING
+    atomic_init(&f->t_fast_grants, 0);
+    atomic_init(&f->t_fast_releases, 0);
+    atomic_init(&f->t_slow_tries, 0);
+#endif
     for (uint32_t c = 0; c < classes; c++) {
         struct fair_class *cl = &f->cls[c];
         band__list_init(&cl->ring);

@@ -349,6 +349,7 @@ static int handle_try_locked(struct band_fair_handle *h, uint32_t cls, uint64_t 
     band_fair *f = h->f;
     struct band__wakelist wl;
     band__wakelist_init(&wl);
+    FAIR_TEST_COUNT(f, t_slow_tries);
     if (undo)
         atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
     pthread_mutex_lock(&f->lock);
@@ -394,6 +395,7 @@ int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n)
                 return handle_try_locked(h, cls, n, true);
         }
         handle_count(h, cls, n);
+        FAIR_TEST_COUNT(f, t_fast_grants);
         return 0;
     }
     return handle_try_locked(h, cls, n, false);
@@ -416,8 +418,10 @@ int band_fair_handle_release(band_fair_handle *h, uint64_t n)
     /* The key's units first, then the fair's: a lock holder never counts them free while
      * the key still holds them. A shut gate means someone may wait for them. */
     uint64_t old = atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
-    if ((old & FAIR_SLOW) == 0)
+    if ((old & FAIR_SLOW) == 0) {
+        FAIR_TEST_COUNT(f, t_fast_releases);
         return 0;
+    }
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);

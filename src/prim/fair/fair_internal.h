@@ -120,6 +120,10 @@ struct band_fair {
     uint64_t nhandles;
     /* counters */
     uint64_t keys_created, keys_evicted, key_refusals, try_refusals, too_big, closed_fails;
+#ifdef BAND_TESTING
+    /* which way the handles' calls went (the model test checks it reaches each) */
+    _Atomic uint64_t t_fast_grants, t_fast_releases, t_slow_tries;
+#endif
     struct fair_class cls[];
 };
 
@@ -224,6 +228,12 @@ static inline void band__fair_gate_sync_locked(band_fair *f)
     if ((atomic_load_explicit(&f->state, memory_order_relaxed) & FAIR_SLOW) != want)
         band__fair_gate_set_locked(f, want);
 }
+
+#ifdef BAND_TESTING
+#define FAIR_TEST_COUNT(f, field) atomic_fetch_add_explicit(&(f)->field, 1, memory_order_relaxed)
+#else
+#define FAIR_TEST_COUNT(f, field) ((void)0)
+#endif
 
 /* At most this many evicted key states are kept for reuse; the rest are freed. */
 #define FAIR_FREE_CACHE 64
