@@ -21,6 +21,39 @@
  * A request holds nothing until it is granted whole, so a cancel returns no units; it may
  * still let others in (the cancelled request may have had the turn, or protected a
  * reservation), so it runs the dispatch and the wakes of what that granted.
+ *
+ * Key handles and the gate
+ * ------------------------
+ * A handle's try and release may skip the lock. band_fair.state holds the units in use and
+ * FAIR_SLOW, the gate. The gate is shut while anything is queued or the fair is closed
+ * (band__fair_gate_sync_locked() before every unlock), and, while handles exist, for the
+ * span of every locked decision that can grant (band__fair_gate_close_locked() in the
+ * submission and in key changes). With the gate open nothing is queued, so no class is
+ * stalled and no reservation is protected: a request fits when the key stays within its
+ * cap and in_use + n stays within the class's limit (capacity - headroom), which is what
+ * the lock-free try checks; keys with a reservation of their own always take the lock.
+ *
+ *  - try: one CAS on state (gate open, in_use + n <= limit) takes the units in use; then a
+ *    CAS on the key's held units (held + n <= cap) charges the key. If that second CAS
+ *    finds the key at its cap (a racing grant of the same key), the units go back and the
+ *    lock decides, after a dispatch in case the brief excess held a request back. So a
+ *    lock holder can see in_use ahead of the keys' sum, never behind it: it may refuse or
+ *    wait a little early, never grant past the capacity, a headroom or a reservation; its
+ *    own grants of a key with handles CAS against the cap too (key_take()).
+ *  - release: a CAS takes the units off the key (refusing more than it holds), then a
+ *    fetch_sub on state returns them. If the gate was shut at that moment someone may wait
+ *    for them: the release takes the lock and runs the dispatch. A request that queues
+ *    shuts the gate before it decides (or finds it shut), so either the release's fetch_sub
+ *    comes first and the decision sees the units free, or the release sees the gate shut
+ *    and dispatches after the request is queued: no hand-off is lost, and no lock-free
+ *    grant passes a queued request.
+ *  - A grant that lands while a lock holder decides can only be one whose CAS on state
+ *    came before the gate shut; the decision then sees its units in use.
+ *
+ * While the fair has no handle nothing moves state or held units without the lock, and
+ * the lock holders write them with plain stores (fair_in_use_add(), key_take()), so the
+ * calls by key id pay nothing for the handles' path. A handle's own grant counters are
+ * written by its owner only, so calls on one handle must not overlap.
  */
 #include <stdlib.h>
 
