@@ -111,10 +111,7 @@ int band_fair_set_name(band_fair *f, const char *name)
 
 void band__fair_gate_set_locked(band_fair *f, uint64_t want)
 {
-    if (f->nhandles == 0) { /* nobody reads it without the lock */
-        uint64_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
-        atomic_store_explicit(&f->state, (s & ~FAIR_SLOW) | want, memory_order_relaxed);
-    } else if (want != 0) {
+    if (want != 0) {
         atomic_fetch_or_explicit(&f->state, FAIR_SLOW, memory_order_acq_rel);
     } else {
         atomic_fetch_and_explicit(&f->state, ~FAIR_SLOW, memory_order_acq_rel);
@@ -381,7 +378,8 @@ int band__fair_check(const band_fair *cf)
     uint64_t cls_nreq[BAND_FAIR_MAX_CLASSES] = {0}, cls_units[BAND_FAIR_MAX_CLASSES] = {0};
     uint64_t cls_active[BAND_FAIR_MAX_CLASSES] = {0};
     FAIR_CHECK(fair_in_use(f) <= f->capacity);
-    FAIR_CHECK(((atomic_load(&f->state) & FAIR_SLOW) != 0) == (f->closed || f->q.len > 0));
+    FAIR_CHECK(f->nhandles == 0 ||
+               ((atomic_load(&f->state) & FAIR_SLOW) != 0) == (f->closed || f->q.len > 0));
     for (uint64_t b = 0; b <= f->tab_mask; b++) {
         for (const struct fair_key *k = f->tab[b]; k != NULL; k = k->hnext) {
             nkeys++;

@@ -327,6 +327,7 @@ int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle **out)
         /* From here on the lock holders write state, and k's held units, with atomic
          * read-modify-writes; the unlock publishes that before the handle is used. */
         f->nhandles++;
+        band__fair_gate_sync_locked(f); /* left as it was while there were no handles */
     }
     pthread_mutex_unlock(&f->lock);
     if (k == NULL) {

@@ -169,15 +169,14 @@ static inline void fair_in_use_sub(band_fair *f, uint64_t n)
 
 /*
  * Take @n units for @k if its held units stay at or below @bound (its cap, or its
- * reservation); under the lock. Without handles on @k nothing else moves them; with
- * handles a compare-and-swap keeps a racing handle grant from pushing it past the bound.
+ * reservation), which the caller checked; under the lock. Without handles on @k nothing
+ * else moves them; with handles a compare-and-swap keeps a racing handle grant from pushing
+ * it past the bound.
  */
 static inline bool key_take(struct fair_key *k, uint64_t n, uint64_t bound)
 {
     uint64_t h = key_held(k);
-    if (k->refs == 0) {
-        if (n > bound || h > bound - n)
-            return false;
+    if (k->refs == 0) { /* nothing moved it since the caller checked the bound */
         atomic_store_explicit(&k->a_held, h + n, memory_order_relaxed);
         return true;
     }
@@ -207,6 +206,24 @@ static inline bool key_give(struct fair_key *k, uint64_t n)
     return true;
 }
 
+/*
+ * Charge a grant of @n units of class @c to @k (counters, held, in_use), provided @k's held
+ * units stay within @bound (its cap, or its reservation; every caller checked that).
+ * false (nothing charged) only when a handle of @k took units meanwhile.
+ */
+static inline bool band__fair_charge(band_fair *f, struct fair_key *k, uint32_t c, uint64_t n,
+                                     uint64_t bound)
+{
+    if (!key_take(k, n, bound))
+        return false;
+    fair_in_use_add(f, n);
+    k->granted++;
+    k->granted_units += n;
+    f->cls[c].granted++;
+    f->cls[c].granted_units += n;
+    return true;
+}
+
 /* ---- fair.c ---- */
 
 /* Set FAIR_SLOW to @want (FAIR_SLOW or 0); the rare part of the two below. */
@@ -221,9 +238,13 @@ static inline void band__fair_gate_close_locked(band_fair *f)
 }
 
 /* Open or shut the gate for what the fair is now: shut while anything is queued or it is
- * closed, open otherwise. Called before every unlock that may have changed either. */
+ * closed, open otherwise. Called before every unlock that may have changed either. Only
+ * handles read the gate: without any it is left as it is, and band_fair_handle_get()
+ * brings it up to date when the first one comes. */
 static inline void band__fair_gate_sync_locked(band_fair *f)
 {
+    if (f->nhandles == 0)
+        return;
     uint64_t want = f->closed || f->q.len > 0 ? FAIR_SLOW : 0;
     if ((atomic_load_explicit(&f->state, memory_order_relaxed) & FAIR_SLOW) != want)
         band__fair_gate_set_locked(f, want);
@@ -273,13 +294,6 @@ int band__fair_keys_init(band_fair *f, uint64_t max_keys);
  * reservation.)
  */
 bool band__fair_can_grant_now(const band_fair *f, const struct fair_key *k, uint32_t c, uint64_t n);
-
-/*
- * Charge a grant of @n units of class @c to @k (counters, held, in_use), provided @k's held
- * units stay within @bound (its cap, or its reservation). false (nothing charged) only when
- * a handle of @k took units meanwhile.
- */
-bool band__fair_charge(band_fair *f, struct fair_key *k, uint32_t c, uint64_t n, uint64_t bound);
 
 /*
  * Grant what can be granted now: the reservation pass, then the round robin from the

@@ -157,18 +157,6 @@ bool band__fair_can_grant_now(const band_fair *f, const struct fair_key *k, uint
     return free - n >= protected_except(f, k);
 }
 
-bool band__fair_charge(band_fair *f, struct fair_key *k, uint32_t c, uint64_t n, uint64_t bound)
-{
-    if (!key_take(k, n, bound))
-        return false;
-    fair_in_use_add(f, n);
-    k->granted++;
-    k->granted_units += n;
-    f->cls[c].granted++;
-    f->cls[c].granted_units += n;
-    return true;
-}
-
 /* ---------------------------------------------------------------- flows and rounds */
 
 static struct fair_flow *flow_of(struct band__node *n)
