@@ -141,10 +141,9 @@ static int fair_submit_key_locked(band_fair *f, struct fair_key *k, uint32_t cls
 }
 
 /* fair_submit_key_locked() after the checks that come before the key: closed, too big
- * for the class, the key (looked up, or created, when @k is NULL: a handle's is live). */
-static int fair_submit_locked(band_fair *f, uint64_t key, struct fair_key *k, uint32_t cls,
-                              uint64_t n, band_fair_acquire_op *r, band_time now,
-                              struct band__wakelist *wl)
+ * for the class, the key (looked up, or created). */
+static int fair_submit_locked(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
+                              band_fair_acquire_op *r, band_time now, struct band__wakelist *wl)
 {
     if (f->closed)
         return BAND_ECLOSED;
@@ -153,7 +152,8 @@ static int fair_submit_locked(band_fair *f, uint64_t key, struct fair_key *k, ui
         return BAND_E2BIG;
     }
     int rc = 0;
-    if (k == NULL && (k = band__fair_key_get(f, key, &rc)) == NULL)
+    struct fair_key *k = band__fair_key_get(f, key, &rc);
+    if (k == NULL)
         return rc;
     band__fair_gate_close_locked(f); /* no handle grant lands while this decides */
     rc = fair_submit_key_locked(f, k, cls, n, r, now, wl);
@@ -188,7 +188,7 @@ int band_fair_try_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n)
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
-    rc = fair_submit_locked(f, key, NULL, cls, n, NULL, 0, &wl);
+    rc = fair_submit_locked(f, key, cls, n, NULL, 0, &wl);
     pthread_mutex_unlock(&f->lock);
     band__wakelist_run(&wl);
     return rc;
@@ -235,7 +235,7 @@ int band_fair_acquire_async(band_fair *f, uint64_t key, uint32_t cls, uint64_t n
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
-    rc = fair_submit_locked(f, key, NULL, cls, n, op, now, &wl);
+    rc = fair_submit_locked(f, key, cls, n, op, now, &wl);
     if (rc == BAND_PENDING && band__waiter_state(&op->w) == BAND__W_DONE && fair_take_back(&wl, op))
         rc = (int)op->w._u.status;
     pthread_mutex_unlock(&f->lock);
@@ -391,7 +391,17 @@ static int handle_try_locked(struct band_fair_handle *h, uint32_t cls, uint64_t 
         band__fair_key_refresh_locked(f, h->k);
         band__fair_dispatch_locked(f, &wl);
     }
-    int rc = fair_submit_locked(f, h->k->id, h->k, cls, n, NULL, 0, &wl);
+    int rc;
+    if (f->closed) {
+        rc = BAND_ECLOSED;
+    } else if (n > f->cls[cls].limit) {
+        f->too_big++;
+        rc = BAND_E2BIG;
+    } else { /* as fair_submit_locked(), the key known */
+        band__fair_gate_close_locked(f);
+        rc = fair_submit_key_locked(f, h->k, cls, n, NULL, 0, &wl);
+        band__fair_gate_sync_locked(f);
+    }
     pthread_mutex_unlock(&f->lock);
     band__wakelist_run(&wl);
     return rc;

@@ -337,9 +337,16 @@ void band__fair_unlink_locked(band_fair *f, band_fair_acquire_op *r)
     f->q.len--;
 }
 
-/* Queued @r was charged: unlink it, record its wait, move it onto @wl. */
-static void finish_queued(band_fair *f, band_fair_acquire_op *r, band_time *now,
-                          struct band__wakelist *wl)
+#if defined(__GNUC__) || defined(__clang__)
+#define FAIR_NOINLINE __attribute__((noinline))
+#else
+#define FAIR_NOINLINE
+#endif
+
+/* Queued @r was charged: unlink it, record its wait, move it onto @wl. Kept out of line:
+ * the dispatch loop stays small, and the unlink is inlined here. */
+static FAIR_NOINLINE void finish_queued(band_fair *f, band_fair_acquire_op *r, band_time *now,
+                                        struct band__wakelist *wl)
 {
     struct fair_key *k = r->_k;
     uint32_t c = r->_cls;
