@@ -134,8 +134,8 @@ static bool fits_shared(const band_fair *f, const struct fair_key *k, uint32_t c
     uint64_t in_use = fair_in_use(f), free = f->capacity - in_use;
     if (n > free || in_use + n > f->cls[c].limit)
         return false;
-    if (key_held(k) + n <= key_reserve(k))
-        return true;
+    if (band__list_empty(&f->reserved) || key_held(k) + n <= key_reserve(k))
+        return true; /* no reservation to protect, or within its own */
     return free - n >= protected_except(f, k);
 }
 
@@ -154,7 +154,7 @@ bool band__fair_can_grant_now(const band_fair *f, const struct fair_key *k, uint
     for (uint32_t c2 = 0; c2 <= c; c2++)
         if (f->cls[c2].stalled)
             return false;
-    return free - n >= protected_except(f, k);
+    return band__list_empty(&f->reserved) || free - n >= protected_except(f, k);
 }
 
 /* ---------------------------------------------------------------- flows and rounds */
