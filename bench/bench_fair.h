@@ -2,8 +2,12 @@
  * bench/bench_fair.h - band_fair costs, for band_bench to call (one section; every function
  * static, so including this file adds nothing that is unused).
  *
- *   bench_fair_section(quick) prints four rows, each the median of 5 runs:
- *     F1  try_acquire + release of one live key, uncontended          (ns per pair)
+ *   bench_fair_section(quick) prints these rows, each the median of 5 runs:
+ *     F0  band_sem try_acquire(1) + release(1), uncontended: the baseline, measured in
+ *         the same runs as F1 and F1h                                   (ns per pair)
+ *     F1  try_acquire + release of one live key by id, uncontended      (ns per pair)
+ *     F1h the same through a key handle (band_fair_handle_get()), lock-free while nothing
+ *         is queued, and the target line F1h / F0 <= 2x                 (ns per pair)
  *     F2  release that hands the unit to a queued async request, with
  *         K keys backlogged, K = 10, 1000, 100000                       (ns per hand-off)
  *     F3  first use of a new key: try_acquire + release of distinct keys
@@ -22,6 +26,7 @@
 #include "bench_util.h"
 
 #include <band/fair.h>
+#include <band/sem.h>
 
 #define BENCH_FAIR_RUNS 5
 
@@ -68,6 +73,51 @@ static double bench_fair_try_pair(long iters, int *bad)
         *bad = 1;
     band_fair_close(f);
     band_fair_destroy(f);
+    return (double)(t1 - t0) / (double)iters;
+}
+
+/* F1h: ns per try_acquire + release through a key handle (the lock-free path). */
+static double bench_fair_handle_pair(long iters, int *bad)
+{
+    band_fair *f = bench_fair_new(1000, 16);
+    band_fair_handle *h = NULL;
+    if (f == NULL || band_fair_handle_get(f, 7, &h) != 0) {
+        *bad = 1;
+        if (f != NULL)
+            band_fair_destroy(f);
+        return 0;
+    }
+    uint64_t t0 = bench_now();
+    for (long i = 0; i < iters; i++) {
+        if (band_fair_handle_try_acquire(h, 0, 1) != 0 || band_fair_handle_release(h, 1) != 0)
+            *bad = 1;
+    }
+    uint64_t t1 = bench_now();
+    if (!bench_fair_empty(f))
+        *bad = 1;
+    band_fair_handle_put(h);
+    band_fair_close(f);
+    if (band_fair_destroy(f) != 0)
+        *bad = 1;
+    return (double)(t1 - t0) / (double)iters;
+}
+
+/* The same-run baseline of F1: ns per band_sem try_acquire(1) + release(1), uncontended. */
+static double bench_fair_sem_pair(long iters, int *bad)
+{
+    band_sem *s = NULL;
+    if (band_sem_create(&s, 1000, NULL) != 0) {
+        *bad = 1;
+        return 0;
+    }
+    uint64_t t0 = bench_now();
+    for (long i = 0; i < iters; i++) {
+        if (band_sem_try_acquire(s, 1) != 0 || band_sem_release(s, 1) != 0)
+            *bad = 1;
+    }
+    uint64_t t1 = bench_now();
+    band_sem_close(s);
+    band_sem_destroy(s);
     return (double)(t1 - t0) / (double)iters;
 }
 
@@ -142,12 +192,24 @@ static int bench_fair_section(int quick)
 {
     int bad = 0;
     long iters = quick ? 20000 : 2000000;
-    double v[BENCH_FAIR_RUNS];
+    double v[BENCH_FAIR_RUNS], sem[BENCH_FAIR_RUNS], f1[BENCH_FAIR_RUNS], f1h[BENCH_FAIR_RUNS];
     printf("\n== band_fair: per-key fair share (medians of %d runs) ==\n", BENCH_FAIR_RUNS);
-    for (int r = 0; r < BENCH_FAIR_RUNS; r++)
-        v[r] = bench_fair_try_pair(iters, &bad);
-    printf("F1 try_acquire + release, one live key:        %8.1f ns/pair\n",
-           bench_median(v, BENCH_FAIR_RUNS));
+    /* F1 and its baseline alternate within each run, so both see the same machine */
+    for (int r = 0; r < BENCH_FAIR_RUNS; r++) {
+        sem[r] = bench_fair_sem_pair(iters, &bad);
+        f1[r] = bench_fair_try_pair(iters, &bad);
+        f1h[r] = bench_fair_handle_pair(iters, &bad);
+    }
+    double sem_med = bench_median(sem, BENCH_FAIR_RUNS);
+    double f1_med = bench_median(f1, BENCH_FAIR_RUNS);
+    double f1h_med = bench_median(f1h, BENCH_FAIR_RUNS);
+    double ratio = sem_med > 0 ? f1h_med / sem_med : 0;
+    printf("F0 band_sem try_acquire(1) + release(1):        %8.1f ns/pair (baseline)\n", sem_med);
+    printf("F1 try_acquire + release, one live key:        %8.1f ns/pair (%.2fx the sem pair)\n",
+           f1_med, sem_med > 0 ? f1_med / sem_med : 0);
+    printf("F1h the same through a key handle (lock-free): %8.1f ns/pair (%.2fx the sem pair)\n",
+           f1h_med, ratio);
+    printf("target: F1h / sem pair <= 2x: %.2fx %s\n", ratio, ratio <= 2.0 ? "PASS" : "FAIL");
     static const uint32_t ks[] = {10, 1000, 100000};
     for (size_t k = 0; k < sizeof(ks) / sizeof(ks[0]); k++) {
         if (quick && ks[k] > 1000)

@@ -52,7 +52,7 @@ HALF_CAPACITY = [14, 0]  # with a capacity above 64: capacity / 2 + 1
 WHOLE_CAPACITY = [12 | 0x10]  # the key's cap (the capacity by default)
 
 OPS = dict(try_=1, past=41, async_=53, cancel=131, release=166, key_set=217,
-           key_unset=231, wait=238, destroy_busy=250, close=252, recreate=253)
+           key_unset=231, wait=238, destroy_busy=250, close=252, recreate=253, handle=36)
 
 
 def op(name, args=(), reenter=False):
@@ -87,6 +87,16 @@ def key_set(k, weight, cap=None, reserve=None):
     b += [0] if cap is None else [3, cap]  # cap: 0, or 1 + byte % capacity
     b += [0] if reserve is None else [5, reserve]  # reserve: 1 + byte % cap
     return op("key_set", b)
+
+
+def handle(k):
+    """Get a handle on pool key k, or put the one it has. While a key has one, every try
+    (not the past-deadline acquire) and release of it reads one more byte at its end:
+    (byte & 3) != 0 goes through the handle. Use via() for that byte."""
+    return op("handle", [POOL[k]])
+
+
+VIA_HANDLE, BY_ID = [1], [0]
 
 
 def seeds():
@@ -180,6 +190,23 @@ def seeds():
     b = config(2) + try_(0, 0, 2) + op("wait", key(1) + [0] + units(1)) + release(0, "all")
     b += op("wait", key(2) + [0] + units(2)) + op("past", key(3) + [0] + units(1) + [0])
     out["blocking_deadlines"] = b
+
+    # Key handles: lock-free grants and releases while nothing is queued, the headroom and
+    # the cap still enforced there, the lock once a request queues (a release through the
+    # handle then hands off), and the counters kept across put.
+    b = config(6, classes=2, headroom=(2,)) + handle(1) + handle(2)
+    b += try_(1, 0, 2) + VIA_HANDLE + try_(1, 1, 3) + VIA_HANDLE  # class 1: 2 + 3 > 6 - 2
+    b += try_(1, 1, 2) + VIA_HANDLE + try_(2, 0, 2) + VIA_HANDLE + try_(2, 0, 1) + BY_ID
+    b += release(0, "one") + VIA_HANDLE + release(1, "one") + BY_ID
+    b += key_set(2, 1, cap=1) + try_(2, 0, 1) + VIA_HANDLE  # cap 2: held 2, refused
+    b += async_(0, 3, 0, 4) + try_(1, 0, 1) + VIA_HANDLE  # queued: the lock decides
+    b += release(0, "all") + VIA_HANDLE + release(0, "all") + VIA_HANDLE
+    b += key_set(1, 1, reserve=0) + try_(1, 0, 1) + VIA_HANDLE  # reserved: the lock
+    b += op("destroy_busy") + handle(2) + op("key_unset", key(2)) + release(0, "all") + VIA_HANDLE
+    b += op("close") + try_(1, 0, 1) + VIA_HANDLE + release(0, "all")  # key 3's: by id
+    b += op("recreate") + config(3) + handle(0) + try_(0, 0, 3) + VIA_HANDLE
+    b += release(0, "all") + VIA_HANDLE + handle(0)
+    out["handles"] = b
 
     rnd = random.Random(0xFA17)
     for j in (1, 2):

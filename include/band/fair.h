@@ -32,9 +32,13 @@
  *    as soon as the key is idle: nothing held, nothing queued, no configuration. At most
  *    max_keys keys are live; a request for a new key past it fails with BAND_ENOMEM. The
  *    request path of a live key never allocates.
- *  - One lock. Every decision is made under the fair's mutex (a scheduler has no useful
- *    lock-free fast path); wakes run after it is released, on the thread that completed
- *    the request, as the wake contract in band/core.h says.
+ *  - One lock, and a lock-free path for key handles. Every decision is made under the
+ *    fair's mutex, except one: a key handle (band_fair_handle_get()) takes and returns
+ *    units without the lock while nothing is queued, the fair is open and its key has no
+ *    reservation; that is exactly when the rules come down to the key's cap and the
+ *    class's headroom, which the handle checks with atomics. Otherwise a handle takes the
+ *    lock too. Wakes run after the lock is released, on the thread that completed the
+ *    request, as the wake contract in band/core.h says.
  *
  * The capacity is the fair's own (it does not draw from a band_sem). To bound a budget
  * that other code also uses, acquire from the fair first, then from the shared budget,
@@ -67,6 +71,8 @@ extern "C" {
 #define BAND_FAIR_DEFAULT_MAX_KEYS 1024u
 
 typedef struct band_fair band_fair;
+/** A reference to one key of a fair, for its lock-free path (band_fair_handle_get()). */
+typedef struct band_fair_handle band_fair_handle;
 
 /**
  * struct band_fair_opts - how band_fair_create() sets up a fair besides its capacity.
@@ -103,8 +109,9 @@ BAND_API int band_fair_create(band_fair **out, uint64_t capacity, const band_fai
 /**
  * band_fair_destroy() - free @f and every key state.
  *
- * Returns 0, or BAND_EBUSY while requests are queued (nothing freed: close first). Units
- * still held become meaningless. NULL returns 0.
+ * Returns 0, or BAND_EBUSY while requests are queued or key handles are live (nothing
+ * freed: close and put the handles first). Units still held become meaningless. NULL
+ * returns 0.
  */
 BAND_API int band_fair_destroy(band_fair *f);
 
@@ -221,6 +228,52 @@ BAND_API int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_
  * @n units: nothing changes). Works after close. MT-safe.
  */
 BAND_API int band_fair_release(band_fair *f, uint64_t key, uint64_t n);
+
+/**
+ * band_fair_handle_get() - a handle on @key, for band_fair_handle_try_acquire() and
+ * band_fair_handle_release(), which skip the key lookup and, while nothing is queued, the
+ * lock.
+ *
+ * Creates @key's state when it has none. While a handle refers to it the state is never
+ * evicted, so it counts towards max_keys until band_fair_handle_put() (a handle does not
+ * configure the key: key_set/key_unset work as usual). Several handles may refer to one
+ * key (one per thread, say). The units are the key's, not the handle's: units taken
+ * through a handle can be released by band_fair_release() with the key id and the other
+ * way round, and the key's and classes' counters include the handles' grants.
+ *
+ * Returns 0 and stores the handle in *@out, BAND_EINVAL (NULL argument), or BAND_ENOMEM
+ * (@key is new and the key table is full, or no memory; *@out unchanged). Works after
+ * close. MT-safe. Put every handle before band_fair_destroy().
+ */
+BAND_API int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle **out);
+
+/**
+ * band_fair_handle_put() - drop handle @h (freed); its key's state is evicted once idle
+ * and unreferenced. Units the key holds stay held. Returns 0 (NULL: 0). MT-safe, but @h
+ * must not be in use by another call.
+ */
+BAND_API int band_fair_handle_put(band_fair_handle *h);
+
+/**
+ * band_fair_handle_try_acquire() - band_fair_try_acquire() for @h's key: the same answers,
+ * counters and wakes (never BAND_ENOMEM: the key is live). Lock-free (two atomic
+ * compare-and-swaps) while nothing is queued, the fair is open and the key has no
+ * reservation; it takes the lock otherwise. BAND_EINVAL for NULL @h or @cls out of range.
+ *
+ * Calls on one handle must not overlap (the handle's own grant counters are written
+ * without atomic read-modify-writes): give each thread its own handle. Different handles,
+ * of one key or of several, may be used at the same time.
+ */
+BAND_API int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n);
+
+/**
+ * band_fair_handle_release() - band_fair_release() for @h's key: 0, or BAND_EINVAL (NULL
+ * @h, or the key holds fewer than @n units: nothing changes). Lock-free while nothing is
+ * queued and the fair is open; otherwise it takes the lock to hand the units to waiting
+ * requests, whose wakes run on this thread. Works after close. Calls on one handle must
+ * not overlap.
+ */
+BAND_API int band_fair_handle_release(band_fair_handle *h, uint64_t n);
 
 /**
  * band_fair_close() - fail every queued and future acquisition with BAND_ECLOSED.

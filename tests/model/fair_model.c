@@ -116,6 +116,7 @@ struct mkey {
     uint64_t cap, reserve;
     uint64_t held;
     uint64_t rseq; /* when its reservation became non-zero */
+    int refs;      /* handles on it: not evicted while there are any */
     uint64_t granted, granted_units, queued, timeouts, cancels;
     struct mflow fl[MAXC];
 };
@@ -166,6 +167,7 @@ struct fair_model {
     int trace;
     int failed;
     char err[1024];
+    band_fair_handle *h[NPOOL]; /* a handle on g_pool[i], or NULL */
     struct fair_model_counts counts;
 };
 
@@ -277,7 +279,7 @@ static void evict_idle(struct fair_model *m)
 {
     for (int i = 0; i < MAXK; i++) {
         struct mkey *k = &m->r.keys[i];
-        if (k->live && !k->pinned && k->held == 0 && key_nreq(m, k) == 0) {
+        if (k->live && !k->pinned && k->refs == 0 && k->held == 0 && key_nreq(m, k) == 0) {
             k->live = 0;
             m->r.nkeys--;
             m->r.keys_evicted++;
@@ -1192,11 +1194,68 @@ static uint64_t read_units(struct fair_model *m, uint64_t key, uint32_t cls)
 /* ---------------------------------------------------------------------------------- */
 /* operations                                                                          */
 
+/* The handle on @key when it has one and the next byte says to use it, else NULL (and no
+ * byte read, so inputs without handles run as they always did). */
+static band_fair_handle *handle_of(struct fair_model *m, uint64_t key)
+{
+    for (int i = 0; i < NPOOL; i++)
+        if (g_pool[i] == key && m->h[i] != NULL)
+            return (next_byte(m) & 3) != 0 ? m->h[i] : NULL;
+    return NULL;
+}
+
+/* Get a handle on a pool key that has none, or put the one it has. */
+static void op_handle(struct fair_model *m)
+{
+    int i = next_byte(m) % NPOOL;
+    uint64_t id = g_pool[i];
+    if (m->h[i] == NULL) {
+        int exp = 0;
+        struct mkey *k = key_get(m, id, &exp);
+        if (k != NULL)
+            k->refs++;
+        else
+            m->counts.enomem++;
+        band_fair_handle *h = NULL;
+        expect_int(m, "handle_get", exp, band_fair_handle_get(m->f, id, &h));
+        if (exp == 0 && h == NULL)
+            fail(m, "handle_get returned 0 and no handle");
+        if (exp != 0 && h != NULL)
+            fail(m, "handle_get failed and stored a handle");
+        m->h[i] = exp == 0 ? h : NULL;
+    } else {
+        struct mkey *k = key_find(m, id);
+        if (k == NULL || k->refs == 0)
+            fail(m, "a handle's key is not live in the model");
+        else
+            k->refs--;
+        evict_idle(m);
+        expect_int(m, "handle_put", 0, band_fair_handle_put(m->h[i]));
+        m->h[i] = NULL;
+    }
+}
+
+/* Put every handle (before the fair is destroyed). */
+static void put_handles(struct fair_model *m)
+{
+    for (int i = 0; i < NPOOL; i++) {
+        if (m->h[i] == NULL)
+            continue;
+        struct mkey *k = key_find(m, g_pool[i]);
+        if (k != NULL && k->refs > 0)
+            k->refs--;
+        (void)band_fair_handle_put(m->h[i]);
+        m->h[i] = NULL;
+    }
+    evict_idle(m);
+}
+
 static void op_try(struct fair_model *m, int past)
 {
     uint64_t key = read_key(m);
     uint32_t cls = read_class(m);
     uint64_t n = read_units(m, key, cls);
+    int open_idle = total_queued(m) == 0 && !m->r.closed; /* before this request */
     int exp;
     if (cls >= m->r.classes)
         exp = BAND_EINVAL;
@@ -1209,12 +1268,27 @@ static void op_try(struct fair_model *m, int past)
     else if (exp == BAND_EAGAIN)
         m->counts.eagain++;
     evict_idle(m);
+    band_fair_handle *h = past ? NULL : handle_of(m, key);
     if (past) {
         if (exp == BAND_EAGAIN)
             exp = BAND_ETIMEDOUT;
         band_time dl = (next_byte(m) & 1) ? 0 : band_now() - 1;
         expect_int(m, "acquire(past deadline)", exp,
                    band_fair_acquire(m->f, key, cls, n, dl, NULL));
+    } else if (h != NULL) {
+        m->counts.handle_tries++;
+        uint64_t fast = atomic_load(&m->f->t_fast_grants), slow = atomic_load(&m->f->t_slow_tries);
+        expect_int(m, "handle_try_acquire", exp, band_fair_handle_try_acquire(h, cls, n));
+        m->counts.fast_grants += atomic_load(&m->f->t_fast_grants) - fast;
+        m->counts.slow_handle_tries += atomic_load(&m->f->t_slow_tries) - slow;
+        /* the lock-free path is taken exactly when nothing is queued, the fair is open,
+         * the key has no reservation and the grant fits the cap and the headroom */
+        if (cls < m->r.classes && n > 0) {
+            struct mkey *k = key_find(m, key);
+            int lockfree = exp == 0 && open_idle && k != NULL && k->reserve == 0;
+            expect_int(m, "handle try took the lock-free path", lockfree,
+                       (int)(atomic_load(&m->f->t_fast_grants) - fast));
+        }
     } else {
         expect_int(m, "try_acquire", exp, band_fair_try_acquire(m->f, key, cls, n));
     }
@@ -1396,7 +1470,15 @@ static void op_release(struct fair_model *m)
         exp = 0;
     }
     evict_idle(m);
-    expect_int(m, "release", exp, band_fair_release(m->f, key, n));
+    band_fair_handle *h = handle_of(m, key);
+    if (h != NULL) {
+        m->counts.handle_releases++;
+        uint64_t fast = atomic_load(&m->f->t_fast_releases);
+        expect_int(m, "handle_release", exp, band_fair_handle_release(h, n));
+        m->counts.fast_releases += atomic_load(&m->f->t_fast_releases) - fast;
+    } else {
+        expect_int(m, "release", exp, band_fair_release(m->f, key, n));
+    }
 }
 
 static void key_apply(struct fair_model *m, struct mkey *k, uint32_t weight, uint64_t cap,
@@ -1504,9 +1586,13 @@ static void op_close(struct fair_model *m)
 
 static void op_destroy_busy(struct fair_model *m)
 {
-    if (total_queued(m) == 0)
+    int handles = 0;
+    for (int i = 0; i < NPOOL; i++)
+        handles += m->h[i] != NULL;
+    if (total_queued(m) == 0 && handles == 0)
         return; /* destroying would succeed; recreate covers that */
-    expect_int(m, "destroy while requests are queued", BAND_EBUSY, band_fair_destroy(m->f));
+    expect_int(m, "destroy while requests are queued or handles live", BAND_EBUSY,
+               band_fair_destroy(m->f));
 }
 
 static void reset_slots(struct fair_model *m)
@@ -1544,8 +1630,16 @@ static void finish_fair(struct fair_model *m, const char *what)
     }
     evict_idle(m);
     if (!m->failed) {
+        /* the lock-free path's grants reach the counters through the handles: still
+         * counted after put */
+        band_fair_stats before;
+        band_fair_get_stats(m->f, &before);
+        put_handles(m);
+        compare_stats(m, "after putting the handles");
         band_fair_stats st;
         band_fair_get_stats(m->f, &st);
+        for (uint32_t c = 0; c < r->classes; c++)
+            expect_u64(m, "granted across put", before.cls[c].granted, st.cls[c].granted);
         expect_u64(m, "in_use at the end", 0, st.in_use);
         expect_u64(m, "keys at the end", r->npinned, st.keys);
         int rc = band__fair_check(m->f);
@@ -1567,7 +1661,7 @@ static void op_recreate(struct fair_model *m)
 
 static const char *const op_names[FM_OP_COUNT] = {
     "try_acquire", "acquire(past)", "acquire(2 ms)", "acquire_async", "cancel",   "release",
-    "key_set",     "key_unset",     "close",         "destroy(busy)", "recreate",
+    "key_set",     "key_unset",     "close",         "destroy(busy)", "recreate", "handle",
 };
 
 static enum fair_model_op decode_op(struct fair_model *m)
@@ -1575,8 +1669,10 @@ static enum fair_model_op decode_op(struct fair_model *m)
     uint8_t b = next_byte(m);
     if (m->r.closed && (b & 7) == 0)
         return FM_OP_RECREATE;
-    if (b < 40)
+    if (b < 36)
         return FM_OP_TRY;
+    if (b < 40)
+        return FM_OP_HANDLE;
     if (b < 52)
         return FM_OP_ACQUIRE_PAST;
     if (b < 130)
@@ -1646,6 +1742,9 @@ static void step(struct fair_model *m)
     case FM_OP_RECREATE:
         op_recreate(m);
         break;
+    case FM_OP_HANDLE:
+        op_handle(m);
+        break;
     case FM_OP_COUNT:
         break;
     }
@@ -1696,6 +1795,10 @@ static void teardown(struct fair_model *m)
     if (m->f == NULL)
         return;
     m->reenter = 0;
+    for (int i = 0; i < NPOOL; i++) {
+        (void)band_fair_handle_put(m->h[i]);
+        m->h[i] = NULL;
+    }
     (void)band_fair_close(m->f);
     (void)band_fair_destroy(m->f);
     m->f = NULL;

@@ -8,7 +8,8 @@
  * cap, max_keys); then every operation is an op byte, a byte that decides whether the wakes
  * of this operation call back into the fair, and the operation's arguments. Operations:
  * try_acquire, blocking acquire with a past deadline, blocking acquire with a short
- * deadline (granted at once, or queued and timed out), acquire_async on one of the request
+ * deadline (granted at once, or queued and timed out), key handles (get and put; try and
+ * release then go through the handle, lock-free or not), acquire_async on one of the request
  * slots, cancel (either reason, another negative code, or an invalid one), release (of held
  * units, and more than held), key_set (valid and invalid), key_unset, close, destroy while
  * busy, and recreate with a new configuration. Keys come from a small pool, plus, with a
@@ -45,36 +46,42 @@ enum fair_model_op {
     FM_OP_CLOSE,
     FM_OP_DESTROY_BUSY,
     FM_OP_RECREATE,
+    FM_OP_HANDLE, /* get or put a key handle; try and release then go through it */
     FM_OP_COUNT
 };
 
 /* What the runs did, for checking that the generator reaches every path. */
 struct fair_model_counts {
     uint64_t ops[FM_OP_COUNT];
-    uint64_t wakes;           /* wakes observed */
-    uint64_t grants;          /* wakes with status 0 */
-    uint64_t closed;          /* wakes with BAND_ECLOSED */
-    uint64_t e2big_wakes;     /* wakes with BAND_E2BIG (a lowered cap) */
-    uint64_t pending;         /* submissions that returned BAND_PENDING */
-    uint64_t granted_now;     /* submissions granted at once */
-    uint64_t cancels_ok;      /* cancels that returned 0 */
-    uint64_t ealready;        /* cancels that returned BAND_EALREADY */
-    uint64_t timeouts;        /* blocking acquires that queued and timed out */
-    uint64_t eagain;          /* try refusals */
-    uint64_t e2big;           /* submissions refused with BAND_E2BIG */
-    uint64_t enomem;          /* key table full */
-    uint64_t overflows;       /* BAND_EOVERFLOW */
-    uint64_t stalls;          /* ops after which some class was stalled */
-    uint64_t parked;          /* ops after which some flow was set aside at its cap */
-    uint64_t unparked;        /* flows that came back from their cap */
-    uint64_t caught_up;       /* flows put back that were more than the lag behind */
-    uint64_t reserved_grants; /* grants of the reservation pass */
-    uint64_t later_rounds;    /* grants of requests due more than one round ahead */
-    uint64_t multi_grants;    /* ops that granted more than one request */
-    uint64_t reentrant;       /* wakes that called back into the fair */
-    uint64_t fairs;           /* fairs created */
-    uint64_t giants;          /* fairs with the largest capacity */
-    uint64_t rebases;         /* the real fair's rounds were rebased (seen from outside) */
+    uint64_t wakes;             /* wakes observed */
+    uint64_t grants;            /* wakes with status 0 */
+    uint64_t closed;            /* wakes with BAND_ECLOSED */
+    uint64_t e2big_wakes;       /* wakes with BAND_E2BIG (a lowered cap) */
+    uint64_t pending;           /* submissions that returned BAND_PENDING */
+    uint64_t granted_now;       /* submissions granted at once */
+    uint64_t cancels_ok;        /* cancels that returned 0 */
+    uint64_t ealready;          /* cancels that returned BAND_EALREADY */
+    uint64_t timeouts;          /* blocking acquires that queued and timed out */
+    uint64_t eagain;            /* try refusals */
+    uint64_t e2big;             /* submissions refused with BAND_E2BIG */
+    uint64_t enomem;            /* key table full */
+    uint64_t overflows;         /* BAND_EOVERFLOW */
+    uint64_t stalls;            /* ops after which some class was stalled */
+    uint64_t parked;            /* ops after which some flow was set aside at its cap */
+    uint64_t unparked;          /* flows that came back from their cap */
+    uint64_t caught_up;         /* flows put back that were more than the lag behind */
+    uint64_t reserved_grants;   /* grants of the reservation pass */
+    uint64_t later_rounds;      /* grants of requests due more than one round ahead */
+    uint64_t multi_grants;      /* ops that granted more than one request */
+    uint64_t reentrant;         /* wakes that called back into the fair */
+    uint64_t fairs;             /* fairs created */
+    uint64_t giants;            /* fairs with the largest capacity */
+    uint64_t rebases;           /* the real fair's rounds were rebased (seen from outside) */
+    uint64_t handle_tries;      /* try_acquire through a handle */
+    uint64_t handle_releases;   /* release through a handle */
+    uint64_t fast_grants;       /* of those, grants of the lock-free path */
+    uint64_t fast_releases;     /* releases that stayed lock-free */
+    uint64_t slow_handle_tries; /* handle tries the lock decided */
 };
 
 /* A new interpreter with no fair yet; NULL on allocation failure. */

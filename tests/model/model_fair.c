@@ -18,8 +18,8 @@ MODEL_DRIVER_UNTIMED(fair_model)
 static void coverage(const void *totals)
 {
     static const char *const names[FM_OP_COUNT] = {
-        "try",     "acquire_past", "acquire_wait", "async",        "cancel",  "release",
-        "key_set", "key_unset",    "close",        "destroy_busy", "recreate"};
+        "try",     "acquire_past", "acquire_wait", "async",        "cancel",   "release",
+        "key_set", "key_unset",    "close",        "destroy_busy", "recreate", "handle"};
     const struct fair_model_counts *t = totals;
     model_driver_check_ops(t->ops, names, FM_OP_COUNT);
     print_message("wakes %llu (grants %llu, closed %llu, e2big %llu), pending %llu, granted at "
@@ -59,6 +59,15 @@ static void coverage(const void *totals)
     assert_true(t->multi_grants > 0);
     assert_true(t->reentrant > 0);
     assert_true(t->fairs > 1);
+    print_message("handles: tries %llu (lock-free grants %llu, locked %llu), releases %llu "
+                  "(lock-free %llu)\n",
+                  (unsigned long long)t->handle_tries, (unsigned long long)t->fast_grants,
+                  (unsigned long long)t->slow_handle_tries, (unsigned long long)t->handle_releases,
+                  (unsigned long long)t->fast_releases);
+    assert_true(t->fast_grants > 0);
+    assert_true(t->slow_handle_tries > 0);
+    assert_true(t->fast_releases > 0);
+    assert_true(t->handle_releases > t->fast_releases); /* some took the lock to hand off */
 }
 
 const struct model_driver model_driver = {

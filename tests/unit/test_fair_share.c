@@ -363,7 +363,7 @@ static void test_rebase_then_weight(void **state)
     assert_int_equal(band_fair_release(f, 2, max), 0);
     assert_int_equal(log.len, 2);
     assert_int_equal(log.ids[1], 2);
-    assert_u64_equal(f->in_use, max);
+    assert_u64_equal(fair_in_use(f), max);
     CHECK(f);
     band_fair_close(f);
     assert_int_equal(band_fair_destroy(f), 0);

@@ -61,6 +61,13 @@ int band_fair_create(band_fair **out, uint64_t capacity, const band_fair_opts *o
     f->default_weight = opts->default_weight == 0 ? 1 : opts->default_weight;
     f->default_cap = opts->default_cap == 0 ? capacity : opts->default_cap;
     band__list_init(&f->reserved);
+    band__list_init(&f->handles);
+    atomic_init(&f->state, 0);
+#ifdef BAND_TESTING
+    atomic_init(&f->t_fast_grants, 0);
+    atomic_init(&f->t_fast_releases, 0);
+    atomic_init(&f->t_slow_tries, 0);
+#endif
     for (uint32_t c = 0; c < classes; c++) {
         struct fair_class *cl = &f->cls[c];
         band__list_init(&cl->ring);
@@ -83,9 +90,9 @@ int band_fair_destroy(band_fair *f)
     if (f == NULL)
         return 0;
     pthread_mutex_lock(&f->lock);
-    uint64_t waiting = f->q.len;
+    uint64_t waiting = f->q.len, handles = f->nhandles;
     pthread_mutex_unlock(&f->lock);
-    if (waiting > 0)
+    if (waiting > 0 || handles > 0)
         return BAND_EBUSY;
     band__fair_keys_free(f);
     pthread_mutex_destroy(&f->lock);
@@ -100,20 +107,34 @@ int band_fair_set_name(band_fair *f, const char *name)
     return band__set_name(f->name, name, &f->lock);
 }
 
+/* ---------------------------------------------------------------- the gate */
+
+void band__fair_gate_set_locked(band_fair *f, uint64_t want)
+{
+    if (want != 0) {
+        atomic_fetch_or_explicit(&f->state, FAIR_SLOW, memory_order_acq_rel);
+    } else {
+        atomic_fetch_and_explicit(&f->state, ~FAIR_SLOW, memory_order_acq_rel);
+    }
+}
+
 /* ---------------------------------------------------------------- keys */
 
 /* Apply weight/cap/reserve and the reserved list to @k. */
 static void fair_key_apply(band_fair *f, struct fair_key *k, uint32_t weight, uint64_t cap,
                            uint64_t reserve)
 {
-    f->reserved_total = f->reserved_total - k->reserve + reserve;
-    if (k->reserve == 0 && reserve > 0)
+    uint64_t old = key_reserve(k);
+    f->reserved_total = f->reserved_total - old + reserve;
+    if (old == 0 && reserve > 0)
         band__list_add_tail(&f->reserved, &k->rlink);
-    else if (k->reserve > 0 && reserve == 0)
+    else if (old > 0 && reserve == 0)
         band__list_del_init(&k->rlink);
     k->weight = weight;
-    k->cap = cap;
-    k->reserve = reserve;
+    /* the gate is shut (band__fair_gate_close_locked()): a handle grant that starts after
+     * it opens again sees these */
+    atomic_store_explicit(&k->a_cap, cap, memory_order_relaxed);
+    atomic_store_explicit(&k->a_reserve, reserve, memory_order_relaxed);
 }
 
 int band_fair_key_set(band_fair *f, uint64_t key, const band_fair_key_opts *opts)
@@ -130,10 +151,11 @@ int band_fair_key_set(band_fair *f, uint64_t key, const band_fair_key_opts *opts
     pthread_mutex_lock(&f->lock);
     struct fair_key *k = band__fair_key_get(f, key, &rc);
     if (k != NULL) {
-        if (f->reserved_total - k->reserve + opts->reserve > f->capacity) {
+        if (f->reserved_total - key_reserve(k) + opts->reserve > f->capacity) {
             rc = BAND_EINVAL;
             band__fair_key_maybe_evict(f, k);
         } else {
+            band__fair_gate_close_locked(f);
             if (!k->pinned) {
                 k->pinned = true;
                 f->npinned++;
@@ -157,6 +179,7 @@ int band_fair_key_unset(band_fair *f, uint64_t key)
     pthread_mutex_lock(&f->lock);
     struct fair_key *k = band__fair_key_find(f, key);
     if (k != NULL && k->pinned) {
+        band__fair_gate_close_locked(f);
         k->pinned = false;
         f->npinned--;
         fair_key_apply(f, k, f->default_weight, f->default_cap, 0);
@@ -179,6 +202,7 @@ int band_fair_close(band_fair *f)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
     f->closed = true;
+    band__fair_gate_sync_locked(f); /* shut for good: handles take the lock from now on */
     for (uint32_t c = f->nclasses; c-- > 0;) { /* the least urgent class first */
         struct fair_class *cl = &f->cls[c];
         struct band__node *fn;
@@ -217,20 +241,37 @@ int band_fair_is_closed(const band_fair *cf)
 
 /* ---------------------------------------------------------------- observability */
 
-static void fair_key_stats_of(const struct fair_key *k, band_fair_key_stats *out)
+/* The grants @h made on the lock-free path, in class @c (lock held). */
+static uint64_t handle_granted(const struct band_fair_handle *h, uint32_t c, uint64_t *units)
+{
+    *units += atomic_load_explicit(&h->granted_units[c], memory_order_relaxed);
+    return atomic_load_explicit(&h->granted[c], memory_order_relaxed);
+}
+
+static void fair_key_stats_of(const band_fair *f, const struct fair_key *k,
+                              band_fair_key_stats *out)
 {
     memset(out, 0, sizeof(*out));
     out->key = k->id;
     out->live = 1;
     out->pinned = k->pinned;
     out->weight = k->weight;
-    out->cap = k->cap;
-    out->reserve = k->reserve;
-    out->held = k->held;
+    out->cap = key_cap(k);
+    out->reserve = key_reserve(k);
+    out->held = key_held(k);
     out->waiters = k->nreq;
     out->waiting_units = k->waiting_units;
     out->granted = k->granted;
     out->granted_units = k->granted_units;
+    if (k->refs > 0) {
+        const struct band__node *n;
+        band__list_foreach (n, &f->handles) {
+            const struct band_fair_handle *h = band__container_of(n, struct band_fair_handle, link);
+            if (h->k == k)
+                for (uint32_t c = 0; c < f->nclasses; c++)
+                    out->granted += handle_granted(h, c, &out->granted_units);
+        }
+    }
     out->queued = k->queued;
     out->timeouts = k->timeouts;
     out->cancels = k->cancels;
@@ -247,7 +288,7 @@ int band_fair_get_stats(const band_fair *cf, band_fair_stats *out)
     pthread_mutex_lock(&f->lock);
     memcpy(out->name, f->name, sizeof(out->name));
     out->capacity = f->capacity;
-    out->in_use = f->in_use;
+    out->in_use = fair_in_use(f);
     out->reserved = f->reserved_total;
     out->closed = f->closed;
     out->classes = f->nclasses;
@@ -270,6 +311,11 @@ int band_fair_get_stats(const band_fair *cf, band_fair_stats *out)
         o->waiting_units = cl->waiting_units;
         o->granted = cl->granted;
         o->granted_units = cl->granted_units;
+        const struct band__node *n;
+        band__list_foreach (n, &f->handles) {
+            o->granted += handle_granted(band__container_of(n, struct band_fair_handle, link), c,
+                                         &o->granted_units);
+        }
         o->queued = cl->queued;
         o->timeouts = cl->timeouts;
         o->cancels = cl->cancels;
@@ -288,7 +334,7 @@ int band_fair_key_get_stats(const band_fair *cf, uint64_t key, band_fair_key_sta
     pthread_mutex_lock(&f->lock);
     const struct fair_key *k = band__fair_key_find(f, key);
     if (k != NULL) {
-        fair_key_stats_of(k, out);
+        fair_key_stats_of(f, k, out);
     } else {
         memset(out, 0, sizeof(*out));
         out->key = key;
@@ -306,7 +352,7 @@ int band_fair_list_keys(const band_fair *cf, band_fair_key_stats *out, size_t ma
     pthread_mutex_lock(&f->lock);
     for (uint64_t b = 0; b <= f->tab_mask && n < max; b++)
         for (const struct fair_key *k = f->tab[b]; k != NULL && n < max; k = k->hnext)
-            fair_key_stats_of(k, &out[n++]);
+            fair_key_stats_of(f, k, &out[n++]);
     pthread_mutex_unlock(&f->lock);
     *count = n;
     return 0;
@@ -328,21 +374,25 @@ int band__fair_check(const band_fair *cf)
     band_fair *f = (band_fair *)cf;
     int rc = 0;
     pthread_mutex_lock(&f->lock);
-    uint64_t held = 0, nreq = 0, nkeys = 0, npinned = 0, reserved = 0;
+    uint64_t held = 0, nreq = 0, nkeys = 0, npinned = 0, reserved = 0, refs = 0;
     uint64_t cls_nreq[BAND_FAIR_MAX_CLASSES] = {0}, cls_units[BAND_FAIR_MAX_CLASSES] = {0};
     uint64_t cls_active[BAND_FAIR_MAX_CLASSES] = {0};
-    FAIR_CHECK(f->in_use <= f->capacity);
+    FAIR_CHECK(fair_in_use(f) <= f->capacity);
+    FAIR_CHECK(f->nhandles == 0 ||
+               ((atomic_load(&f->state) & FAIR_SLOW) != 0) == (f->closed || f->q.len > 0));
     for (uint64_t b = 0; b <= f->tab_mask; b++) {
         for (const struct fair_key *k = f->tab[b]; k != NULL; k = k->hnext) {
             nkeys++;
             FAIR_CHECK(band__fair_key_find(f, k->id) == k);
-            FAIR_CHECK(k->pinned || k->held > 0 || k->nreq > 0); /* idle keys are evicted */
-            FAIR_CHECK(k->reserve <= k->cap && k->cap <= f->capacity);
+            FAIR_CHECK(k->pinned || k->refs > 0 || key_held(k) > 0 ||
+                       k->nreq > 0); /* idle keys are evicted */
+            FAIR_CHECK(key_reserve(k) <= key_cap(k) && key_cap(k) <= f->capacity);
             FAIR_CHECK(k->weight >= 1 && k->weight <= BAND_FAIR_MAX_WEIGHT);
-            FAIR_CHECK((k->reserve > 0) == !band__list_empty(&k->rlink));
-            held += k->held;
+            FAIR_CHECK((key_reserve(k) > 0) == !band__list_empty(&k->rlink));
+            held += key_held(k);
             npinned += k->pinned;
-            reserved += k->reserve;
+            refs += k->refs;
+            reserved += key_reserve(k);
             uint64_t kreq = 0, kunits = 0;
             for (uint32_t c = 0; c < f->nclasses; c++) {
                 const struct fair_flow *fl = &k->flow[c];
@@ -351,7 +401,7 @@ int band__fair_check(const band_fair *cf)
                 band__list_foreach (n, &fl->reqs) {
                     band_fair_acquire_op *r =
                         band__fair_op_of(band__waiter_of((struct band__node *)n));
-                    FAIR_CHECK(r->_k == k && r->_cls == c && r->_n > 0 && r->_n <= k->cap);
+                    FAIR_CHECK(r->_k == k && r->_cls == c && r->_n > 0 && r->_n <= key_cap(k));
                     FAIR_CHECK(band__waiter_state(&r->w) == BAND__W_QUEUED);
                     freq++;
                     kunits += r->_n;
@@ -368,7 +418,8 @@ int band__fair_check(const band_fair *cf)
             nreq += kreq;
         }
     }
-    FAIR_CHECK(held == f->in_use);
+    FAIR_CHECK(held == fair_in_use(f));
+    FAIR_CHECK(refs == f->nhandles);
     FAIR_CHECK(nreq == f->q.len);
     FAIR_CHECK(nkeys == f->nkeys && nkeys <= f->max_keys);
     FAIR_CHECK(npinned == f->npinned);

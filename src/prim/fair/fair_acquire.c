@@ -21,7 +21,42 @@
  * A request holds nothing until it is granted whole, so a cancel returns no units; it may
  * still let others in (the cancelled request may have had the turn, or protected a
  * reservation), so it runs the dispatch and the wakes of what that granted.
+ *
+ * Key handles and the gate
+ * ------------------------
+ * A handle's try and release may skip the lock. band_fair.state holds the units in use and
+ * FAIR_SLOW, the gate. The gate is shut while anything is queued or the fair is closed
+ * (band__fair_gate_sync_locked() before every unlock), and, while handles exist, for the
+ * span of every locked decision that can grant (band__fair_gate_close_locked() in the
+ * submission and in key changes). With the gate open nothing is queued, so no class is
+ * stalled and no reservation is protected: a request fits when the key stays within its
+ * cap and in_use + n stays within the class's limit (capacity - headroom), which is what
+ * the lock-free try checks; keys with a reservation of their own always take the lock.
+ *
+ *  - try: one CAS on state (gate open, in_use + n <= limit) takes the units in use; then a
+ *    CAS on the key's held units (held + n <= cap) charges the key. If that second CAS
+ *    finds the key at its cap (a racing grant of the same key), the units go back and the
+ *    lock decides, after a dispatch in case the brief excess held a request back. So a
+ *    lock holder can see in_use ahead of the keys' sum, never behind it: it may refuse or
+ *    wait a little early, never grant past the capacity, a headroom or a reservation; its
+ *    own grants of a key with handles CAS against the cap too (key_take()).
+ *  - release: a CAS takes the units off the key (refusing more than it holds), then a
+ *    fetch_sub on state returns them. If the gate was shut at that moment someone may wait
+ *    for them: the release takes the lock and runs the dispatch. A request that queues
+ *    shuts the gate before it decides (or finds it shut), so either the release's fetch_sub
+ *    comes first and the decision sees the units free, or the release sees the gate shut
+ *    and dispatches after the request is queued: no hand-off is lost, and no lock-free
+ *    grant passes a queued request.
+ *  - A grant that lands while a lock holder decides can only be one whose CAS on state
+ *    came before the gate shut; the decision then sees its units in use.
+ *
+ * While the fair has no handle nothing moves state or held units without the lock, and
+ * the lock holders write them with plain stores (fair_in_use_add(), key_take()), so the
+ * calls by key id pay nothing for the handles' path. A handle's own grant counters are
+ * written by its owner only, so calls on one handle must not overlap.
  */
+#include <stdlib.h>
+
 #include "core/block.h"
 #include "prim/fair/fair_internal.h"
 
@@ -59,7 +94,7 @@ void band__fair_fail_too_big_locked(band_fair *f, struct fair_key *k, struct ban
         while (n != &fl->reqs) {
             struct band__node *next = n->next;
             band_fair_acquire_op *r = band__fair_op_of(band__waiter_of(n));
-            if (r->_n > k->cap) {
+            if (r->_n > key_cap(k)) {
                 band__fair_unlink_locked(f, r);
                 r->_k = NULL;
                 f->too_big++;
@@ -76,26 +111,15 @@ void band__fair_fail_too_big_locked(band_fair *f, struct fair_key *k, struct ban
  * (negative), or, when @r is not NULL, queue it (BAND_PENDING). With @r NULL a request
  * that would wait answers BAND_EAGAIN.
  */
-static int fair_submit_locked(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
-                              band_fair_acquire_op *r, band_time now, struct band__wakelist *wl)
+static int fair_submit_key_locked(band_fair *f, struct fair_key *k, uint32_t cls, uint64_t n,
+                                  band_fair_acquire_op *r, band_time now, struct band__wakelist *wl)
 {
-    if (f->closed)
-        return BAND_ECLOSED;
-    if (n > f->cls[cls].limit) {
-        f->too_big++;
-        return BAND_E2BIG;
-    }
-    int rc = 0;
-    struct fair_key *k = band__fair_key_get(f, key, &rc);
-    if (k == NULL)
-        return rc;
-    if (n > k->cap) {
+    if (n > key_cap(k)) {
         f->too_big++;
         band__fair_key_maybe_evict(f, k);
         return BAND_E2BIG;
     }
-    if (band__fair_can_grant_now(f, k, cls, n)) {
-        band__fair_charge(f, k, cls, n);
+    if (band__fair_can_grant_now(f, k, cls, n) && band__fair_charge(f, k, cls, n, key_cap(k))) {
         /* The grant may end a stall it did not overtake: the key may now be at its cap
          * where it has the turn, or its reservation may no longer be protected. */
         if (f->q.len > 0)
@@ -114,6 +138,27 @@ static int fair_submit_locked(band_fair *f, uint64_t key, uint32_t cls, uint64_t
     band__fair_enqueue_locked(f, k, r, now);
     band__fair_dispatch_locked(f, wl);
     return BAND_PENDING;
+}
+
+/* fair_submit_key_locked() after the checks that come before the key: closed, too big
+ * for the class, the key (looked up, or created). */
+static int fair_submit_locked(band_fair *f, uint64_t key, uint32_t cls, uint64_t n,
+                              band_fair_acquire_op *r, band_time now, struct band__wakelist *wl)
+{
+    if (f->closed)
+        return BAND_ECLOSED;
+    if (n > f->cls[cls].limit) {
+        f->too_big++;
+        return BAND_E2BIG;
+    }
+    int rc = 0;
+    struct fair_key *k = band__fair_key_get(f, key, &rc);
+    if (k == NULL)
+        return rc;
+    band__fair_gate_close_locked(f); /* no handle grant lands while this decides */
+    rc = fair_submit_key_locked(f, k, cls, n, r, now, wl);
+    band__fair_gate_sync_locked(f);
+    return rc;
 }
 
 /* Common argument checks; 0 or BAND_EINVAL. */
@@ -243,15 +288,189 @@ int band_fair_release(band_fair *f, uint64_t key, uint64_t n)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
     struct fair_key *k = band__fair_key_find(f, key);
-    if (k == NULL || k->held < n) {
+    if (k == NULL || !key_give(k, n)) {
         pthread_mutex_unlock(&f->lock);
         return BAND_EINVAL;
     }
-    k->held -= n;
-    f->in_use -= n;
+    fair_in_use_sub(f, n);
+    if (f->q.len > 0) { /* with nothing queued no class is stalled: nothing to do */
+        band__fair_key_refresh_locked(f, k); /* a flow parked at the cap goes back in place */
+        band__fair_dispatch_locked(f, &wl);
+    }
+    band__fair_key_maybe_evict(f, k);
+    pthread_mutex_unlock(&f->lock);
+    band__wakelist_run(&wl);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- key handles */
+
+int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle **out)
+{
+    if (f == NULL || out == NULL)
+        return BAND_EINVAL;
+    struct band_fair_handle *h = malloc(sizeof(*h));
+    if (h == NULL)
+        return BAND_ENOMEM;
+    for (uint32_t c = 0; c < BAND_FAIR_MAX_CLASSES; c++) {
+        atomic_init(&h->granted[c], 0);
+        atomic_init(&h->granted_units[c], 0);
+    }
+    int rc = 0;
+    pthread_mutex_lock(&f->lock);
+    struct fair_key *k = band__fair_key_get(f, key, &rc);
+    if (k != NULL) {
+        h->f = f;
+        h->k = k;
+        band__list_add_tail(&f->handles, &h->link);
+        k->refs++;
+        /* From here on the lock holders write state, and k's held units, with atomic
+         * read-modify-writes; the unlock publishes that before the handle is used. */
+        f->nhandles++;
+        band__fair_gate_sync_locked(f); /* left as it was while there were no handles */
+    }
+    pthread_mutex_unlock(&f->lock);
+    if (k == NULL) {
+        free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+int band_fair_handle_put(band_fair_handle *h)
+{
+    if (h == NULL)
+        return 0;
+    band_fair *f = h->f;
+    struct fair_key *k = h->k;
+    pthread_mutex_lock(&f->lock);
+    for (uint32_t c = 0; c < f->nclasses; c++) { /* its grants stay counted */
+        uint64_t g = atomic_load_explicit(&h->granted[c], memory_order_relaxed);
+        uint64_t u = atomic_load_explicit(&h->granted_units[c], memory_order_relaxed);
+        k->granted += g;
+        k->granted_units += u;
+        f->cls[c].granted += g;
+        f->cls[c].granted_units += u;
+    }
+    band__list_del_init(&h->link);
+    k->refs--;
+    f->nhandles--;
+    band__fair_key_maybe_evict(f, k);
+    pthread_mutex_unlock(&f->lock);
+    free(h);
+    return 0;
+}
+
+/* Count a grant of the lock-free path (only the owner writes these). */
+static void handle_count(struct band_fair_handle *h, uint32_t c, uint64_t n)
+{
+    atomic_store_explicit(&h->granted[c],
+                          atomic_load_explicit(&h->granted[c], memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&h->granted_units[c],
+                          atomic_load_explicit(&h->granted_units[c], memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/*
+ * The locked path of a handle's try. @undo: the lock-free path took @n units in use and
+ * then found the key at its cap (a racing grant of the same key): give them back first,
+ * and run the dispatch, since a request may have been held back by them.
+ */
+static int handle_try_locked(struct band_fair_handle *h, uint32_t cls, uint64_t n, bool undo)
+{
+    band_fair *f = h->f;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    FAIR_TEST_COUNT(f, t_slow_tries);
+    if (undo)
+        atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
+    pthread_mutex_lock(&f->lock);
+    if (undo) {
+        band__fair_key_refresh_locked(f, h->k);
+        band__fair_dispatch_locked(f, &wl);
+    }
+    int rc;
+    if (f->closed) {
+        rc = BAND_ECLOSED;
+    } else if (n > f->cls[cls].limit) {
+        f->too_big++;
+        rc = BAND_E2BIG;
+    } else { /* as fair_submit_locked(), the key known */
+        band__fair_gate_close_locked(f);
+        rc = fair_submit_key_locked(f, h->k, cls, n, NULL, 0, &wl);
+        band__fair_gate_sync_locked(f);
+    }
+    pthread_mutex_unlock(&f->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n)
+{
+    if (h == NULL)
+        return BAND_EINVAL;
+    band_fair *f = h->f;
+    struct fair_key *k = h->k;
+    if (cls >= f->nclasses)
+        return BAND_EINVAL;
+    if (n == 0)
+        return fair_zero_request(f);
+    const uint64_t limit = f->cls[cls].limit;
+    uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    /* The gate is open: nothing queued, not closed, no lock holder deciding. Then the
+     * only rules are the cap and the class's headroom (no class stalls, no reservation is
+     * protected), and a key with a reservation of its own takes the lock. */
+    while ((s & FAIR_SLOW) == 0) {
+        uint64_t cap = key_cap(k), held = key_held(k);
+        if (s > limit || n > limit - s || n > cap || held > cap - n || key_reserve(k) != 0)
+            break; /* the lock decides, and counts the refusal */
+        if (!atomic_compare_exchange_weak_explicit(&f->state, &s, s + n, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        /* Units in use first, then the key's: a lock holder then never sees the key's
+         * units without the fair's, and its own grants of this key compare-and-swap
+         * against the cap (key_take()), so neither can push the key past it. */
+        while (!atomic_compare_exchange_weak_explicit(&k->a_held, &held, held + n,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+            cap = key_cap(k);
+            if (n > cap || held > cap - n)
+                return handle_try_locked(h, cls, n, true);
+        }
+        handle_count(h, cls, n);
+        FAIR_TEST_COUNT(f, t_fast_grants);
+        return 0;
+    }
+    return handle_try_locked(h, cls, n, false);
+}
+
+int band_fair_handle_release(band_fair_handle *h, uint64_t n)
+{
+    if (h == NULL)
+        return BAND_EINVAL;
+    if (n == 0)
+        return 0;
+    band_fair *f = h->f;
+    struct fair_key *k = h->k;
+    uint64_t held = key_held(k);
+    do {
+        if (held < n)
+            return BAND_EINVAL;
+    } while (!atomic_compare_exchange_weak_explicit(&k->a_held, &held, held - n,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    /* The key's units first, then the fair's: a lock holder never counts them free while
+     * the key still holds them. A shut gate means someone may wait for them. */
+    uint64_t old = atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
+    if ((old & FAIR_SLOW) == 0) {
+        FAIR_TEST_COUNT(f, t_fast_releases);
+        return 0;
+    }
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&f->lock);
     band__fair_key_refresh_locked(f, k); /* a flow parked at the cap goes back in place */
     band__fair_dispatch_locked(f, &wl);
-    band__fair_key_maybe_evict(f, k);
     pthread_mutex_unlock(&f->lock);
     band__wakelist_run(&wl);
     return 0;

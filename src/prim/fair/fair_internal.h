@@ -4,12 +4,17 @@
  * (requests, release, cancel). Never installed.
  *
  * Lock: every field of struct band_fair and of every key state is guarded by band_fair.lock
- * (written fields and read fields alike). Nothing in this file is lock-free.
+ * (written fields and read fields alike), except the few that key handles use without it:
+ * band_fair.state (units in use and the SLOW gate), and a key state's held, cap and reserve.
+ * Those are atomics; fair_acquire.c explains the protocol. Only handles touch them outside
+ * the lock, so while a fair has no handle (nhandles == 0) the lock holder writes them with
+ * plain stores, and while a key has none (refs == 0) its fields likewise.
  */
 #ifndef BAND_FAIR_INTERNAL_H
 #define BAND_FAIR_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "band/fair.h"
@@ -44,10 +49,12 @@ struct fair_flow {
 struct fair_key {
     struct fair_key *hnext; /* hash chain, or the free cache */
     uint64_t id;
-    uint64_t held; /* units granted and not yet released */
-    uint64_t nreq; /* queued requests, all classes */
+    _Atomic uint64_t a_held;    /* units granted and not yet released (key_held()) */
+    _Atomic uint64_t a_cap;     /* key_cap() */
+    _Atomic uint64_t a_reserve; /* key_reserve() */
+    uint64_t nreq;              /* queued requests, all classes */
     uint64_t waiting_units;
-    uint64_t cap, reserve;
+    uint64_t refs; /* handles on this key: it is not evicted while there are any */
     uint32_t weight;
     bool pinned;             /* configured by band_fair_key_set() */
     struct band__node rlink; /* on band_fair.reserved while reserve > 0 */
@@ -70,12 +77,28 @@ struct fair_class {
     uint64_t granted, granted_units, queued, timeouts, cancels, wait_ns_total, wait_ns_max;
 };
 
+/* band_fair.state: units in use, and this bit while handles must take the lock (anything
+ * queued, closed, or a lock holder deciding). */
+#define FAIR_SLOW (UINT64_C(1) << 63)
+
+/* A key handle (band/fair.h): one owner's reference to a live key state. */
+struct band_fair_handle {
+    band_fair *f;
+    struct fair_key *k;
+    struct band__node link; /* on band_fair.handles */
+    /* grants of the lock-free path, per class; written by the owner only (relaxed), read
+     * under the lock by the counters, folded into the key's and classes' by put */
+    _Atomic uint64_t granted[BAND_FAIR_MAX_CLASSES];
+    _Atomic uint64_t granted_units[BAND_FAIR_MAX_CLASSES];
+};
+
 struct band_fair {
+    _Atomic uint64_t state; /* units in use | FAIR_SLOW */
     pthread_mutex_t lock;
     /* band_waiter_cancel() finds the fair through this queue; its list is unused (the
      * requests sit on their flows), its len counts every queued request. */
     struct band__waitq q;
-    uint64_t capacity, in_use;
+    uint64_t capacity;
     uint64_t quantum;
     uint32_t nclasses;
     uint32_t default_weight;
@@ -93,10 +116,145 @@ struct band_fair {
     size_t key_size;
     struct band__node reserved; /* keys with reserve > 0 */
     uint64_t reserved_total;
+    struct band__node handles; /* every live handle */
+    uint64_t nhandles;
     /* counters */
     uint64_t keys_created, keys_evicted, key_refusals, try_refusals, too_big, closed_fails;
+#ifdef BAND_TESTING
+    /* which way the handles' calls went (the model test checks it reaches each) */
+    _Atomic uint64_t t_fast_grants, t_fast_releases, t_slow_tries;
+#endif
     struct fair_class cls[];
 };
+
+static inline uint64_t key_held(const struct fair_key *k)
+{
+    return atomic_load_explicit(&k->a_held, memory_order_relaxed);
+}
+
+static inline uint64_t key_cap(const struct fair_key *k)
+{
+    return atomic_load_explicit(&k->a_cap, memory_order_relaxed);
+}
+
+static inline uint64_t key_reserve(const struct fair_key *k)
+{
+    return atomic_load_explicit(&k->a_reserve, memory_order_relaxed);
+}
+
+/* Units in use (lock holders; handles may move it while the gate is open). */
+static inline uint64_t fair_in_use(const band_fair *f)
+{
+    return atomic_load_explicit(&f->state, memory_order_acquire) & ~FAIR_SLOW;
+}
+
+/* Add or remove @n units in use, under the lock. */
+static inline void fair_in_use_add(band_fair *f, uint64_t n)
+{
+    if (f->nhandles > 0)
+        atomic_fetch_add_explicit(&f->state, n, memory_order_acq_rel);
+    else
+        atomic_store_explicit(&f->state, atomic_load_explicit(&f->state, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+}
+
+static inline void fair_in_use_sub(band_fair *f, uint64_t n)
+{
+    if (f->nhandles > 0)
+        atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
+    else
+        atomic_store_explicit(&f->state, atomic_load_explicit(&f->state, memory_order_relaxed) - n,
+                              memory_order_relaxed);
+}
+
+/*
+ * Take @n units for @k if its held units stay at or below @bound (its cap, or its
+ * reservation), which the caller checked; under the lock. Without handles on @k nothing
+ * else moves them; with handles a compare-and-swap keeps a racing handle grant from pushing
+ * it past the bound.
+ */
+static inline bool key_take(struct fair_key *k, uint64_t n, uint64_t bound)
+{
+    uint64_t h = key_held(k);
+    if (k->refs == 0) { /* nothing moved it since the caller checked the bound */
+        atomic_store_explicit(&k->a_held, h + n, memory_order_relaxed);
+        return true;
+    }
+    do {
+        if (n > bound || h > bound - n)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&k->a_held, &h, h + n, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return true;
+}
+
+/* Return @n of @k's units if it holds that many; false (nothing changes) otherwise. */
+static inline bool key_give(struct fair_key *k, uint64_t n)
+{
+    uint64_t h = key_held(k);
+    if (k->refs == 0) {
+        if (h < n)
+            return false;
+        atomic_store_explicit(&k->a_held, h - n, memory_order_relaxed);
+        return true;
+    }
+    do {
+        if (h < n)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&k->a_held, &h, h - n, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return true;
+}
+
+/*
+ * Charge a grant of @n units of class @c to @k (counters, held, in_use), provided @k's held
+ * units stay within @bound (its cap, or its reservation; every caller checked that).
+ * false (nothing charged) only when a handle of @k took units meanwhile.
+ */
+static inline bool band__fair_charge(band_fair *f, struct fair_key *k, uint32_t c, uint64_t n,
+                                     uint64_t bound)
+{
+    if (!key_take(k, n, bound))
+        return false;
+    fair_in_use_add(f, n);
+    k->granted++;
+    k->granted_units += n;
+    f->cls[c].granted++;
+    f->cls[c].granted_units += n;
+    return true;
+}
+
+/* ---- fair.c ---- */
+
+/* Set FAIR_SLOW to @want (FAIR_SLOW or 0); the rare part of the two below. */
+void band__fair_gate_set_locked(band_fair *f, uint64_t want);
+
+/* With handles about, shut the gate (set FAIR_SLOW) before a decision that reads units in
+ * use, so that no handle grant lands while the lock holder decides. */
+static inline void band__fair_gate_close_locked(band_fair *f)
+{
+    if (f->nhandles > 0 && (atomic_load_explicit(&f->state, memory_order_relaxed) & FAIR_SLOW) == 0)
+        band__fair_gate_set_locked(f, FAIR_SLOW);
+}
+
+/* Open or shut the gate for what the fair is now: shut while anything is queued or it is
+ * closed, open otherwise. Called before every unlock that may have changed either. Only
+ * handles read the gate: without any it is left as it is, and band_fair_handle_get()
+ * brings it up to date when the first one comes. */
+static inline void band__fair_gate_sync_locked(band_fair *f)
+{
+    if (f->nhandles == 0)
+        return;
+    uint64_t want = f->closed || f->q.len > 0 ? FAIR_SLOW : 0;
+    if ((atomic_load_explicit(&f->state, memory_order_relaxed) & FAIR_SLOW) != want)
+        band__fair_gate_set_locked(f, want);
+}
+
+#ifdef BAND_TESTING
+#define FAIR_TEST_COUNT(f, field) atomic_fetch_add_explicit(&(f)->field, 1, memory_order_relaxed)
+#else
+#define FAIR_TEST_COUNT(f, field) ((void)0)
+#endif
 
 /* At most this many evicted key states are kept for reuse; the rest are freed. */
 #define FAIR_FREE_CACHE 64
@@ -136,9 +294,6 @@ int band__fair_keys_init(band_fair *f, uint64_t max_keys);
  * reservation.)
  */
 bool band__fair_can_grant_now(const band_fair *f, const struct fair_key *k, uint32_t c, uint64_t n);
-
-/* Charge a grant of @n units of class @c to @k (counters, held, in_use). */
-void band__fair_charge(band_fair *f, struct fair_key *k, uint32_t c, uint64_t n);
 
 /*
  * Grant what can be granted now: the reservation pass, then the round robin from the

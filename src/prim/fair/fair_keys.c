@@ -5,9 +5,10 @@
  * ------------
  * Bound. At most max_keys states are live. A state is created on a key's first use and
  * evicted as soon as the key is idle (nothing held, nothing queued) unless it is pinned by
- * band_fair_key_set(). Evicted states go to a cache of at most FAIR_FREE_CACHE states for
- * reuse and the rest are freed, so memory is bounded by max_keys states plus the table,
- * whatever keys an attacker sends. A new key past the bound is refused with BAND_ENOMEM.
+ * band_fair_key_set() or a handle refers to it. Evicted states go to a cache of at most
+ * FAIR_FREE_CACHE states for reuse and the rest are freed, so memory is bounded by max_keys states
+ * plus the table, whatever keys an attacker sends. A new key past the bound is refused with
+ * BAND_ENOMEM.
  *
  * Table. Power-of-two buckets, each a singly linked chain. It starts small and doubles
  * when the live keys outnumber the buckets, up to the power of two at or above max_keys,
@@ -87,7 +88,9 @@ static void fair_key_reset(band_fair *f, struct fair_key *k, uint64_t id)
     memset(k, 0, f->key_size);
     k->id = id;
     k->weight = f->default_weight;
-    k->cap = f->default_cap;
+    atomic_init(&k->a_held, 0);
+    atomic_init(&k->a_cap, f->default_cap);
+    atomic_init(&k->a_reserve, 0);
     band__list_init(&k->rlink);
     for (uint32_t c = 0; c < f->nclasses; c++) {
         struct fair_flow *fl = &k->flow[c];
@@ -131,7 +134,7 @@ struct fair_key *band__fair_key_get(band_fair *f, uint64_t id, int *rc)
 
 void band__fair_key_maybe_evict(band_fair *f, struct fair_key *k)
 {
-    if (k->pinned || k->held != 0 || k->nreq != 0)
+    if (k->pinned || k->refs != 0 || key_held(k) != 0 || k->nreq != 0)
         return;
     struct fair_key **pp = &f->tab[fair_hash(f, k->id) & f->tab_mask];
     while (*pp != k)

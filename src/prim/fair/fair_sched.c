@@ -104,11 +104,12 @@ static band_fair_acquire_op *flow_head(const struct fair_flow *fl)
 /* Is @j waiting for a request that fits within its unused reservation? */
 static bool key_protected(const band_fair *f, const struct fair_key *j)
 {
-    if (j->nreq == 0 || j->held >= j->reserve)
+    uint64_t held = key_held(j), reserve = key_reserve(j);
+    if (j->nreq == 0 || held >= reserve)
         return false;
     for (uint32_t c = 0; c < f->nclasses; c++) {
         const band_fair_acquire_op *r = flow_head(&j->flow[c]);
-        if (r != NULL && r->_n <= j->reserve - j->held)
+        if (r != NULL && r->_n <= reserve - held)
             return true;
     }
     return false;
@@ -122,7 +123,7 @@ static uint64_t protected_except(const band_fair *f, const struct fair_key *k)
     band__list_foreach (n, &f->reserved) {
         const struct fair_key *j = band__container_of(n, struct fair_key, rlink);
         if (j != k && key_protected(f, j))
-            sum += j->reserve - j->held; /* reservations sum to at most the capacity */
+            sum += key_reserve(j) - key_held(j); /* reservations sum to at most the capacity */
     }
     return sum;
 }
@@ -130,11 +131,11 @@ static uint64_t protected_except(const band_fair *f, const struct fair_key *k)
 /* Rules (2) and (3) above; the caller checked the cap. */
 static bool fits_shared(const band_fair *f, const struct fair_key *k, uint32_t c, uint64_t n)
 {
-    uint64_t free = f->capacity - f->in_use;
-    if (n > free || f->in_use + n > f->cls[c].limit)
+    uint64_t in_use = fair_in_use(f), free = f->capacity - in_use;
+    if (n > free || in_use + n > f->cls[c].limit)
         return false;
-    if (k->held + n <= k->reserve)
-        return true;
+    if (band__list_empty(&f->reserved) || key_held(k) + n <= key_reserve(k))
+        return true; /* no reservation to protect, or within its own */
     return free - n >= protected_except(f, k);
 }
 
@@ -142,27 +143,18 @@ bool band__fair_can_grant_now(const band_fair *f, const struct fair_key *k, uint
 {
     if (!band__list_empty(&k->flow[c].reqs))
         return false; /* its own earlier requests go first */
-    if (n > k->cap || k->held > k->cap - n)
+    uint64_t cap = key_cap(k), held = key_held(k);
+    if (n > cap || held > cap - n)
         return false;
-    uint64_t free = f->capacity - f->in_use;
-    if (n > free || f->in_use + n > f->cls[c].limit)
+    uint64_t in_use = fair_in_use(f), free = f->capacity - in_use;
+    if (n > free || in_use + n > f->cls[c].limit)
         return false;
-    if (k->held + n <= k->reserve)
+    if (held + n <= key_reserve(k))
         return true;
     for (uint32_t c2 = 0; c2 <= c; c2++)
         if (f->cls[c2].stalled)
             return false;
-    return free - n >= protected_except(f, k);
-}
-
-void band__fair_charge(band_fair *f, struct fair_key *k, uint32_t c, uint64_t n)
-{
-    k->held += n;
-    f->in_use += n;
-    k->granted++;
-    k->granted_units += n;
-    f->cls[c].granted++;
-    f->cls[c].granted_units += n;
+    return band__list_empty(&f->reserved) || free - n >= protected_except(f, k);
 }
 
 /* ---------------------------------------------------------------- flows and rounds */
@@ -175,7 +167,8 @@ static struct fair_flow *flow_of(struct band__node *n)
 static bool flow_capped(const struct fair_flow *fl, const band_fair_acquire_op *r)
 {
     const struct fair_key *k = fl->key;
-    return r->_n > k->cap || k->held > k->cap - r->_n;
+    uint64_t cap = key_cap(k);
+    return r->_n > cap || key_held(k) > cap - r->_n;
 }
 
 /* The round @fl's head is due in: the first by which its credit covers the head. */
@@ -344,15 +337,20 @@ void band__fair_unlink_locked(band_fair *f, band_fair_acquire_op *r)
     f->q.len--;
 }
 
-/* Grant queued @r: unlink, charge, record its wait, move it onto @wl. */
-static void grant_queued(band_fair *f, band_fair_acquire_op *r, band_time *now,
-                         struct band__wakelist *wl)
+#if defined(__GNUC__) || defined(__clang__)
+#define FAIR_NOINLINE __attribute__((noinline))
+#else
+#define FAIR_NOINLINE
+#endif
+
+/* Queued @r was charged: unlink it, record its wait, move it onto @wl. Kept out of line:
+ * the dispatch loop stays small, and the unlink is inlined here. */
+static FAIR_NOINLINE void finish_queued(band_fair *f, band_fair_acquire_op *r, band_time *now,
+                                        struct band__wakelist *wl)
 {
     struct fair_key *k = r->_k;
     uint32_t c = r->_cls;
-    uint64_t n = r->_n;
     band__fair_unlink_locked(f, r);
-    band__fair_charge(f, k, c, n);
     if (*now == 0)
         *now = band_now();
     uint64_t waited = *now > r->w._since ? (uint64_t)(*now - r->w._since) : 0;
@@ -378,11 +376,14 @@ static void serve_reserved(band_fair *f, band_time *now, struct band__wakelist *
             bool granted = false;
             band_fair_acquire_op *r;
             while ((r = flow_head(fl)) != NULL) {
-                if (j->held >= j->reserve || r->_n > j->reserve - j->held)
+                uint64_t held = key_held(j), reserve = key_reserve(j), in_use = fair_in_use(f);
+                if (held >= reserve || r->_n > reserve - held)
                     break;
-                if (r->_n > f->capacity - f->in_use || f->in_use + r->_n > f->cls[c].limit)
+                if (r->_n > f->capacity - in_use || in_use + r->_n > f->cls[c].limit)
                     break;
-                grant_queued(f, r, now, wl);
+                if (!band__fair_charge(f, j, c, r->_n, reserve))
+                    break; /* a handle of j took units meanwhile */
+                finish_queued(f, r, now, wl);
                 granted = true;
             }
             if (granted)
@@ -412,12 +413,16 @@ static int serve_class(band_fair *f, uint32_t c, band_time *now, struct band__wa
         }
         if (!fits_shared(f, fl->key, c, r->_n))
             return SERVE_STALLED;
+        if (!band__fair_charge(f, fl->key, c, r->_n, key_cap(fl->key))) {
+            flow_park(cl, fl); /* a handle of its key reached the cap meanwhile */
+            continue;
+        }
         /* pay from the credit of the rounds up to the due one (the product is below n + q) */
         fl->deficit += (fl->due - fl->round) * fair_quantum(f, fl->key);
         fl->round = fl->due;
         fl->deficit -= r->_n;
-        grant_queued(f, r, now, wl); /* may empty the flow, which takes it off the ring */
-        flow_refresh(f, cl, fl);     /* stays first while its credit covers the next head */
+        finish_queued(f, r, now, wl); /* may empty the flow, which takes it off the ring */
+        flow_refresh(f, cl, fl);      /* stays first while its credit covers the next head */
     }
 }
 
@@ -425,16 +430,17 @@ void band__fair_dispatch_locked(band_fair *f, struct band__wakelist *wl)
 {
     for (uint32_t c = 0; c < f->nclasses; c++)
         f->cls[c].stalled = false;
-    if (f->closed || f->q.len == 0)
-        return;
-    band_time now = 0;
-    serve_reserved(f, &now, wl);
-    for (uint32_t c = 0; c < f->nclasses; c++) {
-        if (serve_class(f, c, &now, wl) == SERVE_STALLED) {
-            f->cls[c].stalled = true;
-            break; /* less urgent classes wait behind a stalled more urgent one */
+    if (!f->closed && f->q.len > 0) {
+        band_time now = 0;
+        serve_reserved(f, &now, wl);
+        for (uint32_t c = 0; c < f->nclasses; c++) {
+            if (serve_class(f, c, &now, wl) == SERVE_STALLED) {
+                f->cls[c].stalled = true;
+                break; /* less urgent classes wait behind a stalled more urgent one */
+            }
         }
     }
+    band__fair_gate_sync_locked(f);
 }
 
 #ifdef BAND_TESTING
@@ -447,9 +453,9 @@ int band__fair_check_sched_locked(const band_fair *f)
         const struct fair_key *j = band__container_of(n, struct fair_key, rlink);
         for (uint32_t c = 0; c < f->nclasses; c++) {
             const band_fair_acquire_op *r = flow_head(&j->flow[c]);
-            if (r != NULL && j->held < j->reserve && r->_n <= j->reserve - j->held &&
-                r->_n <= f->capacity - f->in_use && f->in_use + r->_n <= f->cls[c].limit &&
-                !f->closed)
+            uint64_t held = key_held(j), reserve = key_reserve(j), in_use = fair_in_use(f);
+            if (r != NULL && held < reserve && r->_n <= reserve - held &&
+                r->_n <= f->capacity - in_use && in_use + r->_n <= f->cls[c].limit && !f->closed)
                 return -__LINE__;
         }
     }
