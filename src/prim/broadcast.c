@@ -34,6 +34,7 @@
  * through band_waiter_cancel(), which calls the queue's cancel op with the lock held.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,15 +43,17 @@
 #include "core/parker.h"
 #include "core/waitq.h"
 #include "prim/broadcast_internal.h"
+#include "prim/sync_internal.h"
 
 struct band_broadcast {
     pthread_mutex_t lock;     /* guards everything below */
     struct band__waitq sendq; /* lossless: sends waiting for room, in arrival order */
     struct band__waitq recvq; /* receives waiting for the next message */
     struct band__node rxs;    /* subscribed receivers */
-    unsigned char *ring;      /* cap * elem_size bytes */
+    uint64_t *ring;           /* cap * words 8-byte words; atomic accesses */
     uint64_t *rem;            /* lossless: readers still due per slot; NULL when lossy */
     size_t elem_size;
+    size_t words; /* 8-byte words per slot */
     uint64_t cap;
     int mode;
     int closed; /* written under the lock (atomically), read anywhere */
@@ -95,23 +98,66 @@ static size_t slot_of(const band_broadcast *b, uint64_t seq)
     return (size_t)(seq % b->cap);
 }
 
-static unsigned char *slot_ptr(const band_broadcast *b, uint64_t seq)
+static uint64_t *slot_ptr(const band_broadcast *b, uint64_t seq)
 {
-    return b->ring + slot_of(b, seq) * b->elem_size;
+    return b->ring + slot_of(b, seq) * b->words;
+}
+
+/* Atomic accesses to the words that lock-free receives read (and, for the cursor and the
+ * counters, write). */
+#define LD(x)     __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+
+static bool nx_cas(band_broadcast_rx *rx, uint64_t *n, uint64_t v)
+{
+    return __atomic_compare_exchange_n(&rx->_next, n, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* Copy @n bytes into a slot, word by word (relaxed atomic stores). */
+static void slot_store(uint64_t *dst, const void *src, size_t n)
+{
+    const unsigned char *p = src;
+    for (; n >= 8; n -= 8, p += 8, dst++) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        __atomic_store_n(dst, x, __ATOMIC_RELAXED);
+    }
+    if (n > 0) {
+        uint64_t x = 0;
+        memcpy(&x, p, n);
+        __atomic_store_n(dst, x, __ATOMIC_RELAXED);
+    }
+}
+
+/* Copy @n bytes out of a slot (relaxed atomic loads). */
+static void slot_load(void *dst, const uint64_t *src, size_t n)
+{
+    unsigned char *p = dst;
+    for (; n >= 8; n -= 8, p += 8, src++) {
+        uint64_t x = __atomic_load_n(src, __ATOMIC_RELAXED);
+        memcpy(p, &x, 8);
+    }
+    if (n > 0) {
+        uint64_t x = __atomic_load_n(src, __ATOMIC_RELAXED);
+        memcpy(p, &x, n);
+    }
 }
 
 /* ---------------------------------------------------------------- lifecycle */
 
 int band_broadcast_create(band_broadcast **out, size_t elem_size, uint64_t capacity, int mode)
 {
+    size_t words = elem_size / 8 + (elem_size % 8 != 0);
     if (out == NULL || elem_size == 0 || capacity == 0 || capacity > BAND_BROADCAST_MAX_CAPACITY ||
         capacity > SIZE_MAX / elem_size || capacity > SIZE_MAX / sizeof(uint64_t) ||
+        elem_size > SIZE_MAX - 8 || capacity > SIZE_MAX / 8 / words ||
         (mode != BAND_BROADCAST_LOSSY && mode != BAND_BROADCAST_LOSSLESS))
         return BAND_EINVAL;
     band_broadcast *b = calloc(1, sizeof(*b));
     if (b == NULL)
         return BAND_ENOMEM;
-    b->ring = malloc((size_t)capacity * elem_size);
+    b->ring = malloc((size_t)capacity * words * 8);
     if (mode == BAND_BROADCAST_LOSSLESS)
         b->rem = calloc((size_t)capacity, sizeof(uint64_t));
     if (b->ring == NULL || (mode == BAND_BROADCAST_LOSSLESS && b->rem == NULL) ||
@@ -125,6 +171,7 @@ int band_broadcast_create(band_broadcast **out, size_t elem_size, uint64_t capac
     band__waitq_init(&b->recvq, &b->lock, &recv_ops);
     band__list_init(&b->rxs);
     b->elem_size = elem_size;
+    b->words = words;
     b->cap = capacity;
     b->mode = mode;
     *out = b;
@@ -158,19 +205,26 @@ void band_broadcast_rx_init(band_broadcast_rx *rx)
 /* Lossless: drop the retained messages that nobody has left to read. */
 static void release_locked(band_broadcast *b)
 {
-    while (b->tail < b->head && b->rem[slot_of(b, b->tail)] == 0)
-        b->tail++;
+    uint64_t t = b->tail;
+    while (t < b->head && b->rem[slot_of(b, t)] == 0)
+        t++;
+    if (t != b->tail)
+        ST(b->tail, t);
 }
 
-/* Copy message @seq out for @rx and move its cursor on. */
-static void copy_out_locked(band_broadcast *b, band_broadcast_rx *rx, uint64_t seq, void *out)
+/* Copy message @seq out for @rx and move its cursor on, unless a lock-free receive on the
+ * same (shared) receiver took it first: returns 0 then. */
+static int copy_out_locked(band_broadcast *b, band_broadcast_rx *rx, uint64_t seq, void *out)
 {
-    memcpy(out, slot_ptr(b, seq), b->elem_size);
-    rx->_next = seq + 1;
-    rx->_received++;
-    b->received++;
+    uint64_t n = seq;
+    if (!nx_cas(rx, &n, seq + 1))
+        return 0;
+    slot_load(out, slot_ptr(b, seq), b->elem_size);
+    ADD(rx->_received, 1);
+    ADD(b->received, 1);
     if (b->rem != NULL)
         b->rem[slot_of(b, seq)]--;
+    return 1;
 }
 
 /*
@@ -181,13 +235,15 @@ static void publish_locked(band_broadcast *b, const void *elem, struct band__wak
 {
     uint64_t seq = b->head;
     if (b->head - b->tail == b->cap) { /* lossy: the oldest goes */
-        b->tail++;
+        ST(b->tail, b->tail + 1);
         b->overwritten++;
+        /* A lock-free receive that copied any word stored below sees the new tail. */
+        __atomic_thread_fence(__ATOMIC_RELEASE);
     }
-    memcpy(slot_ptr(b, seq), elem, b->elem_size);
+    slot_store(slot_ptr(b, seq), elem, b->elem_size);
     if (b->rem != NULL)
         b->rem[slot_of(b, seq)] = b->nrx;
-    b->head = seq + 1;
+    ST(b->head, seq + 1);
     if (b->nrx == 0)
         b->sent_unheard++;
 
@@ -196,8 +252,7 @@ static void publish_locked(band_broadcast *b, const void *elem, struct band__wak
         struct band__node *next = n->next;
         band_waiter *w = band__waiter_of(n);
         band_broadcast_recv_op *op = recv_op_of(w);
-        if (op->_rx->_next == seq) {
-            copy_out_locked(b, op->_rx, seq, op->_out);
+        if (LD(op->_rx->_next) == seq && copy_out_locked(b, op->_rx, seq, op->_out)) {
             band__waitq_unlink_locked(&b->recvq, w);
             band__waiter_complete_locked(w, 0, wl);
         }
@@ -240,28 +295,69 @@ static int send_locked(band_broadcast *b, const void *elem, struct band__wakelis
     return 0;
 }
 
+/*
+ * Lossy: read @rx's next message into @out without the lock: 0, BAND_ELAGGED (*@missed
+ * set), BAND_EAGAIN or BAND_ECLOSED. Senders store tail before they overwrite a slot
+ * (release fence) and head after they filled one, so a copy is good when, after it and an
+ * acquire fence, tail has not passed the message. The cursor moves by CAS, so of several
+ * calls on one receiver each message goes to one. A call that loses a race (its message
+ * was overwritten during the copy, or another call took it) may have written @out before
+ * it answers otherwise.
+ */
+static int read_lossy(band_broadcast *b, band_broadcast_rx *rx, void *out, uint64_t *missed)
+{
+    *missed = 0;
+    uint64_t n = LD(rx->_next);
+    for (;;) {
+        uint64_t tail = LD(b->tail);
+        if (n < tail) { /* overwritten before it was read */
+            if (!nx_cas(rx, &n, tail))
+                continue;
+            uint64_t m = tail - n;
+            ST(rx->_lagged_last, m);
+            ADD(rx->_lagged_total, m);
+            ADD(b->lag_events, 1);
+            ADD(b->lagged, m);
+            *missed = m;
+            return BAND_ELAGGED;
+        }
+        uint64_t head = LD(b->head);
+        if (n >= head) {
+            if (!LD(b->closed))
+                return BAND_EAGAIN;
+            /* Closed after its last send: head is final now. */
+            if (n >= LD(b->head))
+                return BAND_ECLOSED;
+            continue;
+        }
+        slot_load(out, slot_ptr(b, n), b->elem_size);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (n < __atomic_load_n(&b->tail, __ATOMIC_RELAXED))
+            continue; /* overwritten while we copied: a lag */
+        uint64_t m = n;
+        if (!nx_cas(rx, &m, n + 1)) {
+            n = m;
+            continue;
+        }
+        ADD(rx->_received, 1);
+        ADD(b->received, 1);
+        return 0;
+    }
+}
+
 /* Read @rx's next message into @out: 0, BAND_ELAGGED (*@missed set), BAND_EAGAIN or
  * BAND_ECLOSED. */
 static int read_locked(band_broadcast *b, band_broadcast_rx *rx, void *out, uint64_t *missed,
                        struct band__wakelist *wl)
 {
+    if (!is_lossless(b))
+        return read_lossy(b, rx, out, missed);
     *missed = 0;
-    if (rx->_next < b->tail) { /* lossy only: overwritten before it was read */
-        uint64_t m = b->tail - rx->_next;
-        rx->_next = b->tail;
-        rx->_lagged_last = m;
-        rx->_lagged_total += m;
-        b->lag_events++;
-        b->lagged += m;
-        *missed = m;
-        return BAND_ELAGGED;
-    }
-    if (rx->_next < b->head) {
-        copy_out_locked(b, rx, rx->_next, out);
-        if (b->rem != NULL) {
-            release_locked(b);
-            pump_locked(b, wl);
-        }
+    uint64_t n = LD(rx->_next); /* lossless: only moved under the lock */
+    if (n < b->head) {
+        copy_out_locked(b, rx, n, out);
+        release_locked(b);
+        pump_locked(b, wl);
         return 0;
     }
     return b->closed ? BAND_ECLOSED : BAND_EAGAIN;
@@ -351,8 +447,10 @@ int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx)
     } else {
         /* Anyone who now sees rx->_b == b waits for this lock before reading the rest. */
         band__list_add_tail(&b->rxs, &rx->_link);
-        rx->_next = b->head;
-        rx->_lagged_last = rx->_lagged_total = rx->_received = 0;
+        ST(rx->_next, b->head);
+        ST(rx->_lagged_last, 0);
+        ST(rx->_lagged_total, 0);
+        ST(rx->_received, 0);
         b->nrx++;
     }
     pthread_mutex_unlock(&b->lock);
@@ -381,7 +479,7 @@ int band_broadcast_unsubscribe(band_broadcast_rx *rx)
         n = next;
     }
     if (b->rem != NULL) {
-        for (uint64_t s = rx->_next; s < b->head; s++)
+        for (uint64_t s = LD(rx->_next); s < b->head; s++)
             b->rem[slot_of(b, s)]--;
     }
     band__list_del_init(&rx->_link);
@@ -478,12 +576,22 @@ int band_broadcast_try_recv(band_broadcast_rx *rx, void *out)
 {
     if (rx == NULL || out == NULL)
         return BAND_EINVAL;
-    band_broadcast *b = rx_lock(rx);
+    band_broadcast *b = rx_owner(rx);
+    if (b == NULL)
+        return BAND_EINVAL;
+    uint64_t missed;
+    if (!is_lossless(b))
+        return read_lossy(b, rx, out, &missed); /* never takes the lock */
+    /* Lossless, caught up and open: "not yet" without the lock. The cursor is read before
+     * head: if they are equal, they were equal when head was read. */
+    uint64_t n = LD(rx->_next);
+    if (n == LD(b->head) && !LD(b->closed) && rx_owner(rx) == b)
+        return BAND_EAGAIN;
+    b = rx_lock(rx);
     if (b == NULL)
         return BAND_EINVAL;
     struct band__wakelist wl;
     band__wakelist_init(&wl);
-    uint64_t missed;
     int rc = read_locked(b, rx, out, &missed, &wl);
     pthread_mutex_unlock(&b->lock);
     band__wakelist_run(&wl);
@@ -548,14 +656,9 @@ int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline, ba
 
 uint64_t band_broadcast_rx_lagged(const band_broadcast_rx *rx)
 {
-    if (rx == NULL)
+    if (rx == NULL || rx_owner(rx) == NULL)
         return 0;
-    band_broadcast *b = rx_lock(rx);
-    if (b == NULL)
-        return 0;
-    uint64_t v = rx->_lagged_last;
-    pthread_mutex_unlock(&b->lock);
-    return v;
+    return LD(rx->_lagged_last); /* one word, written atomically: no lock needed */
 }
 
 uint64_t band_broadcast_rx_backlog(const band_broadcast_rx *rx)
@@ -565,7 +668,7 @@ uint64_t band_broadcast_rx_backlog(const band_broadcast_rx *rx)
     band_broadcast *b = rx_lock(rx);
     if (b == NULL)
         return 0;
-    uint64_t v = b->head - rx->_next;
+    uint64_t v = b->head - LD(rx->_next);
     pthread_mutex_unlock(&b->lock);
     return v;
 }
@@ -624,9 +727,9 @@ int band_broadcast_get_stats(const band_broadcast *cb, band_broadcast_stats *out
     out->waiting_receivers = b->recvq.len;
     out->sent_unheard = b->sent_unheard;
     out->overwritten = b->overwritten;
-    out->received = b->received;
-    out->lag_events = b->lag_events;
-    out->lagged = b->lagged;
+    out->received = LD(b->received);
+    out->lag_events = LD(b->lag_events);
+    out->lagged = LD(b->lagged);
     out->try_send_refusals = b->try_send_refusals;
     out->send_queued = b->send_queued;
     out->send_timeouts = b->send_timeouts;
@@ -657,9 +760,9 @@ int band__broadcast_check(const band_broadcast *cb)
         n++;
         if (bad == 0 && rx_owner(rx) != b)
             bad = -__LINE__;
-        if (bad == 0 && rx->_next > b->head)
+        if (bad == 0 && LD(rx->_next) > b->head)
             bad = -__LINE__;
-        if (bad == 0 && is_lossless(b) && rx->_next < b->tail)
+        if (bad == 0 && is_lossless(b) && LD(rx->_next) < b->tail)
             bad = -__LINE__;
     }
     if (bad == 0 && n != b->nrx)
@@ -670,7 +773,7 @@ int band__broadcast_check(const band_broadcast *cb)
             uint64_t due = 0;
             band__list_foreach (node, &b->rxs) {
                 band_broadcast_rx *rx = band__container_of(node, band_broadcast_rx, _link);
-                due += rx->_next <= s;
+                due += LD(rx->_next) <= s;
             }
             if (b->rem[slot_of(b, s)] != due)
                 bad = -__LINE__;
@@ -685,10 +788,17 @@ int band__broadcast_check(const band_broadcast *cb)
         bad = -__LINE__;
     band__list_foreach (node, &b->recvq.head) {
         band_broadcast_recv_op *op = recv_op_of(band__waiter_of(node));
-        if (bad == 0 && (rx_owner(op->_rx) != b || op->_rx->_next != b->head))
+        if (bad == 0 && (rx_owner(op->_rx) != b || LD(op->_rx->_next) != b->head))
             bad = -__LINE__;
     }
     pthread_mutex_unlock(&b->lock);
     return bad;
 }
 #endif /* BAND_TESTING */
+
+#ifdef BAND_TESTING
+pthread_mutex_t *band__broadcast_lock(band_broadcast *b)
+{
+    return &b->lock;
+}
+#endif
