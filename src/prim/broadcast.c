@@ -3,11 +3,23 @@
  *
  * Design notes
  * ------------
- * State. One mutex per broadcast guards everything below it: the ring, the two sequence
- * numbers, the per-slot reader counts, the receiver list, both wait queues, every
- * subscribed receiver's cursor and the counters. Two words are also read without it:
- * rx->_b (which broadcast a receiver belongs to; written with release under the lock,
- * read with acquire to find the lock) and b->closed (for band_broadcast_is_closed()).
+ * State. One mutex per broadcast guards the per-slot reader counts, the receiver list,
+ * both wait queues and the wait counters. The ring, head, tail, every cursor (_next) and
+ * the message counters are accessed atomically, because lossy mode reads and writes them
+ * without the lock: rx->_b (which broadcast a receiver belongs to; written with release
+ * under the lock, read with acquire to find the lock), b->closed, and the lossy word ws.
+ *
+ * Lossy without the lock. ws = CLOSED | WAITERS | WRITING. A send claims WRITING by CAS
+ * (refused by CLOSED, diverted to the lock by WAITERS), stores tail before it overwrites a
+ * slot (then a release fence), fills the slot word by word, stores head, and gives WRITING
+ * back with an RMW that also reports WAITERS. A receive loads tail and head, copies the
+ * slot, and after an acquire fence checks that tail has not passed the message; then it
+ * moves the cursor by CAS. A receive that queues sets WAITERS under the lock before its
+ * last look, so a send that published first is seen by that look and a send that
+ * publishes later serves the queue under the lock. Every locked path that publishes holds
+ * WRITING too and first delivers what a lock-free send published, so a queued receive is
+ * never more than one message behind and never lags. Close and subscribe take WRITING, so
+ * no send is half published when they look. WAITERS changes only under the lock.
  *
  * Sequences. Message s lives in slot s % cap. [tail, head) are the retained messages;
  * head is also the number sent. A receiver's cursor _next is in [tail, head] in lossless
@@ -34,12 +46,14 @@
  * through band_waiter_cancel(), which calls the queue's cancel op with the lock held.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "band/broadcast.h"
 #include "core/block.h"
+#include "core/internal.h"
 #include "core/parker.h"
 #include "core/waitq.h"
 #include "prim/broadcast_internal.h"
@@ -56,7 +70,8 @@ struct band_broadcast {
     size_t words; /* 8-byte words per slot */
     uint64_t cap;
     int mode;
-    int closed; /* written under the lock (atomically), read anywhere */
+    int closed;  /* written under the lock (atomically), read anywhere */
+    uint64_t ws; /* lossy: BW_* bits; atomic accesses, WAITERS changed only under the lock */
     uint64_t head, tail;
     uint64_t nrx;
     uint64_t sent_unheard, overwritten, received, lag_events, lagged, try_send_refusals;
@@ -87,6 +102,10 @@ static band_broadcast *rx_owner(const band_broadcast_rx *rx)
 {
     return __atomic_load_n(&rx->_b, __ATOMIC_ACQUIRE);
 }
+
+/* Lossy sends: WRITING is held by the one send (or close, subscribe) writing the ring;
+ * WAITERS says receives are queued (sends then go through the lock); CLOSED refuses. */
+enum { BW_WRITING = 1, BW_WAITERS = 2, BW_CLOSED = 4 };
 
 static int is_lossless(const band_broadcast *b)
 {
@@ -229,35 +248,89 @@ static int copy_out_locked(band_broadcast *b, band_broadcast_rx *rx, uint64_t se
 
 /*
  * Append a copy of @elem as message head (the caller checked there is room, or that the
- * broadcast is lossy) and hand it to every queued receive that is waiting for it.
+ * broadcast is lossy and holds WRITING). Lock-free in lossy mode.
  */
-static void publish_locked(band_broadcast *b, const void *elem, struct band__wakelist *wl)
+static void publish_slot(band_broadcast *b, const void *elem)
 {
     uint64_t seq = b->head;
-    if (b->head - b->tail == b->cap) { /* lossy: the oldest goes */
+    if (seq - b->tail == b->cap) { /* lossy: the oldest goes */
         ST(b->tail, b->tail + 1);
-        b->overwritten++;
+        ADD(b->overwritten, 1);
         /* A lock-free receive that copied any word stored below sees the new tail. */
         __atomic_thread_fence(__ATOMIC_RELEASE);
     }
     slot_store(slot_ptr(b, seq), elem, b->elem_size);
+    uint64_t nrx = LD(b->nrx);
     if (b->rem != NULL)
-        b->rem[slot_of(b, seq)] = b->nrx;
+        b->rem[slot_of(b, seq)] = nrx;
     ST(b->head, seq + 1);
-    if (b->nrx == 0)
-        b->sent_unheard++;
+    if (nrx == 0)
+        ADD(b->sent_unheard, 1);
+}
 
+/* Hand every queued receive the next message of its receiver, if it was sent (lock held).
+ * A queued receive is at most one message behind: only a lossy send that claimed WRITING
+ * before the receive set WAITERS can publish without the lock, and it delivers after. */
+static void deliver_locked(band_broadcast *b, struct band__wakelist *wl)
+{
+    uint64_t head = LD(b->head);
     struct band__node *n = b->recvq.head.next;
     while (n != &b->recvq.head) {
         struct band__node *next = n->next;
         band_waiter *w = band__waiter_of(n);
         band_broadcast_recv_op *op = recv_op_of(w);
-        if (LD(op->_rx->_next) == seq && copy_out_locked(b, op->_rx, seq, op->_out)) {
+        uint64_t seq = LD(op->_rx->_next);
+        if (seq < head && copy_out_locked(b, op->_rx, seq, op->_out)) {
             band__waitq_unlink_locked(&b->recvq, w);
             band__waiter_complete_locked(w, 0, wl);
         }
         n = next;
     }
+}
+
+/* Lossy: clear WAITERS once no receive is queued (lock held). */
+static void sync_waiters_locked(band_broadcast *b)
+{
+    if (!is_lossless(b) && b->recvq.len == 0)
+        __atomic_fetch_and(&b->ws, ~(uint64_t)BW_WAITERS, __ATOMIC_RELAXED);
+}
+
+/* Lossy: claim WRITING, spinning while another writer holds it. Returns the word before
+ * the claim; with BW_CLOSED set nothing was claimed. */
+static uint64_t ws_claim(band_broadcast *b)
+{
+    unsigned spins = 0;
+    uint64_t s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+    for (;;) {
+        if (s & BW_CLOSED)
+            return s;
+        if (s & BW_WRITING) {
+            if (++spins < 128) {
+                band__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&b->ws, &s, s | BW_WRITING, 1, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            return s;
+    }
+}
+
+/* Lossy: give WRITING back; returns the word before. */
+static uint64_t ws_release(band_broadcast *b)
+{
+    return __atomic_fetch_and(&b->ws, ~(uint64_t)BW_WRITING, __ATOMIC_ACQ_REL);
+}
+
+/* Append @elem and hand it to every queued receive (lock held; lossy: WRITING held). */
+static void publish_locked(band_broadcast *b, const void *elem, struct band__wakelist *wl)
+{
+    publish_slot(b, elem);
+    deliver_locked(b, wl);
     if (b->rem != NULL)
         release_locked(b);
 }
@@ -292,6 +365,79 @@ static int send_locked(band_broadcast *b, const void *elem, struct band__wakelis
     if (is_lossless(b) && (b->sendq.len > 0 || b->head - b->tail == b->cap))
         return BAND_EAGAIN;
     publish_locked(b, elem, wl);
+    return 0;
+}
+
+/* Lossy, with receives queued: send under the lock, after handing them any message a
+ * lock-free send published and has not delivered yet. */
+static int lossy_send_locked(band_broadcast *b, const void *elem)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&b->lock);
+    int rc = 0;
+    uint64_t s = ws_claim(b);
+    if (s & BW_CLOSED) {
+        rc = BAND_ECLOSED;
+    } else {
+        /* With WRITING held no send is in flight: deliver what one published before
+         * overwriting anything (with one slot, the next publish would). */
+        deliver_locked(b, &wl);
+        if (b->head == UINT64_MAX)
+            rc = BAND_EOVERFLOW;
+        else
+            publish_locked(b, elem, &wl);
+        ws_release(b);
+    }
+    sync_waiters_locked(b);
+    pthread_mutex_unlock(&b->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+/*
+ * Lossy send: 0, BAND_ECLOSED or BAND_EOVERFLOW. With no receive queued it takes no lock:
+ * claim WRITING (a CAS that fails once WAITERS or CLOSED is set), fill the slot, publish
+ * head, and give WRITING back with one RMW that also reports a receive that queued
+ * meanwhile (WAITERS), which it then serves under the lock.
+ */
+static int lossy_send(band_broadcast *b, const void *elem)
+{
+    unsigned spins = 0;
+    uint64_t s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+    for (;;) {
+        if (s & BW_CLOSED)
+            return BAND_ECLOSED;
+        if (s & BW_WAITERS)
+            return lossy_send_locked(b, elem);
+        if (s & BW_WRITING) {
+            if (++spins < 128) {
+                band__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&b->ws, &s, s | BW_WRITING, 1, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            break;
+    }
+    if (b->head == UINT64_MAX) {
+        ws_release(b);
+        return BAND_EOVERFLOW;
+    }
+    publish_slot(b, elem);
+    if (ws_release(b) & BW_WAITERS) {
+        struct band__wakelist wl;
+        band__wakelist_init(&wl);
+        pthread_mutex_lock(&b->lock);
+        deliver_locked(b, &wl);
+        sync_waiters_locked(b);
+        pthread_mutex_unlock(&b->lock);
+        band__wakelist_run(&wl);
+    }
     return 0;
 }
 
@@ -399,6 +545,7 @@ static void recv_cancel_locked(struct band__waitq *q, band_waiter *w, int reason
         b->recv_timeouts++;
     else
         b->recv_cancels++;
+    sync_waiters_locked(b);
 }
 
 /* ---------------------------------------------------------------- blocking front end */
@@ -439,6 +586,8 @@ int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx)
     int rc = 0;
     pthread_mutex_lock(&b->lock);
     band_broadcast *none = NULL;
+    /* Lossy: hold WRITING so that no send is half published while the cursor starts. */
+    uint64_t s = is_lossless(b) ? 0 : ws_claim(b);
     if (b->closed) {
         rc = BAND_ECLOSED;
     } else if (!__atomic_compare_exchange_n(&rx->_b, &none, b, 0, __ATOMIC_ACQ_REL,
@@ -451,8 +600,10 @@ int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx)
         ST(rx->_lagged_last, 0);
         ST(rx->_lagged_total, 0);
         ST(rx->_received, 0);
-        b->nrx++;
+        ST(b->nrx, b->nrx + 1);
     }
+    if (!is_lossless(b) && !(s & BW_CLOSED))
+        ws_release(b);
     pthread_mutex_unlock(&b->lock);
     return rc;
 }
@@ -478,12 +629,13 @@ int band_broadcast_unsubscribe(band_broadcast_rx *rx)
         }
         n = next;
     }
+    sync_waiters_locked(b);
     if (b->rem != NULL) {
         for (uint64_t s = LD(rx->_next); s < b->head; s++)
             b->rem[slot_of(b, s)]--;
     }
     band__list_del_init(&rx->_link);
-    b->nrx--;
+    ST(b->nrx, b->nrx - 1);
     if (b->rem != NULL) {
         release_locked(b);
         pump_locked(b, &wl);
@@ -500,6 +652,8 @@ int band_broadcast_try_send(band_broadcast *b, const void *elem)
 {
     if (b == NULL || elem == NULL)
         return BAND_EINVAL;
+    if (!is_lossless(b))
+        return lossy_send(b, elem);
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
@@ -514,6 +668,11 @@ int band_broadcast_try_send(band_broadcast *b, const void *elem)
 /* Send now or queue @op (initialised by the caller). 0, BAND_PENDING or an error. */
 static int send_enqueue(band_broadcast *b, band_broadcast_send_op *op, const void *elem)
 {
+    if (!is_lossless(b)) { /* never waits */
+        int lrc = lossy_send(b, elem);
+        band__waiter_finish_now(&op->w, lrc);
+        return lrc;
+    }
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
@@ -546,6 +705,8 @@ int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline,
 {
     if (b == NULL || elem == NULL)
         return BAND_EINVAL;
+    if (!is_lossless(b))
+        return lossy_send(b, elem); /* never waits */
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
@@ -607,8 +768,14 @@ static int recv_enqueue(band_broadcast_rx *rx, band_broadcast_recv_op *op, void 
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     uint64_t missed;
+    /* Lossy: announce the wait, then look: a send that published before WAITERS was set is
+     * seen by this read; one that publishes after it delivers under the lock. */
+    if (!is_lossless(b))
+        __atomic_fetch_or(&b->ws, (uint64_t)BW_WAITERS, __ATOMIC_ACQ_REL);
     int rc = read_locked(b, rx, out, &missed, &wl);
     op->lagged = missed;
+    if (rc != BAND_EAGAIN)
+        sync_waiters_locked(b);
     if (rc == BAND_EAGAIN) {
         op->_rx = rx;
         op->_out = out;
@@ -668,7 +835,7 @@ uint64_t band_broadcast_rx_backlog(const band_broadcast_rx *rx)
     band_broadcast *b = rx_lock(rx);
     if (b == NULL)
         return 0;
-    uint64_t v = b->head - LD(rx->_next);
+    uint64_t v = LD(b->head) - LD(rx->_next);
     pthread_mutex_unlock(&b->lock);
     return v;
 }
@@ -683,6 +850,13 @@ int band_broadcast_close(band_broadcast *b)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
     if (!b->closed) {
+        if (!is_lossless(b)) {
+            /* No lossy send is half published once we hold WRITING; queued receives get
+             * what a lock-free send published before they fail. */
+            ws_claim(b);
+            __atomic_fetch_xor(&b->ws, (uint64_t)(BW_WRITING | BW_CLOSED), __ATOMIC_ACQ_REL);
+            deliver_locked(b, &wl);
+        }
         __atomic_store_n(&b->closed, 1, __ATOMIC_RELEASE);
         band_waiter *w;
         while ((w = band__waitq_first(&b->sendq)) != NULL) {
@@ -695,6 +869,7 @@ int band_broadcast_close(band_broadcast *b)
             b->recv_closed_fails++;
             band__waiter_complete_locked(w, BAND_ECLOSED, &wl);
         }
+        sync_waiters_locked(b);
     }
     pthread_mutex_unlock(&b->lock);
     band__wakelist_run(&wl);
@@ -719,14 +894,15 @@ int band_broadcast_get_stats(const band_broadcast *cb, band_broadcast_stats *out
     out->closed = b->closed;
     out->elem_size = b->elem_size;
     out->capacity = b->cap;
-    out->oldest_seq = b->tail;
-    out->next_seq = b->head;
-    out->retained = b->head - b->tail;
+    uint64_t head = LD(b->head), tail = LD(b->tail);
+    out->oldest_seq = tail;
+    out->next_seq = head;
+    out->retained = head - tail;
     out->receivers = b->nrx;
     out->waiting_senders = b->sendq.len;
     out->waiting_receivers = b->recvq.len;
-    out->sent_unheard = b->sent_unheard;
-    out->overwritten = b->overwritten;
+    out->sent_unheard = LD(b->sent_unheard);
+    out->overwritten = LD(b->overwritten);
     out->received = LD(b->received);
     out->lag_events = LD(b->lag_events);
     out->lagged = LD(b->lagged);

@@ -910,13 +910,14 @@ static void test_close_wakes_blocked(void **state)
 }
 
 /* ---------------------------------------------------------------------------------- */
-/* try_recv never takes the lock in lossy mode, nor for "not yet" in lossless mode     */
+/* lossy try_send/try_recv never take the lock, nor "not yet" in lossless mode         */
 
 struct nolock_arg {
     band_broadcast_rx *lossy, *lossless;
     atomic_int done;
-    int rc[6];
-    uint64_t out[3];
+    band_broadcast *b;
+    int rc[9];
+    uint64_t out[4];
 };
 
 static int nolock_thread(void *p)
@@ -928,6 +929,10 @@ static int nolock_thread(void *p)
     a->rc[3] = band_broadcast_try_recv(a->lossy, &a->out[2]); /* read everything */
     a->rc[4] = band_broadcast_try_recv(a->lossless, &a->out[2]);
     a->rc[5] = band_broadcast_rx_lagged(a->lossy) == 1 ? 0 : -1;
+    uint64_t v = 4;
+    a->rc[6] = band_broadcast_try_send(a->b, &v); /* lossy sends never take the lock */
+    a->rc[7] = band_broadcast_send(a->b, &v, BAND_FOREVER, NULL);
+    a->rc[8] = band_broadcast_try_recv(a->lossy, &a->out[3]);
     atomic_store(&a->done, 1);
     return 0;
 }
@@ -951,7 +956,7 @@ static void test_try_recv_takes_no_lock(void **state)
     assert_int_equal(band_broadcast_subscribe(lossless, &r2), 0);
     for (uint64_t v = 1; v <= 3; v++)
         assert_int_equal(band_broadcast_try_send(lossy, &v), 0);
-    struct nolock_arg a = {&r1, &r2, 0, {0}, {0}};
+    struct nolock_arg a = {&r1, &r2, 0, lossy, {0}, {0}};
     assert_int_equal(pthread_mutex_lock(band__broadcast_lock(lossy)), 0);
     assert_int_equal(pthread_mutex_lock(band__broadcast_lock(lossless)), 0);
     struct test_thread t;
@@ -961,14 +966,16 @@ static void test_try_recv_takes_no_lock(void **state)
     assert_int_equal(pthread_mutex_unlock(band__broadcast_lock(lossy)), 0);
     assert_int_equal(test_thread_join(&t), 0);
     assert_true(done);
-    const int want[6] = {BAND_ELAGGED, 0, 0, BAND_EAGAIN, BAND_EAGAIN, 0};
-    for (int i = 0; i < 6; i++)
+    const int want[9] = {BAND_ELAGGED, 0, 0, BAND_EAGAIN, BAND_EAGAIN, 0, 0, 0, 0};
+    for (int i = 0; i < 9; i++)
         assert_int_equal(a.rc[i], want[i]);
     assert_u64_equal(a.out[0], 2);
     assert_u64_equal(a.out[1], 3);
+    assert_u64_equal(a.out[3], 4);
     band_broadcast_stats st;
     assert_int_equal(band_broadcast_get_stats(lossy, &st), 0);
-    assert_u64_equal(st.received, 2);
+    assert_u64_equal(st.received, 3);
+    assert_u64_equal(st.next_seq, 5);
     assert_u64_equal(st.lag_events, 1);
     assert_u64_equal(st.lagged, 1);
     assert_int_equal(band__broadcast_check(lossy), 0);
