@@ -83,7 +83,7 @@ typedef struct band_broadcast_rx {
     uint64_t _next;          /* sequence of the next message it reads */
     uint64_t _lagged_last;   /* messages missed, as reported by the last BAND_ELAGGED */
     uint64_t _lagged_total;  /* messages missed since it subscribed */
-    uint64_t _received;      /* messages copied out since it subscribed */
+    uint64_t _start;         /* the sequence it subscribed at */
 } band_broadcast_rx;
 
 /**

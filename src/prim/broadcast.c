@@ -74,7 +74,8 @@ struct band_broadcast {
     uint64_t ws; /* lossy: BW_* bits; atomic accesses, WAITERS changed only under the lock */
     uint64_t head, tail;
     uint64_t nrx;
-    uint64_t sent_unheard, overwritten, received, lag_events, lagged, try_send_refusals;
+    uint64_t sent_unheard, overwritten, lag_events, lagged, try_send_refusals;
+    uint64_t received_gone; /* messages received by receivers since unsubscribed */
     uint64_t send_queued, send_timeouts, send_cancels, send_closed_fails;
     uint64_t send_wait_ns_total, send_wait_ns_max;
     uint64_t recv_queued, recv_timeouts, recv_cancels, recv_closed_fails;
@@ -127,6 +128,17 @@ static uint64_t *slot_ptr(const band_broadcast *b, uint64_t seq)
 #define LD(x)     __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+/* A counter that only its one writer (the WRITING holder, or the lock holder in lossless
+ * mode) changes: no read-modify-write needed. */
+#define BUMP(x)                                                                                    \
+    __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED)
+
+/* Messages @rx copied out since it subscribed: every move of its cursor is a message read
+ * or a lag, so no counter has to be bumped on the receive path. */
+static uint64_t rx_received(const band_broadcast_rx *rx)
+{
+    return LD(rx->_next) - rx->_start - LD(rx->_lagged_total);
+}
 
 static bool nx_cas(band_broadcast_rx *rx, uint64_t *n, uint64_t v)
 {
@@ -239,8 +251,6 @@ static int copy_out_locked(band_broadcast *b, band_broadcast_rx *rx, uint64_t se
     if (!nx_cas(rx, &n, seq + 1))
         return 0;
     slot_load(out, slot_ptr(b, seq), b->elem_size);
-    ADD(rx->_received, 1);
-    ADD(b->received, 1);
     if (b->rem != NULL)
         b->rem[slot_of(b, seq)]--;
     return 1;
@@ -255,7 +265,7 @@ static void publish_slot(band_broadcast *b, const void *elem)
     uint64_t seq = b->head;
     if (seq - b->tail == b->cap) { /* lossy: the oldest goes */
         ST(b->tail, b->tail + 1);
-        ADD(b->overwritten, 1);
+        BUMP(b->overwritten);
         /* A lock-free receive that copied any word stored below sees the new tail. */
         __atomic_thread_fence(__ATOMIC_RELEASE);
     }
@@ -265,7 +275,7 @@ static void publish_slot(band_broadcast *b, const void *elem)
         b->rem[slot_of(b, seq)] = nrx;
     ST(b->head, seq + 1);
     if (nrx == 0)
-        ADD(b->sent_unheard, 1);
+        BUMP(b->sent_unheard);
 }
 
 /* Hand every queued receive the next message of its receiver, if it was sent (lock held).
@@ -485,8 +495,6 @@ static int read_lossy(band_broadcast *b, band_broadcast_rx *rx, void *out, uint6
             n = m;
             continue;
         }
-        ADD(rx->_received, 1);
-        ADD(b->received, 1);
         return 0;
     }
 }
@@ -599,7 +607,7 @@ int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx)
         ST(rx->_next, b->head);
         ST(rx->_lagged_last, 0);
         ST(rx->_lagged_total, 0);
-        ST(rx->_received, 0);
+        ST(rx->_start, b->head);
         ST(b->nrx, b->nrx + 1);
     }
     if (!is_lossless(b) && !(s & BW_CLOSED))
@@ -634,6 +642,7 @@ int band_broadcast_unsubscribe(band_broadcast_rx *rx)
         for (uint64_t s = LD(rx->_next); s < b->head; s++)
             b->rem[slot_of(b, s)]--;
     }
+    b->received_gone += rx_received(rx);
     band__list_del_init(&rx->_link);
     ST(b->nrx, b->nrx - 1);
     if (b->rem != NULL) {
@@ -903,7 +912,10 @@ int band_broadcast_get_stats(const band_broadcast *cb, band_broadcast_stats *out
     out->waiting_receivers = b->recvq.len;
     out->sent_unheard = LD(b->sent_unheard);
     out->overwritten = LD(b->overwritten);
-    out->received = LD(b->received);
+    out->received = b->received_gone;
+    struct band__node *node;
+    band__list_foreach (node, &b->rxs)
+        out->received += rx_received(band__container_of(node, band_broadcast_rx, _link));
     out->lag_events = LD(b->lag_events);
     out->lagged = LD(b->lagged);
     out->try_send_refusals = b->try_send_refusals;

@@ -279,18 +279,20 @@ static int watch_take(band_watch *w, band_watch_rx *rx, void *out, uint64_t *ver
     if (__atomic_load_n(&w->ver[(s >> 3) & 1], __ATOMIC_RELAXED) == seen)
         return (s & W_CLOSED) ? BAND_ECLOSED : BAND_EAGAIN;
     for (;;) {
-        /* The version first, so that @out is written only for an answer of 0 (or, when
-         * several threads share the cursor, by a call that lost the race for a version). */
-        if (watch_snapshot(w, NULL, &s) == seen)
-            return (s & W_CLOSED) ? BAND_ECLOSED : BAND_EAGAIN;
-        uint64_t v = watch_snapshot(w, out, &s); /* newer still: versions only grow */
-        if (rx_cas_seen(rx, &seen, v)) {
+        /* Newer than seen: ver[] was at least the version of the state read above, and if
+         * it was newer, that version was already replaced. So @out is written only for an
+         * answer of 0 (or by a call that lost the race for a version on a shared cursor). */
+        uint64_t v = watch_snapshot(w, out, &s);
+        if (v != seen && rx_cas_seen(rx, &seen, v)) {
             atomic_fetch_add_explicit(&w->delivered, 1, memory_order_relaxed);
             if (version != NULL)
                 *version = v;
             return 0;
         }
-        /* Another call on this cursor took a version meanwhile: look again. */
+        /* Another call on this cursor took a version meanwhile: look again, without
+         * copying. */
+        if (watch_snapshot(w, NULL, &s) == seen)
+            return (s & W_CLOSED) ? BAND_ECLOSED : BAND_EAGAIN;
     }
 }
 
