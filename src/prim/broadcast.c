@@ -974,6 +974,12 @@ int band__broadcast_check(const band_broadcast *cb)
         bad = -__LINE__;
     if (bad == 0 && b->recvq.len > 0 && b->closed)
         bad = -__LINE__;
+    if (bad == 0 && !is_lossless(b)) { /* the lossy word agrees with the queue */
+        uint64_t ws = LD(b->ws);
+        if ((ws & BW_WRITING) || ((ws & BW_WAITERS) != 0) != (b->recvq.len > 0) ||
+            ((ws & BW_CLOSED) != 0) != (b->closed != 0))
+            bad = -__LINE__;
+    }
     band__list_foreach (node, &b->recvq.head) {
         band_broadcast_recv_op *op = recv_op_of(band__waiter_of(node));
         if (bad == 0 && (rx_owner(op->_rx) != b || LD(op->_rx->_next) != b->head))

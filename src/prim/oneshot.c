@@ -444,6 +444,25 @@ int band_oneshot_get_stats(const band_oneshot *co, band_oneshot_stats *out)
 }
 
 #ifdef BAND_TESTING
+int band__oneshot_check(band_oneshot *o)
+{
+    int bad = 0;
+    pthread_mutex_lock(&o->lock);
+    unsigned f = os_load(o);
+    if (f & OS_FILLING)
+        bad = -__LINE__;
+    else if (((f & OS_WAITING) != 0) != (o->q.len == 1) || o->q.len > 1)
+        bad = -__LINE__;
+    else if ((f & OS_WAITING) && (f & (OS_SENT | OS_TAKEN)))
+        bad = -__LINE__;
+    else if ((f & OS_TAKEN) && !(f & OS_SENT))
+        bad = -__LINE__;
+    else if (!(f & OS_WAITING) && o->rx_out != NULL)
+        bad = -__LINE__;
+    pthread_mutex_unlock(&o->lock);
+    return bad;
+}
+
 pthread_mutex_t *band__oneshot_lock(band_oneshot *o)
 {
     return &o->lock;

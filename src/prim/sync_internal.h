@@ -21,6 +21,12 @@ pthread_mutex_t *band__oneshot_lock(band_oneshot *o);
 pthread_mutex_t *band__watch_lock(band_watch *w);
 pthread_mutex_t *band__broadcast_lock(band_broadcast *b);
 
+/* Verify the object's state word against its queue, under its lock. Return 0 when they
+ * agree, otherwise the negated source line of the first failed check. Exact whenever no
+ * other thread is operating on the object (no send half done, no waiter being queued). */
+int band__oneshot_check(band_oneshot *o);
+int band__watch_check(band_watch *w);
+
 /* Set a watch's version (to reach UINT64_MAX without 2^64 sends). */
 void band__watch_set_version(band_watch *w, uint64_t v);
 #endif /* BAND_TESTING */

@@ -570,6 +570,26 @@ void band__watch_set_version(band_watch *w, uint64_t v)
         atomic_fetch_and_explicit(&w->st, ~(uint64_t)W_WRITING, memory_order_release);
 }
 
+int band__watch_check(band_watch *w)
+{
+    int bad = 0;
+    pthread_mutex_lock(&w->lock);
+    uint64_t s;
+    uint64_t v = watch_snapshot(w, NULL, &s);
+    if (s & W_WRITING)
+        bad = -__LINE__;
+    else if (((s & W_WAITERS) != 0) != (w->q.len > 0))
+        bad = -__LINE__;
+    struct band__node *n;
+    band__list_foreach (n, &w->q.head) {
+        band_watch_recv_op *op = op_of(band__waiter_of(n));
+        if (bad == 0 && (rx_seen(op->rx) != v || rx_op(op->rx) != op))
+            bad = -__LINE__;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return bad;
+}
+
 pthread_mutex_t *band__watch_lock(band_watch *w)
 {
     return &w->lock;
