@@ -977,12 +977,75 @@ static void test_stress_oneshot_races(void **state)
         fail_msg("%ld bad rounds, first: %s", bad, first);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* watch: a lock-free send must wake a receiver that is just queuing                   */
+
+/*
+ * Ping-pong: the receiver waits with no deadline for version k + 1, the sender sends it
+ * (lock-free unless it sees the receiver queued) only after the receiver acknowledged k,
+ * after a random short pause so that the send lands before, during and after the
+ * receiver queues. A lost wake leaves the receiver waiting: the sender notices after a
+ * bound, counts it and closes the watch to release it.
+ */
+struct pp_ctx {
+    band_watch *w;
+    band_watch_rx rx; /* initialised before the receiver starts */
+    atomic_uint_fast64_t acked;
+    atomic_int lost;
+};
+
+static int pp_receiver(void *arg)
+{
+    struct pp_ctx *c = arg;
+    for (;;) {
+        uint64_t v = 0;
+        int rc = band_watch_recv(&c->rx, &v, BAND_FOREVER, NULL);
+        if (rc != 0)
+            return rc == BAND_ECLOSED ? 0 : rc;
+        if (v != band_watch_rx_seen(&c->rx))
+            return -1000;
+        atomic_store(&c->acked, v);
+    }
+}
+
+static void test_stress_watch_pingpong(void **state)
+{
+    (void)state;
+    struct pp_ctx c;
+    uint64_t zero = 0;
+    assert_int_equal(band_watch_create(&c.w, sizeof(uint64_t), &zero), 0);
+    atomic_init(&c.acked, 0);
+    atomic_init(&c.lost, 0);
+    assert_int_equal(band_watch_rx_init(&c.rx, c.w), 0);
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, pp_receiver, &c), 0);
+    uint64_t rng = 0x9e37;
+    band_time until = band_now() + scenario_seconds();
+    uint64_t k = 0;
+    while (k < 20000 && band_now() < until) {
+        yield_some(&rng, 2);
+        k++;
+        assert_int_equal(band_watch_send(c.w, &k), 0);
+        band_time bound = band_now() + 5 * BAND_SEC;
+        while (atomic_load(&c.acked) != k && band_now() < bound)
+            sched_yield();
+        if (atomic_load(&c.acked) != k) {
+            atomic_store(&c.lost, 1);
+            break;
+        }
+    }
+    assert_int_equal(band_watch_close(c.w), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    printf("watch ping-pong: %llu sends\n", (unsigned long long)k);
+    assert_int_equal(atomic_load(&c.lost), 0);
+    assert_int_equal(band_watch_destroy(c.w), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stress_watch),
-        cmocka_unit_test(test_stress_watch_senders),
-        cmocka_unit_test(test_stress_oneshot),
+        cmocka_unit_test(test_stress_watch),          cmocka_unit_test(test_stress_watch_senders),
+        cmocka_unit_test(test_stress_watch_pingpong), cmocka_unit_test(test_stress_oneshot),
         cmocka_unit_test(test_stress_oneshot_races),
     };
     return cmocka_run_group_tests_name("stress_watch", tests, NULL, NULL);
