@@ -142,7 +142,11 @@ static uint64_t rx_received(const band_broadcast_rx *rx)
 
 static bool nx_cas(band_broadcast_rx *rx, uint64_t *n, uint64_t v)
 {
-    return __atomic_compare_exchange_n(&rx->_next, n, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    uint64_t cur = *n;
+    bool ok =
+        __atomic_compare_exchange_n(&rx->_next, &cur, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    *n = cur;
+    return ok;
 }
 
 /* Copy @n bytes into a slot, word by word (relaxed atomic stores). */

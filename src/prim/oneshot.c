@@ -118,8 +118,11 @@ static unsigned os_load(band_oneshot *o)
 /* Replace the state *@f by @nf; on failure *@f holds the current state. */
 static bool os_cas(band_oneshot *o, unsigned *f, unsigned nf)
 {
-    return atomic_compare_exchange_weak_explicit(&o->st, f, nf, memory_order_acq_rel,
-                                                 memory_order_acquire);
+    unsigned cur = *f;
+    bool ok = atomic_compare_exchange_weak_explicit(&o->st, &cur, nf, memory_order_acq_rel,
+                                                    memory_order_acquire);
+    *f = cur;
+    return ok;
 }
 
 /* Copy @n bytes unless there are none (the pointers may then be NULL). */

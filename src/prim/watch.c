@@ -95,7 +95,11 @@ static uint64_t rx_seen(const band_watch_rx *rx)
 
 static bool rx_cas_seen(band_watch_rx *rx, uint64_t *seen, uint64_t v)
 {
-    return __atomic_compare_exchange_n(&rx->_seen, seen, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    uint64_t cur = *seen;
+    bool ok =
+        __atomic_compare_exchange_n(&rx->_seen, &cur, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    *seen = cur;
+    return ok;
 }
 
 static void *rx_op(const band_watch_rx *rx)
@@ -111,6 +115,8 @@ static void rx_set_op(band_watch_rx *rx, void *op)
 /* Copy @n bytes from @src into the buffer @dst, word by word (relaxed atomic stores). */
 static void buf_store(uint64_t *dst, const void *src, size_t n)
 {
+    if (src == NULL)
+        return;
     const unsigned char *p = src;
     for (; n >= 8; n -= 8, p += 8, dst++) {
         uint64_t x;
