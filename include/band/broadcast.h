@@ -32,14 +32,20 @@
  *    receive), so it cannot fall behind while it waits.
  *  - Unsubscribing a receiver ends its queued receives with BAND_ECLOSED and, in lossless
  *    mode, releases every message only it was still holding (which may let senders in).
- *  - One mutex per broadcast guards everything; messages are copied under it. There is
- *    no lock-free fast path, but the lock is never held while user code runs, and a
- *    lock-free ring (per-slot sequence words, as in Vyukov's MPMC queue) can replace it
- *    later without changing this API.
+ *  - Lossy mode takes no lock while no receive is queued: try_send, send and send_async
+ *    publish into the ring with two atomic read-modify-writes (senders exclude each other
+ *    briefly), and try_recv copies a message out and validates the copy against the
+ *    ring's tail, so an overwrite during the copy is reported as the exact lag it is.
+ *    Lossless mode keeps one mutex per broadcast (a receive there releases slots and may
+ *    complete queued senders); only its "nothing new" try_recv answer is lock-free.
+ *    Subscribe, unsubscribe, close, queued operations and stats take the lock, which is
+ *    never held while user code runs.
  *
  * Every band_broadcast_* function is MT-safe. Several threads may even share one receiver:
- * its cursor is guarded by the broadcast's lock, so each of its messages goes to exactly
- * one of the competing calls. Sends, receives, unsubscribes, closes and cancels may run
+ * its cursor moves by compare-and-swap, so each of its messages goes to exactly one of the
+ * competing calls (in lossy mode a call that lost such a race, or whose message was
+ * overwritten while it copied, may have written its output buffer before it answers
+ * otherwise). Sends, receives, unsubscribes, closes and cancels may run
  * wakes of operations they completed on the calling thread, after every band lock is
  * released; a wake may call back into the broadcast.
  */
@@ -77,7 +83,7 @@ typedef struct band_broadcast_rx {
     uint64_t _next;          /* sequence of the next message it reads */
     uint64_t _lagged_last;   /* messages missed, as reported by the last BAND_ELAGGED */
     uint64_t _lagged_total;  /* messages missed since it subscribed */
-    uint64_t _received;      /* messages copied out since it subscribed */
+    uint64_t _start;         /* the sequence it subscribed at */
 } band_broadcast_rx;
 
 /**
@@ -132,8 +138,9 @@ BAND_API void band_broadcast_rx_init(band_broadcast_rx *rx);
 /**
  * band_broadcast_subscribe() - attach @rx to @b, starting at the next message sent.
  *
- * Returns 0, BAND_ECLOSED after close (nothing more will ever be sent; @rx stays
- * unsubscribed), or BAND_EINVAL (NULL argument, @rx already subscribed). From now on, in
+ * Returns 0, BAND_ECLOSED after close (nothing more will ever be sent; @rx is left as it
+ * was; checked before the next code), or BAND_EINVAL (NULL argument, @rx already
+ * subscribed). From now on, in
  * lossless mode, every message sent holds a place in the ring until @rx has read it.
  * Never allocates. MT-safe.
  */

@@ -24,7 +24,9 @@
  * the async op stays small.
  *
  * Every band_oneshot_* function is MT-safe. Sends, closes and drops may run the pending
- * receiver's wake on the calling thread, after every band lock is released.
+ * receiver's wake on the calling thread, after every band lock is released. While no
+ * receive is pending, send, close, receiver_drop and try_recv take no lock and make no
+ * system call: each is one or two atomic read-modify-writes on the oneshot's state word.
  */
 #ifndef BAND_ONESHOT_H
 #define BAND_ONESHOT_H
@@ -72,8 +74,9 @@ BAND_API int band_oneshot_create(band_oneshot **out, size_t value_size);
  * receive it first). Ownership rule: destroy once no side will call again - typically
  * the receiver, once it holds its final answer (0 or BAND_ECLOSED from a receive, or its
  * drop) and the sender's last call has returned. band's last access to @o in a send, close
- * or drop is releasing the oneshot's lock, before any wake runs, so a receiver whose wake
- * has run may destroy @o at once.
+ * or drop is an atomic update of its state or the release of its lock, before any wake
+ * runs, so a receiver whose wake has run (or whose try_recv returned the value) may
+ * destroy @o at once.
  */
 BAND_API int band_oneshot_destroy(band_oneshot *o);
 
@@ -114,7 +117,8 @@ BAND_API int band_oneshot_is_closed(const band_oneshot *o);
  * nothing has been sent yet, BAND_ECLOSED when the sender closed without sending, or
  * after the receiver dropped and no value had arrived, BAND_EALREADY when the value was
  * already received, BAND_EBUSY while another receive is pending, or BAND_EINVAL (NULL @o,
- * or NULL @out with a non-zero value size). Answers BAND_EAGAIN without taking a lock. MT-safe.
+ * or NULL @out with a non-zero value size). Never takes a lock: of two racing receives
+ * exactly one gets the value (the other BAND_EALREADY). MT-safe.
  */
 BAND_API int band_oneshot_try_recv(band_oneshot *o, void *out);
 
@@ -157,8 +161,9 @@ BAND_API int band_oneshot_recv_async(band_oneshot *o, void *out, band_oneshot_re
  * Every later send returns BAND_ECLOSED, so the sender keeps its value. A pending receive
  * ends with BAND_ECANCELED (its wake runs on this thread before this call returns). A value
  * that had already arrived stays in the oneshot and can still be taken with
- * band_oneshot_try_recv() (nothing is lost); after that, receives return BAND_ECLOSED.
- * Idempotent. Returns 0, or BAND_EINVAL for NULL. MT-safe.
+ * band_oneshot_try_recv() (nothing is lost); after that, receives return BAND_EALREADY,
+ * as after any receive. Without a value, receives return BAND_ECLOSED. Idempotent. Returns 0, or
+ * BAND_EINVAL for NULL. MT-safe.
  */
 BAND_API int band_oneshot_receiver_drop(band_oneshot *o);
 

@@ -15,9 +15,14 @@
  *  - Close. After band_watch_close() sends fail with BAND_ECLOSED (the value stays with the
  *    sender). A receiver that has not seen the last version still gets it first; after that
  *    it gets BAND_ECLOSED. The value stays readable.
- *  - Values are copied under the watch's lock: a send or a receive costs one copy of
- *    value_size bytes, and a large value makes every waiting receiver's copy part of the
- *    send. For large state, send a pointer to an immutable, reference-counted snapshot.
+ *  - No lock while nobody waits. A send with no receiver waiting, try_recv, read,
+ *    rx_read, mark_seen and version take no lock and make no system call: the value is
+ *    kept twice (the current one and the one being written) behind a sequence word, so a
+ *    reader never waits for a sender, even a stalled one. Sends exclude each other (a
+ *    second sender spins briefly). A send or a receive costs one copy of value_size
+ *    bytes, word by word, and a large value makes every waiting receiver's copy part of
+ *    the send. For large state, send a pointer to an immutable, reference-counted
+ *    snapshot.
  *
  * Shape: receivers are not registered with the watch (a cursor is two words of caller
  * memory; dropping one is just not using it again, so nothing can leak and rx creation
@@ -48,7 +53,9 @@ typedef struct band_watch band_watch;
  * Caller-owned and not registered anywhere: initialise it with band_watch_rx_init() and
  * simply stop using it when done (after its pending wait, if any, has ended). The fields
  * are private; read the version with band_watch_rx_seen(). A cursor has one owner and at
- * most one pending wait; calls on it are nevertheless safe from any thread.
+ * most one pending wait; calls on it are nevertheless safe from any thread (of several
+ * racing calls on one cursor, one takes each version; a call that lost that race may have
+ * written its output buffer although it returns BAND_EAGAIN).
  */
 typedef struct band_watch_rx {
     band_watch *_watch;
@@ -106,7 +113,8 @@ BAND_API int band_watch_send(band_watch *w, const void *value);
  * band_watch_read() - copy the current value to @out and its version to *@version.
  *
  * Either pointer may be NULL (then that part is not reported). Marks nothing seen. Works
- * after close. Returns 0 or BAND_EINVAL (NULL @w). MT-safe; takes the lock for the copy.
+ * after close. Returns 0 or BAND_EINVAL (NULL @w). MT-safe; lock-free (the copy is never
+ * torn: it is retried if two sends overtake it).
  */
 BAND_API int band_watch_read(band_watch *w, void *out, uint64_t *version);
 
@@ -160,10 +168,10 @@ BAND_API int band_watch_mark_seen(band_watch_rx *rx);
  * band_watch_try_recv() - if a version newer than @rx's is current, copy the value to
  * @out (may be NULL), mark it seen and return 0; never waits.
  *
- * Returns 0, BAND_EAGAIN when @rx has seen the current version and the watch is open
- * (answered without taking a lock), BAND_ECLOSED when @rx has seen the last version and
+ * Returns 0, BAND_EAGAIN when @rx has seen the current version and the watch is open,
+ * BAND_ECLOSED when @rx has seen the last version and
  * the watch is closed, BAND_EBUSY while @rx has a pending wait, or BAND_EINVAL (NULL or
- * uninitialised @rx). MT-safe.
+ * uninitialised @rx). Never takes a lock. MT-safe.
  */
 BAND_API int band_watch_try_recv(band_watch_rx *rx, void *out);
 

@@ -3,11 +3,23 @@
  *
  * Design notes
  * ------------
- * State. One mutex per broadcast guards everything below it: the ring, the two sequence
- * numbers, the per-slot reader counts, the receiver list, both wait queues, every
- * subscribed receiver's cursor and the counters. Two words are also read without it:
- * rx->_b (which broadcast a receiver belongs to; written with release under the lock,
- * read with acquire to find the lock) and b->closed (for band_broadcast_is_closed()).
+ * State. One mutex per broadcast guards the per-slot reader counts, the receiver list,
+ * both wait queues and the wait counters. The ring, head, tail, every cursor (_next) and
+ * the message counters are accessed atomically, because lossy mode reads and writes them
+ * without the lock: rx->_b (which broadcast a receiver belongs to; written with release
+ * under the lock, read with acquire to find the lock), b->closed, and the lossy word ws.
+ *
+ * Lossy without the lock. ws = CLOSED | WAITERS | WRITING. A send claims WRITING by CAS
+ * (refused by CLOSED, diverted to the lock by WAITERS), stores tail before it overwrites a
+ * slot (then a release fence), fills the slot word by word, stores head, and gives WRITING
+ * back with an RMW that also reports WAITERS. A receive loads tail and head, copies the
+ * slot, and after an acquire fence checks that tail has not passed the message; then it
+ * moves the cursor by CAS. A receive that queues sets WAITERS under the lock before its
+ * last look, so a send that published first is seen by that look and a send that
+ * publishes later serves the queue under the lock. Every locked path that publishes holds
+ * WRITING too and first delivers what a lock-free send published, so a queued receive is
+ * never more than one message behind and never lags. Close and subscribe take WRITING, so
+ * no send is half published when they look. WAITERS changes only under the lock.
  *
  * Sequences. Message s lives in slot s % cap. [tail, head) are the retained messages;
  * head is also the number sent. A receiver's cursor _next is in [tail, head] in lossless
@@ -34,29 +46,36 @@
  * through band_waiter_cancel(), which calls the queue's cancel op with the lock held.
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "band/broadcast.h"
 #include "core/block.h"
+#include "core/internal.h"
 #include "core/parker.h"
 #include "core/waitq.h"
 #include "prim/broadcast_internal.h"
+#include "prim/sync_internal.h"
 
 struct band_broadcast {
     pthread_mutex_t lock;     /* guards everything below */
     struct band__waitq sendq; /* lossless: sends waiting for room, in arrival order */
     struct band__waitq recvq; /* receives waiting for the next message */
     struct band__node rxs;    /* subscribed receivers */
-    unsigned char *ring;      /* cap * elem_size bytes */
+    uint64_t *ring;           /* cap * words 8-byte words; atomic accesses */
     uint64_t *rem;            /* lossless: readers still due per slot; NULL when lossy */
     size_t elem_size;
+    size_t words; /* 8-byte words per slot */
     uint64_t cap;
     int mode;
-    int closed; /* written under the lock (atomically), read anywhere */
+    int closed;  /* written under the lock (atomically), read anywhere */
+    uint64_t ws; /* lossy: BW_* bits; atomic accesses, WAITERS changed only under the lock */
     uint64_t head, tail;
     uint64_t nrx;
-    uint64_t sent_unheard, overwritten, received, lag_events, lagged, try_send_refusals;
+    uint64_t sent_unheard, overwritten, lag_events, lagged, try_send_refusals;
+    uint64_t received_gone; /* messages received by receivers since unsubscribed */
     uint64_t send_queued, send_timeouts, send_cancels, send_closed_fails;
     uint64_t send_wait_ns_total, send_wait_ns_max;
     uint64_t recv_queued, recv_timeouts, recv_cancels, recv_closed_fails;
@@ -85,6 +104,10 @@ static band_broadcast *rx_owner(const band_broadcast_rx *rx)
     return __atomic_load_n(&rx->_b, __ATOMIC_ACQUIRE);
 }
 
+/* Lossy sends: WRITING is held by the one send (or close, subscribe) writing the ring;
+ * WAITERS says receives are queued (sends then go through the lock); CLOSED refuses. */
+enum { BW_WRITING = 1, BW_WAITERS = 2, BW_CLOSED = 4 };
+
 static int is_lossless(const band_broadcast *b)
 {
     return b->mode == BAND_BROADCAST_LOSSLESS;
@@ -95,23 +118,81 @@ static size_t slot_of(const band_broadcast *b, uint64_t seq)
     return (size_t)(seq % b->cap);
 }
 
-static unsigned char *slot_ptr(const band_broadcast *b, uint64_t seq)
+static uint64_t *slot_ptr(const band_broadcast *b, uint64_t seq)
 {
-    return b->ring + slot_of(b, seq) * b->elem_size;
+    return b->ring + slot_of(b, seq) * b->words;
+}
+
+/* Atomic accesses to the words that lock-free receives read (and, for the cursor and the
+ * counters, write). */
+#define LD(x)     __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+/* A counter that only its one writer (the WRITING holder, or the lock holder in lossless
+ * mode) changes: no read-modify-write needed. */
+#define BUMP(x)                                                                                    \
+    __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED)
+
+/* Messages @rx copied out since it subscribed: every move of its cursor is a message read
+ * or a lag, so no counter has to be bumped on the receive path. */
+static uint64_t rx_received(const band_broadcast_rx *rx)
+{
+    return LD(rx->_next) - rx->_start - LD(rx->_lagged_total);
+}
+
+static bool nx_cas(band_broadcast_rx *rx, uint64_t *n, uint64_t v)
+{
+    uint64_t cur = *n;
+    bool ok =
+        __atomic_compare_exchange_n(&rx->_next, &cur, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    *n = cur;
+    return ok;
+}
+
+/* Copy @n bytes into a slot, word by word (relaxed atomic stores). */
+static void slot_store(uint64_t *dst, const void *src, size_t n)
+{
+    const unsigned char *p = src;
+    for (; n >= 8; n -= 8, p += 8, dst++) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        __atomic_store_n(dst, x, __ATOMIC_RELAXED);
+    }
+    if (n > 0) {
+        uint64_t x = 0;
+        memcpy(&x, p, n);
+        __atomic_store_n(dst, x, __ATOMIC_RELAXED);
+    }
+}
+
+/* Copy @n bytes out of a slot (relaxed atomic loads). */
+static void slot_load(void *dst, const uint64_t *src, size_t n)
+{
+    unsigned char *p = dst;
+    for (; n >= 8; n -= 8, p += 8, src++) {
+        uint64_t x = __atomic_load_n(src, __ATOMIC_RELAXED);
+        memcpy(p, &x, 8);
+    }
+    if (n > 0) {
+        uint64_t x = __atomic_load_n(src, __ATOMIC_RELAXED);
+        memcpy(p, &x, n);
+    }
 }
 
 /* ---------------------------------------------------------------- lifecycle */
 
 int band_broadcast_create(band_broadcast **out, size_t elem_size, uint64_t capacity, int mode)
 {
+    size_t words = elem_size / 8 + (elem_size % 8 != 0);
     if (out == NULL || elem_size == 0 || capacity == 0 || capacity > BAND_BROADCAST_MAX_CAPACITY ||
         capacity > SIZE_MAX / elem_size || capacity > SIZE_MAX / sizeof(uint64_t) ||
+        elem_size > SIZE_MAX - 8 || capacity > SIZE_MAX / 8 / words ||
         (mode != BAND_BROADCAST_LOSSY && mode != BAND_BROADCAST_LOSSLESS))
         return BAND_EINVAL;
     band_broadcast *b = calloc(1, sizeof(*b));
     if (b == NULL)
         return BAND_ENOMEM;
-    b->ring = malloc((size_t)capacity * elem_size);
+    b->ring = malloc((size_t)capacity * words * 8);
     if (mode == BAND_BROADCAST_LOSSLESS)
         b->rem = calloc((size_t)capacity, sizeof(uint64_t));
     if (b->ring == NULL || (mode == BAND_BROADCAST_LOSSLESS && b->rem == NULL) ||
@@ -125,6 +206,7 @@ int band_broadcast_create(band_broadcast **out, size_t elem_size, uint64_t capac
     band__waitq_init(&b->recvq, &b->lock, &recv_ops);
     band__list_init(&b->rxs);
     b->elem_size = elem_size;
+    b->words = words;
     b->cap = capacity;
     b->mode = mode;
     *out = b;
@@ -158,51 +240,111 @@ void band_broadcast_rx_init(band_broadcast_rx *rx)
 /* Lossless: drop the retained messages that nobody has left to read. */
 static void release_locked(band_broadcast *b)
 {
-    while (b->tail < b->head && b->rem[slot_of(b, b->tail)] == 0)
-        b->tail++;
+    uint64_t t = b->tail;
+    while (t < b->head && b->rem[slot_of(b, t)] == 0)
+        t++;
+    if (t != b->tail)
+        ST(b->tail, t);
 }
 
-/* Copy message @seq out for @rx and move its cursor on. */
-static void copy_out_locked(band_broadcast *b, band_broadcast_rx *rx, uint64_t seq, void *out)
+/* Copy message @seq out for @rx and move its cursor on, unless a lock-free receive on the
+ * same (shared) receiver took it first: returns 0 then. */
+static int copy_out_locked(band_broadcast *b, band_broadcast_rx *rx, uint64_t seq, void *out)
 {
-    memcpy(out, slot_ptr(b, seq), b->elem_size);
-    rx->_next = seq + 1;
-    rx->_received++;
-    b->received++;
+    uint64_t n = seq;
+    if (!nx_cas(rx, &n, seq + 1))
+        return 0;
+    slot_load(out, slot_ptr(b, seq), b->elem_size);
     if (b->rem != NULL)
         b->rem[slot_of(b, seq)]--;
+    return 1;
 }
 
 /*
  * Append a copy of @elem as message head (the caller checked there is room, or that the
- * broadcast is lossy) and hand it to every queued receive that is waiting for it.
+ * broadcast is lossy and holds WRITING). Lock-free in lossy mode.
  */
-static void publish_locked(band_broadcast *b, const void *elem, struct band__wakelist *wl)
+static void publish_slot(band_broadcast *b, const void *elem)
 {
     uint64_t seq = b->head;
-    if (b->head - b->tail == b->cap) { /* lossy: the oldest goes */
-        b->tail++;
-        b->overwritten++;
+    if (seq - b->tail == b->cap) { /* lossy: the oldest goes */
+        ST(b->tail, b->tail + 1);
+        BUMP(b->overwritten);
+        /* A lock-free receive that copied any word stored below sees the new tail. */
+        __atomic_thread_fence(__ATOMIC_RELEASE);
     }
-    memcpy(slot_ptr(b, seq), elem, b->elem_size);
+    slot_store(slot_ptr(b, seq), elem, b->elem_size);
+    uint64_t nrx = LD(b->nrx);
     if (b->rem != NULL)
-        b->rem[slot_of(b, seq)] = b->nrx;
-    b->head = seq + 1;
-    if (b->nrx == 0)
-        b->sent_unheard++;
+        b->rem[slot_of(b, seq)] = nrx;
+    ST(b->head, seq + 1);
+    if (nrx == 0)
+        BUMP(b->sent_unheard);
+}
 
+/* Hand every queued receive the next message of its receiver, if it was sent (lock held).
+ * A queued receive is at most one message behind: only a lossy send that claimed WRITING
+ * before the receive set WAITERS can publish without the lock, and it delivers after. */
+static void deliver_locked(band_broadcast *b, struct band__wakelist *wl)
+{
+    uint64_t head = LD(b->head);
     struct band__node *n = b->recvq.head.next;
     while (n != &b->recvq.head) {
         struct band__node *next = n->next;
         band_waiter *w = band__waiter_of(n);
         band_broadcast_recv_op *op = recv_op_of(w);
-        if (op->_rx->_next == seq) {
-            copy_out_locked(b, op->_rx, seq, op->_out);
+        uint64_t seq = LD(op->_rx->_next);
+        if (seq < head && copy_out_locked(b, op->_rx, seq, op->_out)) {
             band__waitq_unlink_locked(&b->recvq, w);
             band__waiter_complete_locked(w, 0, wl);
         }
         n = next;
     }
+}
+
+/* Lossy: clear WAITERS once no receive is queued (lock held). */
+static void sync_waiters_locked(band_broadcast *b)
+{
+    if (!is_lossless(b) && b->recvq.len == 0)
+        __atomic_fetch_and(&b->ws, ~(uint64_t)BW_WAITERS, __ATOMIC_RELAXED);
+}
+
+/* Lossy: claim WRITING, spinning while another writer holds it. Returns the word before
+ * the claim; with BW_CLOSED set nothing was claimed. */
+static uint64_t ws_claim(band_broadcast *b)
+{
+    unsigned spins = 0;
+    uint64_t s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+    for (;;) {
+        if (s & BW_CLOSED)
+            return s;
+        if (s & BW_WRITING) {
+            if (++spins < 128) {
+                band__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&b->ws, &s, s | BW_WRITING, 1, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            return s;
+    }
+}
+
+/* Lossy: give WRITING back; returns the word before. */
+static uint64_t ws_release(band_broadcast *b)
+{
+    return __atomic_fetch_and(&b->ws, ~(uint64_t)BW_WRITING, __ATOMIC_ACQ_REL);
+}
+
+/* Append @elem and hand it to every queued receive (lock held; lossy: WRITING held). */
+static void publish_locked(band_broadcast *b, const void *elem, struct band__wakelist *wl)
+{
+    publish_slot(b, elem);
+    deliver_locked(b, wl);
     if (b->rem != NULL)
         release_locked(b);
 }
@@ -240,28 +382,140 @@ static int send_locked(band_broadcast *b, const void *elem, struct band__wakelis
     return 0;
 }
 
+/* Lossy, with receives queued: send under the lock, after handing them any message a
+ * lock-free send published and has not delivered yet. */
+static int lossy_send_locked(band_broadcast *b, const void *elem)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&b->lock);
+    int rc = 0;
+    uint64_t s = ws_claim(b);
+    if (s & BW_CLOSED) {
+        rc = BAND_ECLOSED;
+    } else {
+        /* With WRITING held no send is in flight: deliver what one published before
+         * overwriting anything (with one slot, the next publish would). */
+        deliver_locked(b, &wl);
+        if (b->head == UINT64_MAX)
+            rc = BAND_EOVERFLOW;
+        else
+            publish_locked(b, elem, &wl);
+        ws_release(b);
+    }
+    sync_waiters_locked(b);
+    pthread_mutex_unlock(&b->lock);
+    band__wakelist_run(&wl);
+    return rc;
+}
+
+/*
+ * Lossy send: 0, BAND_ECLOSED or BAND_EOVERFLOW. With no receive queued it takes no lock:
+ * claim WRITING (a CAS that fails once WAITERS or CLOSED is set), fill the slot, publish
+ * head, and give WRITING back with one RMW that also reports a receive that queued
+ * meanwhile (WAITERS), which it then serves under the lock.
+ */
+static int lossy_send(band_broadcast *b, const void *elem)
+{
+    unsigned spins = 0;
+    uint64_t s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+    for (;;) {
+        if (s & BW_CLOSED)
+            return BAND_ECLOSED;
+        if (s & BW_WAITERS)
+            return lossy_send_locked(b, elem);
+        if (s & BW_WRITING) {
+            if (++spins < 128) {
+                band__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&b->ws, &s, s | BW_WRITING, 1, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            break;
+    }
+    if (b->head == UINT64_MAX) {
+        ws_release(b);
+        return BAND_EOVERFLOW;
+    }
+    publish_slot(b, elem);
+    if (ws_release(b) & BW_WAITERS) {
+        struct band__wakelist wl;
+        band__wakelist_init(&wl);
+        pthread_mutex_lock(&b->lock);
+        deliver_locked(b, &wl);
+        sync_waiters_locked(b);
+        pthread_mutex_unlock(&b->lock);
+        band__wakelist_run(&wl);
+    }
+    return 0;
+}
+
+/*
+ * Lossy: read @rx's next message into @out without the lock: 0, BAND_ELAGGED (*@missed
+ * set), BAND_EAGAIN or BAND_ECLOSED. Senders store tail before they overwrite a slot
+ * (release fence) and head after they filled one, so a copy is good when, after it and an
+ * acquire fence, tail has not passed the message. The cursor moves by CAS, so of several
+ * calls on one receiver each message goes to one. A call that loses a race (its message
+ * was overwritten during the copy, or another call took it) may have written @out before
+ * it answers otherwise.
+ */
+static int read_lossy(band_broadcast *b, band_broadcast_rx *rx, void *out, uint64_t *missed)
+{
+    *missed = 0;
+    uint64_t n = LD(rx->_next);
+    for (;;) {
+        uint64_t tail = LD(b->tail);
+        if (n < tail) { /* overwritten before it was read */
+            if (!nx_cas(rx, &n, tail))
+                continue;
+            uint64_t m = tail - n;
+            ST(rx->_lagged_last, m);
+            ADD(rx->_lagged_total, m);
+            ADD(b->lag_events, 1);
+            ADD(b->lagged, m);
+            *missed = m;
+            return BAND_ELAGGED;
+        }
+        uint64_t head = LD(b->head);
+        if (n >= head) {
+            if (!LD(b->closed))
+                return BAND_EAGAIN;
+            /* Closed after its last send: head is final now. */
+            if (n >= LD(b->head))
+                return BAND_ECLOSED;
+            continue;
+        }
+        slot_load(out, slot_ptr(b, n), b->elem_size);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (n < __atomic_load_n(&b->tail, __ATOMIC_RELAXED))
+            continue; /* overwritten while we copied: a lag */
+        uint64_t m = n;
+        if (!nx_cas(rx, &m, n + 1)) {
+            n = m;
+            continue;
+        }
+        return 0;
+    }
+}
+
 /* Read @rx's next message into @out: 0, BAND_ELAGGED (*@missed set), BAND_EAGAIN or
  * BAND_ECLOSED. */
 static int read_locked(band_broadcast *b, band_broadcast_rx *rx, void *out, uint64_t *missed,
                        struct band__wakelist *wl)
 {
+    if (!is_lossless(b))
+        return read_lossy(b, rx, out, missed);
     *missed = 0;
-    if (rx->_next < b->tail) { /* lossy only: overwritten before it was read */
-        uint64_t m = b->tail - rx->_next;
-        rx->_next = b->tail;
-        rx->_lagged_last = m;
-        rx->_lagged_total += m;
-        b->lag_events++;
-        b->lagged += m;
-        *missed = m;
-        return BAND_ELAGGED;
-    }
-    if (rx->_next < b->head) {
-        copy_out_locked(b, rx, rx->_next, out);
-        if (b->rem != NULL) {
-            release_locked(b);
-            pump_locked(b, wl);
-        }
+    uint64_t n = LD(rx->_next); /* lossless: only moved under the lock */
+    if (n < b->head) {
+        copy_out_locked(b, rx, n, out);
+        release_locked(b);
+        pump_locked(b, wl);
         return 0;
     }
     return b->closed ? BAND_ECLOSED : BAND_EAGAIN;
@@ -303,6 +557,7 @@ static void recv_cancel_locked(struct band__waitq *q, band_waiter *w, int reason
         b->recv_timeouts++;
     else
         b->recv_cancels++;
+    sync_waiters_locked(b);
 }
 
 /* ---------------------------------------------------------------- blocking front end */
@@ -343,6 +598,8 @@ int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx)
     int rc = 0;
     pthread_mutex_lock(&b->lock);
     band_broadcast *none = NULL;
+    /* Lossy: hold WRITING so that no send is half published while the cursor starts. */
+    uint64_t s = is_lossless(b) ? 0 : ws_claim(b);
     if (b->closed) {
         rc = BAND_ECLOSED;
     } else if (!__atomic_compare_exchange_n(&rx->_b, &none, b, 0, __ATOMIC_ACQ_REL,
@@ -351,10 +608,14 @@ int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx)
     } else {
         /* Anyone who now sees rx->_b == b waits for this lock before reading the rest. */
         band__list_add_tail(&b->rxs, &rx->_link);
-        rx->_next = b->head;
-        rx->_lagged_last = rx->_lagged_total = rx->_received = 0;
-        b->nrx++;
+        ST(rx->_next, b->head);
+        ST(rx->_lagged_last, 0);
+        ST(rx->_lagged_total, 0);
+        ST(rx->_start, b->head);
+        ST(b->nrx, b->nrx + 1);
     }
+    if (!is_lossless(b) && !(s & BW_CLOSED))
+        ws_release(b);
     pthread_mutex_unlock(&b->lock);
     return rc;
 }
@@ -380,12 +641,14 @@ int band_broadcast_unsubscribe(band_broadcast_rx *rx)
         }
         n = next;
     }
+    sync_waiters_locked(b);
     if (b->rem != NULL) {
-        for (uint64_t s = rx->_next; s < b->head; s++)
+        for (uint64_t s = LD(rx->_next); s < b->head; s++)
             b->rem[slot_of(b, s)]--;
     }
+    b->received_gone += rx_received(rx);
     band__list_del_init(&rx->_link);
-    b->nrx--;
+    ST(b->nrx, b->nrx - 1);
     if (b->rem != NULL) {
         release_locked(b);
         pump_locked(b, &wl);
@@ -402,6 +665,8 @@ int band_broadcast_try_send(band_broadcast *b, const void *elem)
 {
     if (b == NULL || elem == NULL)
         return BAND_EINVAL;
+    if (!is_lossless(b))
+        return lossy_send(b, elem);
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
@@ -416,6 +681,11 @@ int band_broadcast_try_send(band_broadcast *b, const void *elem)
 /* Send now or queue @op (initialised by the caller). 0, BAND_PENDING or an error. */
 static int send_enqueue(band_broadcast *b, band_broadcast_send_op *op, const void *elem)
 {
+    if (!is_lossless(b)) { /* never waits */
+        int lrc = lossy_send(b, elem);
+        band__waiter_finish_now(&op->w, lrc);
+        return lrc;
+    }
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
@@ -448,6 +718,8 @@ int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline,
 {
     if (b == NULL || elem == NULL)
         return BAND_EINVAL;
+    if (!is_lossless(b))
+        return lossy_send(b, elem); /* never waits */
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
@@ -478,12 +750,22 @@ int band_broadcast_try_recv(band_broadcast_rx *rx, void *out)
 {
     if (rx == NULL || out == NULL)
         return BAND_EINVAL;
-    band_broadcast *b = rx_lock(rx);
+    band_broadcast *b = rx_owner(rx);
+    if (b == NULL)
+        return BAND_EINVAL;
+    uint64_t missed;
+    if (!is_lossless(b))
+        return read_lossy(b, rx, out, &missed); /* never takes the lock */
+    /* Lossless, caught up and open: "not yet" without the lock. The cursor is read before
+     * head: if they are equal, they were equal when head was read. */
+    uint64_t n = LD(rx->_next);
+    if (n == LD(b->head) && !LD(b->closed) && rx_owner(rx) == b)
+        return BAND_EAGAIN;
+    b = rx_lock(rx);
     if (b == NULL)
         return BAND_EINVAL;
     struct band__wakelist wl;
     band__wakelist_init(&wl);
-    uint64_t missed;
     int rc = read_locked(b, rx, out, &missed, &wl);
     pthread_mutex_unlock(&b->lock);
     band__wakelist_run(&wl);
@@ -499,8 +781,14 @@ static int recv_enqueue(band_broadcast_rx *rx, band_broadcast_recv_op *op, void 
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     uint64_t missed;
+    /* Lossy: announce the wait, then look: a send that published before WAITERS was set is
+     * seen by this read; one that publishes after it delivers under the lock. */
+    if (!is_lossless(b))
+        __atomic_fetch_or(&b->ws, (uint64_t)BW_WAITERS, __ATOMIC_ACQ_REL);
     int rc = read_locked(b, rx, out, &missed, &wl);
     op->lagged = missed;
+    if (rc != BAND_EAGAIN)
+        sync_waiters_locked(b);
     if (rc == BAND_EAGAIN) {
         op->_rx = rx;
         op->_out = out;
@@ -548,14 +836,9 @@ int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline, ba
 
 uint64_t band_broadcast_rx_lagged(const band_broadcast_rx *rx)
 {
-    if (rx == NULL)
+    if (rx == NULL || rx_owner(rx) == NULL)
         return 0;
-    band_broadcast *b = rx_lock(rx);
-    if (b == NULL)
-        return 0;
-    uint64_t v = rx->_lagged_last;
-    pthread_mutex_unlock(&b->lock);
-    return v;
+    return LD(rx->_lagged_last); /* one word, written atomically: no lock needed */
 }
 
 uint64_t band_broadcast_rx_backlog(const band_broadcast_rx *rx)
@@ -565,7 +848,7 @@ uint64_t band_broadcast_rx_backlog(const band_broadcast_rx *rx)
     band_broadcast *b = rx_lock(rx);
     if (b == NULL)
         return 0;
-    uint64_t v = b->head - rx->_next;
+    uint64_t v = LD(b->head) - LD(rx->_next);
     pthread_mutex_unlock(&b->lock);
     return v;
 }
@@ -580,6 +863,13 @@ int band_broadcast_close(band_broadcast *b)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
     if (!b->closed) {
+        if (!is_lossless(b)) {
+            /* No lossy send is half published once we hold WRITING; queued receives get
+             * what a lock-free send published before they fail. */
+            ws_claim(b);
+            __atomic_fetch_xor(&b->ws, (uint64_t)(BW_WRITING | BW_CLOSED), __ATOMIC_ACQ_REL);
+            deliver_locked(b, &wl);
+        }
         __atomic_store_n(&b->closed, 1, __ATOMIC_RELEASE);
         band_waiter *w;
         while ((w = band__waitq_first(&b->sendq)) != NULL) {
@@ -592,6 +882,7 @@ int band_broadcast_close(band_broadcast *b)
             b->recv_closed_fails++;
             band__waiter_complete_locked(w, BAND_ECLOSED, &wl);
         }
+        sync_waiters_locked(b);
     }
     pthread_mutex_unlock(&b->lock);
     band__wakelist_run(&wl);
@@ -616,17 +907,21 @@ int band_broadcast_get_stats(const band_broadcast *cb, band_broadcast_stats *out
     out->closed = b->closed;
     out->elem_size = b->elem_size;
     out->capacity = b->cap;
-    out->oldest_seq = b->tail;
-    out->next_seq = b->head;
-    out->retained = b->head - b->tail;
+    uint64_t head = LD(b->head), tail = LD(b->tail);
+    out->oldest_seq = tail;
+    out->next_seq = head;
+    out->retained = head - tail;
     out->receivers = b->nrx;
     out->waiting_senders = b->sendq.len;
     out->waiting_receivers = b->recvq.len;
-    out->sent_unheard = b->sent_unheard;
-    out->overwritten = b->overwritten;
-    out->received = b->received;
-    out->lag_events = b->lag_events;
-    out->lagged = b->lagged;
+    out->sent_unheard = LD(b->sent_unheard);
+    out->overwritten = LD(b->overwritten);
+    out->received = b->received_gone;
+    struct band__node *node;
+    band__list_foreach (node, &b->rxs)
+        out->received += rx_received(band__container_of(node, band_broadcast_rx, _link));
+    out->lag_events = LD(b->lag_events);
+    out->lagged = LD(b->lagged);
     out->try_send_refusals = b->try_send_refusals;
     out->send_queued = b->send_queued;
     out->send_timeouts = b->send_timeouts;
@@ -657,9 +952,9 @@ int band__broadcast_check(const band_broadcast *cb)
         n++;
         if (bad == 0 && rx_owner(rx) != b)
             bad = -__LINE__;
-        if (bad == 0 && rx->_next > b->head)
+        if (bad == 0 && LD(rx->_next) > b->head)
             bad = -__LINE__;
-        if (bad == 0 && is_lossless(b) && rx->_next < b->tail)
+        if (bad == 0 && is_lossless(b) && LD(rx->_next) < b->tail)
             bad = -__LINE__;
     }
     if (bad == 0 && n != b->nrx)
@@ -670,7 +965,7 @@ int band__broadcast_check(const band_broadcast *cb)
             uint64_t due = 0;
             band__list_foreach (node, &b->rxs) {
                 band_broadcast_rx *rx = band__container_of(node, band_broadcast_rx, _link);
-                due += rx->_next <= s;
+                due += LD(rx->_next) <= s;
             }
             if (b->rem[slot_of(b, s)] != due)
                 bad = -__LINE__;
@@ -683,12 +978,25 @@ int band__broadcast_check(const band_broadcast *cb)
         bad = -__LINE__;
     if (bad == 0 && b->recvq.len > 0 && b->closed)
         bad = -__LINE__;
+    if (bad == 0 && !is_lossless(b)) { /* the lossy word agrees with the queue */
+        uint64_t ws = LD(b->ws);
+        if ((ws & BW_WRITING) || ((ws & BW_WAITERS) != 0) != (b->recvq.len > 0) ||
+            ((ws & BW_CLOSED) != 0) != (b->closed != 0))
+            bad = -__LINE__;
+    }
     band__list_foreach (node, &b->recvq.head) {
         band_broadcast_recv_op *op = recv_op_of(band__waiter_of(node));
-        if (bad == 0 && (rx_owner(op->_rx) != b || op->_rx->_next != b->head))
+        if (bad == 0 && (rx_owner(op->_rx) != b || LD(op->_rx->_next) != b->head))
             bad = -__LINE__;
     }
     pthread_mutex_unlock(&b->lock);
     return bad;
 }
 #endif /* BAND_TESTING */
+
+#ifdef BAND_TESTING
+pthread_mutex_t *band__broadcast_lock(band_broadcast *b)
+{
+    return &b->lock;
+}
+#endif

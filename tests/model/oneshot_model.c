@@ -45,6 +45,7 @@
 
 #include "band/band.h"
 #include "band/oneshot.h"
+#include "prim/sync_internal.h"
 
 #define NOPS       3  /* async receive ops */
 #define MAXV       24 /* the largest value size */
@@ -379,6 +380,11 @@ static void check_after_op(struct oneshot_model *m, const char *what)
         fail(m, "%s: model: taken without a send", what);
     if (m->o != NULL && !m->failed)
         compare_stats(m, what);
+    if (m->o != NULL && !m->failed) {
+        int bad = band__oneshot_check(m->o);
+        if (bad != 0)
+            fail(m, "%s: band__oneshot_check failed at line %d", what, -bad);
+    }
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -44,6 +44,7 @@
 
 #include "band/band.h"
 #include "band/watch.h"
+#include "prim/sync_internal.h"
 
 /* Tests only (src/watch.c, BAND_TESTING): set the version, to reach UINT64_MAX. */
 void band__watch_set_version(band_watch *w, uint64_t v);
@@ -405,6 +406,11 @@ static void check_after_op(struct watch_model *m, const char *what)
         fail(m, "%s: model: ops wait on a closed watch", what);
     if (!m->failed)
         compare_stats(m, what);
+    if (!m->failed) { /* the state word (WAITERS, WRITING) agrees with the queue */
+        int bad = band__watch_check(m->w);
+        if (bad != 0)
+            fail(m, "%s: band__watch_check failed at line %d", what, -bad);
+    }
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -462,6 +462,78 @@ static void test_stress_lossy(void **state)
 {
     (void)state;
     run_scenario("lossy cap 4", BAND_BROADCAST_LOSSY, 4, 3);
+    /* One slot: every lock-free send overwrites the message a lock-free receive may be
+     * copying, so torn copies and inexact lags would show here first. */
+    run_scenario("lossy cap 1", BAND_BROADCAST_LOSSY, 1, 4);
+}
+
+/*
+ * Lossy ping-pong: the receiver waits with no deadline for message k, the sender sends it
+ * (lock-free unless it sees the receive queued) only after message k - 1 was acknowledged,
+ * after a random short pause, so that the send lands before, during and after the receive
+ * queues. A lost wake leaves the receiver waiting: the sender notices after a bound and
+ * closes the broadcast to release it. A one-slot ring, so a late delivery would also show
+ * as a wrong message.
+ */
+struct pp_ctx {
+    band_broadcast *b;
+    band_broadcast_rx rx;
+    atomic_uint_fast64_t acked;
+};
+
+static int pp_receiver(void *arg)
+{
+    struct pp_ctx *c = arg;
+    for (uint64_t want = 1;; want++) {
+        uint64_t v = 0;
+        int rc = band_broadcast_recv(&c->rx, &v, BAND_FOREVER, NULL);
+        if (rc != 0)
+            return rc == BAND_ECLOSED ? 0 : rc;
+        if (v != want)
+            return -1000;
+        atomic_store(&c->acked, v);
+    }
+}
+
+static void test_stress_lossy_pingpong(void **state)
+{
+    (void)state;
+    struct pp_ctx c;
+    memset(&c, 0, sizeof(c));
+    assert_int_equal(band_broadcast_create(&c.b, sizeof(uint64_t), 1, BAND_BROADCAST_LOSSY), 0);
+    assert_int_equal(band_broadcast_subscribe(c.b, &c.rx), 0);
+    atomic_init(&c.acked, 0);
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, pp_receiver, &c), 0);
+    uint64_t rng = 0x5eed;
+    band_time until = band_now() + (band_time)WALL_SECS * BAND_SEC;
+    uint64_t k = 0;
+    int lost = 0;
+    while (k < 20000 && band_now() < until) {
+        uint64_t y = test_rng_range(&rng, 0, 2);
+        while (y-- > 0)
+            sched_yield();
+        k++;
+        assert_int_equal(band_broadcast_try_send(c.b, &k), 0);
+        band_time bound = band_now() + 5 * BAND_SEC;
+        while (atomic_load(&c.acked) != k && band_now() < bound)
+            sched_yield();
+        if (atomic_load(&c.acked) != k) {
+            lost = 1;
+            break;
+        }
+    }
+    assert_int_equal(band_broadcast_close(c.b), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    printf("lossy ping-pong: %llu sends\n", (unsigned long long)k);
+    assert_int_equal(lost, 0);
+    band_broadcast_stats st;
+    assert_int_equal(band_broadcast_get_stats(c.b, &st), 0);
+    assert_u64_equal(st.received, k);
+    assert_u64_equal(st.lagged, 0);
+    assert_int_equal(band__broadcast_check(c.b), 0);
+    assert_int_equal(band_broadcast_unsubscribe(&c.rx), 0);
+    assert_int_equal(band_broadcast_destroy(c.b), 0);
 }
 
 int main(void)
@@ -469,6 +541,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stress_lossless),
         cmocka_unit_test(test_stress_lossy),
+        cmocka_unit_test(test_stress_lossy_pingpong),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

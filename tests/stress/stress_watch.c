@@ -726,11 +726,327 @@ static void test_stress_oneshot(void **state)
     assert_u64_equal(refused, kept);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* watch: several senders, lock-free readers                                           */
+
+/*
+ * Three senders and five receivers (8 threads on a 2-core machine) on a watch of a 68-byte
+ * value whose words all carry the same tag, so that a torn copy (words from two sends) is
+ * visible. Pollers use try_recv, rx_read and read; waiters block with short deadlines.
+ * Checked: no copy is ever torn, each cursor's versions strictly increase, after close
+ * every receiver reaches the last version before BAND_ECLOSED, and the version equals the
+ * number of accepted sends.
+ */
+#define MS_WORDS 17
+struct msval {
+    uint32_t w[MS_WORDS];
+};
+
+struct ms_ctx {
+    band_watch *w;
+    struct errbox *err;
+    band_time until;
+    atomic_int senders_left;
+    atomic_uint_fast64_t accepted;
+};
+
+struct ms_thread {
+    struct ms_ctx *c;
+    int id;
+    uint64_t rng;
+};
+
+static int ms_torn(const struct msval *v)
+{
+    for (int i = 1; i < MS_WORDS; i++)
+        if (v->w[i] != v->w[0])
+            return 1;
+    return 0;
+}
+
+static int ms_sender(void *arg)
+{
+    struct ms_thread *t = arg;
+    struct ms_ctx *c = t->c;
+    for (uint32_t k = 1; k < 20000 && band_now() < c->until; k++) {
+        struct msval v;
+        for (int i = 0; i < MS_WORDS; i++)
+            v.w[i] = ((uint32_t)t->id << 24) | k;
+        int rc = band_watch_send(c->w, &v);
+        if (rc != 0) {
+            record_error(c->err, "sender %d: send returned %d", t->id, rc);
+            break;
+        }
+        atomic_fetch_add(&c->accepted, 1);
+        if ((k & 63) == 0)
+            yield_some(&t->rng, 2);
+    }
+    if (atomic_fetch_sub(&c->senders_left, 1) == 1)
+        band_watch_close(c->w);
+    return 0;
+}
+
+static int ms_receiver(void *arg)
+{
+    struct ms_thread *t = arg;
+    struct ms_ctx *c = t->c;
+    band_watch_rx rx;
+    band_watch_rx_init(&rx, c->w);
+    uint64_t last = band_watch_rx_seen(&rx);
+    for (;;) {
+        struct msval v;
+        memset(&v, 0, sizeof(v));
+        int rc;
+        uint64_t ver = 0;
+        switch ((t->id + (int)test_rng_range(&t->rng, 0, 7)) % 4) {
+        case 0:
+        case 1:
+            rc = band_watch_try_recv(&rx, &v);
+            break;
+        case 2:
+            rc = band_watch_recv(&rx, &v, band_deadline_after(200 * BAND_USEC), NULL);
+            break;
+        default:
+            rc = band_watch_read(c->w, &v, &ver);
+            if (rc == 0 && ms_torn(&v))
+                record_error(c->err, "rx %d: band_watch_read copy torn", t->id);
+            rc = BAND_EAGAIN;
+            break;
+        }
+        if (rc == 0) {
+            uint64_t seen = band_watch_rx_seen(&rx);
+            if (ms_torn(&v))
+                record_error(c->err, "rx %d: torn value at version %llu", t->id,
+                             (unsigned long long)seen);
+            if (seen <= last)
+                record_error(c->err, "rx %d: version %llu after %llu", t->id,
+                             (unsigned long long)seen, (unsigned long long)last);
+            last = seen;
+        } else if (rc == BAND_ECLOSED) {
+            break;
+        } else if (rc != BAND_EAGAIN && rc != BAND_ETIMEDOUT) {
+            record_error(c->err, "rx %d: unexpected %d", t->id, rc);
+            break;
+        }
+    }
+    if (last != band_watch_version(c->w))
+        record_error(c->err, "rx %d: closed at version %llu, last is %llu", t->id,
+                     (unsigned long long)last, (unsigned long long)band_watch_version(c->w));
+    return 0;
+}
+
+static void test_stress_watch_senders(void **state)
+{
+    (void)state;
+    struct errbox err;
+    memset(&err, 0, sizeof(err));
+    pthread_mutex_init(&err.mu, NULL);
+    struct ms_ctx c;
+    memset(&c, 0, sizeof(c));
+    struct msval init;
+    memset(&init, 0, sizeof(init));
+    assert_int_equal(band_watch_create(&c.w, sizeof(struct msval), &init), 0);
+    c.err = &err;
+    c.until = band_now() + scenario_seconds();
+    atomic_init(&c.senders_left, 3);
+    atomic_init(&c.accepted, 0);
+    struct ms_thread th[8];
+    struct test_thread t[8];
+    for (int i = 0; i < 8; i++) {
+        th[i].c = &c;
+        th[i].id = i;
+        th[i].rng = UINT64_C(0x5eed1000) + (uint64_t)i;
+    }
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(test_thread_start(&t[i], i < 3 ? ms_sender : ms_receiver, &th[i]), 0);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(test_thread_join(&t[i]), 0);
+    if (atomic_load(&err.errors) != 0)
+        fail_msg("%d errors, first: %s", atomic_load(&err.errors), err.first);
+    band_watch_stats st;
+    assert_int_equal(band_watch_get_stats(c.w, &st), 0);
+    assert_u64_equal(st.version, atomic_load(&c.accepted));
+    assert_u64_equal(st.sends, atomic_load(&c.accepted));
+    assert_u64_equal(st.waiters, 0);
+    assert_int_equal(st.closed, 1);
+    struct msval v;
+    assert_int_equal(band_watch_read(c.w, &v, NULL), 0);
+    assert_int_equal(ms_torn(&v), 0);
+    assert_int_equal(band_watch_destroy(c.w), 0);
+    pthread_mutex_destroy(&err.mu);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* oneshot: racing senders and racing receivers on the lock-free paths                 */
+
+/*
+ * Each round two senders race to send their token, a poller spins on try_recv and a
+ * blocking receiver waits forever (with 4 workers and the main thread on a 2-core
+ * machine). Checked per round: exactly one send returned 0, the other BAND_EALREADY;
+ * exactly one receiver got the value, the winner's token; the other got BAND_EALREADY or
+ * BAND_EBUSY (it found the receive of the first one queued), never the value twice.
+ */
+struct race_ctx {
+    pthread_barrier_t go, done;
+    band_oneshot *o;
+    atomic_int stop;
+    int send_rc[2], recv_rc[2];
+    uint64_t got[2];
+};
+
+struct race_thread {
+    struct race_ctx *c;
+    int id;
+};
+
+static int race_worker(void *arg)
+{
+    struct race_thread *t = arg;
+    struct race_ctx *c = t->c;
+    for (;;) {
+        pthread_barrier_wait(&c->go);
+        if (atomic_load(&c->stop))
+            return 0;
+        if (t->id < 2) {
+            uint64_t v = UINT64_C(1000) + (uint64_t)t->id;
+            c->send_rc[t->id] = band_oneshot_send(c->o, &v);
+        } else if (t->id == 2) {
+            int rc;
+            uint64_t out = 0;
+            while ((rc = band_oneshot_try_recv(c->o, &out)) == BAND_EAGAIN)
+                sched_yield();
+            c->recv_rc[0] = rc;
+            c->got[0] = out;
+        } else {
+            uint64_t out = 0;
+            c->recv_rc[1] = band_oneshot_recv(c->o, &out, BAND_FOREVER, NULL);
+            c->got[1] = out;
+        }
+        pthread_barrier_wait(&c->done);
+    }
+}
+
+static void test_stress_oneshot_races(void **state)
+{
+    (void)state;
+    struct race_ctx c;
+    memset(&c, 0, sizeof(c));
+    assert_int_equal(pthread_barrier_init(&c.go, NULL, 5), 0);
+    assert_int_equal(pthread_barrier_init(&c.done, NULL, 5), 0);
+    struct race_thread th[4];
+    struct test_thread t[4];
+    for (int i = 0; i < 4; i++) {
+        th[i].c = &c;
+        th[i].id = i;
+        assert_int_equal(test_thread_start(&t[i], race_worker, &th[i]), 0);
+    }
+    band_time until = band_now() + scenario_seconds();
+    long rounds = 0, queued_first = 0, bad = 0;
+    char first[256] = "";
+    for (; rounds < 50000 && band_now() < until; rounds++) {
+        assert_int_equal(band_oneshot_create(&c.o, sizeof(uint64_t)), 0);
+        c.got[0] = c.got[1] = 0;
+        pthread_barrier_wait(&c.go);
+        pthread_barrier_wait(&c.done);
+        int winner = c.send_rc[0] == 0 ? 0 : 1;
+        int ok = (c.send_rc[winner] == 0 && c.send_rc[1 - winner] == BAND_EALREADY);
+        int taker = c.recv_rc[0] == 0 ? 0 : 1;
+        int other = c.recv_rc[1 - taker];
+        ok = ok && c.recv_rc[taker] == 0 && c.got[taker] == UINT64_C(1000) + (uint64_t)winner &&
+             (other == BAND_EALREADY || other == BAND_EBUSY);
+        queued_first += other == BAND_EBUSY;
+        band_oneshot_stats st;
+        assert_int_equal(band_oneshot_get_stats(c.o, &st), 0);
+        ok = ok && st.sent == 1 && st.received == 1 && st.holds_value == 0 && st.waiting == 0 &&
+             st.refused == 1;
+        if (!ok && bad++ == 0)
+            snprintf(first, sizeof(first), "round %ld: sends %d %d, receives %d %d, got %llu %llu",
+                     rounds, c.send_rc[0], c.send_rc[1], c.recv_rc[0], c.recv_rc[1],
+                     (unsigned long long)c.got[0], (unsigned long long)c.got[1]);
+        assert_int_equal(band_oneshot_destroy(c.o), 0);
+    }
+    atomic_store(&c.stop, 1);
+    pthread_barrier_wait(&c.go);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(test_thread_join(&t[i]), 0);
+    pthread_barrier_destroy(&c.go);
+    pthread_barrier_destroy(&c.done);
+    printf("oneshot races: %ld rounds, the blocking receive queued first in %ld\n", rounds,
+           queued_first);
+    if (bad != 0)
+        fail_msg("%ld bad rounds, first: %s", bad, first);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* watch: a lock-free send must wake a receiver that is just queuing                   */
+
+/*
+ * Ping-pong: the receiver waits with no deadline for version k + 1, the sender sends it
+ * (lock-free unless it sees the receiver queued) only after the receiver acknowledged k,
+ * after a random short pause so that the send lands before, during and after the
+ * receiver queues. A lost wake leaves the receiver waiting: the sender notices after a
+ * bound, counts it and closes the watch to release it.
+ */
+struct pp_ctx {
+    band_watch *w;
+    band_watch_rx rx; /* initialised before the receiver starts */
+    atomic_uint_fast64_t acked;
+    atomic_int lost;
+};
+
+static int pp_receiver(void *arg)
+{
+    struct pp_ctx *c = arg;
+    for (;;) {
+        uint64_t v = 0;
+        int rc = band_watch_recv(&c->rx, &v, BAND_FOREVER, NULL);
+        if (rc != 0)
+            return rc == BAND_ECLOSED ? 0 : rc;
+        if (v != band_watch_rx_seen(&c->rx))
+            return -1000;
+        atomic_store(&c->acked, v);
+    }
+}
+
+static void test_stress_watch_pingpong(void **state)
+{
+    (void)state;
+    struct pp_ctx c;
+    uint64_t zero = 0;
+    assert_int_equal(band_watch_create(&c.w, sizeof(uint64_t), &zero), 0);
+    atomic_init(&c.acked, 0);
+    atomic_init(&c.lost, 0);
+    assert_int_equal(band_watch_rx_init(&c.rx, c.w), 0);
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, pp_receiver, &c), 0);
+    uint64_t rng = 0x9e37;
+    band_time until = band_now() + scenario_seconds();
+    uint64_t k = 0;
+    while (k < 20000 && band_now() < until) {
+        yield_some(&rng, 2);
+        k++;
+        assert_int_equal(band_watch_send(c.w, &k), 0);
+        band_time bound = band_now() + 5 * BAND_SEC;
+        while (atomic_load(&c.acked) != k && band_now() < bound)
+            sched_yield();
+        if (atomic_load(&c.acked) != k) {
+            atomic_store(&c.lost, 1);
+            break;
+        }
+    }
+    assert_int_equal(band_watch_close(c.w), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    printf("watch ping-pong: %llu sends\n", (unsigned long long)k);
+    assert_int_equal(atomic_load(&c.lost), 0);
+    assert_int_equal(band_watch_destroy(c.w), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stress_watch),
-        cmocka_unit_test(test_stress_oneshot),
+        cmocka_unit_test(test_stress_watch),          cmocka_unit_test(test_stress_watch_senders),
+        cmocka_unit_test(test_stress_watch_pingpong), cmocka_unit_test(test_stress_oneshot),
+        cmocka_unit_test(test_stress_oneshot_races),
     };
     return cmocka_run_group_tests_name("stress_watch", tests, NULL, NULL);
 }

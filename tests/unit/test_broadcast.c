@@ -14,6 +14,7 @@
 
 /* Defined in src/broadcast.c (test hook; 0 when the invariants hold). */
 #include "prim/broadcast_internal.h"
+#include "prim/sync_internal.h"
 
 #define LOSSY    BAND_BROADCAST_LOSSY
 #define LOSSLESS BAND_BROADCAST_LOSSLESS
@@ -908,12 +909,89 @@ static void test_close_wakes_blocked(void **state)
     destroy(b, &rx, 1);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* lossy try_send/try_recv never take the lock, nor "not yet" in lossless mode         */
+
+struct nolock_arg {
+    band_broadcast_rx *lossy, *lossless;
+    atomic_int done;
+    band_broadcast *b;
+    int rc[9];
+    uint64_t out[4];
+};
+
+static int nolock_thread(void *p)
+{
+    struct nolock_arg *a = p;
+    a->rc[0] = band_broadcast_try_recv(a->lossy, &a->out[0]); /* ELAGGED: 1 of 3 lost */
+    a->rc[1] = band_broadcast_try_recv(a->lossy, &a->out[0]);
+    a->rc[2] = band_broadcast_try_recv(a->lossy, &a->out[1]);
+    a->rc[3] = band_broadcast_try_recv(a->lossy, &a->out[2]); /* read everything */
+    a->rc[4] = band_broadcast_try_recv(a->lossless, &a->out[2]);
+    a->rc[5] = band_broadcast_rx_lagged(a->lossy) == 1 ? 0 : -1;
+    uint64_t v = 4;
+    a->rc[6] = band_broadcast_try_send(a->b, &v); /* lossy sends never take the lock */
+    a->rc[7] = band_broadcast_send(a->b, &v, BAND_FOREVER, NULL);
+    a->rc[8] = band_broadcast_try_recv(a->lossy, &a->out[3]);
+    atomic_store(&a->done, 1);
+    return 0;
+}
+
+static bool nolock_done(void *p)
+{
+    return atomic_load(&((struct nolock_arg *)p)->done) != 0;
+}
+
+/* Another thread holds both broadcasts' internal locks while a worker receives; with the
+ * lock on those paths the worker blocks until the lock is released and the wait fails. */
+static void test_try_recv_takes_no_lock(void **state)
+{
+    (void)state;
+    band_broadcast *lossy = NULL, *lossless = NULL;
+    assert_int_equal(band_broadcast_create(&lossy, sizeof(uint64_t), 2, BAND_BROADCAST_LOSSY), 0);
+    assert_int_equal(band_broadcast_create(&lossless, sizeof(uint64_t), 2, BAND_BROADCAST_LOSSLESS),
+                     0);
+    band_broadcast_rx r1 = {0}, r2 = {0};
+    assert_int_equal(band_broadcast_subscribe(lossy, &r1), 0);
+    assert_int_equal(band_broadcast_subscribe(lossless, &r2), 0);
+    for (uint64_t v = 1; v <= 3; v++)
+        assert_int_equal(band_broadcast_try_send(lossy, &v), 0);
+    struct nolock_arg a = {&r1, &r2, 0, lossy, {0}, {0}};
+    assert_int_equal(pthread_mutex_lock(band__broadcast_lock(lossy)), 0);
+    assert_int_equal(pthread_mutex_lock(band__broadcast_lock(lossless)), 0);
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, nolock_thread, &a), 0);
+    bool done = test_wait_until(nolock_done, &a, 10 * BAND_SEC);
+    assert_int_equal(pthread_mutex_unlock(band__broadcast_lock(lossless)), 0);
+    assert_int_equal(pthread_mutex_unlock(band__broadcast_lock(lossy)), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    assert_true(done);
+    const int want[9] = {BAND_ELAGGED, 0, 0, BAND_EAGAIN, BAND_EAGAIN, 0, 0, 0, 0};
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(a.rc[i], want[i]);
+    assert_u64_equal(a.out[0], 2);
+    assert_u64_equal(a.out[1], 3);
+    assert_u64_equal(a.out[3], 4);
+    band_broadcast_stats st;
+    assert_int_equal(band_broadcast_get_stats(lossy, &st), 0);
+    assert_u64_equal(st.received, 3);
+    assert_u64_equal(st.next_seq, 5);
+    assert_u64_equal(st.lag_events, 1);
+    assert_u64_equal(st.lagged, 1);
+    assert_int_equal(band__broadcast_check(lossy), 0);
+    assert_int_equal(band_broadcast_unsubscribe(&r1), 0);
+    assert_int_equal(band_broadcast_unsubscribe(&r2), 0);
+    assert_int_equal(band_broadcast_destroy(lossy), 0);
+    assert_int_equal(band_broadcast_destroy(lossless), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscribe_rules, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_recv_takes_no_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscribe_starts_at_next, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lossless_every_receiver_every_message, setup,
                                         teardown),

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "band/oneshot.h"
+#include "prim/sync_internal.h"
 
 struct rx_rec {
     band_oneshot_recv_op op; /* submitted; its wake is wake_rec_fn on rec */
@@ -603,12 +604,82 @@ static void test_wake_resubmits(void **state)
     assert_int_equal(band_waiter_is_pending(&f->rx[0].op.w), 0);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* the non-waiting operations never take the lock                                     */
+
+struct nolock_arg {
+    band_oneshot *o[3];
+    atomic_int done;
+    int rc[12];
+    uint64_t out;
+};
+
+static int nolock_thread(void *p)
+{
+    struct nolock_arg *a = p;
+    uint64_t v = 9;
+    a->rc[0] = band_oneshot_try_recv(a->o[0], &a->out); /* nothing yet */
+    a->rc[1] = band_oneshot_send(a->o[0], &v);
+    a->rc[2] = band_oneshot_send(a->o[0], &v);          /* second send */
+    a->rc[3] = band_oneshot_try_recv(a->o[0], &a->out); /* the value */
+    a->rc[4] = band_oneshot_try_recv(a->o[0], &a->out); /* taken */
+    a->rc[5] = band_oneshot_close(a->o[0]);
+    a->rc[6] = band_oneshot_receiver_drop(a->o[1]);
+    a->rc[7] = band_oneshot_send(a->o[1], &v); /* receiver left */
+    a->rc[8] = band_oneshot_try_recv(a->o[1], &v);
+    a->rc[9] = band_oneshot_close(a->o[2]);
+    a->rc[10] = band_oneshot_try_recv(a->o[2], &v); /* sender gave up */
+    a->rc[11] = band_oneshot_is_closed(a->o[2]);
+    atomic_store(&a->done, 1);
+    return 0;
+}
+
+static bool nolock_done(void *p)
+{
+    return atomic_load(&((struct nolock_arg *)p)->done) != 0;
+}
+
+/* Another thread holds each oneshot's internal lock: sends, try_recv, close and drop with
+ * nobody waiting still complete, with their usual answers. (With a lock on those paths
+ * the worker blocks until the lock is released and the wait below fails.) */
+static void test_try_paths_take_no_lock(void **state)
+{
+    struct fixture *f = *state;
+    struct nolock_arg a = {{f->o, NULL, NULL}, 0, {0}, 0};
+    assert_int_equal(band_oneshot_create(&a.o[1], sizeof(uint64_t)), 0);
+    assert_int_equal(band_oneshot_create(&a.o[2], sizeof(uint64_t)), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_mutex_lock(band__oneshot_lock(a.o[i])), 0);
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, nolock_thread, &a), 0);
+    bool done = test_wait_until(nolock_done, &a, 10 * BAND_SEC);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_mutex_unlock(band__oneshot_lock(a.o[i])), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    assert_true(done);
+    const int want[12] = {BAND_EAGAIN,  0, BAND_EALREADY, 0, BAND_EALREADY, 0, 0, BAND_ECLOSED,
+                          BAND_ECLOSED, 0, BAND_ECLOSED,  1};
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(a.rc[i], want[i]);
+    assert_u64_equal(a.out, 9);
+    band_oneshot_stats st;
+    assert_int_equal(band_oneshot_get_stats(a.o[1], &st), 0);
+    assert_u64_equal(st.refused, 1);
+    assert_int_equal(band_oneshot_get_stats(f->o, &st), 0);
+    assert_u64_equal(st.refused, 1);
+    assert_int_equal(st.received, 1);
+    assert_int_equal(st.holds_value, 0);
+    assert_int_equal(band_oneshot_destroy(a.o[1]), 0);
+    assert_int_equal(band_oneshot_destroy(a.o[2]), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_args),
         cmocka_unit_test_setup_teardown(test_null_and_misuse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_then_try_recv, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_paths_take_no_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recv_async_then_send, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recv_async_at_once, setup, teardown),
         cmocka_unit_test(test_large_value),

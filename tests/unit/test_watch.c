@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "band/watch.h"
+#include "prim/sync_internal.h"
 
 /* Tests-only hook in src/watch.c (BAND_TESTING). */
 void band__watch_set_version(band_watch *w, uint64_t v);
@@ -639,6 +640,76 @@ static void test_version_overflow(void **state)
     assert_u64_equal(band_watch_rx_seen(&f->rx[0]), UINT64_MAX);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* the non-waiting operations never take the lock                                     */
+
+struct nolock_arg {
+    band_watch *w;
+    band_watch_rx *rx;
+    atomic_int done;
+    int rc[8];
+    struct val out[3];
+    uint64_t ver[3];
+};
+
+static int nolock_thread(void *p)
+{
+    struct nolock_arg *a = p;
+    struct val v = mk(5);
+    a->rc[0] = band_watch_try_recv(a->rx, &a->out[0]); /* nothing new */
+    a->rc[1] = band_watch_send(a->w, &v);
+    a->rc[2] = band_watch_try_recv(a->rx, &a->out[0]);
+    a->rc[3] = band_watch_try_recv(a->rx, &a->out[1]); /* seen */
+    v = mk(6);
+    a->rc[4] = band_watch_send(a->w, &v);
+    a->rc[5] = band_watch_read(a->w, &a->out[1], &a->ver[0]);
+    a->rc[6] = band_watch_rx_read(a->rx, &a->out[2], &a->ver[1]);
+    a->rc[7] = band_watch_mark_seen(a->rx);
+    a->ver[2] = band_watch_version(a->w);
+    atomic_store(&a->done, 1);
+    return 0;
+}
+
+static bool nolock_done(void *p)
+{
+    return atomic_load(&((struct nolock_arg *)p)->done) != 0;
+}
+
+/* Another thread holds the watch's internal lock: sends with nobody waiting, try_recv,
+ * read, rx_read and mark_seen still complete, with their usual answers. (With a lock on
+ * those paths the worker blocks until the lock is released and the wait below fails.) */
+static void test_try_paths_take_no_lock(void **state)
+{
+    struct fixture *f = *state;
+    struct nolock_arg a;
+    memset(&a, 0, sizeof(a));
+    a.w = f->w;
+    a.rx = &f->rx[0];
+    assert_int_equal(pthread_mutex_lock(band__watch_lock(f->w)), 0);
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, nolock_thread, &a), 0);
+    bool done = test_wait_until(nolock_done, &a, 10 * BAND_SEC);
+    assert_int_equal(pthread_mutex_unlock(band__watch_lock(f->w)), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    assert_true(done);
+    const int want[8] = {BAND_EAGAIN, 0, 0, BAND_EAGAIN, 0, 0, 0, 0};
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(a.rc[i], want[i]);
+    assert_u64_equal(a.out[0].a, 5);
+    assert_u64_equal(a.out[0].b, ~UINT64_C(5));
+    assert_u64_equal(a.out[1].a, 6);
+    assert_u64_equal(a.out[2].a, 6);
+    assert_u64_equal(a.ver[0], 2);
+    assert_u64_equal(a.ver[1], 2);
+    assert_u64_equal(a.ver[2], 2);
+    assert_u64_equal(band_watch_rx_seen(&f->rx[0]), 2);
+    band_watch_stats st;
+    assert_int_equal(band_watch_get_stats(f->w, &st), 0);
+    assert_u64_equal(st.sends, 2);
+    assert_u64_equal(st.delivered, 1);
+    assert_u64_equal(st.version, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -658,6 +729,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wake_calls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wake_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_overflow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_paths_take_no_lock, setup, teardown),
     };
     return cmocka_run_group_tests_name("watch", tests, NULL, NULL);
 }
