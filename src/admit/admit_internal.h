@@ -100,4 +100,13 @@ void band__admit_tree_leave_locked(band_admit_req *r);
 /* Decide @r's class just before it queues (admit mutex and all of @r's locks held). */
 void band__admit_tree_classify_locked(band_admit_req *r);
 
+#ifdef BAND_TESTING
+/* Called, when set, just before each CAS of the lock-free admission (admit.c) with the
+ * budget it is about to take from: a test changes that budget there, as another thread
+ * could between the admission's check of the word and its CAS. Single-threaded tests
+ * only; the fuzz and model drivers set it around one call. */
+extern void (*band__admit_fast_hook)(band_sem *s, void *arg);
+extern void *band__admit_fast_hook_arg;
+#endif
+
 #endif /* BAND_ADMIT_INTERNAL_H */
