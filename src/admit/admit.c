@@ -21,6 +21,12 @@
 #ifdef BAND_TESTING
 void (*band__admit_fast_hook)(band_sem *s, void *arg);
 void *band__admit_fast_hook_arg;
+_Atomic uint64_t band__admit_fast_moved, band__admit_fast_gave_back;
+#define ADMIT_FAST_COUNT(c) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed)
+#else
+#define ADMIT_FAST_COUNT(c) ((void)0)
+#endif
+#ifdef BAND_TESTING
 /* Just before the lock-free admission's CAS on @s: where another thread may change it. */
 #define ADMIT_FAST_HOOK(s)                                                                         \
     do {                                                                                           \
@@ -152,9 +158,12 @@ static ADMIT_COLD int admit_fast_moved(const band_admit_req *r, uint32_t i, uint
 {
     uint64_t amount = r->e[i].amount;
     _Atomic uint64_t *word = &r->e[i].sem->state;
+    ADMIT_FAST_COUNT(band__admit_fast_moved);
     for (;;) {
         int rc = admit_word_refuses(*st, amount);
         if (rc != 0) {
+            if (i > 0)
+                ADMIT_FAST_COUNT(band__admit_fast_gave_back);
             for (uint32_t j = i; j-- > 0;)
                 if (r->e[j].amount > 0)
                     (void)band_sem_release(r->e[j].sem, r->e[j].amount);

@@ -107,6 +107,9 @@ void band__admit_tree_classify_locked(band_admit_req *r);
  * only; the fuzz and model drivers set it around one call. */
 extern void (*band__admit_fast_hook)(band_sem *s, void *arg);
 extern void *band__admit_fast_hook_arg;
+/* How often a word moved between the check and the CAS (any thread), and how often that
+ * made the admission give back what it had taken of earlier budgets. */
+extern _Atomic uint64_t band__admit_fast_moved, band__admit_fast_gave_back;
 #endif
 
 #endif /* BAND_ADMIT_INTERNAL_H */
