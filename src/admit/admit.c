@@ -13,9 +13,11 @@
 #include "core/block.h"
 
 #if defined(__GNUC__) || defined(__clang__)
-#define ADMIT_COLD __attribute__((noinline, cold))
+#define ADMIT_COLD   __attribute__((noinline, cold))
+#define ADMIT_INLINE inline __attribute__((always_inline))
 #else
 #define ADMIT_COLD
+#define ADMIT_INLINE inline
 #endif
 
 #ifdef BAND_TESTING
@@ -175,30 +177,36 @@ static ADMIT_COLD int admit_fast_moved(const band_admit_req *r, uint32_t i, uint
     }
 }
 
-static inline int admit_fast_take(const band_admit_req *r, uint32_t *at, uint64_t *why)
+/* One budget: one CAS is the whole admission. */
+static ADMIT_INLINE int admit_take_one(const band_admit_entry *e, uint64_t *why)
+{
+    _Atomic uint64_t *word = &e->sem->state;
+    uint64_t amount = e->amount;
+    uint64_t st = atomic_load_explicit(word, memory_order_relaxed);
+    for (;;) {
+        int rc = admit_word_refuses(st, amount);
+        if (band__unlikely(rc != 0)) {
+            *why = st;
+            return rc;
+        }
+        if (amount == 0)
+            return 0;
+        ADMIT_FAST_HOOK(e->sem);
+        if (band__likely(
+                atomic_compare_exchange_weak_explicit(word, &st, st - (amount << BAND__SEM_SHIFT),
+                                                      memory_order_acquire, memory_order_relaxed)))
+            return 0;
+    }
+}
+
+/* Several budgets: check every word, then one CAS each. */
+static ADMIT_INLINE int admit_take_many(const band_admit_req *r, uint32_t *at, uint64_t *why)
 {
     uint64_t st[BAND_ADMIT_MAX];
     const uint32_t n = r->n;
     const band_admit_entry *e = r->e;
-    uint32_t i = 0;
+    uint32_t i;
     int rc;
-    if (n == 1) { /* one word: one CAS is the whole admission */
-        _Atomic uint64_t *word = &e[0].sem->state;
-        uint64_t amount = e[0].amount;
-        st[0] = atomic_load_explicit(word, memory_order_relaxed);
-        for (;;) {
-            rc = admit_word_refuses(st[0], amount);
-            if (band__unlikely(rc != 0))
-                goto refused;
-            if (amount == 0)
-                return 0;
-            ADMIT_FAST_HOOK(e[0].sem);
-            if (atomic_compare_exchange_weak_explicit(word, &st[0],
-                                                      st[0] - (amount << BAND__SEM_SHIFT),
-                                                      memory_order_acquire, memory_order_relaxed))
-                return 0;
-        }
-    }
     for (i = 0; i < n; i++) {
         st[i] = atomic_load_explicit(&e[i].sem->state, memory_order_relaxed);
         rc = admit_word_refuses(st[i], e[i].amount);
@@ -225,10 +233,19 @@ refused:
     return rc;
 }
 
+static ADMIT_INLINE int admit_fast_take(const band_admit_req *r, uint32_t *at, uint64_t *why)
+{
+    if (band__likely(r->n == 1)) {
+        *at = 0;
+        return admit_take_one(&r->e[0], why);
+    }
+    return admit_take_many(r, at, why);
+}
+
 /* A refusal of admit_fast_take() at entry @at, classified as the budgets' own try does:
  * BAND_E2BIG first (counted in too_big), else @rc; a BAND_EAGAIN is counted in the
  * refusing budget's try_refusals when @count. */
-static int admit_refused(const band_admit_req *r, int rc, uint32_t at, int count)
+static ADMIT_COLD int admit_refused(const band_admit_req *r, int rc, uint32_t at, int count)
 {
     int size = admit_check_size(r);
     if (size != 0)
@@ -240,7 +257,7 @@ static int admit_refused(const band_admit_req *r, int rc, uint32_t at, int count
 
 /* Take every amount lock-free, or nothing: 0, BAND_EAGAIN, BAND_ECLOSED or BAND_E2BIG
  * (*@why: the refusing word, for admit_spin()). */
-static int admit_try_take(const band_admit_req *r, uint64_t *why)
+static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why)
 {
     uint32_t at;
     int rc = admit_fast_take(r, &at, why);

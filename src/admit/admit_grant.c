@@ -29,6 +29,15 @@ int band_admit_release(band_admit_grant *g)
     if (g == NULL)
         return BAND_EINVAL;
     uint32_t n = g->n < BAND_ADMIT_MAX ? g->n : BAND_ADMIT_MAX;
+    if (n == 1 && g->p[0].count > 0) { /* the common single budget, without the loops */
+        int rc = band_sem_release(g->p[0].sem, g->p[0].count);
+        if (rc == 0) {
+            g->p[0].count = 0;
+            g->p[0].sem = NULL;
+            g->n = 0;
+        }
+        return rc;
+    }
     int first = 0; /* the first refusal; every code is negative */
     for (uint32_t i = 0; i < n; i++) {
         band_permit *p = &g->p[i];
