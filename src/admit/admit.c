@@ -256,14 +256,17 @@ static ADMIT_COLD int admit_refused(const band_admit_req *r, int rc, uint32_t at
 }
 
 /* Take every amount lock-free, or nothing: 0, BAND_EAGAIN, BAND_ECLOSED or BAND_E2BIG
- * (*@why: the refusing word, for admit_spin()). */
-static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why)
+ * (*@why: the refusing word, for admit_spin()). A BAND_EAGAIN counts in try_refusals
+ * when @count: for band_admit_try_acquire() only, as a plain semaphore counts only its
+ * try_acquire calls (the async and blocking paths would otherwise write that shared
+ * counter on every contended admission). */
+static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why, int count)
 {
     uint32_t at;
     int rc = admit_fast_take(r, &at, why);
     if (band__likely(rc == 0))
         return 0;
-    return admit_refused(r, rc, at, 1);
+    return admit_refused(r, rc, at, count);
 }
 
 /*
@@ -272,7 +275,7 @@ static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why)
  * a holder on another core usually releases within that time, and queueing would turn
  * every later admission into a hand-off to a sleeping thread. A refusal for a queued
  * waiter or a debt (a SLOW word) stops it at once, so the spin never takes units past a
- * waiter. Refusals while spinning are not counted in try_refusals (the first was).
+ * waiter.
  * Returns what admit_try_take() returns.
  */
 #define ADMIT_SPINS 64
@@ -296,7 +299,7 @@ int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g)
         band__waiter_state(&r->w) == BAND__W_QUEUED)
         return BAND_EINVAL;
     uint64_t why;
-    int rc = admit_try_take(r, &why);
+    int rc = admit_try_take(r, &why, 1);
     if (rc == 0)
         grant_fill(g, r);
     return rc;
@@ -383,7 +386,7 @@ int band_admit_acquire_async(band_admit_req *r)
         return rc;
     r->_flags = 0;
     uint64_t why;
-    rc = admit_try_take(r, &why);
+    rc = admit_try_take(r, &why, 0);
     if (rc != BAND_EAGAIN) {
         if (rc == 0)
             r->_flags = BAND__ADMIT_GRANTED;
@@ -415,7 +418,7 @@ int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadlin
         band__waiter_state(&r->w) == BAND__W_QUEUED)
         return BAND_EINVAL;
     uint64_t why;
-    int rc = admit_try_take(r, &why);
+    int rc = admit_try_take(r, &why, 0);
     if (rc == BAND_EAGAIN) {
         /* Spin only when it may wait: a past deadline or a cancel asks for an answer now. */
         int refusal = band__wait_refusal(deadline, cancel);

@@ -40,8 +40,8 @@
  *    when it joins, then granted, timed out (a cancel with BAND_ETIMEDOUT), cancelled (a
  *    cancel with BAND_ECANCELED; any other reason is refused with BAND_EINVAL), failed by close, or
  * too big (shrink). A refused submission adds to too_big (E2BIG: on at least one and at most every
- * budget it was too big for) and try_refusals (EAGAIN: on at most one of the budgets that refused);
- * which one is left open.
+ * budget it was too big for) and, for a try only, try_refusals (EAGAIN: on at most one of
+ * the budgets that refused); which one is left open.
  *  - Adjust with a past deadline: a surplus is released; a shortfall is taken from what
  *    is free when nobody waits, or from the units set aside for the head, or refused with
  *    BAND_ETIMEDOUT; BAND_E2BIG above the capacity; BAND_ECLOSED on a closed budget.
@@ -1067,9 +1067,12 @@ static void m_submit(struct mstate *S, unsigned r, int mode)
             again |= 1u << R->sem[i];
     }
     if (again != 0) {
-        S->tol_mask = again; /* band_sem_try_acquire() refusals along the way */
+        /* A try's refusal counts once, at the first refusing budget in entry order (none
+         * when that one is closed); async and blocking admissions count nothing, as a
+         * plain semaphore counts only its try_acquire calls. */
+        S->tol_mask = again;
         S->tr_lo = 0;
-        S->tr_hi = 1;
+        S->tr_hi = mode == MODE_TRY ? 1 : 0;
     }
     if (closed == 0 && again == 0) {
         for (unsigned i = 0; i < R->n; i++)
@@ -1743,8 +1746,8 @@ static void plain_wake(band_waiter *w)
  * unit: the CAS is redone and succeeds, and the unit goes back afterwards. Otherwise it
  * drains the budget: the admission must refuse there and give back every earlier entry,
  * exactly (checked), and after the drained units return it is made again without the
- * hook. That refusal counts once in the budget's try_refusals, which is taken off again
- * so that the counters stay the model's.
+ * hook. A try's refusal counts once in the budget's try_refusals (a blocking admission's
+ * does not), which is taken off again so that the counters stay the model's.
  */
 struct race {
     band_sem *target;
@@ -1812,9 +1815,11 @@ static int race_admit(struct admit_model *m, struct op *o)
             fail(m, "race r%d: entry %u has %llu available after the give-back, had %llu", o->slot,
                  i, (unsigned long long)band_sem_available(r->e[i].sem),
                  (unsigned long long)avail[i]);
-    if (band_sem_get_stats(x.target, &st) != 0 || st.try_refusals != refusals + 1)
-        fail(m, "race r%d: the refusal at the moved word was not counted once", o->slot);
-    else
+    /* a try counts its refusal (at the moved word, once); a blocking admission does not */
+    if (band_sem_get_stats(x.target, &st) != 0 || st.try_refusals != refusals + (past ? 0 : 1))
+        fail(m, "race r%d: the refusal at the moved word was not counted %s", o->slot,
+             past ? "nowhere" : "once");
+    else if (!past)
         atomic_fetch_sub_explicit(&x.target->try_refusals, 1, memory_order_relaxed);
     return RACE_CALL();
 #undef RACE_CALL

@@ -1162,6 +1162,28 @@ static void test_fast_word_moves_one_budget(void **state)
     CHECK(f);
 }
 
+/* Only a try counts its refusal in try_refusals, as a plain semaphore counts only its
+ * try_acquire calls: async and blocking admissions that find a budget busy count nothing. */
+static void test_only_try_counts_refusals(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    add2(q, f->a, 1, f->b, 1);
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    assert_int_equal(band_admit_acquire(&q->r, &g, band_now() - 1, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_admit_acquire(&q->r, &g, band_deadline_after(BAND_MSEC), NULL),
+                     BAND_ETIMEDOUT);
+    assert_int_equal(band_admit_acquire_async(&q->r), BAND_PENDING);
+    assert_int_equal(band_waiter_cancel(&q->r.w, BAND_ECANCELED), 0);
+    assert_u64_equal(stats_of(f->b).try_refusals, 0);
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), BAND_EAGAIN);
+    assert_u64_equal(stats_of(f->b).try_refusals, 1);
+    assert_u64_equal(stats_of(f->a).try_refusals, 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    CHECK(f);
+}
+
 /*
  * What a partial take looks like from outside, while the admission is about to give it
  * back: a plain try on A is refused and a plain acquisition queues, as if this thread had
@@ -1199,6 +1221,7 @@ int main(void)
         T(test_fast_word_moves),
         T(test_fast_word_moves_one_budget),
         T(test_fast_partial_take_is_a_release),
+        T(test_only_try_counts_refusals),
         T(test_e2big_first),
         T(test_closed),
         T(test_zero_amount),
