@@ -72,6 +72,7 @@ typedef struct band_admit_req {
     uint8_t _order[BAND_ADMIT_MAX]; /* entries sorted by semaphore address (lock order) */
     uint8_t _stage[BAND_ADMIT_MAX]; /* queueing stage of each entry (tree level) */
     uint8_t _joined, _nstages;      /* stages whose queues it has joined, of how many */
+    uint8_t _inbox;                 /* in the admission's inbox (atomic access only) */
     uint64_t _ticket;               /* its place in the global order of requests */
     band_cap_tree *_tenant[BAND_ADMIT_MAX];
     uint64_t _tenant_amt[BAND_ADMIT_MAX];

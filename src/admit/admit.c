@@ -351,7 +351,7 @@ static int admit_enqueue(band_admit_req *r)
     int rc = admit_check_locked(r);
     if (rc == 0 && !(admit_idle_locked(r) && admit_take_locked(r) == 0)) {
         r->_flags = 0;
-        band__list_init(&r->w._link); /* out of the inbox */
+        __atomic_store_n(&r->_inbox, 0, __ATOMIC_RELAXED); /* out of the inbox */
         band__admit_tree_classify_locked(r);
         band__admit_start_locked(r);
         /* Joins the first stage (every queue, without a tree); all was checked above,

@@ -10,8 +10,8 @@
  * in the semaphore, and the post never refers to one.
  *
  * Lock order: the admission mutex (band__admit_mu), then semaphore locks in ascending
- * address order, then the inbox lock, which is a leaf (nothing is locked under it). A
- * semaphore operation holds only its own lock and never waits for the admission mutex.
+ * address order; the inbox is lock-free. A semaphore operation holds only its own lock
+ * and never waits for the admission mutex.
  */
 #ifndef BAND_ADMIT_INTERNAL_H
 #define BAND_ADMIT_INTERNAL_H
