@@ -299,6 +299,17 @@ int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g)
         band__waiter_state(&r->w) == BAND__W_QUEUED)
         return BAND_EINVAL;
     uint64_t why;
+    uint32_t n = r->n;
+    if (band__likely(n == 1)) { /* the single budget: its one CAS, its one grant entry */
+        const band_admit_entry *e = &r->e[0];
+        int rc = admit_take_one(e, &why);
+        if (band__unlikely(rc != 0))
+            return admit_refused(r, rc, 0, 1);
+        g->p[0].sem = e->sem;
+        g->p[0].count = e->amount;
+        g->n = 1;
+        return 0;
+    }
     int rc = admit_try_take(r, &why, 1);
     if (rc == 0)
         grant_fill(g, r);
