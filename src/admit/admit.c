@@ -13,11 +13,13 @@
 #include "core/block.h"
 
 #if defined(__GNUC__) || defined(__clang__)
-#define ADMIT_COLD   __attribute__((noinline, cold))
-#define ADMIT_INLINE inline __attribute__((always_inline))
+#define ADMIT_COLD     __attribute__((noinline, cold))
+#define ADMIT_INLINE   inline __attribute__((always_inline))
+#define ADMIT_NOINLINE __attribute__((noinline))
 #else
 #define ADMIT_COLD
 #define ADMIT_INLINE inline
+#define ADMIT_NOINLINE
 #endif
 
 #ifdef BAND_TESTING
@@ -293,6 +295,17 @@ static int admit_spin(const band_admit_req *r, uint64_t why)
     return rc;
 }
 
+/* band_admit_try_acquire() over several budgets, out of line so that the single budget's
+ * path keeps no frame. */
+static ADMIT_NOINLINE int admit_try_many(const band_admit_req *r, band_admit_grant *g)
+{
+    uint64_t why;
+    int rc = admit_try_take(r, &why, 1);
+    if (rc == 0)
+        grant_fill(g, r);
+    return rc;
+}
+
 int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g)
 {
     if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) ||
@@ -310,10 +323,7 @@ int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g)
         g->n = 1;
         return 0;
     }
-    int rc = admit_try_take(r, &why, 1);
-    if (rc == 0)
-        grant_fill(g, r);
-    return rc;
+    return admit_try_many(r, g);
 }
 
 /* Can @r take everything now (all its locks held)? Idle queues, no debt, enough. */
