@@ -432,12 +432,11 @@ static void admit_block_wake(band_waiter *w)
     band__parker_unpark(w->data);
 }
 
-int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
-                       band_cancel *cancel)
+/* band_admit_acquire() past its single budget's lock-free success: try (again), spin,
+ * queue and block. Out of line so that the success keeps no frame. */
+static ADMIT_NOINLINE int admit_acquire_slow(band_admit_req *r, band_admit_grant *g,
+                                             band_time deadline, band_cancel *cancel)
 {
-    if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) ||
-        band__waiter_state(&r->w) == BAND__W_QUEUED)
-        return BAND_EINVAL;
     uint64_t why;
     int rc = admit_try_take(r, &why, 0);
     if (rc == BAND_EAGAIN) {
@@ -468,4 +467,23 @@ int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadlin
     if (rc == 0)
         grant_fill(g, r);
     return rc;
+}
+
+int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
+                       band_cancel *cancel)
+{
+    if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) ||
+        band__waiter_state(&r->w) == BAND__W_QUEUED)
+        return BAND_EINVAL;
+    if (band__likely(r->n == 1)) {
+        const band_admit_entry *e = &r->e[0];
+        uint64_t why;
+        if (band__likely(admit_take_one(e, &why) == 0)) {
+            g->p[0].sem = e->sem;
+            g->p[0].count = e->amount;
+            g->n = 1;
+            return 0;
+        }
+    }
+    return admit_acquire_slow(r, g, deadline, cancel);
 }
