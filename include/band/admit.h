@@ -72,6 +72,7 @@ typedef struct band_admit_req {
     uint8_t _order[BAND_ADMIT_MAX]; /* entries sorted by semaphore address (lock order) */
     uint8_t _stage[BAND_ADMIT_MAX]; /* queueing stage of each entry (tree level) */
     uint8_t _joined, _nstages;      /* stages whose queues it has joined, of how many */
+    uint8_t _inbox;                 /* in the admission's inbox (atomic access only) */
     uint64_t _ticket;               /* its place in the global order of requests */
     band_cap_tree *_tenant[BAND_ADMIT_MAX];
     uint64_t _tenant_amt[BAND_ADMIT_MAX];
@@ -125,9 +126,12 @@ BAND_API int band_admit_req_add(band_admit_req *r, band_sem *s, uint64_t amount)
  * Returns 0 (*@g, which must be empty, holds every amount), BAND_EAGAIN (some budget has
  * not enough available, or has a waiter queued: try never overtakes), BAND_ECLOSED,
  * BAND_E2BIG (an amount exceeds a budget's capacity; checked before anything else), or
- * BAND_EINVAL (NULL argument, no budgets, @g not empty, @r pending). Lock-free: it takes
- * the budgets one by one and gives back what it took when a later one refuses, so a
- * concurrent try on one of them may see a spurious BAND_EAGAIN. MT-safe.
+ * BAND_EINVAL (NULL argument, no budgets, @g not empty, @r pending). Lock-free: it reads
+ * every budget's state first and takes nothing unless all can give their amount now, then
+ * takes each with one CAS. Only when another thread changes a budget in that short window
+ * does it give back what it took of the earlier ones; a concurrent try on one of those
+ * may then be refused, or an acquisition queue and be granted by the give-back, exactly
+ * as if this thread had acquired and released it. MT-safe.
  */
 BAND_API int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g);
 
@@ -137,8 +141,11 @@ BAND_API int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g);
  * Returns 0 (*@g holds every amount), BAND_ETIMEDOUT (a past @deadline means "do not
  * wait"; a grant that races with the deadline wins), or the other codes of
  * band_admit_try_acquire() and band_admit_acquire_async() except BAND_EAGAIN and
- * BAND_PENDING. While it blocks it holds nothing. @r's wake and data are used internally
- * for the duration of the call and are restored before it returns. MT-safe.
+ * BAND_PENDING. Before it queues it retries the lock-free take for about a microsecond
+ * while the budgets are only held (never while a waiter is queued on one of them, so it
+ * never overtakes one); a past deadline or a requested @cancel does not retry. While it
+ * blocks it holds nothing. @r's wake and data are used internally for the duration of the
+ * call and are restored before it returns. MT-safe.
  *
  * @cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED, holding nothing; a token requested before the call means "do not

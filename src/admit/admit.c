@@ -12,6 +12,35 @@
 #include "admit/admit_internal.h"
 #include "core/block.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ADMIT_COLD     __attribute__((noinline, cold))
+#define ADMIT_INLINE   inline __attribute__((always_inline))
+#define ADMIT_NOINLINE __attribute__((noinline))
+#else
+#define ADMIT_COLD
+#define ADMIT_INLINE inline
+#define ADMIT_NOINLINE
+#endif
+
+#ifdef BAND_TESTING
+void (*band__admit_fast_hook)(band_sem *s, void *arg);
+void *band__admit_fast_hook_arg;
+_Atomic uint64_t band__admit_fast_moved, band__admit_fast_gave_back;
+#define ADMIT_FAST_COUNT(c) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed)
+#else
+#define ADMIT_FAST_COUNT(c) ((void)0)
+#endif
+#ifdef BAND_TESTING
+/* Just before the lock-free admission's CAS on @s: where another thread may change it. */
+#define ADMIT_FAST_HOOK(s)                                                                         \
+    do {                                                                                           \
+        if (band__admit_fast_hook != NULL)                                                         \
+            band__admit_fast_hook((s), band__admit_fast_hook_arg);                                 \
+    } while (0)
+#else
+#define ADMIT_FAST_HOOK(s) ((void)0)
+#endif
+
 void band_admit_req_init(band_admit_req *r, band_wake_fn *wake, void *data)
 {
     if (r == NULL)
@@ -97,31 +126,204 @@ static int admit_check_size(const band_admit_req *r)
     return 0;
 }
 
-/* Take every amount through the budgets' lock-free paths, or nothing: 0, BAND_EAGAIN,
- * BAND_ECLOSED (or BAND_E2BIG after a concurrent shrink). */
-static int admit_try_take(const band_admit_req *r)
+/*
+ * The lock-free admission: every amount taken with one CAS on its budget's state word, or
+ * nothing taken. First every word is read and checked: open, SLOW clear (nobody queued,
+ * no debt owed) and enough available. Only when all of them pass are the amounts taken,
+ * in entry order. So the request never takes a unit while it is refused elsewhere
+ * already, and never takes one that a queued waiter is owed: a SLOW word is refused, as
+ * band_sem_try_acquire() refuses it.
+ *
+ * A word that changes between its check and its CAS is checked again. If it refuses now,
+ * what was taken of the earlier budgets goes back through band_sem_release(). Such a
+ * moment is not hidden: a concurrent try on one of those budgets may be refused, or a
+ * concurrent acquisition may queue, because of units that are about to come back. It is
+ * harmless, because each budget sees exactly the history of a plain acquisition and
+ * release by this thread: a release of held units (accepted whatever the capacity did
+ * meanwhile), which hands them to the head waiter first if one queued, and which never
+ * waits, so the request never waits holding anything. It happens only when another
+ * thread changed one of the words in the few instructions between the two passes.
+ *
+ * Returns 0, BAND_EAGAIN or BAND_ECLOSED, the answer of the first refusing entry in
+ * entry order (*@at: its index; *@why: its word as it was refused).
+ * An amount above the capacity always refuses (available <= capacity): the callers
+ * classify refusals (BAND_E2BIG first).
+ */
+static int admit_word_refuses(uint64_t st, uint64_t amount)
 {
-    for (uint32_t i = 0; i < r->n; i++) {
-        int rc = band_sem_try_acquire(r->e[i].sem, r->e[i].amount);
+    if (band__unlikely(st & BAND__SEM_CLOSED))
+        return BAND_ECLOSED;
+    return amount > 0 && ((st & BAND__SEM_SLOW) || BAND__SEM_AVAIL(st) < amount) ? BAND_EAGAIN : 0;
+}
+
+/* Entry @i's word moved between its check and its CAS (*@st: the value now): take it if
+ * it still passes, else give back entries 0 .. @i - 1. 0 or the refusal. */
+static ADMIT_COLD int admit_fast_moved(const band_admit_req *r, uint32_t i, uint64_t *st)
+{
+    uint64_t amount = r->e[i].amount;
+    _Atomic uint64_t *word = &r->e[i].sem->state;
+    ADMIT_FAST_COUNT(band__admit_fast_moved);
+    for (;;) {
+        int rc = admit_word_refuses(*st, amount);
         if (rc != 0) {
-            while (i-- > 0)
-                (void)band_sem_release(r->e[i].sem, r->e[i].amount);
+            if (i > 0)
+                ADMIT_FAST_COUNT(band__admit_fast_gave_back);
+            for (uint32_t j = i; j-- > 0;)
+                if (r->e[j].amount > 0)
+                    (void)band_sem_release(r->e[j].sem, r->e[j].amount);
             return rc;
+        }
+        if (atomic_compare_exchange_weak_explicit(word, st, *st - (amount << BAND__SEM_SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 0;
+    }
+}
+
+/* One budget: one CAS is the whole admission. */
+static ADMIT_INLINE int admit_take_one(const band_admit_entry *e, uint64_t *why)
+{
+    _Atomic uint64_t *word = &e->sem->state;
+    uint64_t amount = e->amount;
+    uint64_t st = atomic_load_explicit(word, memory_order_relaxed);
+    for (;;) {
+        int rc = admit_word_refuses(st, amount);
+        if (band__unlikely(rc != 0)) {
+            *why = st;
+            return rc;
+        }
+        if (amount == 0)
+            return 0;
+        ADMIT_FAST_HOOK(e->sem);
+        if (band__likely(
+                atomic_compare_exchange_weak_explicit(word, &st, st - (amount << BAND__SEM_SHIFT),
+                                                      memory_order_acquire, memory_order_relaxed)))
+            return 0;
+    }
+}
+
+/* Several budgets: check every word, then one CAS each. */
+static ADMIT_INLINE int admit_take_many(const band_admit_req *r, uint32_t *at, uint64_t *why)
+{
+    uint64_t st[BAND_ADMIT_MAX];
+    const uint32_t n = r->n;
+    const band_admit_entry *e = r->e;
+    uint32_t i;
+    int rc;
+    for (i = 0; i < n; i++) {
+        st[i] = atomic_load_explicit(&e[i].sem->state, memory_order_relaxed);
+        rc = admit_word_refuses(st[i], e[i].amount);
+        if (band__unlikely(rc != 0))
+            goto refused;
+    }
+    for (i = 0; i < n; i++) {
+        uint64_t amount = e[i].amount;
+        if (amount == 0)
+            continue;
+        ADMIT_FAST_HOOK(e[i].sem);
+        if (band__unlikely(!atomic_compare_exchange_strong_explicit(
+                &e[i].sem->state, &st[i], st[i] - (amount << BAND__SEM_SHIFT), memory_order_acquire,
+                memory_order_relaxed))) {
+            rc = admit_fast_moved(r, i, &st[i]);
+            if (rc != 0)
+                goto refused;
         }
     }
     return 0;
+refused:
+    *at = i;
+    *why = st[i];
+    return rc;
+}
+
+static ADMIT_INLINE int admit_fast_take(const band_admit_req *r, uint32_t *at, uint64_t *why)
+{
+    if (band__likely(r->n == 1)) {
+        *at = 0;
+        return admit_take_one(&r->e[0], why);
+    }
+    return admit_take_many(r, at, why);
+}
+
+/* A refusal of admit_fast_take() at entry @at, classified as the budgets' own try does:
+ * BAND_E2BIG first (counted in too_big), else @rc; a BAND_EAGAIN is counted in the
+ * refusing budget's try_refusals when @count. */
+static ADMIT_COLD int admit_refused(const band_admit_req *r, int rc, uint32_t at, int count)
+{
+    int size = admit_check_size(r);
+    if (size != 0)
+        return size;
+    if (rc == BAND_EAGAIN && count)
+        atomic_fetch_add_explicit(&r->e[at].sem->try_refusals, 1, memory_order_relaxed);
+    return rc;
+}
+
+/* Take every amount lock-free, or nothing: 0, BAND_EAGAIN, BAND_ECLOSED or BAND_E2BIG
+ * (*@why: the refusing word, for admit_spin()). A BAND_EAGAIN counts in try_refusals
+ * when @count: for band_admit_try_acquire() only, as a plain semaphore counts only its
+ * try_acquire calls (the async and blocking paths would otherwise write that shared
+ * counter on every contended admission). */
+static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why, int count)
+{
+    uint32_t at;
+    int rc = admit_fast_take(r, &at, why);
+    if (band__likely(rc == 0))
+        return 0;
+    return admit_refused(r, rc, at, count);
+}
+
+/*
+ * Before a blocking admission queues, retry the lock-free take for about a microsecond
+ * while the refusal is for units that holders still have (the spin of band_sem_acquire()):
+ * a holder on another core usually releases within that time, and queueing would turn
+ * every later admission into a hand-off to a sleeping thread. A refusal for a queued
+ * waiter or a debt (a SLOW word) stops it at once, so the spin never takes units past a
+ * waiter.
+ * Returns what admit_try_take() returns.
+ */
+#define ADMIT_SPINS 64
+
+static int admit_spin(const band_admit_req *r, uint64_t why)
+{
+    uint32_t at;
+    int rc = BAND_EAGAIN;
+    for (int i = 0; rc == BAND_EAGAIN && !(why & BAND__SEM_SLOW) && i < ADMIT_SPINS; i++) {
+        band__cpu_relax();
+        rc = admit_fast_take(r, &at, &why);
+        if (rc != 0)
+            rc = admit_refused(r, rc, at, 0);
+    }
+    return rc;
+}
+
+/* band_admit_try_acquire() over several budgets, out of line so that the single budget's
+ * path keeps no frame. */
+static ADMIT_NOINLINE int admit_try_many(const band_admit_req *r, band_admit_grant *g)
+{
+    uint64_t why;
+    int rc = admit_try_take(r, &why, 1);
+    if (rc == 0)
+        grant_fill(g, r);
+    return rc;
 }
 
 int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g)
 {
-    if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) || band_waiter_is_pending(&r->w))
+    if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) ||
+        band__waiter_state(&r->w) == BAND__W_QUEUED)
         return BAND_EINVAL;
-    int rc = admit_check_size(r);
-    if (rc == 0)
-        rc = admit_try_take(r);
-    if (rc == 0)
-        grant_fill(g, r);
-    return rc;
+    uint64_t why;
+    uint32_t n = r->n;
+    if (band__likely(n == 1)) { /* the single budget: its one CAS, its one grant entry */
+        const band_admit_entry *e = &r->e[0];
+        int rc = admit_take_one(e, &why);
+        if (band__unlikely(rc != 0))
+            return admit_refused(r, rc, 0, 1);
+        g->p[0].sem = e->sem;
+        g->p[0].count = e->amount;
+        g->n = 1;
+        return 0;
+    }
+    return admit_try_many(r, g);
 }
 
 /* Can @r take everything now (all its locks held)? Idle queues, no debt, enough. */
@@ -170,7 +372,7 @@ static int admit_enqueue(band_admit_req *r)
     int rc = admit_check_locked(r);
     if (rc == 0 && !(admit_idle_locked(r) && admit_take_locked(r) == 0)) {
         r->_flags = 0;
-        band__list_init(&r->w._link); /* out of the inbox */
+        __atomic_store_n(&r->_inbox, 0, __ATOMIC_RELAXED); /* out of the inbox */
         band__admit_tree_classify_locked(r);
         band__admit_start_locked(r);
         /* Joins the first stage (every queue, without a tree); all was checked above,
@@ -204,9 +406,8 @@ int band_admit_acquire_async(band_admit_req *r)
     if (rc != 0)
         return rc;
     r->_flags = 0;
-    rc = admit_check_size(r);
-    if (rc == 0)
-        rc = admit_try_take(r);
+    uint64_t why;
+    rc = admit_try_take(r, &why, 0);
     if (rc != BAND_EAGAIN) {
         if (rc == 0)
             r->_flags = BAND__ADMIT_GRANTED;
@@ -231,16 +432,20 @@ static void admit_block_wake(band_waiter *w)
     band__parker_unpark(w->data);
 }
 
-int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
-                       band_cancel *cancel)
+/* band_admit_acquire() past its single budget's lock-free success: try (again), spin,
+ * queue and block. Out of line so that the success keeps no frame. */
+static ADMIT_NOINLINE int admit_acquire_slow(band_admit_req *r, band_admit_grant *g,
+                                             band_time deadline, band_cancel *cancel)
 {
-    if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) || band_waiter_is_pending(&r->w))
-        return BAND_EINVAL;
-    int rc = admit_check_size(r);
-    if (rc == 0)
-        rc = admit_try_take(r);
-    if (rc == BAND_EAGAIN && band__wait_refusal(deadline, cancel) != 0)
-        rc = band__wait_refusal(deadline, cancel);
+    uint64_t why;
+    int rc = admit_try_take(r, &why, 0);
+    if (rc == BAND_EAGAIN) {
+        /* Spin only when it may wait: a past deadline or a cancel asks for an answer now. */
+        int refusal = band__wait_refusal(deadline, cancel);
+        rc = refusal != 0 ? refusal : admit_spin(r, why);
+        if (rc == BAND_EAGAIN && (refusal = band__wait_refusal(deadline, cancel)) != 0)
+            rc = refusal;
+    }
     if (rc == BAND_EAGAIN) {
         band_wake_fn *wake = r->w.wake;
         void *data = r->w.data;
@@ -262,4 +467,23 @@ int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadlin
     if (rc == 0)
         grant_fill(g, r);
     return rc;
+}
+
+int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
+                       band_cancel *cancel)
+{
+    if (r == NULL || g == NULL || r->n == 0 || !grant_is_empty(g) ||
+        band__waiter_state(&r->w) == BAND__W_QUEUED)
+        return BAND_EINVAL;
+    if (band__likely(r->n == 1)) {
+        const band_admit_entry *e = &r->e[0];
+        uint64_t why;
+        if (band__likely(admit_take_one(e, &why) == 0)) {
+            g->p[0].sem = e->sem;
+            g->p[0].count = e->amount;
+            g->n = 1;
+            return 0;
+        }
+    }
+    return admit_acquire_slow(r, g, deadline, cancel);
 }

@@ -18,17 +18,19 @@
  * admission does after the semaphore's operation unlocked refers to that semaphore, which
  * a wake may have destroyed by then; it refers only to requests in the inbox.
  *
- * The inbox. A FIFO of requests to evaluate, linked through the request's own waiter's
- * _link (unused while the request is pending), guarded by its own leaf lock, because the
- * semaphores add to it under their locks. A request is in the inbox only while pending:
+ * The inbox. Requests to evaluate, linked through the request's own waiter's _link
+ * (unused while the request is pending): a lock-free stack the semaphores push onto
+ * under their locks, which the admission mutex's holder moves into a FIFO it alone
+ * reads (below). A request is in the inbox only while pending:
  * it is added with a lock held under which one of its nodes is queued or watching, and it
  * is taken out, under the admission mutex, before its waiter ends. So a request found in
  * the inbox under the admission mutex is pending and alive, and so are its budgets (a
  * budget with a node queued or watching cannot be destroyed).
  *
  * Lock order. band__admit_mu, then semaphore locks in ascending address order (a request's
- * _order), then the inbox lock. Semaphore operations hold one semaphore lock and never wait
- * for the admission mutex; the post runs after they unlocked. No cycle, so no deadlock.
+ * _order); the inbox takes no lock. Semaphore operations hold one semaphore lock and never
+ * wait for the admission mutex; the post runs after they unlocked. No cycle, so no
+ * deadlock.
  *
  * One global order. A request joins all of the queues of a stage while holding the
  * admission mutex and all of their locks, i.e. at one instant; a plain acquisition joins
@@ -49,9 +51,10 @@
  * or capacity change of one of them; the semaphore calls the node's ops for each, which
  * puts the request in the inbox before that lock is dropped. Whoever adds to the inbox
  * either holds the admission mutex (and drains before releasing it) or has set its post,
- * which drains after it. An evaluation re-reads everything under the locks, so a stale one
- * is harmless. While the admission mutex is held a pending request cannot be cancelled or
- * completed by anybody else.
+ * which drains after it; a callback that finds its request in the inbox already sets no
+ * post, because the drain owed to whoever put it there evaluates it after this event. An evaluation
+ * re-reads everything under the locks, so a stale one is harmless. While the admission mutex is
+ * held a pending request cannot be cancelled or completed by anybody else.
  *
  * Cascades (a grant frees units that make the next head grantable) go through the inbox
  * too: no recursion, no allocation.
@@ -68,9 +71,18 @@ pthread_mutex_t band__admit_mu = PTHREAD_MUTEX_INITIALIZER;
 struct band__waitq band__admit_q = {
     {&band__admit_q.head, &band__admit_q.head}, 0, &band__admit_mu, &admit_ops};
 
-/* Requests to evaluate, in the order they were added. */
-static pthread_mutex_t inbox_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct band__node inbox = {&inbox, &inbox};
+/*
+ * Requests to evaluate. The semaphores add to it under their own locks, so it is in two
+ * parts: a lock-free stack that they push onto (linked through the request's waiter's
+ * _link.next), and a FIFO guarded by the admission mutex that its holder moves the stack
+ * into, oldest first, before reading it. A request's _inbox (atomic) says it is in one of
+ * the two: whoever sets it from 0 pushes the request, so it is pushed at most once; the
+ * mutex holder clears it after taking the request out, and only then may it be pushed
+ * again. An addition thus costs two atomic operations and never waits; nothing is locked
+ * on either side beyond what each side holds already.
+ */
+static _Atomic(struct band__node *) inbox_top;
+static struct band__node inbox = {&inbox, &inbox}; /* band__admit_mu */
 
 static void admit_drain_post(void);
 
@@ -78,11 +90,42 @@ static void admit_drain_post(void);
 static void admit_node_notify(band_waiter *node, struct band__wakelist *wl)
 {
     band_admit_req *r = band__admit_owner(node);
-    pthread_mutex_lock(&inbox_mu);
-    if (band__list_empty(&r->w._link))
-        band__list_add_tail(&inbox, &r->w._link);
-    pthread_mutex_unlock(&inbox_mu);
+    if (__atomic_exchange_n(&r->_inbox, 1, __ATOMIC_ACQ_REL) != 0)
+        return; /* in the inbox: whoever put it there drains it, and evaluates it after this */
     wl->post = admit_drain_post;
+    struct band__node *top = atomic_load_explicit(&inbox_top, memory_order_relaxed);
+    do {
+        r->w._link.next = top;
+    } while (!atomic_compare_exchange_weak_explicit(&inbox_top, &top, &r->w._link,
+                                                    memory_order_release, memory_order_relaxed));
+}
+
+/* Move what the semaphores pushed to the end of the FIFO, oldest first (admission mutex
+ * held). */
+static void admit_inbox_collect_locked(void)
+{
+    struct band__node *n = atomic_exchange_explicit(&inbox_top, NULL, memory_order_acquire);
+    struct band__node *fifo = NULL;
+    while (n != NULL) { /* the stack holds the newest first: reverse it */
+        struct band__node *next = n->next;
+        n->next = fifo;
+        fifo = n;
+        n = next;
+    }
+    while (fifo != NULL) {
+        struct band__node *next = fifo->next;
+        band__list_add_tail(&inbox, fifo);
+        fifo = next;
+    }
+}
+
+/* Take @n out of the FIFO and clear its request's mark (admission mutex held). From then
+ * on a semaphore may push it again. */
+static void admit_inbox_del_locked(struct band__node *n)
+{
+    band__list_del_init(n);
+    band_admit_req *r = band__container_of(n, band_admit_req, w._link);
+    __atomic_store_n(&r->_inbox, 0, __ATOMIC_RELEASE);
 }
 
 const struct band__smart_ops band__admit_node_ops = {admit_node_notify, admit_node_notify};
@@ -130,9 +173,12 @@ void band__admit_leave_locked(band_admit_req *r, int granted, int status, struct
 void band__admit_finish_locked(band_admit_req *r)
 {
     band__admit_tree_leave_locked(r);
-    pthread_mutex_lock(&inbox_mu);
-    band__list_del_init(&r->w._link);
-    pthread_mutex_unlock(&inbox_mu);
+    /* Its nodes are out of every queue and watch, so no semaphore pushes it any more, and
+     * a push that came before is visible: it was made under one of the locks taken since. */
+    if (__atomic_load_n(&r->_inbox, __ATOMIC_ACQUIRE) != 0) {
+        admit_inbox_collect_locked();
+        admit_inbox_del_locked(&r->w._link);
+    }
 }
 
 /* Move @r on: fail it (a budget closed or became too small), join its next stage, or
@@ -157,13 +203,12 @@ static void admit_eval_locked(band_admit_req *r, struct band__wakelist *wl)
 void band__admit_drain_locked(struct band__wakelist *wl)
 {
     for (;;) {
-        pthread_mutex_lock(&inbox_mu);
+        if (band__list_empty(&inbox))
+            admit_inbox_collect_locked();
         struct band__node *n = band__list_first(&inbox);
-        if (n != NULL)
-            band__list_del_init(n);
-        pthread_mutex_unlock(&inbox_mu);
         if (n == NULL)
             break;
+        admit_inbox_del_locked(n);
         admit_eval_locked(band__container_of(n, band_admit_req, w._link), wl);
     }
     /* Every request added while this thread held the admission mutex was evaluated; later

@@ -28,22 +28,29 @@ int band_admit_release(band_admit_grant *g)
 {
     if (g == NULL)
         return BAND_EINVAL;
-    int first = 0;
-    int left = 0;
-    for (uint32_t i = 0; i < g->n && i < BAND_ADMIT_MAX; i++) {
-        if (g->p[i].count == 0)
-            continue;
-        int rc = band_sem_release(g->p[i].sem, g->p[i].count);
+    uint32_t n = g->n < BAND_ADMIT_MAX ? g->n : BAND_ADMIT_MAX;
+    if (n == 1 && g->p[0].count > 0) { /* the common single budget, without the loops */
+        int rc = band_sem_release(g->p[0].sem, g->p[0].count);
         if (rc == 0) {
-            g->p[i].count = 0;
-        } else {
-            left = 1;
-            if (first == 0)
-                first = rc;
+            g->p[0].count = 0;
+            g->p[0].sem = NULL;
+            g->n = 0;
         }
+        return rc;
     }
-    if (!left) {
-        for (uint32_t i = 0; i < g->n && i < BAND_ADMIT_MAX; i++)
+    int first = 0; /* the first refusal; every code is negative */
+    for (uint32_t i = 0; i < n; i++) {
+        band_permit *p = &g->p[i];
+        if (p->count == 0)
+            continue;
+        int rc = band_sem_release(p->sem, p->count);
+        if (rc == 0)
+            p->count = 0;
+        else if (first == 0)
+            first = rc;
+    }
+    if (first == 0) {
+        for (uint32_t i = 0; i < n; i++)
             g->p[i].sem = NULL;
         g->n = 0;
     }

@@ -10,8 +10,8 @@
  * in the semaphore, and the post never refers to one.
  *
  * Lock order: the admission mutex (band__admit_mu), then semaphore locks in ascending
- * address order, then the inbox lock, which is a leaf (nothing is locked under it). A
- * semaphore operation holds only its own lock and never waits for the admission mutex.
+ * address order; the inbox is lock-free. A semaphore operation holds only its own lock
+ * and never waits for the admission mutex.
  */
 #ifndef BAND_ADMIT_INTERNAL_H
 #define BAND_ADMIT_INTERNAL_H
@@ -99,5 +99,17 @@ void band__admit_tree_leave_locked(band_admit_req *r);
 
 /* Decide @r's class just before it queues (admit mutex and all of @r's locks held). */
 void band__admit_tree_classify_locked(band_admit_req *r);
+
+#ifdef BAND_TESTING
+/* Called, when set, just before each CAS of the lock-free admission (admit.c) with the
+ * budget it is about to take from: a test changes that budget there, as another thread
+ * could between the admission's check of the word and its CAS. Single-threaded tests
+ * only; the fuzz and model drivers set it around one call. */
+extern void (*band__admit_fast_hook)(band_sem *s, void *arg);
+extern void *band__admit_fast_hook_arg;
+/* How often a word moved between the check and the CAS (any thread), and how often that
+ * made the admission give back what it had taken of earlier budgets. */
+extern _Atomic uint64_t band__admit_fast_moved, band__admit_fast_gave_back;
+#endif
 
 #endif /* BAND_ADMIT_INTERNAL_H */

@@ -1,6 +1,7 @@
 /*
  * admit_model.c - the reference model of multi-budget admission (band/admit.h) and the op
- * interpreter that compares it with the real thing (see admit_model.h). Public API only.
+ * interpreter that compares it with the real thing (see admit_model.h). Public API only,
+ * except the lock-free admission's test hook (race_admit()).
  *
  * The model
  * ---------
@@ -39,8 +40,8 @@
  *    when it joins, then granted, timed out (a cancel with BAND_ETIMEDOUT), cancelled (a
  *    cancel with BAND_ECANCELED; any other reason is refused with BAND_EINVAL), failed by close, or
  * too big (shrink). A refused submission adds to too_big (E2BIG: on at least one and at most every
- * budget it was too big for) and try_refusals (EAGAIN: on at most one of the budgets that refused);
- * which one is left open.
+ * budget it was too big for) and, for a try only, try_refusals (EAGAIN: on at most one of
+ * the budgets that refused); which one is left open.
  *  - Adjust with a past deadline: a surplus is released; a shortfall is taken from what
  *    is free when nobody waits, or from the units set aside for the head, or refused with
  *    BAND_ETIMEDOUT; BAND_E2BIG above the capacity; BAND_ECLOSED on a closed budget.
@@ -82,6 +83,8 @@
 #include "band/core.h"
 #include "band/error.h"
 #include "band/sem.h"
+
+#include "admit/admit_internal.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* sizes                                                                               */
@@ -1064,9 +1067,12 @@ static void m_submit(struct mstate *S, unsigned r, int mode)
             again |= 1u << R->sem[i];
     }
     if (again != 0) {
-        S->tol_mask = again; /* band_sem_try_acquire() refusals along the way */
+        /* A try's refusal counts once, at the first refusing budget in entry order (none
+         * when that one is closed); async and blocking admissions count nothing, as a
+         * plain semaphore counts only its try_acquire calls. */
+        S->tol_mask = again;
         S->tr_lo = 0;
-        S->tr_hi = 1;
+        S->tr_hi = mode == MODE_TRY ? 1 : 0;
     }
     if (closed == 0 && again == 0) {
         for (unsigned i = 0; i < R->n; i++)
@@ -1731,6 +1737,94 @@ static void plain_wake(band_waiter *w)
 }
 
 /* Run the real operation; returns its code (drain: its return in *@ret). */
+/*
+ * The lock-free admission with another thread's change of a budget's word between the
+ * admission's check of it and its CAS (admit.c's test hook), without changing the
+ * outcome the model predicts, so no input byte is read and every corpus file means what
+ * it meant. The hook acts at the last entry with units, when the admission gets there
+ * (every word passed its check). With more available than the entry asks, it takes one
+ * unit: the CAS is redone and succeeds, and the unit goes back afterwards. Otherwise it
+ * drains the budget: the admission must refuse there and give back every earlier entry,
+ * exactly (checked), and after the drained units return it is made again without the
+ * hook. A try's refusal counts once in the budget's try_refusals (a blocking admission's
+ * does not), which is taken off again so that the counters stay the model's.
+ */
+struct race {
+    band_sem *target;
+    uint64_t amount; /* what the admission takes of it */
+    int fired;
+    int took_one;  /* 1: took one unit, 0: drained */
+    uint64_t took; /* units the hook holds */
+};
+
+static void race_hook(band_sem *s, void *arg)
+{
+    struct race *x = arg;
+    if (s != x->target || x->fired)
+        return;
+    x->fired = 1;
+    if (band_sem_available(s) > x->amount) {
+        x->took_one = 1;
+        x->took = band_sem_try_acquire(s, 1) == 0 ? 1 : 0;
+    } else {
+        x->took = band_sem_drain(s, UINT64_MAX);
+    }
+}
+
+static int race_admit(struct admit_model *m, struct op *o)
+{
+    struct dreq *d = &m->rq[o->slot];
+    band_admit_req *r = &d->r;
+    int past = o->kind == O_PAST;
+#define RACE_CALL()                                                                                \
+    (past ? band_admit_acquire(r, &d->g, o->deadline, NULL) : band_admit_try_acquire(r, &d->g))
+    int last = -1;
+    for (uint32_t i = 0; i < r->n && i < BAND_ADMIT_MAX; i++)
+        if (r->e[i].amount > 0)
+            last = (int)i;
+    if (last < 0 || band_waiter_is_pending(&r->w) || d->g.n != 0)
+        return RACE_CALL();
+    struct race x = {r->e[last].sem, r->e[last].amount, 0, 0, 0};
+    uint64_t avail[BAND_ADMIT_MAX], refusals = 0;
+    for (uint32_t i = 0; i < r->n; i++)
+        avail[i] = band_sem_available(r->e[i].sem);
+    band_sem_stats st;
+    if (band_sem_get_stats(x.target, &st) == 0)
+        refusals = st.try_refusals;
+    band__admit_fast_hook = race_hook;
+    band__admit_fast_hook_arg = &x;
+    int rc = RACE_CALL();
+    band__admit_fast_hook = NULL;
+    band__admit_fast_hook_arg = NULL;
+    if (!x.fired)
+        return rc;
+    if (x.took_one) {
+        m->counts.race_moved_ok++;
+        if (x.took == 1 && band_sem_release(x.target, 1) != 0)
+            fail(m, "race: the unit taken before the CAS did not go back");
+        return rc;
+    }
+    m->counts.race_gave_back++;
+    if (rc != (past ? BAND_ETIMEDOUT : BAND_EAGAIN) || d->g.n != 0)
+        fail(m, "race r%d: drained before its CAS, the admission returned %s", o->slot,
+             band_err_name(rc));
+    if (x.took > 0 && band_sem_release(x.target, x.took) != 0)
+        fail(m, "race: the drained units did not go back");
+    for (uint32_t i = 0; i < r->n; i++)
+        if (band_sem_available(r->e[i].sem) != avail[i])
+            fail(m, "race r%d: entry %u has %llu available after the give-back, had %llu", o->slot,
+                 i, (unsigned long long)band_sem_available(r->e[i].sem),
+                 (unsigned long long)avail[i]);
+    /* a try counts its refusal (at the moved word, once); a blocking admission does not */
+    if (band_sem_get_stats(x.target, &st) != 0 || st.try_refusals != refusals + (past ? 0 : 1))
+        fail(m, "race r%d: the refusal at the moved word was not counted %s", o->slot,
+             past ? "nowhere" : "once");
+    else if (!past)
+        atomic_fetch_sub_explicit(&x.target->try_refusals, 1, memory_order_relaxed);
+    return RACE_CALL();
+#undef RACE_CALL
+}
+
 static int real_op(struct admit_model *m, struct op *o, uint64_t *ret)
 {
     band_sem *s = o->kind == O_BUILD || o->kind == O_RESET ? NULL : sem_of(m, (unsigned)o->x);
@@ -1753,7 +1847,7 @@ static int real_op(struct admit_model *m, struct op *o, uint64_t *ret)
         return 0;
     }
     case O_TRY:
-        return band_admit_try_acquire(&m->rq[o->slot].r, &m->rq[o->slot].g);
+        return race_admit(m, o);
     case O_ASYNC: {
         struct dreq *d = &m->rq[o->slot];
         if (!band_waiter_is_pending(&d->r.w)) {
@@ -1763,7 +1857,7 @@ static int real_op(struct admit_model *m, struct op *o, uint64_t *ret)
         return band_admit_acquire_async(&d->r);
     }
     case O_PAST:
-        return band_admit_acquire(&m->rq[o->slot].r, &m->rq[o->slot].g, o->deadline, NULL);
+        return race_admit(m, o);
     case O_TAKE:
         return band_admit_req_grant(&m->rq[o->slot].r, &m->rq[o->slot].g);
     case O_RELEASE:

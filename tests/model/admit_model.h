@@ -80,6 +80,10 @@ struct admit_model_counts {
     uint64_t branch_points;   /* states where several orders were explored */
     uint64_t multi_candidate; /* operations after which several model states matched */
     uint64_t truncated;       /* explorations cut short (the model then followed one order) */
+    /* The lock-free admission with a budget's word moved just before its CAS (try and
+     * past only, no bytes read, the outcome kept; admit_model.c, race_admit()): */
+    uint64_t race_moved_ok;  /* ... and the CAS taken again */
+    uint64_t race_gave_back; /* ... refused there: the earlier budgets given back */
 };
 
 /* A new interpreter with nothing created yet; NULL on allocation failure. */

@@ -93,6 +93,11 @@ static void coverage(const void *totals)
     assert_true(c->hook_releases > 0);
     assert_true(c->wake_destroys > 0);
     assert_true(c->adjust_front > 0);
+    print_message("lock-free admissions with a word moved before the CAS: taken %llu, "
+                  "given back %llu\n",
+                  (unsigned long long)c->race_moved_ok, (unsigned long long)c->race_gave_back);
+    assert_true(c->race_moved_ok > 0);
+    assert_true(c->race_gave_back > 0);
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -19,6 +19,11 @@
  * Scenario "tree": the same with a capacity hierarchy (reservations, caps) mixed in;
  * "tree close": with closes, a tenant node among them.
  *
+ * Scenario "fast": more threads (six), mostly lock-free admissions (try and blocking) and
+ * plain tries on the same budgets, so that words move between the admission's check and
+ * its CAS and partial takes are given back while others look; "fast close": with the
+ * closes. The same checks at quiescence.
+ *
  * Bounded by iterations per thread and by wall time (about 1.2 s per scenario). Only the main
  * thread asserts; workers count what they saw.
  */
@@ -30,11 +35,13 @@
 
 #include <time.h>
 
+#include "admit/admit_internal.h"
 #include "core/internal.h"
 #include "prim/sem_internal.h"
 
 #define NBUD     5
 #define NTHREADS 4
+#define NFAST    6 /* threads of the fast scenarios */
 
 static const uint64_t caps[NBUD] = {3, 4, 6, 3, 2}; /* 0..2 budgets, 3..4 plain sems */
 
@@ -48,6 +55,7 @@ struct world {
     band_cap_tree *tn[NTREE]; /* NULL outside the tree scenario */
     band_time stop;
     long iters;
+    int fast;
     atomic_int closing;
 };
 
@@ -263,12 +271,63 @@ static void op_plain(struct worker *k)
     }
 }
 
+/* A plain try on one budget, held for a moment: it races with the admissions' words. */
+static void op_plain_try(struct worker *k)
+{
+    int b = (int)test_rng_range(&k->seed, 0, NBUD - 1);
+    uint64_t n = test_rng_range(&k->seed, 1, caps[b]);
+    int rc = band_sem_try_acquire(k->w->s[b], n);
+    if (rc == 0) {
+        for (int i = 0, m = (int)test_rng_range(&k->seed, 0, 10); i < m; i++)
+            band__cpu_relax();
+        rc = band_sem_release(k->w->s[b], n);
+        if (rc != 0)
+            note_bad(k, rc);
+        k->granted++;
+    } else if (refusal_ok(rc)) {
+        k->refused++;
+    } else {
+        note_bad(k, rc);
+    }
+}
+
+static void fast_step(struct worker *k)
+{
+    switch (test_rng_range(&k->seed, 0, 9)) {
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+        op_try(k);
+        break;
+    case 4:
+    case 5:
+        op_blocking(k, 1);
+        break;
+    case 6:
+        op_blocking(k, 0);
+        break;
+    case 7:
+        op_plain(k);
+        break;
+    default:
+        op_plain_try(k);
+        break;
+    }
+}
+
 static int worker_main(void *arg)
 {
     struct worker *k = arg;
     for (k->done = 0; k->done < k->w->iters; k->done++) {
         if ((k->done & 15) == 0 && band_now() > k->w->stop)
             break;
+        if (k->w->fast) {
+            fast_step(k);
+            if (k->stuck)
+                break;
+            continue;
+        }
         switch (test_rng_range(&k->seed, 0, 9)) {
         case 0:
         case 1:
@@ -350,16 +409,20 @@ static void world_check_and_free(struct world *w)
         assert_int_equal(band_sem_destroy(w->s[i]), 0);
 }
 
-static void run(int with_close, int with_tree)
+static void run(int with_close, int with_tree, int fast)
 {
     struct world w;
     world_init(&w, with_tree);
-    struct worker k[NTHREADS];
+    w.fast = fast;
+    int nthreads = fast ? NFAST : NTHREADS;
+    uint64_t moved0 = atomic_load(&band__admit_fast_moved);
+    uint64_t back0 = atomic_load(&band__admit_fast_gave_back);
+    struct worker k[NFAST > NTHREADS ? NFAST : NTHREADS];
     memset(k, 0, sizeof(k));
-    for (int i = 0; i < NTHREADS; i++) {
+    for (int i = 0; i < nthreads; i++) {
         k[i].w = &w;
-        k[i].seed =
-            0x5eed0000u + (uint64_t)i * 7919u + (uint64_t)with_close * 2u + (uint64_t)with_tree;
+        k[i].seed = 0x5eed0000u + (uint64_t)i * 7919u + (uint64_t)with_close * 2u +
+                    (uint64_t)with_tree + (uint64_t)fast * 4u;
         assert_int_equal(test_thread_start(&k[i].t, worker_main, &k[i]), 0);
     }
     if (with_close) {
@@ -371,7 +434,7 @@ static void run(int with_close, int with_tree)
             assert_int_equal(band_sem_close(band_cap_tree_sem(w.tn[1])), 0);
     }
     long granted = 0, refused = 0, cancelled = 0, iters = 0;
-    for (int i = 0; i < NTHREADS; i++) {
+    for (int i = 0; i < nthreads; i++) {
         assert_int_equal(test_thread_join(&k[i].t), 0);
         if (k[i].bad != 0 || k[i].stuck != 0)
             (void)fprintf(stderr, "worker %d: bad %ld (last %d), stuck %ld\n", i, k[i].bad,
@@ -383,9 +446,15 @@ static void run(int with_close, int with_tree)
         cancelled += k[i].cancelled;
         iters += k[i].done;
     }
-    (void)fprintf(stderr, "stress_admit %s: %ld ops, %ld granted, %ld refused, %ld cancelled\n",
-                  with_tree ? (with_close ? "tree close" : "tree") : (with_close ? "close" : "run"),
-                  iters, granted, refused, cancelled);
+    (void)fprintf(stderr,
+                  "stress_admit %s: %ld ops, %ld granted, %ld refused, %ld cancelled; "
+                  "lock-free words moved before the CAS %llu, partial takes given back %llu\n",
+                  fast        ? (with_close ? "fast close" : "fast")
+                  : with_tree ? (with_close ? "tree close" : "tree")
+                              : (with_close ? "close" : "run"),
+                  iters, granted, refused, cancelled,
+                  (unsigned long long)(atomic_load(&band__admit_fast_moved) - moved0),
+                  (unsigned long long)(atomic_load(&band__admit_fast_gave_back) - back0));
     assert_true(granted > 0);
     world_check_and_free(&w);
 }
@@ -393,34 +462,45 @@ static void run(int with_close, int with_tree)
 static void test_run(void **state)
 {
     (void)state;
-    run(0, 0);
+    run(0, 0, 0);
 }
 
 static void test_close(void **state)
 {
     (void)state;
-    run(1, 0);
+    run(1, 0, 0);
 }
 
 static void test_tree(void **state)
 {
     (void)state;
-    run(0, 1);
+    run(0, 1, 0);
 }
 
 static void test_tree_close(void **state)
 {
     (void)state;
-    run(1, 1);
+    run(1, 1, 0);
+}
+
+static void test_fast(void **state)
+{
+    (void)state;
+    run(0, 0, 1);
+}
+
+static void test_fast_close(void **state)
+{
+    (void)state;
+    run(1, 0, 1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_run),
-        cmocka_unit_test(test_close),
-        cmocka_unit_test(test_tree),
-        cmocka_unit_test(test_tree_close),
+        cmocka_unit_test(test_run),  cmocka_unit_test(test_close),
+        cmocka_unit_test(test_tree), cmocka_unit_test(test_tree_close),
+        cmocka_unit_test(test_fast), cmocka_unit_test(test_fast_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

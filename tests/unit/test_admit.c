@@ -13,6 +13,7 @@
 
 #include <string.h>
 
+#include "admit/admit_internal.h"
 #include "prim/sem_internal.h"
 
 struct areq {
@@ -1054,6 +1055,161 @@ static void test_wake_cancels_request_and_destroys_sem(void **state)
     CHECK(f);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* the lock-free path: a budget's word that moves between the check and the CAS        */
+
+enum race_act { RACE_TAKE, RACE_CLOSE, RACE_TRANSIENT };
+
+struct race {
+    band_sem *target; /* the hook acts when the admission is about to CAS this one */
+    enum race_act act;
+    uint64_t n;
+    int fired;
+    /* RACE_TRANSIENT: what the admission's partial take looks like from outside */
+    band_sem *other;
+    struct wake_rec *rec;
+    int try_rc, async_rc;
+};
+
+static void race_hook(band_sem *s, void *arg)
+{
+    struct race *x = arg;
+    if (s != x->target || x->fired)
+        return;
+    x->fired = 1;
+    switch (x->act) {
+    case RACE_TAKE:
+        assert_int_equal(band_sem_try_acquire(s, x->n), 0);
+        break;
+    case RACE_CLOSE:
+        assert_int_equal(band_sem_close(s), 0);
+        break;
+    case RACE_TRANSIENT:
+        x->try_rc = band_sem_try_acquire(x->other, 3);
+        x->async_rc = band_sem_acquire_async(x->other, 4, &x->rec->w);
+        assert_int_equal(band_sem_try_acquire(s, x->n), 0);
+        break;
+    }
+}
+
+static int race_try(struct race *x, band_admit_req *r, band_admit_grant *g)
+{
+    band__admit_fast_hook = race_hook;
+    band__admit_fast_hook_arg = x;
+    int rc = band_admit_try_acquire(r, g);
+    band__admit_fast_hook = NULL;
+    band__admit_fast_hook_arg = NULL;
+    assert_int_equal(x->fired, 1);
+    return rc;
+}
+
+static void test_fast_word_moves(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    add2(q, f->a, 2, f->b, 3);
+
+    /* A was taken, B no longer has 3: A goes back, B's refusal is counted, nothing held. */
+    struct race x = {f->b, RACE_TAKE, 2, 0, NULL, NULL, 0, 0};
+    assert_int_equal(race_try(&x, &q->r, &g), BAND_EAGAIN);
+    assert_int_equal(g.n, 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 2);
+    assert_u64_equal(stats_of(f->a).try_refusals, 0);
+    assert_u64_equal(stats_of(f->b).try_refusals, 1);
+    assert_int_equal(band_sem_release(f->b, 2), 0);
+    CHECK(f);
+
+    /* B moved but still has enough: the CAS is retried and the admission succeeds. */
+    struct race y = {f->b, RACE_TAKE, 1, 0, NULL, NULL, 0, 0};
+    assert_int_equal(race_try(&y, &q->r, &g), 0);
+    assert_u64_equal(band_admit_held(&g, f->a), 2);
+    assert_u64_equal(band_admit_held(&g, f->b), 3);
+    assert_u64_equal(band_sem_available(f->b), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_sem_release(f->b, 1), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(band_sem_available(f->b), 4);
+    CHECK(f);
+
+    /* B closed in between: BAND_ECLOSED, A given back. */
+    struct race z = {f->b, RACE_CLOSE, 0, 0, NULL, NULL, 0, 0};
+    assert_int_equal(race_try(&z, &q->r, &g), BAND_ECLOSED);
+    assert_int_equal(g.n, 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_u64_equal(stats_of(f->a).try_refusals, 0);
+    CHECK(f);
+}
+
+static void test_fast_word_moves_one_budget(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    add2(q, f->a, 3, NULL, 0);
+    struct race x = {f->a, RACE_TAKE, 2, 0, NULL, NULL, 0, 0};
+    assert_int_equal(race_try(&x, &q->r, &g), BAND_EAGAIN);
+    assert_u64_equal(band_sem_available(f->a), 2);
+    assert_u64_equal(stats_of(f->a).try_refusals, 1);
+    assert_int_equal(band_sem_release(f->a, 2), 0);
+    struct race y = {f->a, RACE_TAKE, 1, 0, NULL, NULL, 0, 0};
+    assert_int_equal(race_try(&y, &q->r, &g), 0);
+    assert_u64_equal(band_sem_available(f->a), 0);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(band_sem_release(f->a, 1), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    CHECK(f);
+}
+
+/* Only a try counts its refusal in try_refusals, as a plain semaphore counts only its
+ * try_acquire calls: async and blocking admissions that find a budget busy count nothing. */
+static void test_only_try_counts_refusals(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    add2(q, f->a, 1, f->b, 1);
+    assert_int_equal(band_sem_try_acquire(f->b, 4), 0);
+    assert_int_equal(band_admit_acquire(&q->r, &g, band_now() - 1, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band_admit_acquire(&q->r, &g, band_deadline_after(BAND_MSEC), NULL),
+                     BAND_ETIMEDOUT);
+    assert_int_equal(band_admit_acquire_async(&q->r), BAND_PENDING);
+    assert_int_equal(band_waiter_cancel(&q->r.w, BAND_ECANCELED), 0);
+    assert_u64_equal(stats_of(f->b).try_refusals, 0);
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), BAND_EAGAIN);
+    assert_u64_equal(stats_of(f->b).try_refusals, 1);
+    assert_u64_equal(stats_of(f->a).try_refusals, 0);
+    assert_int_equal(band_sem_release(f->b, 4), 0);
+    CHECK(f);
+}
+
+/*
+ * What a partial take looks like from outside, while the admission is about to give it
+ * back: a plain try on A is refused and a plain acquisition queues, as if this thread had
+ * acquired and released A. The give-back is a release, so it goes to that waiter at once.
+ */
+static void test_fast_partial_take_is_a_release(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    add2(q, f->a, 2, f->b, 3);
+    struct race x = {f->b, RACE_TRANSIENT, 2, 0, f->a, &f->rec[0], 0, 0};
+    assert_int_equal(race_try(&x, &q->r, &g), BAND_EAGAIN);
+    assert_int_equal(x.try_rc, BAND_EAGAIN);            /* 2 of A's 4 were out for a moment */
+    assert_int_equal(x.async_rc, BAND_PENDING);         /* ... so this queued */
+    assert_int_equal(atomic_load(&f->rec[0].count), 1); /* the give-back granted it */
+    assert_int_equal(atomic_load(&f->rec[0].status), 0);
+    assert_int_equal(g.n, 0);
+    assert_u64_equal(band_sem_available(f->a), 0);
+    assert_u64_equal(stats_of(f->a).waiters, 0);
+    assert_u64_equal(stats_of(f->a).in_use, 4);
+    assert_int_equal(band_sem_release(f->a, 4), 0);
+    assert_int_equal(band_sem_release(f->b, 2), 0);
+    CHECK(f);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1062,6 +1218,10 @@ int main(void)
         T(test_submit_args),
         T(test_try_all_or_nothing),
         T(test_try_never_overtakes),
+        T(test_fast_word_moves),
+        T(test_fast_word_moves_one_budget),
+        T(test_fast_partial_take_is_a_release),
+        T(test_only_try_counts_refusals),
         T(test_e2big_first),
         T(test_closed),
         T(test_zero_amount),
