@@ -44,6 +44,7 @@
  * that needs other locks defers its work to the wake list's post, which cannot name the
  * semaphore, because a wake may destroy it. Plain fast paths never look at smart nodes.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,27 @@
 #define SHIFT  BAND__SEM_SHIFT
 #define AVAIL  BAND__SEM_AVAIL
 
+/* The inline fast paths of band/sem.h read the start of the struct as its public prefix:
+ * the layout and the encoding must be exactly the ones it states. */
+_Static_assert(offsetof(struct band_sem, state) == offsetof(struct band_sem_prefix, state),
+               "state word offset");
+_Static_assert(offsetof(struct band_sem, fast_flags) == offsetof(struct band_sem_prefix, flags),
+               "flags offset");
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t), "state word size");
+_Static_assert(SLOW == BAND_SEM_PREFIX_SLOW && CLOSED == BAND_SEM_PREFIX_CLOSED &&
+                   SHIFT == BAND_SEM_PREFIX_SHIFT,
+               "state word encoding");
+
+/* Slow paths live out of line, so that the fast paths compile to leaf code that saves no
+ * registers: a store before a locked instruction delays it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SEM_COLD     __attribute__((noinline, cold))
+#define SEM_NOINLINE __attribute__((noinline))
+#else
+#define SEM_COLD
+#define SEM_NOINLINE
+#endif
+
 static void sem_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
                               struct band__wakelist *wl);
 
@@ -65,7 +87,7 @@ static const struct band__waitq_ops sem_waitq_ops = {sem_cancel_locked};
 
 /* Releases up to this size take the add-first path. 2^29 of them in flight at once past
  * the maximum would be needed to reach the top of the 62-bit field. */
-#define ADD_RELEASE_MAX ((uint64_t)1 << 32)
+#define ADD_RELEASE_MAX BAND_SEM_PREFIX_ADD_MAX
 
 /* ---------------------------------------------------------------- lifecycle */
 
@@ -78,7 +100,8 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     atomic_init(&s->too_big, 0);
     atomic_init(&s->limit, is_budget ? permits : BAND_MAX_UNITS);
     atomic_init(&s->cap_seq, 0);
-    s->add_release = !is_budget;
+    s->fast_flags = is_budget ? BAND_SEM_PREFIX_F_OUTOFLINE : 0;
+    atomic_init(&s->spin_ns, 0);
     band__waitq_init(&s->q, &s->lock, &sem_waitq_ops);
     s->debt = 0;
     s->head_got = 0;
@@ -395,9 +418,10 @@ static int sem_try_take(band_sem *s, uint64_t n)
     }
 }
 
-int band_sem_try_acquire(band_sem *s, uint64_t n)
+/* Everything but the uncontended success of band_sem_try_acquire(). */
+static SEM_COLD int sem_try_acquire_slow(band_sem *s, uint64_t n)
 {
-    if (band__unlikely(s == NULL || n > BAND_MAX_UNITS))
+    if (s == NULL || n > BAND_MAX_UNITS)
         return BAND_EINVAL;
     /* Success needs n <= available <= capacity, so the capacity is only read to classify
      * a refusal; E2BIG still takes precedence over the other answers. */
@@ -410,6 +434,19 @@ int band_sem_try_acquire(band_sem *s, uint64_t n)
     if (rc == BAND_EAGAIN)
         atomic_fetch_add_explicit(&s->try_refusals, 1, memory_order_relaxed);
     return rc;
+}
+
+/* The inline path of band/sem.h is this same test; both fall back to the slow path. */
+int band_sem_try_acquire(band_sem *s, uint64_t n)
+{
+    if (band__likely(s != NULL && n - 1 < BAND_MAX_UNITS)) { /* 1 <= n <= max */
+        uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+        if (band__likely(!(st & (SLOW | CLOSED)) && AVAIL(st) >= n) &&
+            atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 0;
+    }
+    return sem_try_acquire_slow(s, n);
 }
 
 /*
@@ -571,7 +608,7 @@ uint64_t band__sem_take_available_locked(band_sem *s)
  * The add-first release of @n found SLOW or an overflow in @old, the word as it was just
  * before its add. Returns 0, or BAND_EOVERFLOW after taking the permits back.
  */
-static int sem_release_fixup(band_sem *s, uint64_t n, uint64_t old)
+static SEM_COLD int sem_release_fixup(band_sem *s, uint64_t n, uint64_t old)
 {
     struct band__wakelist wl;
     band__wakelist_init(&wl);
@@ -633,20 +670,25 @@ static int sem_release_recheck(band_sem *s, uint64_t n)
     return rc;
 }
 
-int band_sem_release(band_sem *s, uint64_t n)
+int band_sem_release_finish(band_sem *s, uint64_t n, uint64_t old)
 {
-    if (band__unlikely(s == NULL))
+    if (s == NULL || n - 1 >= ADD_RELEASE_MAX || (s->fast_flags & BAND_SEM_PREFIX_F_OUTOFLINE))
+        return BAND_EINVAL;
+    if (!(old & SLOW) && AVAIL(old) <= BAND_MAX_UNITS - n)
+        return 0; /* nothing to finish */
+    return sem_release_fixup(s, n, old);
+}
+
+/* Releases that may not add first: NULL, n == 0, very large @n, and every budget. */
+static SEM_NOINLINE int sem_release_other(band_sem *s, uint64_t n)
+{
+    if (s == NULL)
         return BAND_EINVAL;
     if (n == 0)
         return 0;
-    if (band__likely(s->add_release && n <= ADD_RELEASE_MAX)) {
-        uint64_t old = atomic_fetch_add_explicit(&s->state, n << SHIFT, memory_order_release);
-        if (band__likely(!(old & SLOW) && AVAIL(old) <= BAND_MAX_UNITS - n))
-            return 0;
-        return sem_release_fixup(s, n, old);
-    }
     /*
-     * A budget: a CAS on the word, checked against the limit. The word and the limit are
+     * A budget (or a release above ADD_RELEASE_MAX): a CAS on the word, checked against
+     * the limit. The word and the limit are
      * two loads, so the pair can be torn by a capacity change, and a CAS on the word alone
      * cannot tell: a shrink and a grow can put the word back to the very value the
      * release loaded, under a limit it never saw. Capacity changes therefore run inside a
@@ -673,6 +715,19 @@ int band_sem_release(band_sem *s, uint64_t n)
         }
     }
     return sem_release_slow(s, n);
+}
+
+/* The inline path of band/sem.h is this same add; both finish in sem_release_fixup(). */
+int band_sem_release(band_sem *s, uint64_t n)
+{
+    if (band__likely(s != NULL && n - 1 < ADD_RELEASE_MAX &&
+                     !(s->fast_flags & BAND_SEM_PREFIX_F_OUTOFLINE))) {
+        uint64_t old = atomic_fetch_add_explicit(&s->state, n << SHIFT, memory_order_release);
+        if (band__likely(!(old & SLOW) && AVAIL(old) <= BAND_MAX_UNITS - n))
+            return 0;
+        return sem_release_fixup(s, n, old);
+    }
+    return sem_release_other(s, n);
 }
 
 int band_sem_reduce(band_sem *s, uint64_t n)
