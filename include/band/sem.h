@@ -116,8 +116,11 @@ BAND_API int band_sem_try_acquire(band_sem *s, uint64_t n);
  * waiters; a deadline already in the past means "do not wait", and such a call never
  * queues, so it counts in no counter), BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL as for
  * band_sem_try_acquire(), or BAND_EOVERFLOW as for band_sem_acquire_async(). Before it
- * queues it retries the lock-free path for about a microsecond while nobody is queued
- * (never past a waiter). MT-safe.
+ * queues it retries the lock-free path while nobody is queued (never past a waiter), for
+ * 1 to 50 microseconds: the semaphore adapts the spin to how long its queued
+ * acquisitions recently waited, and the spin yields the processor after 2 microseconds.
+ * A queued thread spins up to 4 microseconds (yielding after 1) before it sleeps, so a
+ * hand-off to it needs no system call. MT-safe.
  *
  * @cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED, holding nothing; a token requested before the call means "do not

@@ -44,6 +44,7 @@
  * that needs other locks defers its work to the wake list's post, which cannot name the
  * semaphore, because a wake may destroy it. Plain fast paths never look at smart nodes.
  */
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -536,24 +537,81 @@ int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w)
 }
 
 /*
- * Before a blocking acquisition queues, retry the lock-free take for about a microsecond
- * while nobody is queued: a holder on another core usually releases within that time, and
- * queueing would turn every later acquisition into a hand-off to a sleeping thread (a
- * convoy). Once SLOW is set a waiter is queued or a debt owed, so spinning stops: the
- * spin never takes permits past a waiter.
+ * Before a blocking acquisition queues, it retries the lock-free take while nobody is
+ * queued: a holder on another core usually releases soon, and queueing would turn every
+ * later acquisition into a hand-off to a sleeping thread (a convoy). Once SLOW is set a
+ * waiter is queued or a debt owed, so spinning stops: the spin never takes permits past a
+ * waiter.
+ *
+ * How long it spins adapts per semaphore (spin_ns, between SPIN_MIN_NS and SPIN_MAX_NS):
+ *   - an acquisition that queued anyway and was granted after W ns shows that a spin of
+ *     W would have done, without the hand-off: when W is within SPIN_MAX_NS the budget
+ *     grows to 2W. This is what ends a convoy: once one thread has waited for a woken
+ *     thread to run (the cost of a park/unpark hand-off, tens of microseconds on a
+ *     virtual machine), the next acquisitions spin that long, the woken holder releases
+ *     while they spin, and nobody queues again;
+ *   - a spin that ran out with the permits still held, or a queued wait longer than
+ *     SPIN_MAX_NS, shows that holders keep their permits long: the budget halves.
+ * Past SPIN_YIELD_NS of spinning the loop yields the processor between checks, so that a
+ * holder preempted on this core (more threads than cores) gets to run and release.
  */
-#define ACQUIRE_SPINS 64
+#define SPIN_MIN_NS   ((uint32_t)BAND_USEC)
+#define SPIN_MAX_NS   ((uint32_t)(50 * BAND_USEC))
+#define SPIN_YIELD_NS ((band_time)(2 * BAND_USEC))
+#define SPIN_CHECK    16 /* pauses between clock reads */
+
+static uint32_t sem_spin_budget(const band_sem *s)
+{
+    uint32_t ns = atomic_load_explicit(&((band_sem *)s)->spin_ns, memory_order_relaxed);
+    return ns < SPIN_MIN_NS ? SPIN_MIN_NS : ns;
+}
+
+/* Set the spin budget to @ns (clamped); written only when it changes. */
+static void sem_spin_set(band_sem *s, uint64_t ns)
+{
+    uint32_t v = (uint32_t)band__min_u64(ns, SPIN_MAX_NS);
+    if (v < SPIN_MIN_NS)
+        v = SPIN_MIN_NS;
+    if (atomic_load_explicit(&s->spin_ns, memory_order_relaxed) != v)
+        atomic_store_explicit(&s->spin_ns, v, memory_order_relaxed);
+}
+
+/* A queued acquisition was granted after waiting @waited ns. */
+static void sem_spin_learn(band_sem *s, band_time waited)
+{
+    uint32_t cur = sem_spin_budget(s);
+    if (waited >= 0 && waited <= (band_time)SPIN_MAX_NS) {
+        if ((uint64_t)waited * 2 > cur)
+            sem_spin_set(s, (uint64_t)waited * 2);
+    } else {
+        sem_spin_set(s, cur / 2);
+    }
+}
 
 static int sem_try_spin(band_sem *s, uint64_t n)
 {
     int rc = sem_try_take(s, n);
-    for (int i = 0; rc == BAND_EAGAIN && i < ACQUIRE_SPINS; i++) {
-        band__cpu_relax();
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) & SLOW)
+    if (rc != BAND_EAGAIN)
+        return rc;
+    uint32_t budget = sem_spin_budget(s);
+    band_time start = band_now(), now = start;
+    for (;;) {
+        for (int i = 0; i < SPIN_CHECK; i++) {
+            band__cpu_relax();
+            if (atomic_load_explicit(&s->state, memory_order_relaxed) & SLOW)
+                return BAND_EAGAIN; /* somebody queued: no barging */
+            rc = sem_try_take(s, n);
+            if (rc != BAND_EAGAIN)
+                return rc;
+        }
+        now = band_now();
+        if (now - start >= (band_time)budget)
             break;
-        rc = sem_try_take(s, n);
+        if (now - start >= SPIN_YIELD_NS)
+            (void)sched_yield();
     }
-    return rc;
+    sem_spin_set(s, budget / 2); /* held longer than the whole spin */
+    return BAND_EAGAIN;
 }
 
 int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_cancel *cancel)
@@ -573,12 +631,16 @@ int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_cancel *c
     struct band__blocker b;
     band__blocker_init(&b);
     b.w.deadline = deadline;
+    band_time queued_at = band_now();
     rc = sem_enqueue(s, n, &b.w);
     if (rc != BAND_PENDING) {
         band__blocker_done(&b);
         return rc;
     }
-    return band__blocker_wait_cancel(&b, deadline, cancel);
+    rc = band__blocker_wait_cancel(&b, deadline, cancel);
+    if (rc == 0)
+        sem_spin_learn(s, band_now() - queued_at);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- release, reduce, drain */
