@@ -1226,6 +1226,16 @@ int band_sem_get_stats(const band_sem *cs, band_sem_stats *out)
 }
 
 #ifdef BAND_TESTING
+uint32_t band__sem_spin_budget_ns(const band_sem *s)
+{
+    return sem_spin_budget(s);
+}
+
+void band__sem_spin_learn(band_sem *s, band_time waited)
+{
+    sem_spin_learn(s, waited);
+}
+
 int band__sem_check(const band_sem *cs)
 {
     band_sem *s = (band_sem *)cs;
