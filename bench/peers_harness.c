@@ -15,6 +15,9 @@
  *
  *   w1  try_acquire(1) + release(1) on one thread, ns per pair.
  *   w2  two threads, one permit, blocking band_sem_acquire(1, BAND_FOREVER) + release(1).
+ *       W2_THREADS (default 2) runs that many threads instead, W2_ITERS each; a count other
+ *       than 2 prints the row "band sem (N threads, blocking, FIFO)". Every repetition also
+ *       prints the share of acquisitions that queued to stderr.
  *   w3  N async waiters (a caller-owned band_waiter array, the C form of N tokio tasks)
  *       queue on a semaphore at 0, then N x release(1). Two rows:
  *         "band sem async waiters": the wake is the task (it counts the completion);
@@ -56,12 +59,15 @@ static void die(const char *what, long count)
 
 /* ---------------------------------------------------------------- W1 */
 
+/* The calls go through band/sem.h as any program's do: with GCC or Clang that is the
+ * inline fast path over the semaphore's public prefix. */
 static double w1_once(long iters)
 {
-    band_sem *s = NULL;
+    band_sem *created = NULL;
     long bad = 0;
-    if (band_sem_create(&s, 1, NULL) != 0)
+    if (band_sem_create(&created, 1, NULL) != 0)
         die("band_sem_create", 1);
+    band_sem *const s = created; /* a local whose address never escapes, as in C's loop */
     uint64_t t0 = bench_now();
     for (long i = 0; i < iters; i++) {
         if (band_sem_try_acquire(s, 1) != 0)
@@ -129,12 +135,81 @@ static double duo_once(long iters, uint64_t permits, const uint32_t *w0, const u
     return ops;
 }
 
+struct w2_crowd {
+    band_sem *s;
+    long iters;
+    pthread_barrier_t bar;
+    _Atomic long bad;
+    _Atomic uint64_t t_start, t_end; /* first start, last end */
+};
+
+static void *w2_crowd_thread(void *p)
+{
+    struct w2_crowd *c = p;
+    long bad = 0;
+    pthread_barrier_wait(&c->bar);
+    uint64_t t0 = bench_now();
+    uint64_t seen = atomic_load(&c->t_start);
+    while ((seen == 0 || t0 < seen) && !atomic_compare_exchange_weak(&c->t_start, &seen, t0))
+        ;
+    for (long i = 0; i < c->iters; i++) {
+        if (band_sem_acquire(c->s, 1, BAND_FOREVER, NULL) != 0)
+            bad++;
+        if (band_sem_release(c->s, 1) != 0)
+            bad++;
+    }
+    uint64_t t1 = bench_now();
+    seen = atomic_load(&c->t_end);
+    while (t1 > seen && !atomic_compare_exchange_weak(&c->t_end, &seen, t1))
+        ;
+    atomic_fetch_add(&c->bad, bad);
+    return NULL;
+}
+
+/* ops/s of @nthreads threads looping acquire(1) + release(1) on one permit, @iters each;
+ * *@queued gets the share of acquisitions that had to queue. */
+static double w2_once(int nthreads, long iters, double *queued)
+{
+    struct w2_crowd c;
+    pthread_t th[256];
+    band_sem_stats st;
+    memset(&c, 0, sizeof c);
+    if (band_sem_create(&c.s, 1, NULL) != 0)
+        die("band_sem_create", 1);
+    c.iters = iters;
+    pthread_barrier_init(&c.bar, NULL, (unsigned)nthreads);
+    for (int i = 0; i < nthreads; i++)
+        if (pthread_create(&th[i], NULL, w2_crowd_thread, &c) != 0)
+            die("pthread_create", i);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&c.bar);
+    if (band_sem_available(c.s) != 1)
+        die("permits leaked", (long)band_sem_available(c.s));
+    if (band_sem_get_stats(c.s, &st) != 0)
+        die("band_sem_get_stats", 1);
+    *queued = (double)st.queued / ((double)nthreads * (double)iters);
+    band_sem_destroy(c.s);
+    if (c.bad != 0)
+        die("acquire/release failed", c.bad);
+    return (double)nthreads * (double)iters / ((double)(c.t_end - c.t_start) / 1e9);
+}
+
 static void run_w2(void)
 {
-    (void)duo_once(W2_ITERS / 4 > 0 ? W2_ITERS / 4 : 1, 1, NULL, NULL);
-    for (long r = 0; r < REPS; r++)
-        emit("W2", "band sem (2 threads, blocking, FIFO)", "ops/s",
-             duo_once(W2_ITERS, 1, NULL, NULL));
+    long nthreads = bench_env_long("W2_THREADS", 2);
+    char peer[64];
+    double queued;
+    if (nthreads < 1 || nthreads > 256)
+        die("W2_THREADS must be in 1..256", nthreads);
+    snprintf(peer, sizeof peer, "band sem (%ld threads, blocking, FIFO)", nthreads);
+    (void)w2_once((int)nthreads, W2_ITERS / 4 > 0 ? W2_ITERS / 4 : 1, &queued);
+    for (long r = 0; r < REPS; r++) {
+        double ops = w2_once((int)nthreads, W2_ITERS, &queued);
+        emit("W2", peer, "ops/s", ops);
+        fprintf(stderr, "W2 %ld threads: %.2f M ops/s, %.1f%% queued\n", nthreads, ops / 1e6,
+                100.0 * queued);
+    }
 }
 
 static void run_w4(void)

@@ -15,7 +15,8 @@
  *  - Fast paths. Uncontended try_acquire is one compare-and-swap and release one atomic
  *    add on one word (a budget's release is a compare-and-swap, to check its capacity
  *    exactly); neither takes a lock or makes a system call. The value the add returns is
- *    the one load that tells release whether anybody waits.
+ *    the one load that tells release whether anybody waits. With GCC or Clang both fast
+ *    paths are inlined into the caller ("Inline fast paths" at the end of this header).
  *  - Counters are readable at any time with band_sem_get_stats().
  *
  * Permits held as values (band_permit, the form to embed in the object a resource belongs
@@ -115,8 +116,11 @@ BAND_API int band_sem_try_acquire(band_sem *s, uint64_t n);
  * waiters; a deadline already in the past means "do not wait", and such a call never
  * queues, so it counts in no counter), BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL as for
  * band_sem_try_acquire(), or BAND_EOVERFLOW as for band_sem_acquire_async(). Before it
- * queues it retries the lock-free path for about a microsecond while nobody is queued
- * (never past a waiter). MT-safe.
+ * queues it retries the lock-free path while nobody is queued (never past a waiter), for
+ * 1 to 50 microseconds: the semaphore adapts the spin to how long its queued
+ * acquisitions recently waited, and the spin yields the processor after 2 microseconds.
+ * A queued thread spins up to 4 microseconds (yielding after 1) before it sleeps, so a
+ * hand-off to it needs no system call. MT-safe.
  *
  * @cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
@@ -237,6 +241,103 @@ typedef struct band_sem_stats {
  * BAND_EINVAL (NULL argument). MT-safe.
  */
 BAND_API int band_sem_get_stats(const band_sem *s, band_sem_stats *out);
+
+/**
+ * band_sem_release_finish() - complete a release whose atomic add was done inline.
+ *
+ * Called only by the inline band_sem_release() below, never directly: after it added
+ * @n << BAND_SEM_PREFIX_SHIFT to the state word and the value @old it found there had
+ * BAND_SEM_PREFIX_SLOW set (somebody waits or a debt is owed) or left more than
+ * BAND_MAX_UNITS available. It hands the permits to the waiters, or takes them back when
+ * they overflow. Returns 0, BAND_EOVERFLOW (the permits were taken back; the balance is as
+ * before the release) or BAND_EINVAL - nothing done - for a NULL @s, @n outside
+ * 1..BAND_SEM_PREFIX_ADD_MAX, or a semaphore whose releases may not add first
+ * (BAND_SEM_PREFIX_F_OUTOFLINE set: a budget's). MT-safe.
+ */
+BAND_API int band_sem_release_finish(band_sem *s, uint64_t n, uint64_t old);
+
+/*
+ * Inline fast paths
+ * -----------------
+ * With GCC or Clang, band_sem_try_acquire() and band_sem_release() are macros over the
+ * static inline functions below, so that an uncontended acquire and release cost the
+ * caller one compare-and-swap and one atomic add, with no call. Anything but the plain
+ * uncontended case - a NULL semaphore, n == 0 or above the limits, waiters queued, a debt,
+ * close, a failed compare-and-swap, a budget's release - goes to the exported functions
+ * of the same names, which give every answer and count every refusal as documented above;
+ * so the inline path and the exported functions have identical outcomes, and taking the
+ * address of band_sem_try_acquire or band_sem_release yields the exported function.
+ * Define BAND_NO_INLINE before including this header to call the exported functions
+ * always (the library itself is built so).
+ *
+ * The ABI promise. The inline code reads the first 68 bytes of every band_sem (a budget's
+ * and a capacity tree node's included) as struct band_sem_prefix: the state word at
+ * offset 0 (available permits << BAND_SEM_PREFIX_SHIFT | SLOW | CLOSED, accessed only
+ * with atomic operations) and a constant flags word at offset 64. That layout, the
+ * encoding, BAND_SEM_PREFIX_ADD_MAX and band_sem_release_finish() are frozen for inline
+ * ABI BAND_SEM_INLINE_ABI, which holds for every library release with the same symbol
+ * version node as the headers a program was built with (BAND_0.<minor> before 1.0, so
+ * all 0.2.x releases; BAND_<major> from 1.0 on). A release that changes any of them
+ * changes BAND_SEM_INLINE_ABI and the node, so a program built against older headers
+ * fails to load instead of misreading the word. The rest of struct band_sem is private.
+ */
+#define BAND_SEM_INLINE_ABI 1
+
+/* The state word: available permits above BAND_SEM_PREFIX_SHIFT, two flags below. */
+#define BAND_SEM_PREFIX_SLOW   UINT64_C(1) /* waiters queued or a debt owed: take the lock */
+#define BAND_SEM_PREFIX_CLOSED UINT64_C(2) /* closed: acquisitions fail */
+#define BAND_SEM_PREFIX_SHIFT  2
+/* Flags word: releases must not add first (a budget: they check the capacity). */
+#define BAND_SEM_PREFIX_F_OUTOFLINE 1u
+/* The largest release that may add first and check after (headroom above BAND_MAX_UNITS
+ * for releases in flight). */
+#define BAND_SEM_PREFIX_ADD_MAX (UINT64_C(1) << 32)
+
+/** struct band_sem_prefix - the frozen start of every band_sem (see the ABI promise). */
+struct band_sem_prefix {
+    uint64_t state;         /* offset 0, on its own 64-byte line; atomic access only */
+    unsigned char _pad[56]; /* private */
+    uint32_t flags;         /* offset 64; BAND_SEM_PREFIX_F_*; constant after create */
+};
+
+#if !defined(BAND_NO_INLINE) && !defined(BAND_BUILDING) && (defined(__GNUC__) || defined(__clang__))
+#define BAND_SEM_HAVE_INLINE 1
+
+static inline int band__sem_try_acquire_inline(band_sem *s, uint64_t n)
+{
+    if (__builtin_expect(s != NULL && n - 1 < BAND_MAX_UNITS, 1)) { /* 1 <= n <= max */
+        uint64_t *word = &((struct band_sem_prefix *)(void *)s)->state;
+        uint64_t st = __atomic_load_n(word, __ATOMIC_RELAXED);
+        if (__builtin_expect((st & (BAND_SEM_PREFIX_SLOW | BAND_SEM_PREFIX_CLOSED)) == 0 &&
+                                 (st >> BAND_SEM_PREFIX_SHIFT) >= n &&
+                                 __atomic_compare_exchange_n(word, &st,
+                                                             st - (n << BAND_SEM_PREFIX_SHIFT), 1,
+                                                             __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
+                             1))
+            return 0;
+    }
+    return (band_sem_try_acquire)(s, n);
+}
+
+static inline int band__sem_release_inline(band_sem *s, uint64_t n)
+{
+    struct band_sem_prefix *p = (struct band_sem_prefix *)(void *)s;
+    if (__builtin_expect(s != NULL && n - 1 < BAND_SEM_PREFIX_ADD_MAX &&
+                             (p->flags & BAND_SEM_PREFIX_F_OUTOFLINE) == 0,
+                         1)) {
+        uint64_t old = __atomic_fetch_add(&p->state, n << BAND_SEM_PREFIX_SHIFT, __ATOMIC_RELEASE);
+        if (__builtin_expect((old & BAND_SEM_PREFIX_SLOW) == 0 &&
+                                 (old >> BAND_SEM_PREFIX_SHIFT) <= BAND_MAX_UNITS - n,
+                             1))
+            return 0;
+        return band_sem_release_finish(s, n, old);
+    }
+    return (band_sem_release)(s, n);
+}
+
+#define band_sem_try_acquire(s, n) band__sem_try_acquire_inline((s), (n))
+#define band_sem_release(s, n)     band__sem_release_inline((s), (n))
+#endif
 
 #ifdef __cplusplus
 }

@@ -9,13 +9,15 @@
 #include <stdbool.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <time.h>
 
 /* How long to spin before sleeping: the order of a hand-off between two running threads,
  * and far less than a futex sleep and wake (tens of microseconds on a virtual machine).
  * Bounded by time, since a pause instruction costs anything from 1 to 40 ns by CPU. */
-#define BAND__PARK_SPIN_NS    (4 * BAND_USEC)
-#define BAND__PARK_SPIN_CHECK 16 /* pauses between clock reads */
+#define BAND__PARK_SPIN_NS       (4 * BAND_USEC)
+#define BAND__PARK_SPIN_CHECK    16 /* pauses between clock reads */
+#define BAND__PARK_SPIN_YIELD_NS (1 * BAND_USEC)
 
 #if defined(BAND__PARKER_FUTEX)
 #include <linux/futex.h>
@@ -79,10 +81,16 @@ static band_time sanitizer_sleep_until(band_time deadline)
 #endif
 }
 
-/* Spin until notified or interrupted (1) or until the spin budget is spent (0). */
+/*
+ * Spin until notified or interrupted (1) or until the spin budget is spent (0). A
+ * notification that lands while the waiter spins costs the notifier no system call.
+ * Past BAND__PARK_SPIN_YIELD_NS the spin yields the processor between checks: with more
+ * threads than cores, the thread that will notify this one (or the one just woken ahead
+ * of it) may be waiting for this core.
+ */
 static int parker_spin(const struct band__parker *p)
 {
-    band_time until = 0;
+    band_time start = 0;
     for (;;) {
         for (int i = 0; i < BAND__PARK_SPIN_CHECK; i++) {
             uint32_t st = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
@@ -91,10 +99,12 @@ static int parker_spin(const struct band__parker *p)
             band__cpu_relax();
         }
         band_time now = band_now();
-        if (until == 0)
-            until = now + BAND__PARK_SPIN_NS;
-        else if (now >= until)
+        if (start == 0)
+            start = now;
+        else if (now - start >= BAND__PARK_SPIN_NS)
             return 0;
+        else if (now - start >= BAND__PARK_SPIN_YIELD_NS)
+            (void)sched_yield();
     }
 }
 

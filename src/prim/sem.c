@@ -44,6 +44,8 @@
  * that needs other locks defers its work to the wake list's post, which cannot name the
  * semaphore, because a wake may destroy it. Plain fast paths never look at smart nodes.
  */
+#include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +60,27 @@
 #define SHIFT  BAND__SEM_SHIFT
 #define AVAIL  BAND__SEM_AVAIL
 
+/* The inline fast paths of band/sem.h read the start of the struct as its public prefix:
+ * the layout and the encoding must be exactly the ones it states. */
+_Static_assert(offsetof(struct band_sem, state) == offsetof(struct band_sem_prefix, state),
+               "state word offset");
+_Static_assert(offsetof(struct band_sem, fast_flags) == offsetof(struct band_sem_prefix, flags),
+               "flags offset");
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t), "state word size");
+_Static_assert(SLOW == BAND_SEM_PREFIX_SLOW && CLOSED == BAND_SEM_PREFIX_CLOSED &&
+                   SHIFT == BAND_SEM_PREFIX_SHIFT,
+               "state word encoding");
+
+/* Slow paths live out of line, so that the fast paths compile to leaf code that saves no
+ * registers: a store before a locked instruction delays it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SEM_COLD     __attribute__((noinline, cold))
+#define SEM_NOINLINE __attribute__((noinline))
+#else
+#define SEM_COLD
+#define SEM_NOINLINE
+#endif
+
 static void sem_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
                               struct band__wakelist *wl);
 
@@ -65,7 +88,7 @@ static const struct band__waitq_ops sem_waitq_ops = {sem_cancel_locked};
 
 /* Releases up to this size take the add-first path. 2^29 of them in flight at once past
  * the maximum would be needed to reach the top of the 62-bit field. */
-#define ADD_RELEASE_MAX ((uint64_t)1 << 32)
+#define ADD_RELEASE_MAX BAND_SEM_PREFIX_ADD_MAX
 
 /* ---------------------------------------------------------------- lifecycle */
 
@@ -78,7 +101,8 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     atomic_init(&s->too_big, 0);
     atomic_init(&s->limit, is_budget ? permits : BAND_MAX_UNITS);
     atomic_init(&s->cap_seq, 0);
-    s->add_release = !is_budget;
+    s->fast_flags = is_budget ? BAND_SEM_PREFIX_F_OUTOFLINE : 0;
+    atomic_init(&s->spin_ns, 0);
     band__waitq_init(&s->q, &s->lock, &sem_waitq_ops);
     s->debt = 0;
     s->head_got = 0;
@@ -395,9 +419,10 @@ static int sem_try_take(band_sem *s, uint64_t n)
     }
 }
 
-int band_sem_try_acquire(band_sem *s, uint64_t n)
+/* Everything but the uncontended success of band_sem_try_acquire(). */
+static SEM_COLD int sem_try_acquire_slow(band_sem *s, uint64_t n)
 {
-    if (band__unlikely(s == NULL || n > BAND_MAX_UNITS))
+    if (s == NULL || n > BAND_MAX_UNITS)
         return BAND_EINVAL;
     /* Success needs n <= available <= capacity, so the capacity is only read to classify
      * a refusal; E2BIG still takes precedence over the other answers. */
@@ -410,6 +435,19 @@ int band_sem_try_acquire(band_sem *s, uint64_t n)
     if (rc == BAND_EAGAIN)
         atomic_fetch_add_explicit(&s->try_refusals, 1, memory_order_relaxed);
     return rc;
+}
+
+/* The inline path of band/sem.h is this same test; both fall back to the slow path. */
+int band_sem_try_acquire(band_sem *s, uint64_t n)
+{
+    if (band__likely(s != NULL && n - 1 < BAND_MAX_UNITS)) { /* 1 <= n <= max */
+        uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+        if (band__likely(!(st & (SLOW | CLOSED)) && AVAIL(st) >= n) &&
+            atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 0;
+    }
+    return sem_try_acquire_slow(s, n);
 }
 
 /*
@@ -499,24 +537,81 @@ int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w)
 }
 
 /*
- * Before a blocking acquisition queues, retry the lock-free take for about a microsecond
- * while nobody is queued: a holder on another core usually releases within that time, and
- * queueing would turn every later acquisition into a hand-off to a sleeping thread (a
- * convoy). Once SLOW is set a waiter is queued or a debt owed, so spinning stops: the
- * spin never takes permits past a waiter.
+ * Before a blocking acquisition queues, it retries the lock-free take while nobody is
+ * queued: a holder on another core usually releases soon, and queueing would turn every
+ * later acquisition into a hand-off to a sleeping thread (a convoy). Once SLOW is set a
+ * waiter is queued or a debt owed, so spinning stops: the spin never takes permits past a
+ * waiter.
+ *
+ * How long it spins adapts per semaphore (spin_ns, between SPIN_MIN_NS and SPIN_MAX_NS):
+ *   - an acquisition that queued anyway and was granted after W ns shows that a spin of
+ *     W would have done, without the hand-off: when W is within SPIN_MAX_NS the budget
+ *     grows to 2W. This is what ends a convoy: once one thread has waited for a woken
+ *     thread to run (the cost of a park/unpark hand-off, tens of microseconds on a
+ *     virtual machine), the next acquisitions spin that long, the woken holder releases
+ *     while they spin, and nobody queues again;
+ *   - a spin that ran out with the permits still held, or a queued wait longer than
+ *     SPIN_MAX_NS, shows that holders keep their permits long: the budget halves.
+ * Past SPIN_YIELD_NS of spinning the loop yields the processor between checks, so that a
+ * holder preempted on this core (more threads than cores) gets to run and release.
  */
-#define ACQUIRE_SPINS 64
+#define SPIN_MIN_NS   ((uint32_t)BAND_USEC)
+#define SPIN_MAX_NS   ((uint32_t)(50 * BAND_USEC))
+#define SPIN_YIELD_NS ((band_time)(2 * BAND_USEC))
+#define SPIN_CHECK    16 /* pauses between clock reads */
+
+static uint32_t sem_spin_budget(const band_sem *s)
+{
+    uint32_t ns = atomic_load_explicit(&((band_sem *)s)->spin_ns, memory_order_relaxed);
+    return ns < SPIN_MIN_NS ? SPIN_MIN_NS : ns;
+}
+
+/* Set the spin budget to @ns (clamped); written only when it changes. */
+static void sem_spin_set(band_sem *s, uint64_t ns)
+{
+    uint32_t v = (uint32_t)band__min_u64(ns, SPIN_MAX_NS);
+    if (v < SPIN_MIN_NS)
+        v = SPIN_MIN_NS;
+    if (atomic_load_explicit(&s->spin_ns, memory_order_relaxed) != v)
+        atomic_store_explicit(&s->spin_ns, v, memory_order_relaxed);
+}
+
+/* A queued acquisition was granted after waiting @waited ns. */
+static void sem_spin_learn(band_sem *s, band_time waited)
+{
+    uint32_t cur = sem_spin_budget(s);
+    if (waited >= 0 && waited <= (band_time)SPIN_MAX_NS) {
+        if ((uint64_t)waited * 2 > cur)
+            sem_spin_set(s, (uint64_t)waited * 2);
+    } else {
+        sem_spin_set(s, cur / 2);
+    }
+}
 
 static int sem_try_spin(band_sem *s, uint64_t n)
 {
     int rc = sem_try_take(s, n);
-    for (int i = 0; rc == BAND_EAGAIN && i < ACQUIRE_SPINS; i++) {
-        band__cpu_relax();
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) & SLOW)
+    if (rc != BAND_EAGAIN)
+        return rc;
+    uint32_t budget = sem_spin_budget(s);
+    band_time start = band_now(), now = start;
+    for (;;) {
+        for (int i = 0; i < SPIN_CHECK; i++) {
+            band__cpu_relax();
+            if (atomic_load_explicit(&s->state, memory_order_relaxed) & SLOW)
+                return BAND_EAGAIN; /* somebody queued: no barging */
+            rc = sem_try_take(s, n);
+            if (rc != BAND_EAGAIN)
+                return rc;
+        }
+        now = band_now();
+        if (now - start >= (band_time)budget)
             break;
-        rc = sem_try_take(s, n);
+        if (now - start >= SPIN_YIELD_NS)
+            (void)sched_yield();
     }
-    return rc;
+    sem_spin_set(s, budget / 2); /* held longer than the whole spin */
+    return BAND_EAGAIN;
 }
 
 int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_cancel *cancel)
@@ -536,12 +631,16 @@ int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_cancel *c
     struct band__blocker b;
     band__blocker_init(&b);
     b.w.deadline = deadline;
+    band_time queued_at = band_now();
     rc = sem_enqueue(s, n, &b.w);
     if (rc != BAND_PENDING) {
         band__blocker_done(&b);
         return rc;
     }
-    return band__blocker_wait_cancel(&b, deadline, cancel);
+    rc = band__blocker_wait_cancel(&b, deadline, cancel);
+    if (rc == 0)
+        sem_spin_learn(s, band_now() - queued_at);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- release, reduce, drain */
@@ -571,7 +670,7 @@ uint64_t band__sem_take_available_locked(band_sem *s)
  * The add-first release of @n found SLOW or an overflow in @old, the word as it was just
  * before its add. Returns 0, or BAND_EOVERFLOW after taking the permits back.
  */
-static int sem_release_fixup(band_sem *s, uint64_t n, uint64_t old)
+static SEM_COLD int sem_release_fixup(band_sem *s, uint64_t n, uint64_t old)
 {
     struct band__wakelist wl;
     band__wakelist_init(&wl);
@@ -633,20 +732,25 @@ static int sem_release_recheck(band_sem *s, uint64_t n)
     return rc;
 }
 
-int band_sem_release(band_sem *s, uint64_t n)
+int band_sem_release_finish(band_sem *s, uint64_t n, uint64_t old)
 {
-    if (band__unlikely(s == NULL))
+    if (s == NULL || n - 1 >= ADD_RELEASE_MAX || (s->fast_flags & BAND_SEM_PREFIX_F_OUTOFLINE))
+        return BAND_EINVAL;
+    if (!(old & SLOW) && AVAIL(old) <= BAND_MAX_UNITS - n)
+        return 0; /* nothing to finish */
+    return sem_release_fixup(s, n, old);
+}
+
+/* Releases that may not add first: NULL, n == 0, very large @n, and every budget. */
+static SEM_NOINLINE int sem_release_other(band_sem *s, uint64_t n)
+{
+    if (s == NULL)
         return BAND_EINVAL;
     if (n == 0)
         return 0;
-    if (band__likely(s->add_release && n <= ADD_RELEASE_MAX)) {
-        uint64_t old = atomic_fetch_add_explicit(&s->state, n << SHIFT, memory_order_release);
-        if (band__likely(!(old & SLOW) && AVAIL(old) <= BAND_MAX_UNITS - n))
-            return 0;
-        return sem_release_fixup(s, n, old);
-    }
     /*
-     * A budget: a CAS on the word, checked against the limit. The word and the limit are
+     * A budget (or a release above ADD_RELEASE_MAX): a CAS on the word, checked against
+     * the limit. The word and the limit are
      * two loads, so the pair can be torn by a capacity change, and a CAS on the word alone
      * cannot tell: a shrink and a grow can put the word back to the very value the
      * release loaded, under a limit it never saw. Capacity changes therefore run inside a
@@ -673,6 +777,19 @@ int band_sem_release(band_sem *s, uint64_t n)
         }
     }
     return sem_release_slow(s, n);
+}
+
+/* The inline path of band/sem.h is this same add; both finish in sem_release_fixup(). */
+int band_sem_release(band_sem *s, uint64_t n)
+{
+    if (band__likely(s != NULL && n - 1 < ADD_RELEASE_MAX &&
+                     !(s->fast_flags & BAND_SEM_PREFIX_F_OUTOFLINE))) {
+        uint64_t old = atomic_fetch_add_explicit(&s->state, n << SHIFT, memory_order_release);
+        if (band__likely(!(old & SLOW) && AVAIL(old) <= BAND_MAX_UNITS - n))
+            return 0;
+        return sem_release_fixup(s, n, old);
+    }
+    return sem_release_other(s, n);
 }
 
 int band_sem_reduce(band_sem *s, uint64_t n)
@@ -1109,6 +1226,16 @@ int band_sem_get_stats(const band_sem *cs, band_sem_stats *out)
 }
 
 #ifdef BAND_TESTING
+uint32_t band__sem_spin_budget_ns(const band_sem *s)
+{
+    return sem_spin_budget(s);
+}
+
+void band__sem_spin_learn(band_sem *s, band_time waited)
+{
+    sem_spin_learn(s, waited);
+}
+
 int band__sem_check(const band_sem *cs)
 {
     band_sem *s = (band_sem *)cs;

@@ -24,6 +24,11 @@
  * queued waiters until it takes the lock and hands them on.
  */
 int band__sem_check(const band_sem *s);
+
+/* The spin budget of a blocking acquisition before it queues (ns), and the update a
+ * queued acquisition granted after @waited ns makes to it (sem.c). */
+uint32_t band__sem_spin_budget_ns(const band_sem *s);
+void band__sem_spin_learn(band_sem *s, band_time waited);
 #endif /* BAND_TESTING */
 
 #endif

@@ -21,20 +21,31 @@
 #define BAND__SEM_SHIFT     2
 #define BAND__SEM_AVAIL(st) ((st) >> BAND__SEM_SHIFT)
 
+/*
+ * The first two cache lines are the public prefix of band/sem.h (struct band_sem_prefix,
+ * inline ABI BAND_SEM_INLINE_ABI): the state word at offset 0, alone on its line, and the
+ * constant fast-path flags at offset 64. sem.c checks the offsets and the encoding
+ * against the public header at compile time; neither may change within an ABI version.
+ */
 struct band_sem {
-    /* Fast path: one word on its own cache line. */
+    /* Fast path: one word on its own cache line (written by every acquire and release). */
     _Alignas(BAND__CACHELINE) _Atomic uint64_t state;
 
-    /* Counted outside the lock, on refusals only. */
-    _Alignas(BAND__CACHELINE) _Atomic uint64_t try_refusals;
-    _Atomic uint64_t too_big;
+    /* Read-mostly: constant, or written only by capacity changes. */
+    _Alignas(BAND__CACHELINE) uint32_t fast_flags; /* constant: BAND_SEM_PREFIX_F_* */
     /* A budget's capacity (the release limit); BAND_MAX_UNITS for a semaphore.
      * Written under the lock, read anywhere. */
     _Atomic uint64_t limit;
     /* Odd while a capacity change is under way, bumped by each (lock): a budget's fast
      * release that sees it move knows its limit may have been stale (sem.c). */
     _Atomic uint64_t cap_seq;
-    int add_release; /* constant: release may add first and check after (not budgets) */
+
+    /* Counted outside the lock, on refusals only. */
+    _Alignas(BAND__CACHELINE) _Atomic uint64_t try_refusals;
+    _Atomic uint64_t too_big;
+    /* How long a blocking acquisition spins before it queues (ns), adapted by the
+     * outcome of each spin (sem.c, sem_spin_budget()); written rarely, relaxed. */
+    _Atomic uint32_t spin_ns;
 
     /* Slow path: everything below is guarded by lock. */
     _Alignas(BAND__CACHELINE) pthread_mutex_t lock;

@@ -10,6 +10,7 @@
 #include <malloc.h>
 #include <string.h>
 
+#include "core/block.h"
 #include "prim/sem_internal.h"
 
 #define MAXP BAND_MAX_UNITS
@@ -1156,6 +1157,49 @@ static void wait_queued(band_sem *s, uint64_t n)
     assert_true(test_wait_until(cond_queued, &c, 20 * BAND_SEC));
 }
 
+/*
+ * The spin before a blocking acquisition queues adapts: a queued wait of W <= 50 us grows
+ * it to 2W (at most 50 us), a longer wait halves it, never below 1 us.
+ */
+static void test_spin_budget_adapts(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 1000); /* the floor, at first */
+    band__sem_spin_learn(f->sem, 10 * BAND_USEC);
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 20000);
+    band__sem_spin_learn(f->sem, 5 * BAND_USEC); /* shorter: keeps the larger budget */
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 20000);
+    band__sem_spin_learn(f->sem, 40 * BAND_USEC);
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 50000); /* capped */
+    band__sem_spin_learn(f->sem, 50 * BAND_USEC + 1);          /* holders keep permits long */
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 25000);
+    for (int i = 0; i < 10; i++)
+        band__sem_spin_learn(f->sem, BAND_SEC);
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 1000);
+}
+
+/* A real wait: the spin runs out while the permit stays held (the budget halves), the
+ * acquisition queues, and its grant after well over 50 us halves it again. */
+static void test_spin_budget_after_long_hold(void **state)
+{
+    struct fixture *f = *state;
+    band__sem_spin_learn(f->sem, 20 * BAND_USEC); /* 40 us */
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 40000);
+    struct acq_arg a = {f->sem, 1, BAND_FOREVER, 0};
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, acquire_thread, &a), 0);
+    wait_waiters(f->sem, 1);
+    assert_int_equal(band__sleep_until(band_now() + 5 * BAND_MSEC, NULL), 0);
+    assert_int_equal(band_sem_release(f->sem, 1), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 10000);
+    band_sem_stats st = stats_of(f->sem);
+    assert_u64_equal(st.queued, 1);
+    assert_u64_equal(st.grants, 1);
+    assert_u64_equal(st.available, 0);
+    CHECK(f->sem);
+}
+
 static void test_acquire_granted_by_other_thread(void **state)
 {
     struct fixture *f = *state;
@@ -1469,6 +1513,8 @@ int main(void)
         T(test_fifo_wake_order),
         T(test_partial_grants_accumulate),
         T(test_head_of_line_blocking),
+        T(test_spin_budget_adapts),
+        T(test_spin_budget_after_long_hold),
         T(test_release_spills_over),
         T(test_cancel_partial_head_passes_permits_on),
         T(test_cancel_partial_head_repays_debt_first),
