@@ -36,18 +36,42 @@ struct chan_ring {
     _Alignas(BAND__CACHELINE) _Atomic uint64_t tail; /* position << 1 | gate */
     _Alignas(BAND__CACHELINE) _Atomic uint64_t head; /* position << 1 | gate */
     _Alignas(BAND__CACHELINE) unsigned char *slots;  /* read-only after creation below */
-    size_t stride;                                   /* bytes per slot */
+    _Atomic uint64_t *bytes; /* declared bytes per slot: atomic only so that a stats reader
+                                never races a copy */
+    size_t stride;           /* bytes per slot */
     size_t elem_size;
     uint64_t cap;
     uint64_t mask; /* cap - 1 when cap is a power of two, else 0 */
 };
 
-/* A slot: its sequence number, the element's declared bytes, then the element. */
+/*
+ * A slot: its sequence number, then the element. The slots are cache-line aligned and,
+ * up to a cache line, a power of two in size, so that a slot never straddles two lines:
+ * a send and the receive of its element each touch one line of the ring (a u64 slot is 16
+ * bytes, four to a line). The declared bytes live in a separate array, written by the
+ * sender and read only by a receiver that asks for them (and by stats), so a receiver
+ * that does not ask never pulls that line.
+ */
 struct ring_slot {
     _Atomic uint64_t seq;
-    _Atomic uint64_t bytes; /* atomic only so that a stats reader never races a copy */
     unsigned char data[];
 };
+
+/* The stride of a slot holding @elem_size bytes (see struct ring_slot), or 0 when it
+ * would overflow. */
+static inline size_t ring_stride(size_t elem_size)
+{
+    if (elem_size > SIZE_MAX / 2 - 64)
+        return 0;
+    size_t need = sizeof(struct ring_slot) + elem_size;
+    if (need <= 64) {
+        size_t p = 16;
+        while (p < need)
+            p *= 2;
+        return p;
+    }
+    return (need + 7) & ~(size_t)7;
+}
 
 /* Copies one element; the common sizes are inlined (a pointer, a u64, two words). */
 static inline void ring_copy(void *dst, const void *src, size_t n)
@@ -60,10 +84,46 @@ static inline void ring_copy(void *dst, const void *src, size_t n)
         memcpy(dst, src, n);
 }
 
+static inline size_t ring_index(const struct chan_ring *r, uint64_t pos)
+{
+    return (size_t)(r->mask != 0 || r->cap == 1 ? (pos & r->mask) : pos % r->cap);
+}
+
+/* The copy and publish of a slot for elements of other sizes than a u64 or a pointer, out
+ * of line: the inlined fast paths then need no registers saved around a memcpy call. */
+static __attribute__((noinline, unused)) void ring_fill(struct ring_slot *s,
+                                                        _Atomic uint64_t *bytesp, const void *elem,
+                                                        size_t n, uint64_t bytes, uint64_t seq)
+{
+    ring_copy(s->data, elem, n);
+    atomic_store_explicit(bytesp, bytes, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, seq, memory_order_release);
+}
+
+static __attribute__((noinline, unused)) void ring_drain(struct ring_slot *s,
+                                                         _Atomic uint64_t *bytesp, void *out,
+                                                         size_t n, uint64_t *bytes, uint64_t seq)
+{
+    ring_copy(out, s->data, n);
+    if (bytes != NULL)
+        *bytes = atomic_load_explicit(bytesp, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, seq, memory_order_release);
+}
+
+static inline struct ring_slot *ring_slot_of(const struct chan_ring *r, size_t i)
+{
+    return (struct ring_slot *)(void *)(r->slots + i * r->stride);
+}
+
 static inline struct ring_slot *ring_slot_at(const struct chan_ring *r, uint64_t pos)
 {
-    uint64_t i = r->mask != 0 || r->cap == 1 ? (pos & r->mask) : pos % r->cap;
-    return (struct ring_slot *)(void *)(r->slots + (size_t)i * r->stride);
+    return ring_slot_of(r, ring_index(r, pos));
+}
+
+/* The declared bytes of the element at @pos (published or being copied). */
+static inline _Atomic uint64_t *ring_bytes_at(const struct chan_ring *r, uint64_t pos)
+{
+    return &r->bytes[ring_index(r, pos)];
 }
 
 /* Positions: elements sent into the ring, and taken out of it. */
@@ -95,11 +155,13 @@ static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t byte
     uint64_t tw = atomic_load_explicit(&r->tail, memory_order_relaxed);
     struct ring_slot *s;
     uint64_t pos;
+    size_t i;
     for (;;) {
         if (gated && (tw & RING_GATE))
             return RING_GATED;
         pos = tw >> RING_SHIFT;
-        s = ring_slot_at(r, pos);
+        i = ring_index(r, pos);
+        s = ring_slot_of(r, i);
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         int64_t dif = (int64_t)(seq - 2 * pos);
         if (dif == 0) {
@@ -112,9 +174,13 @@ static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t byte
             tw = atomic_load_explicit(&r->tail, memory_order_relaxed);
         }
     }
-    ring_copy(s->data, elem, r->elem_size);
-    atomic_store_explicit(&s->bytes, bytes, memory_order_relaxed);
-    atomic_store_explicit(&s->seq, 2 * pos + 1, memory_order_release);
+    if (band__likely(r->elem_size == 8)) {
+        memcpy(s->data, elem, 8);
+        atomic_store_explicit(&r->bytes[i], bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->seq, 2 * pos + 1, memory_order_release);
+    } else {
+        ring_fill(s, &r->bytes[i], elem, r->elem_size, bytes, 2 * pos + 1);
+    }
     return RING_OK;
 }
 
@@ -128,11 +194,13 @@ static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int 
     uint64_t hw = atomic_load_explicit(&r->head, memory_order_relaxed);
     struct ring_slot *s;
     uint64_t pos;
+    size_t i;
     for (;;) {
         if (gated && (hw & RING_GATE))
             return RING_GATED;
         pos = hw >> RING_SHIFT;
-        s = ring_slot_at(r, pos);
+        i = ring_index(r, pos);
+        s = ring_slot_of(r, i);
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         int64_t dif = (int64_t)(seq - (2 * pos + 1));
         if (dif == 0) {
@@ -145,10 +213,14 @@ static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int 
             hw = atomic_load_explicit(&r->head, memory_order_relaxed);
         }
     }
-    ring_copy(out, s->data, r->elem_size);
-    if (bytes != NULL)
-        *bytes = atomic_load_explicit(&s->bytes, memory_order_relaxed);
-    atomic_store_explicit(&s->seq, 2 * (pos + r->cap), memory_order_release);
+    if (band__likely(r->elem_size == 8)) {
+        memcpy(out, s->data, 8);
+        if (bytes != NULL)
+            *bytes = atomic_load_explicit(&r->bytes[i], memory_order_relaxed);
+        atomic_store_explicit(&s->seq, 2 * (pos + r->cap), memory_order_release);
+    } else {
+        ring_drain(s, &r->bytes[i], out, r->elem_size, bytes, 2 * (pos + r->cap));
+    }
     return RING_OK;
 }
 
