@@ -1098,18 +1098,16 @@ int band_chan_recv_many(band_chan *c, size_t max, void *out, uint64_t *bytes, si
     size_t esz = c->ring.elem_size;
     size_t got = 0;
     int rc = RING_OK;
-    while (got < max && (rc = ring_pop(&c->ring, dst + got * esz,
-                                       bytes != NULL ? &bytes[got] : NULL, 1)) == RING_OK)
-        got++;
+    got = ring_pop_many(&c->ring, dst, bytes, max, 1, &rc);
     if (got == 0) {
         /* Nothing ready for us: wait for the first element like band_chan_recv(). */
         int err = band_chan_recv(c, dst, bytes, deadline, cancel);
         if (err != 0)
             return err;
         got = 1;
-        while (got < max && (rc = ring_pop(&c->ring, dst + got * esz,
-                                           bytes != NULL ? &bytes[got] : NULL, 1)) == RING_OK)
-            got++;
+        if (max > 1)
+            got += ring_pop_many(&c->ring, dst + esz, bytes != NULL ? bytes + 1 : NULL, max - 1, 1,
+                                 &rc);
     }
     band__asym_light();
     if (rc == RING_GATED || (atomic_load_explicit(&c->waiting, memory_order_seq_cst) & W_SENDERS)) {

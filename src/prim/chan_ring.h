@@ -224,6 +224,70 @@ static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int 
     return RING_OK;
 }
 
+/*
+ * Copy up to @max of the oldest elements out of the ring into the array @out (and their
+ * bytes into the array @bytes when not NULL), with one CAS on the head for the whole
+ * batch: the run of published slots from the head is counted, then the head is moved
+ * past all of them at once. No other receiver can take a position behind the head, and a
+ * published slot stays published until its taker frees it, so the run is still ours
+ * after the CAS. Returns how many it took; *@rc is RING_GATED when the gate refused (0
+ * taken, fast path only), else RING_OK.
+ */
+static inline size_t ring_pop_many(struct chan_ring *r, unsigned char *out, uint64_t *bytes,
+                                   size_t max, int gated, int *rc)
+{
+    /* Locals: the compiler cannot keep fields in registers across the atomic stores. */
+    unsigned char *const slots = r->slots;
+    _Atomic uint64_t *const bytes_at = r->bytes;
+    const size_t stride = r->stride, esz = r->elem_size;
+    const uint64_t cap = r->cap;
+    uint64_t hw = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t pos;
+    size_t k;
+    *rc = RING_OK;
+    for (;;) {
+        if (gated && (hw & RING_GATE)) {
+            *rc = RING_GATED;
+            return 0;
+        }
+        pos = hw >> RING_SHIFT;
+        int64_t dif = 0;
+        size_t i = ring_index(r, pos);
+        for (k = 0; k < max; k++) {
+            const struct ring_slot *s = (const void *)(slots + i * stride);
+            uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+            dif = (int64_t)(seq - (2 * (pos + k) + 1));
+            if (dif != 0)
+                break;
+            if (++i == cap)
+                i = 0;
+        }
+        if (k == 0 && dif < 0)
+            return 0; /* nothing published at the head */
+        if (k == 0)
+            hw = atomic_load_explicit(&r->head, memory_order_relaxed); /* taken: look again */
+        else if (atomic_compare_exchange_weak_explicit(&r->head, &hw,
+                                                       hw + ((uint64_t)k << RING_SHIFT),
+                                                       memory_order_relaxed, memory_order_relaxed))
+            break;
+    }
+    size_t i = ring_index(r, pos);
+    uint64_t free_seq = 2 * (pos + cap);
+    for (size_t j = 0; j < k; j++, free_seq += 2) {
+        struct ring_slot *s = (void *)(slots + i * stride);
+        if (band__likely(esz == 8))
+            memcpy(out + j * 8, s->data, 8);
+        else
+            ring_copy(out + j * esz, s->data, esz);
+        if (bytes != NULL)
+            bytes[j] = atomic_load_explicit(&bytes_at[i], memory_order_relaxed);
+        atomic_store_explicit(&s->seq, free_seq, memory_order_release);
+        if (++i == cap)
+            i = 0;
+    }
+    return k;
+}
+
 /* Set or clear an end's gate (under the channel's lock). The set is seq_cst: it comes
  * before the setter's last look at the ring. */
 static inline void ring_gate_set(_Atomic uint64_t *end)
