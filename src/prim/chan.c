@@ -24,9 +24,12 @@
  * No lost wake-up. After a fast push or pop, the thread reads `waiting`: if the other
  * side has waiters, it takes the lock and settles (hands elements to waiting receivers,
  * room to waiting senders). A thread that decides to wait first sets its gate and its bit
- * in `waiting` and then looks at the ring once more. That is Dekker's pattern, and its
- * StoreLoad barriers are asymmetric (core/asym.h): the fast path pays a compiler barrier,
- * the thread about to wait a membarrier() (or both a fence where the kernel lacks it).
+ * in `waiting` and then looks at the ring once more. That is Dekker's pattern. Its
+ * StoreLoad barrier on the fast side is the ring's CAS itself: the CAS that takes a
+ * position is seq_cst, and it is the store the waiter's last look depends on (the locked
+ * path reads the positions, and waits out a copy still in flight behind them), so the
+ * fast path's seq_cst load of `waiting` after it needs no fence of its own. The thread
+ * about to wait executes a seq_cst fence between its announcement and its last look.
  *
  * Room. room(b) = elements in the ring + reservations < capacity, and, with a byte bound,
  * queued bytes + reserved bytes + b <= byte capacity. The ring's positions count an
@@ -50,7 +53,6 @@
 
 #include "band/chan.h"
 #include "band/histo.h"
-#include "core/asym.h"
 #include "core/block.h"
 #include "core/name.h"
 #include "prim/chan_ring.h"
@@ -197,7 +199,6 @@ int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity,
         atomic_init(&ring_slot_at(r, i)->seq, 2 * i);
         atomic_init(ring_bytes_at(r, i), 0);
     }
-    band__asym_init();
     c->locked_only = o->byte_capacity > 0 || o->overflow != BAND_CHAN_WAIT || o->lifo_after > 0;
     c->deadline_aware = o->deadline_aware;
     c->lifo_after = o->lifo_after;
@@ -280,7 +281,9 @@ static void gate_for_wait_locked(band_chan *c, uint64_t bit)
 {
     ring_gate_set(bit == W_SENDERS ? &c->ring.tail : &c->ring.head);
     (void)atomic_fetch_or_explicit(&c->waiting, bit, memory_order_seq_cst);
-    band__asym_heavy(); /* pairs with the fast paths' band__asym_light() */
+    /* Pairs with the fast paths' seq_cst CAS: either their load of `waiting` sees the
+     * announcement, or the look at the positions after this fence sees their CAS. */
+    atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* ---------------------------------------------------------------- ring access (locked) */
@@ -509,7 +512,7 @@ static CHAN_NOINLINE int settle_now(band_chan *c)
 /* After a fast operation: if the other side has waiters, settle under the lock. */
 static inline void settle_if_waiting(band_chan *c, uint64_t bit)
 {
-    band__asym_light(); /* the publish or free before this, then the look at waiting */
+    /* No fence: the seq_cst CAS that took the position orders this load after it. */
     if (band__unlikely((atomic_load_explicit(&c->waiting, memory_order_seq_cst) & bit) != 0))
         (void)settle_now(c);
 }
@@ -518,7 +521,6 @@ static inline void settle_if_waiting(band_chan *c, uint64_t bit)
  * that the fast paths end in a tail call (no registers to save around it). */
 static inline int done_fast(band_chan *c, uint64_t bit)
 {
-    band__asym_light();
     if (band__unlikely((atomic_load_explicit(&c->waiting, memory_order_seq_cst) & bit) != 0))
         return settle_now(c);
     return 0;
@@ -1109,7 +1111,6 @@ int band_chan_recv_many(band_chan *c, size_t max, void *out, uint64_t *bytes, si
             got += ring_pop_many(&c->ring, dst + esz, bytes != NULL ? bytes + 1 : NULL, max - 1, 1,
                                  &rc);
     }
-    band__asym_light();
     if (rc == RING_GATED || (atomic_load_explicit(&c->waiting, memory_order_seq_cst) & W_SENDERS)) {
         /* A locked-only channel, or senders wait: the room this batch freed goes to them
          * at once, and their elements may join the batch, all in one critical section. */

@@ -14,10 +14,10 @@
  * refuses (its CAS needs the bit clear) and the operation goes to the channel's lock,
  * where waiters are queued in order. Operations under the lock use the same ring with
  * the gate ignored (the CAS keeps the bit), so the fast and the locked paths always agree
- * about which slot is whose. Publishing and freeing a slot are release stores; the
- * channel then reads its wait bits after an asymmetric light barrier (core/asym.h), which
- * pairs with the heavy barrier a waiter executes between announcing itself and its last
- * look at the ring (no lost wake-up).
+ * about which slot is whose. Publishing and freeing a slot are release stores. The CAS
+ * that takes a position is seq_cst: the channel reads its wait bits after it with no
+ * other fence, and it pairs with the fence a waiter executes between announcing itself
+ * and its last look at the positions (no lost wake-up).
  */
 #ifndef BAND_CHAN_RING_H
 #define BAND_CHAN_RING_H
@@ -166,7 +166,7 @@ static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t byte
         int64_t dif = (int64_t)(seq - 2 * pos);
         if (dif == 0) {
             if (atomic_compare_exchange_weak_explicit(&r->tail, &tw, tw + (1u << RING_SHIFT),
-                                                      memory_order_relaxed, memory_order_relaxed))
+                                                      memory_order_seq_cst, memory_order_relaxed))
                 break;
         } else if (dif < 0) {
             return RING_NONE;
@@ -205,7 +205,7 @@ static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int 
         int64_t dif = (int64_t)(seq - (2 * pos + 1));
         if (dif == 0) {
             if (atomic_compare_exchange_weak_explicit(&r->head, &hw, hw + (1u << RING_SHIFT),
-                                                      memory_order_relaxed, memory_order_relaxed))
+                                                      memory_order_seq_cst, memory_order_relaxed))
                 break;
         } else if (dif < 0) {
             return RING_NONE;
@@ -268,7 +268,7 @@ static inline size_t ring_pop_many(struct chan_ring *r, unsigned char *out, uint
             hw = atomic_load_explicit(&r->head, memory_order_relaxed); /* taken: look again */
         else if (atomic_compare_exchange_weak_explicit(&r->head, &hw,
                                                        hw + ((uint64_t)k << RING_SHIFT),
-                                                       memory_order_relaxed, memory_order_relaxed))
+                                                       memory_order_seq_cst, memory_order_relaxed))
             break;
     }
     size_t i = ring_index(r, pos);
