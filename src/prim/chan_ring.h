@@ -150,7 +150,8 @@ static inline uint64_t ring_len(const struct chan_ring *r)
  * (the fast path); 0 ignores it (the locked path). RING_NONE: the slot at the tail is not
  * free yet (full, or its receiver is still copying out).
  */
-static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t bytes, int gated)
+static inline int ring_push_n(struct chan_ring *r, const void *elem, uint64_t bytes, int gated,
+                              size_t esz)
 {
     uint64_t tw = atomic_load_explicit(&r->tail, memory_order_relaxed);
     struct ring_slot *s;
@@ -174,14 +175,19 @@ static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t byte
             tw = atomic_load_explicit(&r->tail, memory_order_relaxed);
         }
     }
-    if (band__likely(r->elem_size == 8)) {
+    if (band__likely(esz == 8)) {
         memcpy(s->data, elem, 8);
         atomic_store_explicit(&r->bytes[i], bytes, memory_order_relaxed);
         atomic_store_explicit(&s->seq, 2 * pos + 1, memory_order_release);
     } else {
-        ring_fill(s, &r->bytes[i], elem, r->elem_size, bytes, 2 * pos + 1);
+        ring_fill(s, &r->bytes[i], elem, esz, bytes, 2 * pos + 1);
     }
     return RING_OK;
+}
+
+static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t bytes, int gated)
+{
+    return ring_push_n(r, elem, bytes, gated, r->elem_size);
 }
 
 /*
@@ -189,7 +195,7 @@ static inline int ring_push(struct chan_ring *r, const void *elem, uint64_t byte
  * NULL). @gated as for ring_push(). RING_NONE: nothing published at the head (empty, or
  * its sender is still copying in).
  */
-static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int gated)
+static inline int ring_pop_n(struct chan_ring *r, void *out, uint64_t *bytes, int gated, size_t esz)
 {
     uint64_t hw = atomic_load_explicit(&r->head, memory_order_relaxed);
     struct ring_slot *s;
@@ -213,15 +219,20 @@ static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int 
             hw = atomic_load_explicit(&r->head, memory_order_relaxed);
         }
     }
-    if (band__likely(r->elem_size == 8)) {
+    if (band__likely(esz == 8)) {
         memcpy(out, s->data, 8);
         if (bytes != NULL)
             *bytes = atomic_load_explicit(&r->bytes[i], memory_order_relaxed);
         atomic_store_explicit(&s->seq, 2 * (pos + r->cap), memory_order_release);
     } else {
-        ring_drain(s, &r->bytes[i], out, r->elem_size, bytes, 2 * (pos + r->cap));
+        ring_drain(s, &r->bytes[i], out, esz, bytes, 2 * (pos + r->cap));
     }
     return RING_OK;
+}
+
+static inline int ring_pop(struct chan_ring *r, void *out, uint64_t *bytes, int gated)
+{
+    return ring_pop_n(r, out, bytes, gated, r->elem_size);
 }
 
 /*
