@@ -179,7 +179,7 @@ int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity,
     size_t slots_size = (size_t)capacity * stride;
     slots_size = (slots_size + BAND__CACHELINE - 1) & ~(size_t)(BAND__CACHELINE - 1);
     c->ring.slots = aligned_alloc(BAND__CACHELINE, slots_size);
-    c->ring.bytes = malloc((size_t)capacity * sizeof(uint64_t));
+    c->ring.bytes = malloc((size_t)capacity * sizeof(*c->ring.bytes));
     if (o->lifo_after > 0 && capacity <= SIZE_MAX / sizeof(band_time))
         c->stamps = malloc((size_t)capacity * sizeof(band_time));
     if (c->ring.slots == NULL || c->ring.bytes == NULL ||
