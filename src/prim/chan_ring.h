@@ -89,6 +89,16 @@ static inline size_t ring_index(const struct chan_ring *r, uint64_t pos)
     return (size_t)(r->mask != 0 || r->cap == 1 ? (pos & r->mask) : pos % r->cap);
 }
 
+/* Store an element's declared bytes, only when they differ from what the slot holds: the
+ * common senders declare the same bytes every time (0, or the element's size), and then
+ * the array's lines are never written again, so several senders do not pull them from
+ * each other. Only the owner of the slot's position writes it. */
+static inline void ring_set_bytes(_Atomic uint64_t *bytesp, uint64_t bytes)
+{
+    if (atomic_load_explicit(bytesp, memory_order_relaxed) != bytes)
+        atomic_store_explicit(bytesp, bytes, memory_order_relaxed);
+}
+
 /* The copy and publish of a slot for elements of other sizes than a u64 or a pointer, out
  * of line: the inlined fast paths then need no registers saved around a memcpy call. */
 static __attribute__((noinline, unused)) void ring_fill(struct ring_slot *s,
@@ -96,7 +106,7 @@ static __attribute__((noinline, unused)) void ring_fill(struct ring_slot *s,
                                                         size_t n, uint64_t bytes, uint64_t seq)
 {
     ring_copy(s->data, elem, n);
-    atomic_store_explicit(bytesp, bytes, memory_order_relaxed);
+    ring_set_bytes(bytesp, bytes);
     atomic_store_explicit(&s->seq, seq, memory_order_release);
 }
 
@@ -177,7 +187,7 @@ static inline int ring_push_n(struct chan_ring *r, const void *elem, uint64_t by
     }
     if (band__likely(esz == 8)) {
         memcpy(s->data, elem, 8);
-        atomic_store_explicit(&r->bytes[i], bytes, memory_order_relaxed);
+        ring_set_bytes(&r->bytes[i], bytes);
         atomic_store_explicit(&s->seq, 2 * pos + 1, memory_order_release);
     } else {
         ring_fill(s, &r->bytes[i], elem, esz, bytes, 2 * pos + 1);
