@@ -9,6 +9,11 @@
  * receivers), reservations, the byte bound, close and the counters that are not ring
  * positions. Completed ops go on a wake list and are woken after unlocking.
  *
+ * The fast paths are inlined into band_chan_send(), band_chan_try_send() and
+ * band_chan_recv(): argument checks, the ring operation and the look at `waiting`, with
+ * every other path behind a tail call to an out-of-line function, so that a send or a
+ * receive that does not wait costs about as much as the bare ring's.
+ *
  * Gates. Each end of the ring has a gate bit. The tail's gate is set while the senders'
  * fast path must not run: senders wait (FIFO: a newcomer must queue behind them, and
  * since the gate is in the word its CAS needs, no sender can take freed room once the
@@ -19,9 +24,12 @@
  * No lost wake-up. After a fast push or pop, the thread reads `waiting`: if the other
  * side has waiters, it takes the lock and settles (hands elements to waiting receivers,
  * room to waiting senders). A thread that decides to wait first sets its gate and its bit
- * in `waiting` and then looks at the ring once more. That is Dekker's pattern, and its
- * StoreLoad barriers are asymmetric (core/asym.h): the fast path pays a compiler barrier,
- * the thread about to wait a membarrier() (or both a fence where the kernel lacks it).
+ * in `waiting` and then looks at the ring once more. That is Dekker's pattern. Its
+ * StoreLoad barrier on the fast side is the ring's CAS itself: the CAS that takes a
+ * position is seq_cst, and it is the store the waiter's last look depends on (the locked
+ * path reads the positions, and waits out a copy still in flight behind them), so the
+ * fast path's seq_cst load of `waiting` after it needs no fence of its own. The thread
+ * about to wait executes a seq_cst fence between its announcement and its last look.
  *
  * Room. room(b) = elements in the ring + reservations < capacity, and, with a byte bound,
  * queued bytes + reserved bytes + b <= byte capacity. The ring's positions count an
@@ -45,10 +53,17 @@
 
 #include "band/chan.h"
 #include "band/histo.h"
-#include "core/asym.h"
 #include "core/block.h"
 #include "core/name.h"
 #include "prim/chan_ring.h"
+
+/* The slow paths stay out of line, so that the fast path inlined into send and receive
+ * is a few instructions around the ring's CAS. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CHAN_NOINLINE __attribute__((noinline))
+#else
+#define CHAN_NOINLINE
+#endif
 
 enum { OP_SEND = 0, OP_RESERVE = 1 };
 enum { W_SENDERS = 1, W_RECEIVERS = 2 };
@@ -153,22 +168,24 @@ int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity,
         o->overflow > BAND_CHAN_DROP_NEWEST || (o->deadline_aware != 0 && o->deadline_aware != 1) ||
         o->lifo_after < 0)
         return BAND_EINVAL;
-    if (elem_size > SIZE_MAX / 2 - sizeof(struct ring_slot))
-        return BAND_ENOMEM;
-    size_t stride = (sizeof(struct ring_slot) + elem_size + 7) & ~(size_t)7;
-    if (capacity > SIZE_MAX / stride)
+    size_t stride = ring_stride(elem_size);
+    if (stride == 0 || capacity > (SIZE_MAX - BAND__CACHELINE) / stride)
         return BAND_ENOMEM;
     size_t size = (sizeof(band_chan) + BAND__CACHELINE - 1) & ~(size_t)(BAND__CACHELINE - 1);
     band_chan *c = aligned_alloc(BAND__CACHELINE, size);
     if (c == NULL)
         return BAND_ENOMEM;
     memset(c, 0, sizeof(*c));
-    c->ring.slots = malloc((size_t)capacity * stride);
+    size_t slots_size = (size_t)capacity * stride;
+    slots_size = (slots_size + BAND__CACHELINE - 1) & ~(size_t)(BAND__CACHELINE - 1);
+    c->ring.slots = aligned_alloc(BAND__CACHELINE, slots_size);
+    c->ring.bytes = malloc((size_t)capacity * sizeof(*c->ring.bytes));
     if (o->lifo_after > 0 && capacity <= SIZE_MAX / sizeof(band_time))
         c->stamps = malloc((size_t)capacity * sizeof(band_time));
-    if (c->ring.slots == NULL || (o->lifo_after > 0 && c->stamps == NULL) ||
-        pthread_mutex_init(&c->lock, NULL) != 0) {
+    if (c->ring.slots == NULL || c->ring.bytes == NULL ||
+        (o->lifo_after > 0 && c->stamps == NULL) || pthread_mutex_init(&c->lock, NULL) != 0) {
         free(c->ring.slots);
+        free(c->ring.bytes);
         free(c->stamps);
         free(c);
         return BAND_ENOMEM;
@@ -178,9 +195,10 @@ int band_chan_create(band_chan **out, size_t elem_size, uint64_t capacity,
     r->elem_size = elem_size;
     r->cap = capacity;
     r->mask = (capacity & (capacity - 1)) == 0 ? capacity - 1 : 0;
-    for (uint64_t i = 0; i < capacity; i++)
+    for (uint64_t i = 0; i < capacity; i++) {
         atomic_init(&ring_slot_at(r, i)->seq, 2 * i);
-    band__asym_init();
+        atomic_init(ring_bytes_at(r, i), 0);
+    }
     c->locked_only = o->byte_capacity > 0 || o->overflow != BAND_CHAN_WAIT || o->lifo_after > 0;
     c->deadline_aware = o->deadline_aware;
     c->lifo_after = o->lifo_after;
@@ -217,6 +235,7 @@ int band_chan_destroy(band_chan *c)
     }
     pthread_mutex_destroy(&c->lock);
     free(c->ring.slots);
+    free(c->ring.bytes);
     free(c->stamps);
     free(c);
     return 0;
@@ -262,7 +281,9 @@ static void gate_for_wait_locked(band_chan *c, uint64_t bit)
 {
     ring_gate_set(bit == W_SENDERS ? &c->ring.tail : &c->ring.head);
     (void)atomic_fetch_or_explicit(&c->waiting, bit, memory_order_seq_cst);
-    band__asym_heavy(); /* pairs with the fast paths' band__asym_light() */
+    /* Pairs with the fast paths' seq_cst CAS: either their load of `waiting` sees the
+     * announcement, or the look at the positions after this fence sees their CAS. */
+    atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* ---------------------------------------------------------------- ring access (locked) */
@@ -309,7 +330,7 @@ static int pop_newest_locked(band_chan *c, void *out, uint64_t *bytes)
         return 0;
     uint64_t pos = tail - 1;
     struct ring_slot *s = ring_slot_at(r, pos);
-    uint64_t b = atomic_load_explicit(&s->bytes, memory_order_relaxed);
+    uint64_t b = atomic_load_explicit(ring_bytes_at(r, pos), memory_order_relaxed);
     ring_copy(out, s->data, r->elem_size);
     if (bytes != NULL)
         *bytes = b;
@@ -476,18 +497,33 @@ static void settle_locked(band_chan *c, struct band__wakelist *wl)
     update_gates_locked(c);
 }
 
-/* After a fast operation: if the other side has waiters, settle under the lock. */
-static void settle_if_waiting(band_chan *c, uint64_t bit)
+/* Settle under the lock (after a fast operation found waiters on the other side). */
+static CHAN_NOINLINE int settle_now(band_chan *c)
 {
-    band__asym_light(); /* the publish or free before this, then the look at waiting */
-    if (band__likely((atomic_load_explicit(&c->waiting, memory_order_seq_cst) & bit) == 0))
-        return;
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&c->lock);
     settle_locked(c, &wl);
     pthread_mutex_unlock(&c->lock);
     band__wakelist_run(&wl);
+    return 0;
+}
+
+/* After a fast operation: if the other side has waiters, settle under the lock. */
+static inline void settle_if_waiting(band_chan *c, uint64_t bit)
+{
+    /* No fence: the seq_cst CAS that took the position orders this load after it. */
+    if (band__unlikely((atomic_load_explicit(&c->waiting, memory_order_seq_cst) & bit) != 0))
+        (void)settle_now(c);
+}
+
+/* The other side's waiters after a fast operation, as settle_if_waiting(), returning 0 so
+ * that the fast paths end in a tail call (no registers to save around it). */
+static inline int done_fast(band_chan *c, uint64_t bit)
+{
+    if (band__unlikely((atomic_load_explicit(&c->waiting, memory_order_seq_cst) & bit) != 0))
+        return settle_now(c);
+    return 0;
 }
 
 static void chan_cancel_sender_locked(struct band__waitq *q, band_waiter *w, int reason,
@@ -614,7 +650,7 @@ static int send_submit(band_chan *c, int kind, const void *elem, uint64_t bytes,
 }
 
 /* The lock-free send: RING_OK (sent), RING_NONE (full) or RING_GATED (take the lock). */
-static int send_fast(band_chan *c, const void *elem, uint64_t bytes)
+static inline int send_fast(band_chan *c, const void *elem, uint64_t bytes)
 {
     int rc = ring_push(&c->ring, elem, bytes, 1);
     if (rc == RING_OK)
@@ -638,8 +674,8 @@ static void blocking_send_wake(band_waiter *w)
 }
 
 /* A blocking send or reservation: try, then wait in the sender queue until @deadline. */
-static int send_blocking(band_chan *c, int kind, const void *elem, uint64_t bytes,
-                         band_time deadline, band_cancel *cancel)
+static CHAN_NOINLINE int send_blocking(band_chan *c, int kind, const void *elem, uint64_t bytes,
+                                       band_time deadline, band_cancel *cancel)
 {
     /* Deadline-aware senders try once and then let the locked path predict: they decide
      * at once instead of spinning toward a deadline they are about to be refused for. */
@@ -681,7 +717,8 @@ static int send_blocking(band_chan *c, int kind, const void *elem, uint64_t byte
     return rc;
 }
 
-int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes)
+/* band_chan_try_send() after its first fast attempt failed or was not allowed. */
+static CHAN_NOINLINE int try_send_slow(band_chan *c, const void *elem, uint64_t bytes)
 {
     if (c == NULL || elem == NULL)
         return BAND_EINVAL;
@@ -693,13 +730,37 @@ int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes)
     return send_submit(c, OP_SEND, elem, bytes, NULL);
 }
 
-int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline,
-                   band_cancel *cancel)
+int band_chan_try_send(band_chan *c, const void *elem, uint64_t bytes)
+{
+    if (band__unlikely(c == NULL || elem == NULL || bytes > BAND_MAX_UNITS ||
+                       c->ring.elem_size != 8) ||
+        band__unlikely(ring_push_n(&c->ring, elem, bytes, 1, 8) != RING_OK))
+        return try_send_slow(c, elem, bytes); /* as in band_chan_send() */
+    return done_fast(c, W_RECEIVERS);
+}
+
+/* band_chan_send() after its first fast attempt failed or was not allowed. */
+static CHAN_NOINLINE int send_slow(band_chan *c, const void *elem, uint64_t bytes,
+                                   band_time deadline, band_cancel *cancel)
 {
     if (c == NULL || elem == NULL)
         return BAND_EINVAL;
     int rc = check_send(c, bytes, 0);
     return rc != 0 ? rc : send_blocking(c, OP_SEND, elem, bytes, deadline, cancel);
+}
+
+int band_chan_send(band_chan *c, const void *elem, uint64_t bytes, band_time deadline,
+                   band_cancel *cancel)
+{
+    /* The first attempt, inline for 8-byte elements (a u64, a pointer: the copy is one
+     * move and no register needs saving); everything else, and other sizes, is a tail
+     * call. An open gate means a waiting channel without a byte bound, where
+     * check_send() refuses only bytes above BAND_MAX_UNITS. */
+    if (band__unlikely(c == NULL || elem == NULL || bytes > BAND_MAX_UNITS ||
+                       c->ring.elem_size != 8) ||
+        band__unlikely(ring_push_n(&c->ring, elem, bytes, 1, 8) != RING_OK))
+        return send_slow(c, elem, bytes, deadline, cancel);
+    return done_fast(c, W_RECEIVERS);
 }
 
 /* Submit an async send or reservation whose op's waiter is @w (its input copies filled
@@ -733,8 +794,8 @@ int band_chan_send_async(band_chan *c, const void *elem, uint64_t bytes, band_ch
 /* The declared bytes of the oldest element (locked-only channels: nothing moves). */
 static uint64_t head_bytes_locked(const band_chan *c)
 {
-    const struct ring_slot *s = ring_slot_at(&c->ring, ring_head_pos(&c->ring));
-    return atomic_load_explicit(&s->bytes, memory_order_relaxed);
+    return atomic_load_explicit(ring_bytes_at(&c->ring, ring_head_pos(&c->ring)),
+                                memory_order_relaxed);
 }
 
 int band_chan_offer(band_chan *c, const void *elem, uint64_t bytes, void *dropped,
@@ -919,7 +980,7 @@ static int recv_submit(band_chan *c, void *out, uint64_t *bytes, struct band_cha
 }
 
 /* The lock-free receive: RING_OK, RING_NONE (empty) or RING_GATED (take the lock). */
-static int recv_fast(band_chan *c, void *out, uint64_t *bytes)
+static inline int recv_fast(band_chan *c, void *out, uint64_t *bytes)
 {
     int rc = ring_pop(&c->ring, out, bytes, 1);
     if (rc == RING_OK)
@@ -967,8 +1028,21 @@ static void blocking_recv_wake(band_waiter *w)
     band__parker_unpark(&b->parker);
 }
 
+static CHAN_NOINLINE int recv_blocking(band_chan *c, void *out, uint64_t *bytes, band_time deadline,
+                                       band_cancel *cancel);
+
 int band_chan_recv(band_chan *c, void *out, uint64_t *bytes, band_time deadline,
                    band_cancel *cancel)
+{
+    if (band__unlikely(c == NULL || out == NULL || c->ring.elem_size != 8) ||
+        band__unlikely(ring_pop_n(&c->ring, out, bytes, 1, 8) != RING_OK))
+        return recv_blocking(c, out, bytes, deadline, cancel);
+    return done_fast(c, W_SENDERS);
+}
+
+/* band_chan_recv() after a first fast attempt failed: retry, then queue. */
+static int recv_blocking(band_chan *c, void *out, uint64_t *bytes, band_time deadline,
+                         band_cancel *cancel)
 {
     if (c == NULL || out == NULL)
         return BAND_EINVAL;
@@ -1029,20 +1103,17 @@ int band_chan_recv_many(band_chan *c, size_t max, void *out, uint64_t *bytes, si
     size_t esz = c->ring.elem_size;
     size_t got = 0;
     int rc = RING_OK;
-    while (got < max && (rc = ring_pop(&c->ring, dst + got * esz,
-                                       bytes != NULL ? &bytes[got] : NULL, 1)) == RING_OK)
-        got++;
+    got = ring_pop_many(&c->ring, dst, bytes, max, 1, &rc);
     if (got == 0) {
         /* Nothing ready for us: wait for the first element like band_chan_recv(). */
         int err = band_chan_recv(c, dst, bytes, deadline, cancel);
         if (err != 0)
             return err;
         got = 1;
-        while (got < max && (rc = ring_pop(&c->ring, dst + got * esz,
-                                           bytes != NULL ? &bytes[got] : NULL, 1)) == RING_OK)
-            got++;
+        if (max > 1)
+            got += ring_pop_many(&c->ring, dst + esz, bytes != NULL ? bytes + 1 : NULL, max - 1, 1,
+                                 &rc);
     }
-    band__asym_light();
     if (rc == RING_GATED || (atomic_load_explicit(&c->waiting, memory_order_seq_cst) & W_SENDERS)) {
         /* A locked-only channel, or senders wait: the room this batch freed goes to them
          * at once, and their elements may join the batch, all in one critical section. */
@@ -1144,7 +1215,7 @@ static uint64_t ring_bytes_sum(const band_chan *c)
     for (uint64_t p = ring_head_pos(&c->ring); p < end; p++) {
         const struct ring_slot *s = ring_slot_at(&c->ring, p);
         uint64_t b = atomic_load_explicit(&s->seq, memory_order_acquire) == 2 * p + 1
-                         ? atomic_load_explicit(&s->bytes, memory_order_relaxed)
+                         ? atomic_load_explicit(ring_bytes_at(&c->ring, p), memory_order_relaxed)
                          : 0;
         sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
     }
