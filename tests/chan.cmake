@@ -27,10 +27,3 @@ band_add_test(NAME model_chan
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_chan"
     TIMEOUT 180 LABELS model)
 
-# The same scenarios with BAND_NO_MEMBARRIER=1 (as on a kernel without membarrier): the
-# channel's fast path orders itself with its own seq_cst CAS and needs no membarrier, and
-# this run checks that nothing in it comes to depend on one.
-add_test(NAME stress_chan_fences COMMAND stress_chan)
-set_tests_properties(stress_chan_fences PROPERTIES
-    TIMEOUT 120 LABELS stress RUN_SERIAL ON
-    ENVIRONMENT "BAND_NO_MEMBARRIER=1;${BAND_SANITIZER_TEST_ENV}")

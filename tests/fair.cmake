@@ -29,11 +29,6 @@ band_add_test(NAME model_fair
 
 # Key handles under threads (more than the cores): the lock-free path against the locked
 # calls, queueing that shuts the gate, handles swapped mid-run; exact unit accounting and
-# counters at the end. About 3 s (1.5 s under sanitizers). Run again with the fence fallback
-# of the asymmetric barriers, as the other lock-free primitives are.
+# counters at the end. About 3 s (1.5 s under sanitizers).
 band_add_test(NAME stress_fair_handles
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_fair_handles.c" TIMEOUT 120 LABELS stress)
-add_test(NAME stress_fair_handles_fences COMMAND stress_fair_handles)
-set_tests_properties(stress_fair_handles_fences PROPERTIES
-    TIMEOUT 120 LABELS stress RUN_SERIAL ON
-    ENVIRONMENT "BAND_NO_MEMBARRIER=1;${BAND_SANITIZER_TEST_ENV}")
