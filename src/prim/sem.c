@@ -539,9 +539,11 @@ int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w)
 /*
  * Before a blocking acquisition queues, it retries the lock-free take while nobody is
  * queued: a holder on another core usually releases soon, and queueing would turn every
- * later acquisition into a hand-off to a sleeping thread (a convoy). Once SLOW is set a
- * waiter is queued or a debt owed, so spinning stops: the spin never takes permits past a
- * waiter.
+ * later acquisition into a hand-off to a sleeping thread (a convoy). While SLOW is set a
+ * waiter is queued or a debt owed, and the spin takes nothing (sem_try_take() refuses):
+ * it waits outside the queue instead, so the spin never takes permits past a waiter, and
+ * a convoy that formed drains, because the threads it releases spin rather than queue
+ * behind it again.
  *
  * How long it spins adapts per semaphore (spin_ns, between SPIN_MIN_NS and SPIN_MAX_NS):
  *   - an acquisition that queued anyway and was granted after W ns shows that a spin of
@@ -553,12 +555,18 @@ int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w)
  *   - a spin that ran out with the permits still held, or a queued wait longer than
  *     SPIN_MAX_NS, shows that holders keep their permits long: the budget halves.
  * Past SPIN_YIELD_NS of spinning the loop yields the processor between checks, so that a
- * holder preempted on this core (more threads than cores) gets to run and release.
+ * holder preempted on this core (more threads than cores) gets to run and release. Only
+ * time on the processor counts against the budget (a long gap between two checks is time
+ * off it), since a spinner that was preempted learnt nothing about the holders; a spin
+ * also ends after SPIN_WALL_X budgets of wall-clock time, at the deadline, or on a
+ * requested cancellation, without learning anything.
  */
 #define SPIN_MIN_NS   ((uint32_t)BAND_USEC)
-#define SPIN_MAX_NS   ((uint32_t)(50 * BAND_USEC))
+#define SPIN_MAX_NS   ((uint32_t)(1000 * BAND_USEC))
 #define SPIN_YIELD_NS ((band_time)(2 * BAND_USEC))
 #define SPIN_CHECK    16 /* pauses between clock reads */
+#define SPIN_GAP_NS   ((band_time)(20 * BAND_USEC))
+#define SPIN_WALL_X   8 /* wall-clock limit of a spin, in spin budgets */
 
 static uint32_t sem_spin_budget(const band_sem *s)
 {
@@ -588,26 +596,37 @@ static void sem_spin_learn(band_sem *s, band_time waited)
     }
 }
 
-static int sem_try_spin(band_sem *s, uint64_t n)
+static int sem_try_spin(band_sem *s, uint64_t n, band_time deadline, band_cancel *cancel)
 {
     int rc = sem_try_take(s, n);
     if (rc != BAND_EAGAIN)
         return rc;
+    band_time last = band_now();
+    /* A past deadline means "only if free now", a requested token "do not wait". */
+    if (deadline <= last || (cancel != NULL && band_cancel_is_requested(cancel)))
+        return BAND_EAGAIN;
     uint32_t budget = sem_spin_budget(s);
-    band_time start = band_now(), now = start;
+    band_time wall = last + (band_time)budget * SPIN_WALL_X;
+    band_time spun = 0;
     for (;;) {
         for (int i = 0; i < SPIN_CHECK; i++) {
             band__cpu_relax();
-            if (atomic_load_explicit(&s->state, memory_order_relaxed) & SLOW)
-                return BAND_EAGAIN; /* somebody queued: no barging */
-            rc = sem_try_take(s, n);
+            rc = sem_try_take(s, n); /* refuses while SLOW: never past a waiter */
             if (rc != BAND_EAGAIN)
                 return rc;
         }
-        now = band_now();
-        if (now - start >= (band_time)budget)
+        band_time now = band_now();
+        band_time step = now - last;
+        last = now;
+        /* Only time spent spinning counts: a gap far longer than a round of checks means
+         * this thread was off the processor (preempted, or yielded to a thread that ran),
+         * which says nothing about how long holders keep their permits. */
+        spun += step < SPIN_GAP_NS ? step : SPIN_GAP_NS / 16;
+        if (now >= deadline || now >= wall || (cancel != NULL && band_cancel_is_requested(cancel)))
+            return BAND_EAGAIN; /* out of time, not a sign of long holds: nothing learnt */
+        if (spun >= (band_time)budget)
             break;
-        if (now - start >= SPIN_YIELD_NS)
+        if (spun >= SPIN_YIELD_NS)
             (void)sched_yield();
     }
     sem_spin_set(s, budget / 2); /* held longer than the whole spin */
@@ -621,7 +640,7 @@ int band_sem_acquire(band_sem *s, uint64_t n, band_time deadline, band_cancel *c
     int rc = sem_check_request(s, n);
     if (rc != 0)
         return rc;
-    rc = sem_try_spin(s, n);
+    rc = sem_try_spin(s, n, deadline, cancel);
     if (rc != BAND_EAGAIN)
         return rc;
     rc = band__wait_refusal(deadline, cancel);

@@ -1169,10 +1169,12 @@ static void test_spin_budget_adapts(void **state)
     assert_int_equal(band__sem_spin_budget_ns(f->sem), 20000);
     band__sem_spin_learn(f->sem, 5 * BAND_USEC); /* shorter: keeps the larger budget */
     assert_int_equal(band__sem_spin_budget_ns(f->sem), 20000);
-    band__sem_spin_learn(f->sem, 40 * BAND_USEC);
-    assert_int_equal(band__sem_spin_budget_ns(f->sem), 50000); /* capped */
-    band__sem_spin_learn(f->sem, 50 * BAND_USEC + 1);          /* holders keep permits long */
-    assert_int_equal(band__sem_spin_budget_ns(f->sem), 25000);
+    band__sem_spin_learn(f->sem, 400 * BAND_USEC);
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 800000);
+    band__sem_spin_learn(f->sem, 600 * BAND_USEC);
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 1000000); /* capped */
+    band__sem_spin_learn(f->sem, 1000 * BAND_USEC + 1);          /* holders keep permits long */
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 500000);
     for (int i = 0; i < 10; i++)
         band__sem_spin_learn(f->sem, BAND_SEC);
     assert_int_equal(band__sem_spin_budget_ns(f->sem), 1000);
@@ -1180,6 +1182,31 @@ static void test_spin_budget_adapts(void **state)
 
 /* A real wait: the spin runs out while the permit stays held (the budget halves), the
  * acquisition queues, and its grant after well over 50 us halves it again. */
+/* A spin cut short by the call's deadline or token says nothing about holders: the budget
+ * stays. A requested token or a past deadline means no spin at all. */
+static void test_spin_ends_at_deadline_and_cancel(void **state)
+{
+    struct fixture *f = *state;
+    band__sem_spin_learn(f->sem, 400 * BAND_USEC); /* 800 us */
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 800000);
+    /* the fixture's semaphore has no permits: every acquisition below finds none */
+    assert_int_equal(band_sem_acquire(f->sem, 1, band_now() + 50 * BAND_USEC, NULL),
+                     BAND_ETIMEDOUT);
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 800000);
+    assert_int_equal(band_sem_acquire(f->sem, 1, band_now() - 1, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 800000);
+    band_cancel *c = NULL;
+    assert_int_equal(band_cancel_create(&c, NULL), 0);
+    assert_int_equal(band_cancel_request(c), 0);
+    assert_int_equal(band_sem_acquire(f->sem, 1, BAND_FOREVER, c), BAND_ECANCELED);
+    assert_int_equal(band__sem_spin_budget_ns(f->sem), 800000);
+    assert_int_equal(band_cancel_destroy(c), 0);
+    band_sem_stats st = stats_of(f->sem);
+    assert_u64_equal(st.queued, 0);
+    assert_u64_equal(st.available, 0);
+    CHECK(f->sem);
+}
+
 static void test_spin_budget_after_long_hold(void **state)
 {
     struct fixture *f = *state;
@@ -1515,6 +1542,7 @@ int main(void)
         T(test_head_of_line_blocking),
         T(test_spin_budget_adapts),
         T(test_spin_budget_after_long_hold),
+        T(test_spin_ends_at_deadline_and_cancel),
         T(test_release_spills_over),
         T(test_cancel_partial_head_passes_permits_on),
         T(test_cancel_partial_head_repays_debt_first),
