@@ -300,9 +300,9 @@ static int copy_out_locked(band_broadcast *b, band_broadcast_rx *rx, uint64_t se
 
 /*
  * Append a copy of @elem as message head (the caller checked there is room, or that the
- * broadcast is lossy and holds WRITING). Lock-free in lossy mode.
+ * broadcast is lossy and holds WRITING). Lock-free. Returns the number of receivers due.
  */
-static void publish_slot(band_broadcast *b, const void *elem)
+static uint64_t publish_slot(band_broadcast *b, const void *elem)
 {
     uint64_t seq = b->head;
     uint64_t tail = LD(b->tail); /* lossless receives move it without the lock */
@@ -319,6 +319,7 @@ static void publish_slot(band_broadcast *b, const void *elem)
     ST(b->head, seq + 1);
     if (nrx == 0)
         BUMP(b->sent_unheard);
+    return nrx;
 }
 
 /* Hand every queued receive the next message of its receiver, if it was sent (lock held).
@@ -384,10 +385,10 @@ static uint64_t ws_release(band_broadcast *b)
 /* Append @elem and hand it to every queued receive (lock held; lossy: WRITING held). */
 static void publish_locked(band_broadcast *b, const void *elem, struct band__wakelist *wl)
 {
-    publish_slot(b, elem);
-    deliver_locked(b, wl);
-    if (b->rem != NULL)
-        advance_tail(b);
+    uint64_t nrx = publish_slot(b, elem);
+    deliver_locked(b, wl); /* a read that empties a slot carries tail on itself */
+    if (b->rem != NULL && nrx == 0)
+        advance_tail(b); /* nobody subscribed: the message leaves at once */
 }
 
 /* Lossless: hand free slots to queued senders, oldest first (lock and WRITING held). */
@@ -501,8 +502,8 @@ static int lossless_send_fast(band_broadcast *b, const void *elem)
     } else if (b->head - LD(b->tail) == b->cap) {
         rc = BAND_EAGAIN;
     } else {
-        publish_slot(b, elem);
-        advance_tail(b); /* nobody subscribed: the message leaves at once */
+        if (publish_slot(b, elem) == 0)
+            advance_tail(b); /* nobody subscribed: the message leaves at once */
     }
     if (ws_release(b) & (BW_WAITERS | BW_SENDERS))
         service(b); /* a receive queued while we wrote: hand it the message */
@@ -569,7 +570,7 @@ static int lossy_send(band_broadcast *b, const void *elem)
         ws_release(b);
         return BAND_EOVERFLOW;
     }
-    publish_slot(b, elem);
+    (void)publish_slot(b, elem);
     if (ws_release(b) & BW_WAITERS) {
         struct band__wakelist wl;
         band__wakelist_init(&wl);
