@@ -645,7 +645,9 @@ static int read_lossless(band_broadcast *b, band_broadcast_rx *rx, void *out, bo
     *freed = false;
     uint64_t n = LD(rx->_next);
     for (;;) {
-        if (n == UINT64_MAX) /* unsubscribe parked the cursor */
+        /* Parked by an unsubscribe. Still owned: an unsubscribe under way, or a cursor
+         * caught up after 2^64 - 1 sends; nothing to read either way (below). */
+        if (n == UINT64_MAX && rx_owner(rx) != b)
             return BAND_EINVAL;
         uint64_t head = LD(b->head);
         if (n >= head) {
