@@ -7,9 +7,10 @@
  *   S2  band_watch_send + band_watch_try_recv (8-byte value, one cursor) ns per pair
  *   S3  band_broadcast_try_send + band_broadcast_try_recv (lossy ring of 1024 8-byte
  *       messages, one receiver)                                           ns per pair
- *   beside, in the same rounds, M1..M3: the same pair on a hand-written object whose
- *   state sits behind one pthread mutex (lock, check, copy, unlock per call) - what these
- *   primitives cost when every operation takes their lock.
+ *   S4  the same pair on a lossless broadcast (each read frees its slot)   ns per pair
+ *   beside, in the same rounds, M1..M3 (S4 beside M3): the same pair on a hand-written
+ *   object whose state sits behind one pthread mutex (lock, check, copy, unlock per call)
+ *   - what these primitives cost when every operation takes their lock.
  * Each figure is the median of several rounds; the ratios are band / mutex baseline.
  * Single-threaded, so the mutexes are uncontended: the figures are the floor of each
  * path, not its behaviour under contention (which the stress tests exercise).
@@ -223,11 +224,11 @@ static double bench_sync_mx_watch(long iters, int *bad)
     return (double)ns / (double)iters;
 }
 
-/* S3: ns per try_send + try_recv pair on a lossy broadcast with one receiver. */
-static double bench_sync_broadcast(long iters, int *bad)
+/* S3, S4: ns per try_send + try_recv pair on a broadcast (@mode) with one receiver. */
+static double bench_sync_broadcast(long iters, int mode, int *bad)
 {
     band_broadcast *b = NULL;
-    if (band_broadcast_create(&b, sizeof(uint64_t), BENCH_MX_RING, BAND_BROADCAST_LOSSY) != 0) {
+    if (band_broadcast_create(&b, sizeof(uint64_t), BENCH_MX_RING, mode) != 0) {
         *bad = 1;
         return 0;
     }
@@ -277,9 +278,9 @@ static int bench_sync_section(int quick)
     int bad = 0;
     long iters = quick ? 20000 : 2000000;
     long batches = quick ? 20 : 1000;
-    double s1[BENCH_SYNC_RUNS], s2[BENCH_SYNC_RUNS], s3[BENCH_SYNC_RUNS];
+    double s1[BENCH_SYNC_RUNS], s2[BENCH_SYNC_RUNS], s3[BENCH_SYNC_RUNS], s4[BENCH_SYNC_RUNS];
     double m1[BENCH_SYNC_RUNS], m2[BENCH_SYNC_RUNS], m3[BENCH_SYNC_RUNS];
-    double x1[BENCH_SYNC_RUNS], x2[BENCH_SYNC_RUNS], x3[BENCH_SYNC_RUNS];
+    double x1[BENCH_SYNC_RUNS], x2[BENCH_SYNC_RUNS], x3[BENCH_SYNC_RUNS], x4[BENCH_SYNC_RUNS];
     for (int r = 0; r < BENCH_SYNC_RUNS; r++) {
         /* One round runs every variant, so noise hits them alike. */
         m1[r] = bench_sync_mx_oneshot(batches, &bad);
@@ -287,10 +288,12 @@ static int bench_sync_section(int quick)
         m2[r] = bench_sync_mx_watch(iters, &bad);
         s2[r] = bench_sync_watch(iters, &bad);
         m3[r] = bench_sync_mx_broadcast(iters, &bad);
-        s3[r] = bench_sync_broadcast(iters, &bad);
+        s3[r] = bench_sync_broadcast(iters, BAND_BROADCAST_LOSSY, &bad);
+        s4[r] = bench_sync_broadcast(iters, BAND_BROADCAST_LOSSLESS, &bad);
         x1[r] = m1[r] > 0 ? s1[r] / m1[r] : 0;
         x2[r] = m2[r] > 0 ? s2[r] / m2[r] : 0;
         x3[r] = m3[r] > 0 ? s3[r] / m3[r] : 0;
+        x4[r] = m3[r] > 0 ? s4[r] / m3[r] : 0;
     }
     printf("\n(l) oneshot, watch, broadcast: non-waiting pairs, one thread, medians of %d rounds\n",
            BENCH_SYNC_RUNS);
@@ -306,6 +309,10 @@ static int bench_sync_section(int quick)
            "S3/M3 %.2fx\n",
            bench_median(s3, BENCH_SYNC_RUNS), bench_median(m3, BENCH_SYNC_RUNS),
            bench_median(x3, BENCH_SYNC_RUNS));
+    printf("  S4 lossless broadcast pair:            %7.1f ns   M3 mutex ring:    %7.1f ns   "
+           "S4/M3 %.2fx\n",
+           bench_median(s4, BENCH_SYNC_RUNS), bench_median(m3, BENCH_SYNC_RUNS),
+           bench_median(x4, BENCH_SYNC_RUNS));
     if (bad)
         printf("  (l): a oneshot, watch or broadcast call gave an unexpected result\n");
     return bad;

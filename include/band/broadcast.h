@@ -36,14 +36,18 @@
  *    publish into the ring with two atomic read-modify-writes (senders exclude each other
  *    briefly), and try_recv copies a message out and validates the copy against the
  *    ring's tail, so an overwrite during the copy is reported as the exact lag it is.
- *    Lossless mode keeps one mutex per broadcast (a receive there releases slots and may
- *    complete queued senders); only its "nothing new" try_recv answer is lock-free.
+ *    Lossless mode takes no lock while no send and no receive is queued: try_send, and
+ *    send or send_async with room, publish the same way (and refuse a full ring without
+ *    the lock); try_recv copies its message out, moves the cursor by compare-and-swap and
+ *    drops its claim on the slot with an atomic decrement, and the read that takes a
+ *    slot's count to zero frees it. While a send or receive is queued, sends and lossless
+ *    receives go through the lock, so queued operations keep their FIFO order.
  *    Subscribe, unsubscribe, close, queued operations and stats take the lock, which is
  *    never held while user code runs.
  *
  * Every band_broadcast_* function is MT-safe. Several threads may even share one receiver:
  * its cursor moves by compare-and-swap, so each of its messages goes to exactly one of the
- * competing calls (in lossy mode a call that lost such a race, or whose message was
+ * competing calls (a call that lost such a race, or in lossy mode one whose message was
  * overwritten while it copied, may have written its output buffer before it answers
  * otherwise). Sends, receives, unsubscribes, closes and cancels may run
  * wakes of operations they completed on the calling thread, after every band lock is
@@ -152,7 +156,9 @@ BAND_API int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx);
  * In lossless mode the messages @rx had not read yet stop holding back senders; queued
  * sends that now fit complete, and their wakes (and those of receives they complete) run
  * on this thread before it returns. Queued receives on @rx end with BAND_ECLOSED (their
- * wakes run on this thread too). Afterwards @rx may be freed or subscribed again.
+ * wakes run on this thread too). Afterwards @rx may be freed or subscribed again, once
+ * every call on @rx that ran concurrently with this one has returned (a receive that was
+ * under way is refused, or took its message before the unsubscribe counted it).
  * Returns 0, or BAND_EINVAL (NULL @rx, @rx not subscribed). MT-safe; the broadcast must
  * still exist.
  */

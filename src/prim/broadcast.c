@@ -3,11 +3,11 @@
  *
  * Design notes
  * ------------
- * State. One mutex per broadcast guards the per-slot reader counts, the receiver list,
- * both wait queues and the wait counters. The ring, head, tail, every cursor (_next) and
- * the message counters are accessed atomically, because lossy mode reads and writes them
+ * State. One mutex per broadcast guards the receiver list, both wait queues and the wait
+ * counters. The ring, head, tail, the per-slot reader counts, every cursor (_next) and
+ * the message counters are accessed atomically, because both modes read and write them
  * without the lock: rx->_b (which broadcast a receiver belongs to; written with release
- * under the lock, read with acquire to find the lock), b->closed, and the lossy word ws.
+ * under the lock, read with acquire to find the lock), b->closed, and the state word ws.
  *
  * Lossy without the lock. ws = CLOSED | WAITERS | WRITING. A send claims WRITING by CAS
  * (refused by CLOSED, diverted to the lock by WAITERS), stores tail before it overwrites a
@@ -26,14 +26,26 @@
  * mode; in lossy mode it may fall below tail, which is a lag of exactly tail - _next.
  *
  * Lossless accounting. rem[slot] counts the receivers that still have to read that
- * message: set to the number subscribed when it is sent, decremented by each read and by
- * the unsubscribe of a receiver that had not read it. Because every receiver reads in
- * order and subscribes at head, rem is non-decreasing from tail to head, so the oldest
- * messages are always the first to reach 0 and tail just advances over zeros. With nobody
- * subscribed a message gets rem 0 and leaves at once (sent_unheard). Senders wait exactly
- * while head - tail == cap; any event that can advance tail (a read, an unsubscribe) runs
- * the pump, which hands free slots to queued senders in FIFO order. Invariant: a sender is
- * queued => the ring is full (lossless) and the broadcast is open.
+ * message: set to the number subscribed when it is sent, decremented atomically by each
+ * read (by the call whose cursor CAS won) and by the unsubscribe of a receiver that had
+ * not read it. Whoever takes a count to 0 carries tail over the zeros from tail on
+ * (advance_tail: counts can reach 0 out of order when threads share a receiver). With
+ * nobody subscribed a message gets rem 0 and leaves at once (sent_unheard). Senders wait
+ * exactly while head - tail == cap; any event that can advance tail (a read, an
+ * unsubscribe) runs the pump, which hands free slots to queued senders in FIFO order.
+ * Invariant: a sender is queued => the ring is full (lossless) and the broadcast is open.
+ *
+ * Lossless without the lock. The same word ws, plus SENDERS (a send is queued). A send
+ * claims WRITING as in lossy mode (diverted to the lock by WAITERS or SENDERS), refuses a
+ * full ring, fills the slot, sets its count from nrx, stores head, and gives WRITING back,
+ * serving under the lock a receive that queued meanwhile. A receive copies its message,
+ * CASes the cursor, drops its claim, and when it moved tail checks SENDERS: a send that
+ * queues sets SENDERS (SC) before its last look at tail (SC), so either it sees the room
+ * or the receive sees the flag and pumps under the lock. While WAITERS or SENDERS is set,
+ * receives too go through the lock. Subscribe, unsubscribe, close, the pump and every
+ * locked send hold WRITING, so nrx, head and the counts agree whenever they look; an
+ * unsubscribe parks the cursor at UINT64_MAX with one exchange, so each unread claim is
+ * dropped once, by it or by the receive that had already moved the cursor past it.
  *
  * Queued receives. A receive queues only when its receiver has read everything
  * (_next == head). Every send hands its message straight to each queued receive whose
@@ -71,7 +83,7 @@ struct band_broadcast {
     uint64_t cap;
     int mode;
     int closed;  /* written under the lock (atomically), read anywhere */
-    uint64_t ws; /* lossy: BW_* bits; atomic accesses, WAITERS changed only under the lock */
+    uint64_t ws; /* BW_* bits; atomic accesses, WAITERS and SENDERS changed only under the lock */
     uint64_t head, tail;
     uint64_t nrx;
     uint64_t sent_unheard, overwritten, lag_events, lagged, try_send_refusals;
@@ -104,9 +116,10 @@ static band_broadcast *rx_owner(const band_broadcast_rx *rx)
     return __atomic_load_n(&rx->_b, __ATOMIC_ACQUIRE);
 }
 
-/* Lossy sends: WRITING is held by the one send (or close, subscribe) writing the ring;
- * WAITERS says receives are queued (sends then go through the lock); CLOSED refuses. */
-enum { BW_WRITING = 1, BW_WAITERS = 2, BW_CLOSED = 4 };
+/* WRITING is held by the one send (or close, subscribe, unsubscribe, pump) writing the
+ * ring; WAITERS says receives are queued and SENDERS (lossless) that sends are queued:
+ * then sends (and lossless receives) go through the lock; CLOSED refuses sends. */
+enum { BW_WRITING = 1, BW_WAITERS = 2, BW_CLOSED = 4, BW_SENDERS = 8 };
 
 static int is_lossless(const band_broadcast *b)
 {
@@ -128,6 +141,10 @@ static uint64_t *slot_ptr(const band_broadcast *b, uint64_t seq)
 #define LD(x)     __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+/* Sequentially consistent accesses, where two threads each write one word and then read
+ * the other's (rem and tail between receivers; tail and SENDERS between a receiver that
+ * frees a slot and a sender that queues): at least one of them sees the other's write. */
+#define LD_SC(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
 /* A counter that only its one writer (the WRITING holder, or the lock holder in lossless
  * mode) changes: no read-modify-write needed. */
 #define BUMP(x)                                                                                    \
@@ -237,14 +254,35 @@ void band_broadcast_rx_init(band_broadcast_rx *rx)
 
 /* ---------------------------------------------------------------- helpers (lock held) */
 
-/* Lossless: drop the retained messages that nobody has left to read. */
-static void release_locked(band_broadcast *b)
+/*
+ * Lossless: drop the retained messages that nobody has left to read; true when this call
+ * moved tail. No lock needed: tail moves one message at a time by CAS, and only over a
+ * message whose count is 0 (a slot is reused only after tail passed it, so a count read
+ * for a stale tail just makes the CAS fail). Counts may reach 0 out of order (two calls
+ * sharing one receiver drop their claims in either order), so whoever zeroes a count
+ * scans from tail: with SC decrements and loads, of two calls zeroing neighbours at least
+ * one sees the other's zero and carries tail over both.
+ */
+static bool advance_tail(band_broadcast *b)
 {
-    uint64_t t = b->tail;
-    while (t < b->head && b->rem[slot_of(b, t)] == 0)
-        t++;
-    if (t != b->tail)
-        ST(b->tail, t);
+    bool moved = false;
+    uint64_t t = LD_SC(b->tail);
+    while (t < LD(b->head) && LD_SC(b->rem[slot_of(b, t)]) == 0) {
+        if (__atomic_compare_exchange_n(&b->tail, &t, t + 1, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST)) {
+            moved = true;
+            t++;
+        }
+    }
+    return moved;
+}
+
+/* Lossless: one receiver is done with message @seq; true when that moved tail. */
+static bool drop_claim(band_broadcast *b, uint64_t seq)
+{
+    if (__atomic_sub_fetch(&b->rem[slot_of(b, seq)], 1, __ATOMIC_SEQ_CST) != 0)
+        return false;
+    return advance_tail(b);
 }
 
 /* Copy message @seq out for @rx and move its cursor on, unless a lock-free receive on the
@@ -256,30 +294,32 @@ static int copy_out_locked(band_broadcast *b, band_broadcast_rx *rx, uint64_t se
         return 0;
     slot_load(out, slot_ptr(b, seq), b->elem_size);
     if (b->rem != NULL)
-        b->rem[slot_of(b, seq)]--;
+        drop_claim(b, seq);
     return 1;
 }
 
 /*
  * Append a copy of @elem as message head (the caller checked there is room, or that the
- * broadcast is lossy and holds WRITING). Lock-free in lossy mode.
+ * broadcast is lossy and holds WRITING). Lock-free. Returns the number of receivers due.
  */
-static void publish_slot(band_broadcast *b, const void *elem)
+static uint64_t publish_slot(band_broadcast *b, const void *elem)
 {
     uint64_t seq = b->head;
-    if (seq - b->tail == b->cap) { /* lossy: the oldest goes */
-        ST(b->tail, b->tail + 1);
+    uint64_t tail = LD(b->tail); /* lossless receives move it without the lock */
+    if (seq - tail == b->cap) {  /* lossy: the oldest goes */
+        ST(b->tail, tail + 1);
         BUMP(b->overwritten);
         /* A lock-free receive that copied any word stored below sees the new tail. */
         __atomic_thread_fence(__ATOMIC_RELEASE);
     }
     slot_store(slot_ptr(b, seq), elem, b->elem_size);
     uint64_t nrx = LD(b->nrx);
-    if (b->rem != NULL)
-        b->rem[slot_of(b, seq)] = nrx;
+    if (b->rem != NULL) /* published by the release store of head */
+        __atomic_store_n(&b->rem[slot_of(b, seq)], nrx, __ATOMIC_RELAXED);
     ST(b->head, seq + 1);
     if (nrx == 0)
         BUMP(b->sent_unheard);
+    return nrx;
 }
 
 /* Hand every queued receive the next message of its receiver, if it was sent (lock held).
@@ -302,11 +342,13 @@ static void deliver_locked(band_broadcast *b, struct band__wakelist *wl)
     }
 }
 
-/* Lossy: clear WAITERS once no receive is queued (lock held). */
+/* Clear WAITERS once no receive is queued, SENDERS once no send is (lock held). */
 static void sync_waiters_locked(band_broadcast *b)
 {
-    if (!is_lossless(b) && b->recvq.len == 0)
-        __atomic_fetch_and(&b->ws, ~(uint64_t)BW_WAITERS, __ATOMIC_RELAXED);
+    uint64_t clear = (b->recvq.len == 0 ? (uint64_t)BW_WAITERS : 0) |
+                     (b->sendq.len == 0 ? (uint64_t)BW_SENDERS : 0);
+    if (LD(b->ws) & clear)
+        __atomic_fetch_and(&b->ws, ~clear, __ATOMIC_RELAXED);
 }
 
 /* Lossy: claim WRITING, spinning while another writer holds it. Returns the word before
@@ -343,18 +385,18 @@ static uint64_t ws_release(band_broadcast *b)
 /* Append @elem and hand it to every queued receive (lock held; lossy: WRITING held). */
 static void publish_locked(band_broadcast *b, const void *elem, struct band__wakelist *wl)
 {
-    publish_slot(b, elem);
-    deliver_locked(b, wl);
-    if (b->rem != NULL)
-        release_locked(b);
+    uint64_t nrx = publish_slot(b, elem);
+    deliver_locked(b, wl); /* a read that empties a slot carries tail on itself */
+    if (b->rem != NULL && nrx == 0)
+        advance_tail(b); /* nobody subscribed: the message leaves at once */
 }
 
-/* Lossless: hand free slots to queued senders, oldest first. */
+/* Lossless: hand free slots to queued senders, oldest first (lock and WRITING held). */
 static void pump_locked(band_broadcast *b, struct band__wakelist *wl)
 {
     band_time now = 0;
     band_waiter *w;
-    while (b->head - b->tail < b->cap && (w = band__waitq_first(&b->sendq)) != NULL) {
+    while (b->head - LD_SC(b->tail) < b->cap && (w = band__waitq_first(&b->sendq)) != NULL) {
         if (now == 0)
             now = band_now();
         band_time waited = now - w->_since;
@@ -368,18 +410,104 @@ static void pump_locked(band_broadcast *b, struct band__wakelist *wl)
     }
 }
 
-/* Send @elem now: 0, BAND_EAGAIN (lossless, no room or senders queued), BAND_ECLOSED or
- * BAND_EOVERFLOW. */
-static int send_locked(band_broadcast *b, const void *elem, struct band__wakelist *wl)
+/*
+ * Lossless, lock held: send @elem now, or queue @op (when not NULL) behind the senders
+ * already queued. 0, BAND_PENDING, BAND_EAGAIN (no room or senders queued, @op NULL),
+ * BAND_ECLOSED or BAND_EOVERFLOW. Holds WRITING throughout, so no lock-free send is half
+ * published. A send that queues sets SENDERS before its last look at tail: a receive that
+ * frees a slot after that look sees SENDERS (both SC) and pumps under the lock.
+ */
+static int send_locked(band_broadcast *b, const void *elem, band_broadcast_send_op *op,
+                       struct band__wakelist *wl)
 {
-    if (b->closed)
+    uint64_t s = ws_claim(b);
+    if (s & BW_CLOSED)
         return BAND_ECLOSED;
-    if (b->head == UINT64_MAX)
-        return BAND_EOVERFLOW;
-    if (is_lossless(b) && (b->sendq.len > 0 || b->head - b->tail == b->cap))
-        return BAND_EAGAIN;
-    publish_locked(b, elem, wl);
-    return 0;
+    int rc = 0;
+    if (b->head == UINT64_MAX) {
+        rc = BAND_EOVERFLOW;
+    } else if (b->sendq.len == 0 && b->head - LD(b->tail) < b->cap) {
+        publish_locked(b, elem, wl);
+    } else if (op == NULL) {
+        rc = BAND_EAGAIN;
+    } else {
+        __atomic_fetch_or(&b->ws, (uint64_t)BW_SENDERS, __ATOMIC_SEQ_CST);
+        if (b->sendq.len == 0 && b->head - LD_SC(b->tail) < b->cap) {
+            publish_locked(b, elem, wl);
+        } else {
+            op->_elem = elem;
+            band__waitq_push_locked(&b->sendq, &op->w, 1, band_now());
+            b->send_queued++;
+            rc = BAND_PENDING;
+        }
+    }
+    sync_waiters_locked(b);
+    ws_release(b);
+    return rc;
+}
+
+/* Lossless, lock held: serve the queues after lock-free operations changed the ring (a
+ * send published while a receive queued, a receive freed a slot while a send queued). */
+static void service_locked(band_broadcast *b, struct band__wakelist *wl)
+{
+    uint64_t s = ws_claim(b);
+    if (s & BW_CLOSED) /* close emptied both queues */
+        return;
+    deliver_locked(b, wl);
+    pump_locked(b, wl);
+    sync_waiters_locked(b);
+    ws_release(b);
+}
+
+static void service(band_broadcast *b)
+{
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
+    pthread_mutex_lock(&b->lock);
+    service_locked(b, &wl);
+    pthread_mutex_unlock(&b->lock);
+    band__wakelist_run(&wl);
+}
+
+/* Lossless send without the lock: 0, BAND_EAGAIN (no room), BAND_ECLOSED, BAND_EOVERFLOW,
+ * or 1 when a send or receive is queued (the caller goes through the lock, which keeps the
+ * queues' order). Claims WRITING like a lossy send; the room it sees can only grow while
+ * it holds WRITING, since receives only move tail forward. */
+static int lossless_send_fast(band_broadcast *b, const void *elem)
+{
+    unsigned spins = 0;
+    uint64_t s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+    for (;;) {
+        if (s & BW_CLOSED)
+            return BAND_ECLOSED;
+        if (s & (BW_WAITERS | BW_SENDERS))
+            return 1;
+        if (s & BW_WRITING) {
+            if (++spins < 128) {
+                band__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+            s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&b->ws, &s, s | BW_WRITING, 1, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            break;
+    }
+    int rc = 0;
+    if (b->head == UINT64_MAX) {
+        rc = BAND_EOVERFLOW;
+    } else if (b->head - LD(b->tail) == b->cap) {
+        rc = BAND_EAGAIN;
+    } else {
+        if (publish_slot(b, elem) == 0)
+            advance_tail(b); /* nobody subscribed: the message leaves at once */
+    }
+    if (ws_release(b) & (BW_WAITERS | BW_SENDERS))
+        service(b); /* a receive queued while we wrote: hand it the message */
+    return rc;
 }
 
 /* Lossy, with receives queued: send under the lock, after handing them any message a
@@ -442,7 +570,7 @@ static int lossy_send(band_broadcast *b, const void *elem)
         ws_release(b);
         return BAND_EOVERFLOW;
     }
-    publish_slot(b, elem);
+    (void)publish_slot(b, elem);
     if (ws_release(b) & BW_WAITERS) {
         struct band__wakelist wl;
         band__wakelist_init(&wl);
@@ -503,22 +631,53 @@ static int read_lossy(band_broadcast *b, band_broadcast_rx *rx, void *out, uint6
     }
 }
 
+/*
+ * Lossless: read @rx's next message into @out without the lock: 0, BAND_EAGAIN,
+ * BAND_ECLOSED or BAND_EINVAL (unsubscribed meanwhile). *@freed says whether this call
+ * moved tail (made room). The message cannot leave while @rx's cursor is still on it (its
+ * count includes @rx until the call that moves the cursor drops the claim), so the copy
+ * is made first and kept only if the cursor CAS wins; then the claim is dropped, and the
+ * call that takes a count to 0 carries tail on. A call that loses the CAS (another call on
+ * the same receiver took the message) may have written @out before it answers otherwise.
+ */
+static int read_lossless(band_broadcast *b, band_broadcast_rx *rx, void *out, bool *freed)
+{
+    *freed = false;
+    uint64_t n = LD(rx->_next);
+    for (;;) {
+        /* Parked by an unsubscribe. Still owned: an unsubscribe under way, or a cursor
+         * caught up after 2^64 - 1 sends; nothing to read either way (below). */
+        if (n == UINT64_MAX && rx_owner(rx) != b)
+            return BAND_EINVAL;
+        uint64_t head = LD(b->head);
+        if (n >= head) {
+            if (!LD(b->closed))
+                return BAND_EAGAIN;
+            if (n >= LD(b->head)) /* closed after its last send: head is final now */
+                return BAND_ECLOSED;
+            continue;
+        }
+        slot_load(out, slot_ptr(b, n), b->elem_size);
+        if (!nx_cas(rx, &n, n + 1))
+            continue;
+        *freed = drop_claim(b, n);
+        return 0;
+    }
+}
+
 /* Read @rx's next message into @out: 0, BAND_ELAGGED (*@missed set), BAND_EAGAIN or
- * BAND_ECLOSED. */
+ * BAND_ECLOSED. Lossless: lock held, queued senders are given the room made. */
 static int read_locked(band_broadcast *b, band_broadcast_rx *rx, void *out, uint64_t *missed,
                        struct band__wakelist *wl)
 {
     if (!is_lossless(b))
         return read_lossy(b, rx, out, missed);
     *missed = 0;
-    uint64_t n = LD(rx->_next); /* lossless: only moved under the lock */
-    if (n < b->head) {
-        copy_out_locked(b, rx, n, out);
-        release_locked(b);
-        pump_locked(b, wl);
-        return 0;
-    }
-    return b->closed ? BAND_ECLOSED : BAND_EAGAIN;
+    bool freed;
+    int rc = read_lossless(b, rx, out, &freed);
+    if (freed)
+        service_locked(b, wl);
+    return rc;
 }
 
 /* The broadcast @rx is subscribed to, locked; NULL when it is not subscribed. */
@@ -545,6 +704,7 @@ static void send_cancel_locked(struct band__waitq *q, band_waiter *w, int reason
         b->send_timeouts++;
     else
         b->send_cancels++;
+    sync_waiters_locked(b);
 }
 
 static void recv_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
@@ -598,8 +758,9 @@ int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx)
     int rc = 0;
     pthread_mutex_lock(&b->lock);
     band_broadcast *none = NULL;
-    /* Lossy: hold WRITING so that no send is half published while the cursor starts. */
-    uint64_t s = is_lossless(b) ? 0 : ws_claim(b);
+    /* Hold WRITING so that no send is half published while the cursor starts (lossless:
+     * every message from head on then counts this receiver). */
+    uint64_t s = ws_claim(b);
     if (b->closed) {
         rc = BAND_ECLOSED;
     } else if (!__atomic_compare_exchange_n(&rx->_b, &none, b, 0, __ATOMIC_ACQ_REL,
@@ -614,7 +775,7 @@ int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx)
         ST(rx->_start, b->head);
         ST(b->nrx, b->nrx + 1);
     }
-    if (!is_lossless(b) && !(s & BW_CLOSED))
+    if (!(s & BW_CLOSED))
         ws_release(b);
     pthread_mutex_unlock(&b->lock);
     return rc;
@@ -641,18 +802,31 @@ int band_broadcast_unsubscribe(band_broadcast_rx *rx)
         }
         n = next;
     }
-    sync_waiters_locked(b);
-    if (b->rem != NULL) {
-        for (uint64_t s = LD(rx->_next); s < b->head; s++)
-            b->rem[slot_of(b, s)]--;
+    /* With WRITING held no send is half published: head and the counts agree on whether
+     * they include @rx. Closed: no send runs any more and none can start. */
+    uint64_t ws = ws_claim(b);
+    if (b->rem == NULL) {
+        b->received_gone += rx_received(rx);
+    } else {
+        /* Park the cursor where no lock-free receive's CAS can match it: the claims on
+         * [at, head) are this call's to drop; those below at belong to the receives that
+         * moved the cursor, which drop them (and carry tail on) themselves. */
+        uint64_t at = __atomic_exchange_n(&rx->_next, UINT64_MAX, __ATOMIC_ACQ_REL);
+        uint64_t head = LD(b->head);
+        b->received_gone += at - rx->_start; /* lossless: no lags */
+        for (uint64_t s = at; s < head; s++)
+            __atomic_sub_fetch(&b->rem[slot_of(b, s)], 1, __ATOMIC_SEQ_CST);
     }
-    b->received_gone += rx_received(rx);
     band__list_del_init(&rx->_link);
     ST(b->nrx, b->nrx - 1);
     if (b->rem != NULL) {
-        release_locked(b);
-        pump_locked(b, &wl);
+        advance_tail(b);
+        if (!(ws & BW_CLOSED))
+            pump_locked(b, &wl);
     }
+    sync_waiters_locked(b);
+    if (!(ws & BW_CLOSED))
+        ws_release(b);
     __atomic_store_n(&rx->_b, NULL, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&b->lock);
     band__wakelist_run(&wl);
@@ -667,14 +841,17 @@ int band_broadcast_try_send(band_broadcast *b, const void *elem)
         return BAND_EINVAL;
     if (!is_lossless(b))
         return lossy_send(b, elem);
-    struct band__wakelist wl;
-    band__wakelist_init(&wl);
-    pthread_mutex_lock(&b->lock);
-    int rc = send_locked(b, elem, &wl);
+    int rc = lossless_send_fast(b, elem);
+    if (rc == 1) { /* a send or receive is queued: keep their order under the lock */
+        struct band__wakelist wl;
+        band__wakelist_init(&wl);
+        pthread_mutex_lock(&b->lock);
+        rc = send_locked(b, elem, NULL, &wl);
+        pthread_mutex_unlock(&b->lock);
+        band__wakelist_run(&wl);
+    }
     if (rc == BAND_EAGAIN)
-        b->try_send_refusals++;
-    pthread_mutex_unlock(&b->lock);
-    band__wakelist_run(&wl);
+        ADD(b->try_send_refusals, 1);
     return rc;
 }
 
@@ -686,16 +863,15 @@ static int send_enqueue(band_broadcast *b, band_broadcast_send_op *op, const voi
         band__waiter_finish_now(&op->w, lrc);
         return lrc;
     }
+    int rc = lossless_send_fast(b, elem);
+    if (rc != 1 && rc != BAND_EAGAIN) {
+        band__waiter_finish_now(&op->w, rc);
+        return rc;
+    }
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
-    int rc = send_locked(b, elem, &wl);
-    if (rc == BAND_EAGAIN) {
-        op->_elem = elem;
-        band__waitq_push_locked(&b->sendq, &op->w, 1, band_now());
-        b->send_queued++;
-        rc = BAND_PENDING;
-    }
+    rc = send_locked(b, elem, op, &wl);
     pthread_mutex_unlock(&b->lock);
     if (rc != BAND_PENDING)
         band__waiter_finish_now(&op->w, rc);
@@ -720,12 +896,15 @@ int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline,
         return BAND_EINVAL;
     if (!is_lossless(b))
         return lossy_send(b, elem); /* never waits */
-    struct band__wakelist wl;
-    band__wakelist_init(&wl);
-    pthread_mutex_lock(&b->lock);
-    int rc = send_locked(b, elem, &wl);
-    pthread_mutex_unlock(&b->lock);
-    band__wakelist_run(&wl);
+    int rc = lossless_send_fast(b, elem);
+    if (rc == 1) {
+        struct band__wakelist wl;
+        band__wakelist_init(&wl);
+        pthread_mutex_lock(&b->lock);
+        rc = send_locked(b, elem, NULL, &wl);
+        pthread_mutex_unlock(&b->lock);
+        band__wakelist_run(&wl);
+    }
     if (rc != BAND_EAGAIN)
         return rc;
     rc = band__wait_refusal(deadline, cancel);
@@ -756,11 +935,15 @@ int band_broadcast_try_recv(band_broadcast_rx *rx, void *out)
     uint64_t missed;
     if (!is_lossless(b))
         return read_lossy(b, rx, out, &missed); /* never takes the lock */
-    /* Lossless, caught up and open: "not yet" without the lock. The cursor is read before
-     * head: if they are equal, they were equal when head was read. */
-    uint64_t n = LD(rx->_next);
-    if (n == LD(b->head) && !LD(b->closed) && rx_owner(rx) == b)
-        return BAND_EAGAIN;
+    /* Lossless with nothing queued: without the lock. A receive that made room checks
+     * SENDERS after moving tail (both SC): a send that queued before is pumped here. */
+    if (!(LD(b->ws) & (BW_WAITERS | BW_SENDERS))) {
+        bool freed;
+        int rc = read_lossless(b, rx, out, &freed);
+        if (freed && (LD_SC(b->ws) & BW_SENDERS))
+            service(b);
+        return rc;
+    }
     b = rx_lock(rx);
     if (b == NULL)
         return BAND_EINVAL;
@@ -783,8 +966,7 @@ static int recv_enqueue(band_broadcast_rx *rx, band_broadcast_recv_op *op, void 
     uint64_t missed;
     /* Lossy: announce the wait, then look: a send that published before WAITERS was set is
      * seen by this read; one that publishes after it delivers under the lock. */
-    if (!is_lossless(b))
-        __atomic_fetch_or(&b->ws, (uint64_t)BW_WAITERS, __ATOMIC_ACQ_REL);
+    __atomic_fetch_or(&b->ws, (uint64_t)BW_WAITERS, __ATOMIC_ACQ_REL);
     int rc = read_locked(b, rx, out, &missed, &wl);
     op->lagged = missed;
     if (rc != BAND_EAGAIN)
@@ -863,13 +1045,12 @@ int band_broadcast_close(band_broadcast *b)
     band__wakelist_init(&wl);
     pthread_mutex_lock(&b->lock);
     if (!b->closed) {
-        if (!is_lossless(b)) {
-            /* No lossy send is half published once we hold WRITING; queued receives get
-             * what a lock-free send published before they fail. */
-            ws_claim(b);
-            __atomic_fetch_xor(&b->ws, (uint64_t)(BW_WRITING | BW_CLOSED), __ATOMIC_ACQ_REL);
-            deliver_locked(b, &wl);
-        }
+        /* No send is half published once we hold WRITING; queued receives get what a
+         * lock-free send published before they fail. Every message published stays
+         * readable: receives read up to head, which no send moves once CLOSED is set. */
+        ws_claim(b);
+        __atomic_fetch_xor(&b->ws, (uint64_t)(BW_WRITING | BW_CLOSED), __ATOMIC_ACQ_REL);
+        deliver_locked(b, &wl);
         __atomic_store_n(&b->closed, 1, __ATOMIC_RELEASE);
         band_waiter *w;
         while ((w = band__waitq_first(&b->sendq)) != NULL) {
@@ -922,7 +1103,7 @@ int band_broadcast_get_stats(const band_broadcast *cb, band_broadcast_stats *out
         out->received += rx_received(band__container_of(node, band_broadcast_rx, _link));
     out->lag_events = LD(b->lag_events);
     out->lagged = LD(b->lagged);
-    out->try_send_refusals = b->try_send_refusals;
+    out->try_send_refusals = LD(b->try_send_refusals);
     out->send_queued = b->send_queued;
     out->send_timeouts = b->send_timeouts;
     out->send_cancels = b->send_cancels;
@@ -945,7 +1126,7 @@ int band__broadcast_check(const band_broadcast *cb)
     pthread_mutex_lock(&b->lock);
     uint64_t n = 0;
     struct band__node *node;
-    if (b->tail > b->head || b->head - b->tail > b->cap)
+    if (LD(b->tail) > b->head || b->head - LD(b->tail) > b->cap)
         bad = -__LINE__;
     band__list_foreach (node, &b->rxs) {
         band_broadcast_rx *rx = band__container_of(node, band_broadcast_rx, _link);
@@ -954,34 +1135,36 @@ int band__broadcast_check(const band_broadcast *cb)
             bad = -__LINE__;
         if (bad == 0 && LD(rx->_next) > b->head)
             bad = -__LINE__;
-        if (bad == 0 && is_lossless(b) && LD(rx->_next) < b->tail)
+        if (bad == 0 && is_lossless(b) && LD(rx->_next) < LD(b->tail))
             bad = -__LINE__;
     }
     if (bad == 0 && n != b->nrx)
         bad = -__LINE__;
     if (bad == 0 && is_lossless(b)) {
         /* rem[s] == receivers with _next <= s, and the oldest retained one is due. */
-        for (uint64_t s = b->tail; s < b->head && bad == 0; s++) {
+        for (uint64_t s = LD(b->tail); s < b->head && bad == 0; s++) {
             uint64_t due = 0;
             band__list_foreach (node, &b->rxs) {
                 band_broadcast_rx *rx = band__container_of(node, band_broadcast_rx, _link);
                 due += LD(rx->_next) <= s;
             }
-            if (b->rem[slot_of(b, s)] != due)
+            if (LD(b->rem[slot_of(b, s)]) != due)
                 bad = -__LINE__;
         }
-        if (bad == 0 && b->tail < b->head && b->rem[slot_of(b, b->tail)] == 0)
+        if (bad == 0 && LD(b->tail) < b->head && LD(b->rem[slot_of(b, LD(b->tail))]) == 0)
             bad = -__LINE__;
     }
     if (bad == 0 && b->sendq.len > 0 &&
-        (!is_lossless(b) || b->closed || b->head - b->tail != b->cap))
+        (!is_lossless(b) || b->closed || b->head - LD(b->tail) != b->cap))
         bad = -__LINE__;
     if (bad == 0 && b->recvq.len > 0 && b->closed)
         bad = -__LINE__;
-    if (bad == 0 && !is_lossless(b)) { /* the lossy word agrees with the queue */
+    if (bad == 0) { /* the state word agrees with the queues */
         uint64_t ws = LD(b->ws);
         if ((ws & BW_WRITING) || ((ws & BW_WAITERS) != 0) != (b->recvq.len > 0) ||
-            ((ws & BW_CLOSED) != 0) != (b->closed != 0))
+            ((ws & BW_SENDERS) != 0) != (b->sendq.len > 0) ||
+            ((ws & BW_CLOSED) != 0) != (b->closed != 0) ||
+            (ws & ~(uint64_t)(BW_WRITING | BW_WAITERS | BW_SENDERS | BW_CLOSED)))
             bad = -__LINE__;
     }
     band__list_foreach (node, &b->recvq.head) {

@@ -451,6 +451,187 @@ static void run_scenario(const char *name, int mode, uint64_t cap, uint64_t seed
     pthread_mutex_destroy(&sc.err_mu);
 }
 
+/* ------------------------------------------------------------------------ lossless try */
+
+/*
+ * Lossless, try calls only (the lock-free paths): NSEND senders spin on try_send, NRECV
+ * receivers each spin on try_recv, two threads share one more receiver (their cursor CAS
+ * races, and they drop their claims in either order), and a churning receiver subscribes
+ * and unsubscribes (its claims on unread messages must be dropped exactly once, racing
+ * the others). Every fixed receiver gets every message once, in per-sender order; the two
+ * sharing threads together get every message once, each in per-sender order; at the end
+ * nothing is retained, so no count was lost or dropped twice.
+ */
+#define TRY_SHARED 2
+
+struct try_rx {
+    struct scenario *sc;
+    band_broadcast_rx *rx;
+    int churn;
+    int exact; /* sole reader of its receiver: sequences arrive with no gap */
+    uint64_t rng;
+    uint64_t next[NSEND], count[NSEND], sum[NSEND], periods;
+};
+
+static int try_sender(void *arg)
+{
+    struct sender *s = arg;
+    struct scenario *sc = s->sc;
+    while (s->sent < sc->max_msgs && band_now() < sc->stop_at && atomic_load(&sc->errors) == 0) {
+        struct msg m = {(uint64_t)s->id, s->sent, checksum((uint64_t)s->id, s->sent)};
+        int rc = band_broadcast_try_send(sc->b, &m);
+        if (rc == BAND_EAGAIN) {
+            s->eagain++;
+            sched_yield();
+            continue;
+        }
+        if (rc != 0) {
+            record_error(sc, "try_send returned %d", rc);
+            break;
+        }
+        s->sent++;
+        s->sum += m.check;
+    }
+    return 0;
+}
+
+/* One try_recv; 1 on BAND_ECLOSED. */
+static int try_one(struct try_rx *r, int in_order)
+{
+    struct msg m;
+    int rc = band_broadcast_try_recv(r->rx, &m);
+    if (rc == BAND_EAGAIN) {
+        sched_yield();
+        return 0;
+    }
+    if (rc == BAND_ECLOSED)
+        return 1;
+    if (rc != 0) {
+        record_error(r->sc, "try_recv returned %d", rc);
+        return 1;
+    }
+    if (m.sender >= NSEND || m.check != checksum(m.sender, m.seq)) {
+        record_error(r->sc, "corrupt message");
+        return 1;
+    }
+    uint64_t s = m.sender;
+    if (in_order ? m.seq != r->next[s] : m.seq < r->next[s])
+        record_error(r->sc, "sender %llu: got %llu, expected %llu", (unsigned long long)s,
+                     (unsigned long long)m.seq, (unsigned long long)r->next[s]);
+    r->next[s] = m.seq + 1;
+    r->count[s]++;
+    r->sum[s] += m.check;
+    return 0;
+}
+
+static int try_receiver(void *arg)
+{
+    struct try_rx *r = arg;
+    if (!r->churn) {
+        while (try_one(r, r->exact) == 0)
+            ;
+        return 0;
+    }
+    for (;;) {
+        band_broadcast_rx_init(r->rx);
+        int rc = band_broadcast_subscribe(r->sc->b, r->rx);
+        if (rc == BAND_ECLOSED)
+            return 0;
+        if (rc != 0) {
+            record_error(r->sc, "churn subscribe returned %d", rc);
+            return 0;
+        }
+        r->periods++;
+        int closed = 0;
+        for (uint64_t k = test_rng_range(&r->rng, 0, 16); k > 0 && !closed; k--)
+            closed = try_one(r, 0);
+        if (band_broadcast_unsubscribe(r->rx) != 0)
+            record_error(r->sc, "churn unsubscribe failed");
+        if (closed)
+            return 0;
+    }
+}
+
+static void test_stress_lossless_try(void **state)
+{
+    (void)state;
+    static const uint64_t caps[] = {1, 4};
+    for (size_t ci = 0; ci < 2; ci++) {
+        struct scenario sc;
+        memset(&sc, 0, sizeof(sc));
+        sc.name = "lossless try";
+        sc.mode = BAND_BROADCAST_LOSSLESS;
+        sc.cap = caps[ci];
+        atomic_init(&sc.errors, 0);
+        pthread_mutex_init(&sc.err_mu, NULL);
+        sc.max_msgs = test_under_sanitizer() ? SAN_MSGS / 2 : MAX_MSGS;
+        assert_int_equal(
+            band_broadcast_create(&sc.b, sizeof(struct msg), sc.cap, BAND_BROADCAST_LOSSLESS), 0);
+        enum { NT = NRECV + TRY_SHARED + 1 };
+        band_broadcast_rx rxs[NRECV + 2];
+        struct try_rx tr[NT];
+        struct test_thread th_r[NT], th_s[NSEND];
+        struct sender snd[NSEND];
+        memset(tr, 0, sizeof(tr));
+        memset(snd, 0, sizeof(snd));
+        for (int i = 0; i < NRECV + 2; i++) {
+            band_broadcast_rx_init(&rxs[i]);
+            if (i <= NRECV)
+                assert_int_equal(band_broadcast_subscribe(sc.b, &rxs[i]), 0);
+        }
+        for (int i = 0; i < NT; i++) {
+            tr[i].sc = &sc;
+            tr[i].rng = 77 + (uint64_t)i;
+            /* 0..NRECV-1 own a receiver; the next TRY_SHARED share rxs[NRECV]; last churns. */
+            tr[i].rx = i < NRECV ? &rxs[i] : i < NRECV + TRY_SHARED ? &rxs[NRECV] : &rxs[NRECV + 1];
+            tr[i].churn = i == NT - 1;
+            tr[i].exact = i < NRECV; /* sharing threads: per-thread order only */
+        }
+        sc.stop_at = band_now() + WALL_SECS * BAND_SEC;
+        for (int i = 0; i < NT; i++)
+            assert_int_equal(test_thread_start(&th_r[i], try_receiver, &tr[i]), 0);
+        for (int i = 0; i < NSEND; i++) {
+            snd[i].sc = &sc;
+            snd[i].id = i;
+            assert_int_equal(test_thread_start(&th_s[i], try_sender, &snd[i]), 0);
+        }
+        for (int i = 0; i < NSEND; i++)
+            assert_int_equal(test_thread_join(&th_s[i]), 0);
+        assert_int_equal(band_broadcast_close(sc.b), 0);
+        for (int i = 0; i < NT; i++)
+            assert_int_equal(test_thread_join(&th_r[i]), 0);
+        if (atomic_load(&sc.errors) != 0)
+            fail_msg("lossless try cap %llu: %s", (unsigned long long)sc.cap, sc.err);
+        uint64_t total = 0;
+        for (int s = 0; s < NSEND; s++) {
+            total += snd[s].sent;
+            for (int i = 0; i < NRECV; i++) {
+                assert_u64_equal(tr[i].count[s], snd[s].sent); /* every message, once */
+                assert_u64_equal(tr[i].sum[s], snd[s].sum);
+            }
+            uint64_t c = 0, sum = 0;
+            for (int i = NRECV; i < NRECV + TRY_SHARED; i++) {
+                c += tr[i].count[s];
+                sum += tr[i].sum[s];
+            }
+            assert_u64_equal(c, snd[s].sent); /* the shared receiver: once in all */
+            assert_u64_equal(sum, snd[s].sum);
+        }
+        band_broadcast_stats st;
+        assert_int_equal(band_broadcast_get_stats(sc.b, &st), 0);
+        assert_int_equal(band__broadcast_check(sc.b), 0);
+        assert_u64_equal(st.next_seq, total);
+        assert_u64_equal(st.retained, 0);
+        assert_u64_equal(st.receivers, NRECV + 1);
+        for (int i = 0; i <= NRECV; i++)
+            assert_int_equal(band_broadcast_unsubscribe(&rxs[i]), 0);
+        assert_int_equal(band_broadcast_destroy(sc.b), 0);
+        printf("lossless try cap %llu: %llu sent, %llu churn periods\n", (unsigned long long)sc.cap,
+               (unsigned long long)total, (unsigned long long)tr[NT - 1].periods);
+        pthread_mutex_destroy(&sc.err_mu);
+    }
+}
+
 static void test_stress_lossless(void **state)
 {
     (void)state;
@@ -536,11 +717,105 @@ static void test_stress_lossy_pingpong(void **state)
     assert_int_equal(band_broadcast_destroy(c.b), 0);
 }
 
+/*
+ * Lossless, one slot: two senders block (FOREVER) and so queue behind each other, while
+ * the receiver only ever calls try_recv. Each read frees the slot; when a sender queued
+ * just as the read was checking for queued senders, the read must still hand the slot
+ * over (it rechecks after freeing it), or the senders wait forever while every later
+ * try_recv answers "nothing yet". A stall (no message for 2 s) fails the test; the close
+ * that ends it releases the senders.
+ */
+#define PP_MSGS     20000
+#define PP_SAN_MSGS 4000
+
+struct ll_pp {
+    band_broadcast *b;
+    uint64_t n;
+    int id;
+    int rc;
+};
+
+static int ll_pp_sender(void *arg)
+{
+    struct ll_pp *p = arg;
+    for (uint64_t k = 0; k < p->n; k++) {
+        struct msg m = {(uint64_t)p->id, k, checksum((uint64_t)p->id, k)};
+        int rc = band_broadcast_send(p->b, &m, BAND_FOREVER, NULL);
+        if (rc != 0) {
+            p->rc = rc;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static void test_stress_lossless_pingpong(void **state)
+{
+    (void)state;
+    struct ll_pp snd[2];
+    band_broadcast *b = NULL;
+    uint64_t n = test_under_sanitizer() ? PP_SAN_MSGS : PP_MSGS;
+    assert_int_equal(band_broadcast_create(&b, sizeof(struct msg), 1, BAND_BROADCAST_LOSSLESS), 0);
+    band_broadcast_rx rx;
+    band_broadcast_rx_init(&rx);
+    assert_int_equal(band_broadcast_subscribe(b, &rx), 0);
+    struct test_thread t[2];
+    for (int i = 0; i < 2; i++) {
+        snd[i] = (struct ll_pp){.b = b, .n = n, .id = i};
+        assert_int_equal(test_thread_start(&t[i], ll_pp_sender, &snd[i]), 0);
+    }
+    uint64_t next[2] = {0, 0}, got = 0, eagain = 0;
+    band_time last = band_now();
+    int stalled = 0, bad = 0;
+    while (got < 2 * n && !stalled && !bad) {
+        struct msg m;
+        int rc = band_broadcast_try_recv(&rx, &m);
+        if (rc == BAND_EAGAIN) {
+            eagain++;
+            if ((eagain & 63) == 0) {
+                sched_yield();
+                if (band_now() - last > 2 * BAND_SEC)
+                    stalled = 1;
+            }
+            continue;
+        }
+        if (rc != 0 || m.sender > 1 || m.seq != next[m.sender] ||
+            m.check != checksum(m.sender, m.seq)) {
+            bad = 1;
+            break;
+        }
+        next[m.sender]++;
+        got++;
+        last = band_now();
+    }
+    band_broadcast_stats st;
+    assert_int_equal(band_broadcast_get_stats(b, &st), 0);
+    assert_int_equal(band_broadcast_close(b), 0); /* releases stalled senders */
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(test_thread_join(&t[i]), 0);
+    if (stalled)
+        fail_msg("stalled after %llu of %llu messages, %llu senders queued",
+                 (unsigned long long)got, (unsigned long long)(2 * n),
+                 (unsigned long long)st.waiting_senders);
+    assert_false(bad);
+    assert_int_equal(snd[0].rc, 0);
+    assert_int_equal(snd[1].rc, 0);
+    assert_u64_equal(next[0], n);
+    assert_u64_equal(next[1], n);
+    assert_int_equal(band__broadcast_check(b), 0);
+    assert_int_equal(band_broadcast_get_stats(b, &st), 0);
+    assert_u64_equal(st.retained, 0);
+    printf("lossless ping-pong: %llu messages, %llu sends queued\n", (unsigned long long)got,
+           (unsigned long long)st.send_queued);
+    assert_int_equal(band_broadcast_unsubscribe(&rx), 0);
+    assert_int_equal(band_broadcast_destroy(b), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stress_lossless),
-        cmocka_unit_test(test_stress_lossy),
+        cmocka_unit_test(test_stress_lossless),          cmocka_unit_test(test_stress_lossless_try),
+        cmocka_unit_test(test_stress_lossless_pingpong), cmocka_unit_test(test_stress_lossy),
         cmocka_unit_test(test_stress_lossy_pingpong),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -910,7 +910,7 @@ static void test_close_wakes_blocked(void **state)
 }
 
 /* ---------------------------------------------------------------------------------- */
-/* lossy try_send/try_recv never take the lock, nor "not yet" in lossless mode         */
+/* try_send/try_recv (and a send with room) take no lock while nothing is queued      */
 
 struct nolock_arg {
     band_broadcast_rx *lossy, *lossless;
@@ -918,6 +918,9 @@ struct nolock_arg {
     band_broadcast *b;
     int rc[9];
     uint64_t out[4];
+    band_broadcast *lb; /* lossless, capacity 2, *lossless subscribed */
+    int lrc[10];
+    uint64_t lout[5];
 };
 
 static int nolock_thread(void *p)
@@ -933,6 +936,21 @@ static int nolock_thread(void *p)
     a->rc[6] = band_broadcast_try_send(a->b, &v); /* lossy sends never take the lock */
     a->rc[7] = band_broadcast_send(a->b, &v, BAND_FOREVER, NULL);
     a->rc[8] = band_broadcast_try_recv(a->lossy, &a->out[3]);
+    /* Lossless: sends with room, a refusal when full, receives that free slots. */
+    uint64_t x = 10;
+    a->lrc[0] = band_broadcast_try_send(a->lb, &x);
+    x = 11;
+    a->lrc[1] = band_broadcast_send(a->lb, &x, BAND_FOREVER, NULL);
+    x = 12;
+    a->lrc[2] = band_broadcast_try_send(a->lb, &x); /* EAGAIN: full */
+    a->lrc[3] = band_broadcast_try_recv(a->lossless, &a->lout[0]);
+    a->lrc[4] = band_broadcast_try_send(a->lb, &x); /* the read made room */
+    a->lrc[5] = band_broadcast_try_recv(a->lossless, &a->lout[1]);
+    a->lrc[6] = band_broadcast_try_recv(a->lossless, &a->lout[2]);
+    a->lrc[7] = band_broadcast_try_recv(a->lossless, &a->lout[3]); /* EAGAIN: read all */
+    x = 13;
+    a->lrc[8] = band_broadcast_try_send(a->lb, &x);
+    a->lrc[9] = band_broadcast_recv(a->lossless, &a->lout[4], BAND_FOREVER, NULL);
     atomic_store(&a->done, 1);
     return 0;
 }
@@ -942,9 +960,10 @@ static bool nolock_done(void *p)
     return atomic_load(&((struct nolock_arg *)p)->done) != 0;
 }
 
-/* Another thread holds both broadcasts' internal locks while a worker receives; with the
- * lock on those paths the worker blocks until the lock is released and the wait fails. */
-static void test_try_recv_takes_no_lock(void **state)
+/* Another thread holds both broadcasts' internal locks while a worker sends and receives
+ * (lossy and lossless, nothing queued); with the lock on those paths the worker blocks
+ * until the lock is released and the wait fails. */
+static void test_try_calls_take_no_lock(void **state)
 {
     (void)state;
     band_broadcast *lossy = NULL, *lossless = NULL;
@@ -956,7 +975,7 @@ static void test_try_recv_takes_no_lock(void **state)
     assert_int_equal(band_broadcast_subscribe(lossless, &r2), 0);
     for (uint64_t v = 1; v <= 3; v++)
         assert_int_equal(band_broadcast_try_send(lossy, &v), 0);
-    struct nolock_arg a = {&r1, &r2, 0, lossy, {0}, {0}};
+    struct nolock_arg a = {&r1, &r2, 0, lossy, {0}, {0}, lossless, {0}, {0}};
     assert_int_equal(pthread_mutex_lock(band__broadcast_lock(lossy)), 0);
     assert_int_equal(pthread_mutex_lock(band__broadcast_lock(lossless)), 0);
     struct test_thread t;
@@ -972,6 +991,20 @@ static void test_try_recv_takes_no_lock(void **state)
     assert_u64_equal(a.out[0], 2);
     assert_u64_equal(a.out[1], 3);
     assert_u64_equal(a.out[3], 4);
+    const int lwant[10] = {0, 0, BAND_EAGAIN, 0, 0, 0, 0, BAND_EAGAIN, 0, 0};
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(a.lrc[i], lwant[i]);
+    const uint64_t lvals[5] = {10, 11, 12, 0, 13};
+    for (int i = 0; i < 5; i++)
+        if (i != 3)
+            assert_u64_equal(a.lout[i], lvals[i]);
+    assert_int_equal(band__broadcast_check(lossless), 0);
+    band_broadcast_stats lst;
+    assert_int_equal(band_broadcast_get_stats(lossless, &lst), 0);
+    assert_u64_equal(lst.next_seq, 4);
+    assert_u64_equal(lst.retained, 0);
+    assert_u64_equal(lst.received, 4);
+    assert_u64_equal(lst.try_send_refusals, 1);
     band_broadcast_stats st;
     assert_int_equal(band_broadcast_get_stats(lossy, &st), 0);
     assert_u64_equal(st.received, 3);
@@ -991,7 +1024,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscribe_rules, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_try_recv_takes_no_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_calls_take_no_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscribe_starts_at_next, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lossless_every_receiver_every_message, setup,
                                         teardown),
