@@ -8,6 +8,7 @@
  * this is FIFO and deadlock-free.
  */
 #include <sched.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "admit/admit_internal.h"
@@ -22,6 +23,11 @@
 #define ADMIT_INLINE inline
 #define ADMIT_NOINLINE
 #endif
+
+/* The inline fast path of band/admit.h reads a request's waiter state with this encoding. */
+_Static_assert(BAND_ADMIT_W_STATE_MASK == BAND__W_STATE_MASK, "admit.h: waiter state mask");
+_Static_assert(BAND_ADMIT_W_QUEUED == (uintptr_t)BAND__W_QUEUED, "admit.h: queued state");
+_Static_assert(offsetof(band_admit_req, w) == 0, "admit.h: the waiter comes first");
 
 #ifdef BAND_TESTING
 void (*band__admit_fast_hook)(band_sem *s, void *arg);
