@@ -141,9 +141,12 @@ BAND_API int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g);
  * Returns 0 (*@g holds every amount), BAND_ETIMEDOUT (a past @deadline means "do not
  * wait"; a grant that races with the deadline wins), or the other codes of
  * band_admit_try_acquire() and band_admit_acquire_async() except BAND_EAGAIN and
- * BAND_PENDING. Before it queues it retries the lock-free take for about a microsecond
- * while the budgets are only held (never while a waiter is queued on one of them, so it
- * never overtakes one); a past deadline or a requested @cancel does not retry. While it
+ * BAND_PENDING. Before it queues it retries the lock-free take while the budgets are only
+ * held, with band_sem_acquire()'s adaptive spin (as long as the longest spin budget of the
+ * named semaphores, 1 to 50 microseconds, yielding after 2; band/sem.h); never while a
+ * waiter is queued on one of them, so it never overtakes one. A past deadline or a
+ * requested @cancel does not retry, and one that passes or is requested while it spins
+ * stops the spin at its next clock check. While it
  * blocks it holds nothing. @r's wake and data are used internally for the duration of the
  * call and are restored before it returns. MT-safe.
  *
