@@ -325,9 +325,12 @@ static int admit_spin(const band_admit_req *r, uint64_t why, band_time deadline,
             int rc = admit_fast_take(r, &at, &why);
             if (rc == 0)
                 return 0;
-            rc = admit_refused(r, rc, at, 0);
-            if (rc != BAND_EAGAIN || (why & BAND__SEM_SLOW))
-                return rc; /* an answer, or somebody queued: no barging */
+            if (rc != BAND_EAGAIN) /* closed: classified as the first take was */
+                return admit_refused(r, rc, at, 0);
+            if (why & BAND__SEM_SLOW)
+                return BAND_EAGAIN; /* somebody queued or a debt: no barging */
+            /* Held. An amount that a shrink made too big meanwhile keeps refusing until
+             * the spin ends; queueing then answers BAND_E2BIG. */
         }
         now = band_now();
         if (band__wait_refusal(deadline, cancel) != 0)
