@@ -333,7 +333,7 @@ static int admit_spin(const band_admit_req *r, uint64_t why, band_time deadline,
              * the spin ends; queueing then answers BAND_E2BIG. */
         }
         now = band_now();
-        if (band__wait_refusal(deadline, cancel) != 0)
+        if ((deadline != BAND_FOREVER && deadline <= now) || band_cancel_is_requested(cancel))
             return BAND_EAGAIN; /* the caller answers with the deadline or the cancel */
         if (now - start >= (band_time)budget)
             break;
