@@ -141,9 +141,12 @@ BAND_API int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g);
  * Returns 0 (*@g holds every amount), BAND_ETIMEDOUT (a past @deadline means "do not
  * wait"; a grant that races with the deadline wins), or the other codes of
  * band_admit_try_acquire() and band_admit_acquire_async() except BAND_EAGAIN and
- * BAND_PENDING. Before it queues it retries the lock-free take for about a microsecond
- * while the budgets are only held (never while a waiter is queued on one of them, so it
- * never overtakes one); a past deadline or a requested @cancel does not retry. While it
+ * BAND_PENDING. Before it queues it retries the lock-free take while the budgets are only
+ * held, with band_sem_acquire()'s adaptive spin (as long as the longest spin budget of the
+ * named semaphores, 1 to 50 microseconds, yielding after 2; band/sem.h); never while a
+ * waiter is queued on one of them, so it never overtakes one. A past deadline or a
+ * requested @cancel does not retry, and one that passes or is requested while it spins
+ * stops the spin at its next clock check. While it
  * blocks it holds nothing. @r's wake and data are used internally for the duration of the
  * call and are restored before it returns. MT-safe.
  *
@@ -252,6 +255,75 @@ BAND_API uint64_t band_admit_held(const band_admit_grant *g, const band_sem *s);
  * forgotten.
  */
 BAND_API void band_admit_release_scoped(band_admit_grant *g);
+
+/*
+ * Inline fast paths
+ * -----------------
+ * With GCC or Clang (and the semaphore's inline fast paths, band/sem.h),
+ * band_admit_try_acquire() and band_admit_release() are macros over the static inline
+ * functions below for the common single budget: the admission is the semaphore's one
+ * compare-and-swap on its state word and the release its one atomic add, with no call.
+ * Anything else - several budgets, a NULL or non-empty argument, a pending request, a
+ * zero amount, waiters queued, a debt, close, a failed compare-and-swap, a budget's
+ * release - goes to the exported functions of the same names, so outcomes are identical;
+ * taking the address of either name yields the exported function. BAND_NO_INLINE turns
+ * them off, as for the semaphore.
+ *
+ * Besides the semaphore's prefix (BAND_SEM_INLINE_ABI), the inline code reads a request's
+ * n, e[0].sem and e[0].amount, and the state of its waiter: the low two bits of
+ * w._qstate, BAND_ADMIT_W_QUEUED while the request is queued. That encoding is frozen
+ * with the semaphore's inline ABI (the library checks it at compile time).
+ */
+#define BAND_ADMIT_W_STATE_MASK ((uintptr_t)3)
+#define BAND_ADMIT_W_QUEUED     ((uintptr_t)1)
+
+#if defined(BAND_SEM_HAVE_INLINE)
+#define BAND_ADMIT_HAVE_INLINE 1
+
+static inline int band__admit_try_acquire_inline(band_admit_req *r, band_admit_grant *g)
+{
+    if (__builtin_expect(r != NULL && g != NULL && r->n == 1 && g->n == 0, 1)) {
+        band_sem *s = r->e[0].sem;
+        uint64_t n = r->e[0].amount;
+        uint64_t *word = &((struct band_sem_prefix *)(void *)s)->state;
+        if (__builtin_expect(n - 1 < BAND_MAX_UNITS &&
+                                 (__atomic_load_n(&r->w._qstate, __ATOMIC_ACQUIRE) &
+                                  BAND_ADMIT_W_STATE_MASK) != BAND_ADMIT_W_QUEUED,
+                             1)) {
+            uint64_t st = __atomic_load_n(word, __ATOMIC_RELAXED);
+            if (__builtin_expect(
+                    (st & (BAND_SEM_PREFIX_SLOW | BAND_SEM_PREFIX_CLOSED)) == 0 &&
+                        (st >> BAND_SEM_PREFIX_SHIFT) >= n &&
+                        __atomic_compare_exchange_n(word, &st, st - (n << BAND_SEM_PREFIX_SHIFT), 1,
+                                                    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
+                    1)) {
+                g->p[0].sem = s;
+                g->p[0].count = n;
+                g->n = 1;
+                return 0;
+            }
+        }
+    }
+    return (band_admit_try_acquire)(r, g);
+}
+
+static inline int band__admit_release_inline(band_admit_grant *g)
+{
+    if (__builtin_expect(g != NULL && g->n == 1 && g->p[0].count > 0, 1)) {
+        int rc = band__sem_release_inline(g->p[0].sem, g->p[0].count);
+        if (__builtin_expect(rc == 0, 1)) {
+            g->p[0].count = 0;
+            g->p[0].sem = NULL;
+            g->n = 0;
+        }
+        return rc;
+    }
+    return (band_admit_release)(g);
+}
+
+#define band_admit_try_acquire(r, g) band__admit_try_acquire_inline((r), (g))
+#define band_admit_release(g)        band__admit_release_inline((g))
+#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 /**

@@ -7,6 +7,8 @@
  * first stage at once; admit_eval.c decides it from then on. Its design notes explain why
  * this is FIFO and deadlock-free.
  */
+#include <sched.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "admit/admit_internal.h"
@@ -21,6 +23,11 @@
 #define ADMIT_INLINE inline
 #define ADMIT_NOINLINE
 #endif
+
+/* The inline fast path of band/admit.h reads a request's waiter state with this encoding. */
+_Static_assert(BAND_ADMIT_W_STATE_MASK == BAND__W_STATE_MASK, "admit.h: waiter state mask");
+_Static_assert(BAND_ADMIT_W_QUEUED == (uintptr_t)BAND__W_QUEUED, "admit.h: queued state");
+_Static_assert(offsetof(band_admit_req, w) == 0, "admit.h: the waiter comes first");
 
 #ifdef BAND_TESTING
 void (*band__admit_fast_hook)(band_sem *s, void *arg);
@@ -272,27 +279,78 @@ static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why, i
 }
 
 /*
- * Before a blocking admission queues, retry the lock-free take for about a microsecond
- * while the refusal is for units that holders still have (the spin of band_sem_acquire()):
- * a holder on another core usually releases within that time, and queueing would turn
- * every later admission into a hand-off to a sleeping thread. A refusal for a queued
- * waiter or a debt (a SLOW word) stops it at once, so the spin never takes units past a
- * waiter.
+ * Before a blocking admission queues, it retries the lock-free take while the refusal is
+ * for units that holders still have, as band_sem_acquire() spins: a holder on another
+ * core usually releases soon, and queueing would turn every later admission into a
+ * hand-off to a sleeping thread. A refusal for a queued waiter or a debt (a SLOW word)
+ * stops it at once, so the spin never takes units past a waiter.
+ *
+ * It shares the budgets' adaptive spin (sem.c): it spins as long as the longest spin
+ * budget of the budgets it names (1 to 50 us), yields the processor between checks after
+ * ADMIT_SPIN_YIELD_NS, and teaches the budgets what it saw: a spin that ran out halves
+ * the budget of the one that refused last (its holders keep their units long), and an
+ * admission that queued and was granted after W ns lets each named budget grow to 2W
+ * (admit_acquire_slow()). It stops at the clock checks when @deadline passes or @cancel
+ * is requested (the caller then answers with that).
+ *
  * Returns what admit_try_take() returns.
  */
-#define ADMIT_SPINS 64
+#define ADMIT_SPIN_YIELD_NS ((band_time)(2 * BAND_USEC))
+#define ADMIT_SPIN_CHECK    16 /* pauses between clock reads */
 
-static int admit_spin(const band_admit_req *r, uint64_t why)
+/* The longest spin budget of @r's budgets (ns). */
+static uint32_t admit_spin_budget(const band_admit_req *r)
 {
-    uint32_t at;
-    int rc = BAND_EAGAIN;
-    for (int i = 0; rc == BAND_EAGAIN && !(why & BAND__SEM_SLOW) && i < ADMIT_SPINS; i++) {
-        band__cpu_relax();
-        rc = admit_fast_take(r, &at, &why);
-        if (rc != 0)
-            rc = admit_refused(r, rc, at, 0);
+    uint32_t ns = 0;
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (r->e[i].amount > 0) {
+            uint32_t b = band__sem_spin_budget_ns(r->e[i].sem);
+            ns = b > ns ? b : ns;
+        }
     }
-    return rc;
+    return ns;
+}
+
+static int admit_spin(const band_admit_req *r, uint64_t why, band_time deadline,
+                      band_cancel *cancel)
+{
+    if (why & BAND__SEM_SLOW)
+        return BAND_EAGAIN;
+    uint32_t budget = admit_spin_budget(r);
+    uint32_t at = 0;
+    band_time start = band_now(), now;
+    for (;;) {
+        for (int i = 0; i < ADMIT_SPIN_CHECK; i++) {
+            band__cpu_relax();
+            int rc = admit_fast_take(r, &at, &why);
+            if (rc == 0)
+                return 0;
+            if (rc != BAND_EAGAIN) /* closed: classified as the first take was */
+                return admit_refused(r, rc, at, 0);
+            if (why & BAND__SEM_SLOW)
+                return BAND_EAGAIN; /* somebody queued or a debt: no barging */
+            /* Held. An amount that a shrink made too big meanwhile keeps refusing until
+             * the spin ends; queueing then answers BAND_E2BIG. */
+        }
+        now = band_now();
+        if ((deadline != BAND_FOREVER && deadline <= now) || band_cancel_is_requested(cancel))
+            return BAND_EAGAIN; /* the caller answers with the deadline or the cancel */
+        if (now - start >= (band_time)budget)
+            break;
+        if (now - start >= ADMIT_SPIN_YIELD_NS)
+            (void)sched_yield();
+    }
+    band__sem_spin_ran_out(r->e[at].sem, band__sem_spin_budget_ns(r->e[at].sem));
+    return BAND_EAGAIN;
+}
+
+/* A queued admission was granted after waiting @waited ns: each named budget learns it. */
+static void admit_spin_learn(const band_admit_req *r, band_time waited)
+{
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (r->e[i].amount > 0)
+            band__sem_spin_learn(r->e[i].sem, waited);
+    }
 }
 
 /* band_admit_try_acquire() over several budgets, out of line so that the single budget's
@@ -442,7 +500,7 @@ static ADMIT_NOINLINE int admit_acquire_slow(band_admit_req *r, band_admit_grant
     if (rc == BAND_EAGAIN) {
         /* Spin only when it may wait: a past deadline or a cancel asks for an answer now. */
         int refusal = band__wait_refusal(deadline, cancel);
-        rc = refusal != 0 ? refusal : admit_spin(r, why);
+        rc = refusal != 0 ? refusal : admit_spin(r, why, deadline, cancel);
         if (rc == BAND_EAGAIN && (refusal = band__wait_refusal(deadline, cancel)) != 0)
             rc = refusal;
     }
@@ -455,9 +513,13 @@ static ADMIT_NOINLINE int admit_acquire_slow(band_admit_req *r, band_admit_grant
         r->w.wake = admit_block_wake;
         r->w.data = &p;
         r->w.deadline = deadline;
+        band_time queued_at = band_now();
         rc = admit_enqueue(r);
-        if (rc == BAND_PENDING)
+        if (rc == BAND_PENDING) {
             rc = band__block(&r->w, &p, deadline, cancel);
+            if (rc == 0)
+                admit_spin_learn(r, band_now() - queued_at);
+        }
         band__parker_destroy(&p);
         r->w.wake = wake;
         r->w.data = data;

@@ -1244,7 +1244,6 @@ int band_sem_get_stats(const band_sem *cs, band_sem_stats *out)
     return 0;
 }
 
-#ifdef BAND_TESTING
 uint32_t band__sem_spin_budget_ns(const band_sem *s)
 {
     return sem_spin_budget(s);
@@ -1254,6 +1253,13 @@ void band__sem_spin_learn(band_sem *s, band_time waited)
 {
     sem_spin_learn(s, waited);
 }
+
+void band__sem_spin_ran_out(band_sem *s, uint32_t budget)
+{
+    sem_spin_set(s, budget / 2);
+}
+
+#ifdef BAND_TESTING
 
 int band__sem_check(const band_sem *cs)
 {

@@ -83,6 +83,13 @@ int band__sem_shrink(band_sem *s, uint64_t n);
 /* @n held permits of @s leave for good; a budget's capacity drops by as much. */
 void band__sem_forget(band_sem *s, uint64_t n);
 
+/* The adaptive spin of a blocking acquisition before it queues (sem.c), shared with the
+ * admission's: the budget (ns, 1 to 50 us), the update after a queued acquisition was
+ * granted having waited @waited ns, and the update after a spin of @budget ns ran out. */
+uint32_t band__sem_spin_budget_ns(const band_sem *s);
+void band__sem_spin_learn(band_sem *s, band_time waited);
+void band__sem_spin_ran_out(band_sem *s, uint32_t budget);
+
 /* For a budget, BAND_E2BIG (counted in too_big) when @n exceeds what its callers can
  * hold, capacity + debt; 0 otherwise, and always 0 for a semaphore. Lock taken inside. */
 int band__sem_check_holdable(band_sem *s, uint64_t n);

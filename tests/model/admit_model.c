@@ -1777,7 +1777,7 @@ static int race_admit(struct admit_model *m, struct op *o)
     band_admit_req *r = &d->r;
     int past = o->kind == O_PAST;
 #define RACE_CALL()                                                                                \
-    (past ? band_admit_acquire(r, &d->g, o->deadline, NULL) : band_admit_try_acquire(r, &d->g))
+    (past ? band_admit_acquire(r, &d->g, o->deadline, NULL) : (band_admit_try_acquire)(r, &d->g))
     int last = -1;
     for (uint32_t i = 0; i < r->n && i < BAND_ADMIT_MAX; i++)
         if (r->e[i].amount > 0)

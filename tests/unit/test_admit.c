@@ -917,6 +917,94 @@ static void test_blocking_deadline(void **state)
     CHECK(f);
 }
 
+/* The blocking spin shares its budgets' adaptive spin: a spin that runs out with the units
+ * still held halves the budget of the semaphore that refused, and only that one. */
+static void test_blocking_spin_learns(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    assert_int_equal(band_sem_try_acquire(f->s, 2), 0);
+    band__sem_spin_learn(f->s, 20 * BAND_USEC); /* f->s spins 40 us, f->a 1 us (the floor) */
+    assert_int_equal(band__sem_spin_budget_ns(f->s), 40000);
+    assert_int_equal(band__sem_spin_budget_ns(f->a), 1000);
+    add2(&f->q[0], f->a, 1, f->s, 1);
+    /* a past deadline does not spin, so it teaches nothing */
+    assert_int_equal(band_admit_acquire(&f->q[0].r, &g, 0, NULL), BAND_ETIMEDOUT);
+    assert_int_equal(band__sem_spin_budget_ns(f->s), 40000);
+    /* the spin runs out (the deadline is far beyond 40 us), then the wait times out */
+    assert_int_equal(band_admit_acquire(&f->q[0].r, &g, band_deadline_after(200 * BAND_MSEC), NULL),
+                     BAND_ETIMEDOUT);
+    assert_int_equal(g.n, 0);
+    assert_int_equal(band__sem_spin_budget_ns(f->s), 20000);
+    assert_int_equal(band__sem_spin_budget_ns(f->a), 1000);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_int_equal(band_sem_release(f->s, 2), 0);
+    CHECK(f);
+}
+
+/* band_admit_try_acquire() and band_admit_release() over one budget are inline (admit.h):
+ * every case outside the plain uncontended one answers as the exported functions do. */
+static void test_inline_single_budget(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT, other = BAND_ADMIT_GRANT_INIT;
+#if defined(__GNUC__) || defined(__clang__)
+    assert_int_equal(BAND_ADMIT_HAVE_INLINE, 1);
+#endif
+    add2(&f->q[0], f->s, 1, NULL, 0);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), 0);
+    assert_int_equal(g.n, 1);
+    assert_ptr_equal(g.p[0].sem, f->s);
+    assert_u64_equal(g.p[0].count, 1);
+    assert_u64_equal(band_sem_available(f->s), 1);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), BAND_EINVAL); /* g not empty */
+    assert_int_equal(band_admit_try_acquire(NULL, &other), BAND_EINVAL);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, NULL), BAND_EINVAL);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_int_equal(g.n, 0);
+    assert_ptr_equal(g.p[0].sem, NULL);
+    assert_u64_equal(g.p[0].count, 0);
+    assert_u64_equal(band_sem_available(f->s), 2);
+    assert_int_equal(band_admit_release(&g), 0); /* empty: idempotent */
+    assert_int_equal(band_admit_release(NULL), BAND_EINVAL);
+
+    /* refused: counted once in try_refusals, by the exported function */
+    assert_int_equal(band_sem_try_acquire(f->s, 2), 0);
+    uint64_t refusals = stats_of(f->s).try_refusals;
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), BAND_EAGAIN);
+    assert_u64_equal(stats_of(f->s).try_refusals, refusals + 1);
+    assert_int_equal(g.n, 0);
+
+    /* pending: refused as the exported function refuses it, nothing taken */
+    assert_int_equal(band_admit_acquire_async(&f->q[0].r), BAND_PENDING);
+    assert_int_equal(band_admit_try_acquire(&f->q[0].r, &g), BAND_EINVAL);
+    assert_int_equal(band_waiter_cancel(&f->q[0].r.w, BAND_ECANCELED), 0);
+    assert_int_equal(band_sem_release(f->s, 2), 0);
+
+    /* a budget's release checks its capacity out of line: same outcome */
+    struct areq *q = &f->q[1];
+    add2(q, f->a, 3, NULL, 0);
+    assert_int_equal(band_admit_try_acquire(&q->r, &g), 0);
+    assert_u64_equal(band_sem_available(f->a), 1);
+    assert_int_equal(band_admit_release(&g), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    assert_int_equal(g.n, 0);
+
+    /* too big for the budget: BAND_E2BIG from the exported function */
+    struct areq *big = &f->q[2];
+    add2(big, f->a, 5, NULL, 0);
+    assert_int_equal(band_admit_try_acquire(&big->r, &g), BAND_E2BIG);
+
+    /* taking the address yields the exported functions, with the same answers */
+    int (*try_fn)(band_admit_req *, band_admit_grant *) = band_admit_try_acquire;
+    int (*release_fn)(band_admit_grant *) = band_admit_release;
+    assert_int_equal(try_fn(&q->r, &g), 0);
+    assert_u64_equal(band_sem_available(f->a), 1);
+    assert_int_equal(release_fn(&g), 0);
+    assert_u64_equal(band_sem_available(f->a), 4);
+    CHECK(f);
+}
+
 struct admit_arg {
     band_admit_req *r;
     band_admit_grant g;
@@ -1096,7 +1184,7 @@ static int race_try(struct race *x, band_admit_req *r, band_admit_grant *g)
 {
     band__admit_fast_hook = race_hook;
     band__admit_fast_hook_arg = x;
-    int rc = band_admit_try_acquire(r, g);
+    int rc = (band_admit_try_acquire)(r, g); /* the exported path, where the hook sits */
     band__admit_fast_hook = NULL;
     band__admit_fast_hook_arg = NULL;
     assert_int_equal(x->fired, 1);
@@ -1248,6 +1336,8 @@ int main(void)
         T(test_scoped),
         T(test_blocking_deadline),
         T(test_blocking_granted),
+        T(test_blocking_spin_learns),
+        T(test_inline_single_budget),
         T(test_wake_calls_back),
         T(test_plain_sem_and_debt),
         T(test_release_overflow_with_request),
