@@ -50,9 +50,9 @@
 #include "bench_chan.h"
 #include "bench_exec.h"
 #include "bench_fair.h"
-#include "bench_sync.h"
 #include "bench_rate.h"
 #include "bench_scale.h"
+#include "bench_sync.h"
 #include "bench_util.h"
 
 #include <band/sem.h>

@@ -165,6 +165,7 @@ static int admit_word_refuses(uint64_t st, uint64_t amount)
 
 /* Entry @i's word moved between its check and its CAS (*@st: the value now): take it if
  * it still passes, else give back entries 0 .. @i - 1. 0 or the refusal. */
+/* NOLINTNEXTLINE(readability-non-const-parameter): the CAS stores the word it found in *st */
 static ADMIT_COLD int admit_fast_moved(const band_admit_req *r, uint32_t i, uint64_t *st)
 {
     uint64_t amount = r->e[i].amount;
@@ -282,11 +283,14 @@ static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why, i
  * Before a blocking admission queues, it retries the lock-free take while the refusal is
  * for units that holders still have, as band_sem_acquire() spins: a holder on another
  * core usually releases soon, and queueing would turn every later admission into a
- * hand-off to a sleeping thread. A refusal for a queued waiter or a debt (a SLOW word)
- * stops it at once, so the spin never takes units past a waiter.
+ * hand-off to a sleeping thread. While a word is SLOW (a queued waiter or a debt) the
+ * take refuses, so the spin never takes units past a waiter; it keeps waiting outside the
+ * queue instead, so that a convoy drains rather than reforms.
  *
  * It shares the budgets' adaptive spin (sem.c): it spins as long as the longest spin
- * budget of the budgets it names (1 to 50 us), yields the processor between checks after
+ * budget of the budgets it names (1 us to 1 ms of processor time; time off the processor
+ * does not count, and a spin ends after ADMIT_SPIN_WALL_X budgets of wall-clock time),
+ * yields the processor between checks after
  * ADMIT_SPIN_YIELD_NS, and teaches the budgets what it saw: a spin that ran out halves
  * the budget of the one that refused last (its holders keep their units long), and an
  * admission that queued and was granted after W ns lets each named budget grow to 2W
@@ -297,6 +301,8 @@ static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why, i
  */
 #define ADMIT_SPIN_YIELD_NS ((band_time)(2 * BAND_USEC))
 #define ADMIT_SPIN_CHECK    16 /* pauses between clock reads */
+#define ADMIT_SPIN_GAP_NS   ((band_time)(20 * BAND_USEC))
+#define ADMIT_SPIN_WALL_X   8 /* wall-clock limit of a spin, in spin budgets */
 
 /* The longest spin budget of @r's budgets (ns). */
 static uint32_t admit_spin_budget(const band_admit_req *r)
@@ -314,30 +320,33 @@ static uint32_t admit_spin_budget(const band_admit_req *r)
 static int admit_spin(const band_admit_req *r, uint64_t why, band_time deadline,
                       band_cancel *cancel)
 {
-    if (why & BAND__SEM_SLOW)
-        return BAND_EAGAIN;
+    (void)why;
     uint32_t budget = admit_spin_budget(r);
     uint32_t at = 0;
-    band_time start = band_now(), now;
+    band_time last = band_now(), spun = 0;
+    band_time wall = last + (band_time)budget * ADMIT_SPIN_WALL_X;
     for (;;) {
         for (int i = 0; i < ADMIT_SPIN_CHECK; i++) {
             band__cpu_relax();
-            int rc = admit_fast_take(r, &at, &why);
+            int rc = admit_fast_take(r, &at, &why); /* refuses while SLOW: no barging */
             if (rc == 0)
                 return 0;
             if (rc != BAND_EAGAIN) /* closed: classified as the first take was */
                 return admit_refused(r, rc, at, 0);
-            if (why & BAND__SEM_SLOW)
-                return BAND_EAGAIN; /* somebody queued or a debt: no barging */
-            /* Held. An amount that a shrink made too big meanwhile keeps refusing until
-             * the spin ends; queueing then answers BAND_E2BIG. */
+            /* Held, or somebody queued: wait outside the queue. An amount that a shrink
+             * made too big meanwhile keeps refusing until the spin ends; queueing then
+             * answers BAND_E2BIG. */
         }
-        now = band_now();
-        if ((deadline != BAND_FOREVER && deadline <= now) || band_cancel_is_requested(cancel))
+        band_time now = band_now();
+        band_time step = now - last;
+        last = now;
+        /* Only time on the processor counts (sem.c says why). */
+        spun += step < ADMIT_SPIN_GAP_NS ? step : ADMIT_SPIN_GAP_NS / 16;
+        if (deadline <= now || now >= wall || band_cancel_is_requested(cancel))
             return BAND_EAGAIN; /* the caller answers with the deadline or the cancel */
-        if (now - start >= (band_time)budget)
+        if (spun >= (band_time)budget)
             break;
-        if (now - start >= ADMIT_SPIN_YIELD_NS)
+        if (spun >= ADMIT_SPIN_YIELD_NS)
             (void)sched_yield();
     }
     band__sem_spin_ran_out(r->e[at].sem, band__sem_spin_budget_ns(r->e[at].sem));

@@ -582,9 +582,10 @@ static int try_locked(band_rate *r, uint64_t n, band_time *retry_after, band_tim
 #define FAST_RETRY 3 /* fast_step(): the CAS failed; *@w is the word it found */
 
 /* One attempt of try_fast() on the word *@w, with the calling thread's slot @s (NULL: the
- * shared one). */
+ * shared one). A failed CAS stores the word it found in *@w. */
 static inline int fast_step(band_rate *r, uint64_t n, band_time *retry_after, band_time now,
-                            int fresh, struct rate_slot *s, uint64_t *w)
+                            int fresh, struct rate_slot *s,
+                            uint64_t *w) // NOLINT(readability-non-const-parameter)
 {
     /* The settings that go with *@w (see the design notes). */
     uint64_t e = (uint64_t)now - (uint64_t)atomic_load_explicit(&r->f_base, RLX);

@@ -25,10 +25,8 @@
  */
 int band__sem_check(const band_sem *s);
 
-/* The spin budget of a blocking acquisition before it queues (ns), and the update a
- * queued acquisition granted after @waited ns makes to it (sem.c). */
-uint32_t band__sem_spin_budget_ns(const band_sem *s);
-void band__sem_spin_learn(band_sem *s, band_time waited);
+/* The spin budget of a blocking acquisition before it queues, and its updates. */
+#include "prim/sem_priv.h"
 #endif /* BAND_TESTING */
 
 #endif

@@ -84,8 +84,9 @@ int band__sem_shrink(band_sem *s, uint64_t n);
 void band__sem_forget(band_sem *s, uint64_t n);
 
 /* The adaptive spin of a blocking acquisition before it queues (sem.c), shared with the
- * admission's: the budget (ns, 1 to 50 us), the update after a queued acquisition was
- * granted having waited @waited ns, and the update after a spin of @budget ns ran out. */
+ * admission's: the budget (ns of processor time, 1 us to 1 ms), the update after a queued
+ * acquisition was granted having waited @waited ns, and the update after a spin of @budget ns ran
+ * out. */
 uint32_t band__sem_spin_budget_ns(const band_sem *s);
 void band__sem_spin_learn(band_sem *s, band_time waited);
 void band__sem_spin_ran_out(band_sem *s, uint32_t budget);
