@@ -209,7 +209,8 @@ static int bench_fair_section(int quick)
            f1_med, sem_med > 0 ? f1_med / sem_med : 0);
     printf("F1h the same through a key handle (lock-free): %8.1f ns/pair (%.2fx the sem pair)\n",
            f1h_med, ratio);
-    printf("target: F1h / sem pair <= 2x: %.2fx %s\n", ratio, ratio <= 2.0 ? "PASS" : "FAIL");
+    bench_target('i', ratio <= 2.0, ratio, "x", "<= 2.00",
+                 "fair share try + release through a key handle / band_sem pair");
     static const uint32_t ks[] = {10, 1000, 100000};
     for (size_t k = 0; k < sizeof(ks) / sizeof(ks[0]); k++) {
         if (quick && ks[k] > 1000)

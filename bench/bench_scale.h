@@ -164,8 +164,8 @@ static void bench_scale_sem_loop(struct bench_scale_run *run, struct bench_scale
         band_admit_req_init(&r, NULL, NULL);
         bad += band_admit_req_add(&r, run->bs[0], 1) != 0;
         bad += band_admit_req_add(&r, run->bs[1], 64) != 0;
+        band_admit_grant g = BAND_ADMIT_GRANT_INIT; /* empty again after each release */
         while (!bench_scale_stopped(run)) {
-            band_admit_grant g = BAND_ADMIT_GRANT_INIT;
             bad += band_admit_acquire(&r, &g, BAND_FOREVER, NULL) != 0;
             bad += band_admit_release(&g) != 0;
             ops++;

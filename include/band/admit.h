@@ -189,7 +189,8 @@ BAND_API int band_admit_req_grant(band_admit_req *r, band_admit_grant *g);
 /**
  * band_admit_release() - return everything @g holds and empty it.
  *
- * Idempotent (an empty grant returns 0). Wakes of waiters this completes run on the
+ * Idempotent (an empty grant returns 0). An emptied grant is as BAND_ADMIT_GRANT_INIT left
+ * it: the next admission may take it as is. Wakes of waiters this completes run on the
  * calling thread. Returns 0, or the first error of band_sem_release() (BAND_EOVERFLOW: the
  * units of that budget stay in @g, the others are returned).
  */
