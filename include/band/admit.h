@@ -143,7 +143,7 @@ BAND_API int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g);
  * band_admit_try_acquire() and band_admit_acquire_async() except BAND_EAGAIN and
  * BAND_PENDING. Before it queues it retries the lock-free take while the budgets are only
  * held, with band_sem_acquire()'s adaptive spin (as long as the longest spin budget of the
- * named semaphores, 1 microsecond to 1 millisecond of processor time, yielding after 2
+ * named semaphores, 1 microsecond to 1 millisecond of spinning, yielding after 2
  * microseconds; band/sem.h); it takes nothing while a waiter is queued on one of them,
  * so it never overtakes one. A past deadline or a
  * requested @cancel does not retry, and one that passes or is requested while it spins

@@ -288,8 +288,8 @@ static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why, i
  * queue instead, so that a convoy drains rather than reforms.
  *
  * It shares the budgets' adaptive spin (sem.c): it spins as long as the longest spin
- * budget of the budgets it names (1 us to 1 ms of processor time; time off the processor
- * does not count, and a spin ends after ADMIT_SPIN_WALL_X budgets of wall-clock time),
+ * budget of the budgets it names (1 us to 1 ms of spinning; a gap off the processor counts
+ * as ADMIT_SPIN_GAP_NS only),
  * yields the processor between checks after
  * ADMIT_SPIN_YIELD_NS, and teaches the budgets what it saw: a spin that ran out halves
  * the budget of the one that refused last (its holders keep their units long), and an
@@ -302,7 +302,6 @@ static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why, i
 #define ADMIT_SPIN_YIELD_NS ((band_time)(2 * BAND_USEC))
 #define ADMIT_SPIN_CHECK    16 /* pauses between clock reads */
 #define ADMIT_SPIN_GAP_NS   ((band_time)(20 * BAND_USEC))
-#define ADMIT_SPIN_WALL_X   8 /* wall-clock limit of a spin, in spin budgets */
 
 /* The longest spin budget of @r's budgets (ns). */
 static uint32_t admit_spin_budget(const band_admit_req *r)
@@ -324,7 +323,6 @@ static int admit_spin(const band_admit_req *r, uint64_t why, band_time deadline,
     uint32_t budget = admit_spin_budget(r);
     uint32_t at = 0;
     band_time last = band_now(), spun = 0;
-    band_time wall = last + (band_time)budget * ADMIT_SPIN_WALL_X;
     for (;;) {
         for (int i = 0; i < ADMIT_SPIN_CHECK; i++) {
             band__cpu_relax();
@@ -341,8 +339,8 @@ static int admit_spin(const band_admit_req *r, uint64_t why, band_time deadline,
         band_time step = now - last;
         last = now;
         /* Only time on the processor counts (sem.c says why). */
-        spun += step < ADMIT_SPIN_GAP_NS ? step : ADMIT_SPIN_GAP_NS / 16;
-        if (deadline <= now || now >= wall || band_cancel_is_requested(cancel))
+        spun += step < ADMIT_SPIN_GAP_NS ? step : ADMIT_SPIN_GAP_NS;
+        if (deadline <= now || band_cancel_is_requested(cancel))
             return BAND_EAGAIN; /* the caller answers with the deadline or the cancel */
         if (spun >= (band_time)budget)
             break;

@@ -555,18 +555,17 @@ int band_sem_acquire_async(band_sem *s, uint64_t n, band_waiter *w)
  *   - a spin that ran out with the permits still held, or a queued wait longer than
  *     SPIN_MAX_NS, shows that holders keep their permits long: the budget halves.
  * Past SPIN_YIELD_NS of spinning the loop yields the processor between checks, so that a
- * holder preempted on this core (more threads than cores) gets to run and release. Only
- * time on the processor counts against the budget (a long gap between two checks is time
- * off it), since a spinner that was preempted learnt nothing about the holders; a spin
- * also ends after SPIN_WALL_X budgets of wall-clock time, at the deadline, or on a
- * requested cancellation, without learning anything.
+ * holder preempted on this core (more threads than cores) gets to run and release. A gap
+ * between two checks counts for at most SPIN_GAP_NS against the budget, however long it
+ * was: a long gap is time off the processor, and a spinner that was preempted learnt
+ * nothing about the holders. A spin also ends at the deadline or on a requested
+ * cancellation, without learning anything.
  */
 #define SPIN_MIN_NS   ((uint32_t)BAND_USEC)
 #define SPIN_MAX_NS   ((uint32_t)(1000 * BAND_USEC))
 #define SPIN_YIELD_NS ((band_time)(2 * BAND_USEC))
 #define SPIN_CHECK    16 /* pauses between clock reads */
 #define SPIN_GAP_NS   ((band_time)(20 * BAND_USEC))
-#define SPIN_WALL_X   8 /* wall-clock limit of a spin, in spin budgets */
 
 static uint32_t sem_spin_budget(const band_sem *s)
 {
@@ -606,7 +605,6 @@ static int sem_try_spin(band_sem *s, uint64_t n, band_time deadline, band_cancel
     if (deadline <= last || (cancel != NULL && band_cancel_is_requested(cancel)))
         return BAND_EAGAIN;
     uint32_t budget = sem_spin_budget(s);
-    band_time wall = last + (band_time)budget * SPIN_WALL_X;
     band_time spun = 0;
     for (;;) {
         for (int i = 0; i < SPIN_CHECK; i++) {
@@ -618,11 +616,11 @@ static int sem_try_spin(band_sem *s, uint64_t n, band_time deadline, band_cancel
         band_time now = band_now();
         band_time step = now - last;
         last = now;
-        /* Only time spent spinning counts: a gap far longer than a round of checks means
-         * this thread was off the processor (preempted, or yielded to a thread that ran),
-         * which says nothing about how long holders keep their permits. */
-        spun += step < SPIN_GAP_NS ? step : SPIN_GAP_NS / 16;
-        if (now >= deadline || now >= wall || (cancel != NULL && band_cancel_is_requested(cancel)))
+        /* A gap far longer than a round of checks means this thread was off the processor
+         * (preempted, or yielded to a thread that ran), which says nothing about how long
+         * holders keep their permits: it counts as SPIN_GAP_NS only. */
+        spun += step < SPIN_GAP_NS ? step : SPIN_GAP_NS;
+        if (now >= deadline || (cancel != NULL && band_cancel_is_requested(cancel)))
             return BAND_EAGAIN; /* out of time, not a sign of long holds: nothing learnt */
         if (spun >= (band_time)budget)
             break;
