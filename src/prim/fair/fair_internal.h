@@ -52,7 +52,10 @@ struct fair_key {
     _Atomic uint64_t a_held;    /* units granted and not yet released (key_held()) */
     _Atomic uint64_t a_cap;     /* key_cap() */
     _Atomic uint64_t a_reserve; /* key_reserve() */
-    uint64_t nreq;              /* queued requests, all classes */
+    /* what a handle's lock-free path may let held reach: the cap, or 0 while the key has a
+     * reservation of its own (those take the lock); written with a_cap and a_reserve */
+    _Atomic uint64_t a_fast_cap;
+    uint64_t nreq; /* queued requests, all classes */
     uint64_t waiting_units;
     uint64_t refs; /* handles on this key: it is not evicted while there are any */
     uint32_t weight;
@@ -81,15 +84,20 @@ struct fair_class {
  * queued, closed, or a lock holder deciding). */
 #define FAIR_SLOW (UINT64_C(1) << 63)
 
-/* A key handle (band/fair.h): one owner's reference to a live key state. */
+/* A key handle (band/fair.h): one owner's reference to a live key state. The fields the
+ * lock-free path reads come first, copied from the fair at band_fair_handle_get() (they
+ * never change), so a try reads them from the handle alone. */
 struct band_fair_handle {
     band_fair *f;
     struct fair_key *k;
-    struct band__node link; /* on band_fair.handles */
+    uint32_t nclasses;                     /* f->nclasses */
+    uint64_t limit[BAND_FAIR_MAX_CLASSES]; /* f->cls[c].limit */
     /* grants of the lock-free path, per class; written by the owner only (relaxed), read
      * under the lock by the counters, folded into the key's and classes' by put */
-    _Atomic uint64_t granted[BAND_FAIR_MAX_CLASSES];
-    _Atomic uint64_t granted_units[BAND_FAIR_MAX_CLASSES];
+    struct {
+        _Atomic uint64_t granted, units;
+    } cnt[BAND_FAIR_MAX_CLASSES];
+    struct band__node link; /* on band_fair.handles */
 };
 
 struct band_fair {
@@ -140,6 +148,14 @@ static inline uint64_t key_cap(const struct fair_key *k)
 static inline uint64_t key_reserve(const struct fair_key *k)
 {
     return atomic_load_explicit(&k->a_reserve, memory_order_relaxed);
+}
+
+/* Set @k's cap and reservation (under the lock; the gate shut while handles exist). */
+static inline void key_set_limits(struct fair_key *k, uint64_t cap, uint64_t reserve)
+{
+    atomic_store_explicit(&k->a_cap, cap, memory_order_relaxed);
+    atomic_store_explicit(&k->a_reserve, reserve, memory_order_relaxed);
+    atomic_store_explicit(&k->a_fast_cap, reserve != 0 ? 0 : cap, memory_order_relaxed);
 }
 
 /* Units in use (lock holders; handles may move it while the gate is open). */
@@ -249,6 +265,13 @@ static inline void band__fair_gate_sync_locked(band_fair *f)
     if ((atomic_load_explicit(&f->state, memory_order_relaxed) & FAIR_SLOW) != want)
         band__fair_gate_set_locked(f, want);
 }
+
+/* The out-of-line rest of the handles' calls, kept apart from their leaf fast paths. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FAIR_COLD __attribute__((noinline, cold))
+#else
+#define FAIR_COLD
+#endif
 
 #ifdef BAND_TESTING
 #define FAIR_TEST_COUNT(f, field) atomic_fetch_add_explicit(&(f)->field, 1, memory_order_relaxed)
