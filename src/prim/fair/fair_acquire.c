@@ -55,10 +55,33 @@
  * calls by key id pay nothing for the handles' path. A handle's own grant counters are
  * written by its owner only, so calls on one handle must not overlap.
  */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "core/block.h"
 #include "prim/fair/fair_internal.h"
+
+/* The inline fast paths of band/fair.h read a handle's start as its public prefix. */
+#define FAIR_PREFIX_AT(field, pfield)                                                              \
+    _Static_assert(offsetof(struct band_fair_handle, field) ==                                     \
+                       offsetof(struct band_fair_handle_prefix, pfield),                           \
+                   "band_fair_handle_prefix." #pfield)
+FAIR_PREFIX_AT(state, state);
+FAIR_PREFIX_AT(kw, key);
+FAIR_PREFIX_AT(nclasses, nclasses);
+FAIR_PREFIX_AT(limit, limit);
+FAIR_PREFIX_AT(cnt, count);
+FAIR_PREFIX_AT(cnt[1].units, count[1].units);
+_Static_assert(sizeof(((struct band_fair_handle *)0)->cnt) ==
+                   sizeof(((struct band_fair_handle_prefix *)0)->count),
+               "band_fair_handle_prefix.count");
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t) &&
+                   sizeof(_Atomic uint64_t *) == sizeof(uint64_t *),
+               "atomic words");
+_Static_assert(offsetof(struct fair_key, a_fast_cap) == offsetof(struct fair_key, a_held) + 8,
+               "the key's two words");
+_Static_assert(FAIR_SLOW == BAND_FAIR_PREFIX_SLOW && BAND_FAIR_MAX_CAPACITY < FAIR_SLOW,
+               "the gate bit lies above every capacity");
 
 static void fair_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
                                struct band__wakelist *wl);
@@ -321,6 +344,8 @@ int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle **out)
     pthread_mutex_lock(&f->lock);
     struct fair_key *k = band__fair_key_get(f, key, &rc);
     if (k != NULL) {
+        h->state = &f->state;
+        h->kw = &k->a_held;
         h->f = f;
         h->k = k;
         h->nclasses = f->nclasses;
@@ -492,6 +517,13 @@ int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n)
     return 0;
 }
 
+int band_fair_handle_try_finish(band_fair_handle *h, uint32_t cls, uint64_t n, uint64_t held)
+{
+    if (h == NULL || cls >= h->nclasses || n == 0)
+        return BAND_EINVAL;
+    return handle_try_rest(h, cls, n, true, held);
+}
+
 /* A handle's release once its first attempt did not finish: the key's CAS retries (unless
  * @key_done), then the units in use go back, and with the gate shut the dispatch runs. */
 static FAIR_COLD int handle_release_rest(struct band_fair_handle *h, uint64_t n, bool key_done)
@@ -540,4 +572,11 @@ int band_fair_handle_release(band_fair_handle *h, uint64_t n)
         return handle_release_rest(h, n, true);
     FAIR_TEST_COUNT(h->f, t_fast_releases);
     return 0;
+}
+
+int band_fair_handle_release_finish(band_fair_handle *h)
+{
+    if (h == NULL)
+        return BAND_EINVAL;
+    return handle_release_rest(h, 0, true);
 }

@@ -49,13 +49,14 @@ struct fair_flow {
 struct fair_key {
     struct fair_key *hnext; /* hash chain, or the free cache */
     uint64_t id;
-    _Atomic uint64_t a_held;    /* units granted and not yet released (key_held()) */
+    _Atomic uint64_t a_held; /* units granted and not yet released (key_held()) */
+    /* what a handle's lock-free path may let held reach: the cap, or 0 while the key has a
+     * reservation of its own (those take the lock); written with a_cap and a_reserve. It
+     * follows a_held: the pair is the key's part of band_fair_handle_prefix. */
+    _Atomic uint64_t a_fast_cap;
     _Atomic uint64_t a_cap;     /* key_cap() */
     _Atomic uint64_t a_reserve; /* key_reserve() */
-    /* what a handle's lock-free path may let held reach: the cap, or 0 while the key has a
-     * reservation of its own (those take the lock); written with a_cap and a_reserve */
-    _Atomic uint64_t a_fast_cap;
-    uint64_t nreq; /* queued requests, all classes */
+    uint64_t nreq;              /* queued requests, all classes */
     uint64_t waiting_units;
     uint64_t refs; /* handles on this key: it is not evicted while there are any */
     uint32_t weight;
@@ -82,14 +83,15 @@ struct fair_class {
 
 /* band_fair.state: units in use, and this bit while handles must take the lock (anything
  * queued, closed, or a lock holder deciding). */
-#define FAIR_SLOW (UINT64_C(1) << 63)
+#define FAIR_SLOW BAND_FAIR_PREFIX_SLOW
 
-/* A key handle (band/fair.h): one owner's reference to a live key state. The fields the
- * lock-free path reads come first, copied from the fair at band_fair_handle_get() (they
- * never change), so a try reads them from the handle alone. */
+/* A key handle (band/fair.h): one owner's reference to a live key state. It starts with
+ * struct band_fair_handle_prefix (fair_acquire.c checks the layout): what the lock-free
+ * path reads, copied at band_fair_handle_get() (none of it changes), so a try reads the
+ * handle, the fair's state word and the key's two words and nothing else. */
 struct band_fair_handle {
-    band_fair *f;
-    struct fair_key *k;
+    _Atomic uint64_t *state;               /* &f->state */
+    _Atomic uint64_t *kw;                  /* &k->a_held; kw[1] is k->a_fast_cap */
     uint32_t nclasses;                     /* f->nclasses */
     uint64_t limit[BAND_FAIR_MAX_CLASSES]; /* f->cls[c].limit */
     /* grants of the lock-free path, per class; written by the owner only (relaxed), read
@@ -97,6 +99,8 @@ struct band_fair_handle {
     struct {
         _Atomic uint64_t granted, units;
     } cnt[BAND_FAIR_MAX_CLASSES];
+    band_fair *f;
+    struct fair_key *k;
     struct band__node link; /* on band_fair.handles */
 };
 
