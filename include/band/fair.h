@@ -442,16 +442,18 @@ static inline int band__fair_handle_try_inline(band_fair_handle *h, uint32_t cls
 {
     struct band_fair_handle_prefix *p = (struct band_fair_handle_prefix *)(void *)h;
     if (__builtin_expect(h != NULL && cls < p->nclasses && n != 0, 1)) {
+        /* read once: to the compiler the atomics below are fences */
+        uint64_t *state = p->state, *key = p->key;
         const uint64_t limit = p->limit[cls];
-        uint64_t s = __atomic_load_n(p->state, __ATOMIC_ACQUIRE);
-        uint64_t cap = __atomic_load_n(&p->key[1], __ATOMIC_RELAXED);
-        uint64_t held = __atomic_load_n(&p->key[0], __ATOMIC_RELAXED);
+        uint64_t s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+        uint64_t cap = __atomic_load_n(&key[1], __ATOMIC_RELAXED);
+        uint64_t held = __atomic_load_n(&key[0], __ATOMIC_RELAXED);
         /* a shut gate makes s exceed every limit */
         if (__builtin_expect(n <= limit && s <= limit - n && n <= cap && held <= cap - n &&
-                                 __atomic_compare_exchange_n(p->state, &s, s + n, 0,
-                                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE),
+                                 __atomic_compare_exchange_n(state, &s, s + n, 0, __ATOMIC_ACQ_REL,
+                                                             __ATOMIC_ACQUIRE),
                              1)) {
-            if (__builtin_expect(__atomic_compare_exchange_n(&p->key[0], &held, held + n, 0,
+            if (__builtin_expect(__atomic_compare_exchange_n(&key[0], &held, held + n, 0,
                                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED),
                                  1)) {
                 uint64_t *g = &p->count[cls].granted, *u = &p->count[cls].units;
@@ -469,12 +471,13 @@ static inline int band__fair_handle_release_inline(band_fair_handle *h, uint64_t
 {
     struct band_fair_handle_prefix *p = (struct band_fair_handle_prefix *)(void *)h;
     if (__builtin_expect(h != NULL && n != 0, 1)) {
-        uint64_t held = __atomic_load_n(&p->key[0], __ATOMIC_RELAXED);
+        uint64_t *state = p->state, *key = p->key;
+        uint64_t held = __atomic_load_n(&key[0], __ATOMIC_RELAXED);
         if (__builtin_expect(held >= n &&
-                                 __atomic_compare_exchange_n(&p->key[0], &held, held - n, 0,
+                                 __atomic_compare_exchange_n(&key[0], &held, held - n, 0,
                                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED),
                              1)) {
-            uint64_t old = __atomic_fetch_sub(p->state, n, __ATOMIC_ACQ_REL);
+            uint64_t old = __atomic_fetch_sub(state, n, __ATOMIC_ACQ_REL);
             if (__builtin_expect((old & BAND_FAIR_PREFIX_SLOW) == 0, 1))
                 return 0;
             return band_fair_handle_release_finish(h);
