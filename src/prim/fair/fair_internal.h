@@ -5,10 +5,10 @@
  *
  * Lock: every field of struct band_fair and of every key state is guarded by band_fair.lock
  * (written fields and read fields alike), except the few that key handles use without it:
- * band_fair.state (units in use and the SLOW gate), and a key state's held, cap and reserve.
- * Those are atomics; fair_acquire.c explains the protocol. Only handles touch them outside
- * the lock, so while a fair has no handle (nhandles == 0) the lock holder writes them with
- * plain stores, and while a key has none (refs == 0) its fields likewise.
+ * band_fair.state (units in use and the SLOW gate), and a key state's held, fast cap, cap
+ * and reserve. Those are atomics; fair_acquire.c explains the protocol. Only handles touch
+ * them outside the lock, so while a fair has no handle (nhandles == 0) the lock holder
+ * writes them with plain stores, and while a key has none (refs == 0) its fields likewise.
  */
 #ifndef BAND_FAIR_INTERNAL_H
 #define BAND_FAIR_INTERNAL_H
