@@ -6,6 +6,12 @@ band_add_test(NAME test_fair
 # Shares measured on deterministic schedules (1:2:4 exact on every capacity 1..9 and within
 # a quantum after every grant, caps below the quantum, idle share redistributed) and the key
 # registry under a flood of distinct keys.
+# The header's inline handle fast paths against the exported functions (two translation
+# units), and the public prefix they read.
+band_add_test(NAME test_fair_inline
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/test_fair_inline.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/unit/fair_inline_exported.c"
+    TIMEOUT 60 LABELS unit)
 band_add_test(NAME test_fair_share
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/test_fair_share.c" TIMEOUT 60 LABELS unit)
 

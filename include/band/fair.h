@@ -259,6 +259,8 @@ BAND_API int band_fair_handle_put(band_fair_handle *h);
  * counters and wakes (never BAND_ENOMEM: the key is live). Lock-free (two atomic
  * compare-and-swaps) while nothing is queued, the fair is open and the key has no
  * reservation; it takes the lock otherwise. BAND_EINVAL for NULL @h or @cls out of range.
+ * With GCC or Clang the lock-free path runs inline in the caller (see "Inline fast paths"
+ * below).
  *
  * Calls on one handle must not overlap (the handle's own grant counters are written
  * without atomic read-modify-writes): give each thread its own handle. Different handles,
@@ -365,6 +367,128 @@ BAND_API int band_fair_key_get_stats(const band_fair *f, uint64_t key, band_fair
  */
 BAND_API int band_fair_list_keys(const band_fair *f, band_fair_key_stats *out, size_t max,
                                  size_t *count);
+
+/**
+ * band_fair_handle_try_finish() - complete a handle try whose first steps ran inline.
+ *
+ * Called only by the inline band_fair_handle_try_acquire() below, never directly: after it
+ * added @n to the fair's state word (the units in use) and its compare-and-swap on the
+ * key's held units failed, finding @held there. It charges the key, or gives the units in
+ * use back and lets the lock decide. Returns what band_fair_handle_try_acquire() returns
+ * for the same call; BAND_EINVAL (nothing done) for NULL @h, @cls out of range or @n == 0.
+ * Same thread rules as band_fair_handle_try_acquire().
+ */
+BAND_API int band_fair_handle_try_finish(band_fair_handle *h, uint32_t cls, uint64_t n,
+                                         uint64_t held);
+
+/**
+ * band_fair_handle_release_finish() - complete a handle release that ran inline.
+ *
+ * Called only by the inline band_fair_handle_release() below, never directly: after it
+ * took its units off the key and the fair's state word and found BAND_FAIR_PREFIX_SLOW
+ * set there (requests may wait for them). It hands the units on under the lock; wakes
+ * run on this thread. Returns 0, or BAND_EINVAL (NULL @h). MT-safe.
+ */
+BAND_API int band_fair_handle_release_finish(band_fair_handle *h);
+
+/*
+ * Inline fast paths
+ * -----------------
+ * With GCC or Clang, band_fair_handle_try_acquire() and band_fair_handle_release() are
+ * macros over the static inline functions below, so that a lock-free try and release cost
+ * the caller two compare-and-swaps and a compare-and-swap and an atomic subtract, with no
+ * call. Anything else - a NULL handle, a class out of range, n == 0, a shut gate (requests
+ * queued, closed, a lock holder deciding), a class limit or the key's cap reached, a key
+ * with a reservation, a failed compare-and-swap - goes to the exported functions of the
+ * same names or to the two above, which give every answer and count every refusal as
+ * documented; so the inline path and the exported functions have identical outcomes and
+ * counters, and taking the address of either name yields the exported function. Define
+ * BAND_NO_INLINE before including this header to call the exported functions always (the
+ * library itself is built so).
+ *
+ * The ABI promise. The inline code reads the start of every band_fair_handle as struct
+ * band_fair_handle_prefix: a pointer to the fair's state word (units in use |
+ * BAND_FAIR_PREFIX_SLOW, the gate), a pointer to the key's two words (units held, then the
+ * fast cap: what held may reach on the lock-free path, 0 while the key has a reservation),
+ * the class count and the class limits (capacity - headroom; constant), and the handle's
+ * own grant counters (written by its owner only). The words are accessed only with atomic
+ * operations. That layout, the encoding and the two finish functions are frozen for inline
+ * ABI BAND_FAIR_INLINE_ABI, which holds for every library release with the same symbol
+ * version node as the headers a program was built with (BAND_0.<minor> before 1.0;
+ * BAND_<major> from 1.0 on). A release that changes any of them changes
+ * BAND_FAIR_INLINE_ABI and the node. The rest of the handle and the fair is private.
+ */
+#define BAND_FAIR_INLINE_ABI 1
+
+/* The state word's gate bit: set while handles must take the lock. */
+#define BAND_FAIR_PREFIX_SLOW (UINT64_C(1) << 63)
+
+/** struct band_fair_handle_prefix - the frozen start of every band_fair_handle. */
+struct band_fair_handle_prefix {
+    uint64_t *state;   /* offset 0: the fair's state word; atomic access only */
+    uint64_t *key;     /* offset 8: [0] the key's units held, [1] its fast cap; atomic only */
+    uint32_t nclasses; /* offset 16; constant */
+    uint32_t _pad;
+    uint64_t limit[BAND_FAIR_MAX_CLASSES]; /* offset 24: capacity - headroom[c]; constant */
+    struct {
+        uint64_t granted, units;    /* lock-free grants of class c; the owner writes them */
+    } count[BAND_FAIR_MAX_CLASSES]; /* offset 88 */
+};
+
+#if !defined(BAND_NO_INLINE) && !defined(BAND_BUILDING) && (defined(__GNUC__) || defined(__clang__))
+#define BAND_FAIR_HAVE_INLINE 1
+
+static inline int band__fair_handle_try_inline(band_fair_handle *h, uint32_t cls, uint64_t n)
+{
+    struct band_fair_handle_prefix *p = (struct band_fair_handle_prefix *)(void *)h;
+    if (__builtin_expect(h != NULL && cls < p->nclasses && n != 0, 1)) {
+        /* read once: to the compiler the atomics below are fences */
+        uint64_t *state = p->state, *key = p->key;
+        const uint64_t limit = p->limit[cls];
+        uint64_t s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+        uint64_t cap = __atomic_load_n(&key[1], __ATOMIC_RELAXED);
+        uint64_t held = __atomic_load_n(&key[0], __ATOMIC_RELAXED);
+        /* a shut gate makes s exceed every limit */
+        if (__builtin_expect(n <= limit && s <= limit - n && n <= cap && held <= cap - n &&
+                                 __atomic_compare_exchange_n(state, &s, s + n, 0, __ATOMIC_ACQ_REL,
+                                                             __ATOMIC_ACQUIRE),
+                             1)) {
+            if (__builtin_expect(__atomic_compare_exchange_n(&key[0], &held, held + n, 0,
+                                                             __ATOMIC_RELAXED, __ATOMIC_RELAXED),
+                                 1)) {
+                uint64_t *g = &p->count[cls].granted, *u = &p->count[cls].units;
+                __atomic_store_n(g, __atomic_load_n(g, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+                __atomic_store_n(u, __atomic_load_n(u, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+                return 0;
+            }
+            return band_fair_handle_try_finish(h, cls, n, held);
+        }
+    }
+    return (band_fair_handle_try_acquire)(h, cls, n);
+}
+
+static inline int band__fair_handle_release_inline(band_fair_handle *h, uint64_t n)
+{
+    struct band_fair_handle_prefix *p = (struct band_fair_handle_prefix *)(void *)h;
+    if (__builtin_expect(h != NULL && n != 0, 1)) {
+        uint64_t *state = p->state, *key = p->key;
+        uint64_t held = __atomic_load_n(&key[0], __ATOMIC_RELAXED);
+        if (__builtin_expect(held >= n &&
+                                 __atomic_compare_exchange_n(&key[0], &held, held - n, 0,
+                                                             __ATOMIC_RELAXED, __ATOMIC_RELAXED),
+                             1)) {
+            uint64_t old = __atomic_fetch_sub(state, n, __ATOMIC_ACQ_REL);
+            if (__builtin_expect((old & BAND_FAIR_PREFIX_SLOW) == 0, 1))
+                return 0;
+            return band_fair_handle_release_finish(h);
+        }
+    }
+    return (band_fair_handle_release)(h, n);
+}
+
+#define band_fair_handle_try_acquire(h, cls, n) band__fair_handle_try_inline((h), (cls), (n))
+#define band_fair_handle_release(h, n)          band__fair_handle_release_inline((h), (n))
+#endif
 
 #ifdef __cplusplus
 }

@@ -133,8 +133,7 @@ static void fair_key_apply(band_fair *f, struct fair_key *k, uint32_t weight, ui
     k->weight = weight;
     /* the gate is shut (band__fair_gate_close_locked()): a handle grant that starts after
      * it opens again sees these */
-    atomic_store_explicit(&k->a_cap, cap, memory_order_relaxed);
-    atomic_store_explicit(&k->a_reserve, reserve, memory_order_relaxed);
+    key_set_limits(k, cap, reserve);
 }
 
 int band_fair_key_set(band_fair *f, uint64_t key, const band_fair_key_opts *opts)
@@ -244,8 +243,8 @@ int band_fair_is_closed(const band_fair *cf)
 /* The grants @h made on the lock-free path, in class @c (lock held). */
 static uint64_t handle_granted(const struct band_fair_handle *h, uint32_t c, uint64_t *units)
 {
-    *units += atomic_load_explicit(&h->granted_units[c], memory_order_relaxed);
-    return atomic_load_explicit(&h->granted[c], memory_order_relaxed);
+    *units += atomic_load_explicit(&h->cnt[c].units, memory_order_relaxed);
+    return atomic_load_explicit(&h->cnt[c].granted, memory_order_relaxed);
 }
 
 static void fair_key_stats_of(const band_fair *f, const struct fair_key *k,

@@ -55,10 +55,33 @@
  * calls by key id pay nothing for the handles' path. A handle's own grant counters are
  * written by its owner only, so calls on one handle must not overlap.
  */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "core/block.h"
 #include "prim/fair/fair_internal.h"
+
+/* The inline fast paths of band/fair.h read a handle's start as its public prefix. */
+#define FAIR_PREFIX_AT(field, pfield)                                                              \
+    _Static_assert(offsetof(struct band_fair_handle, field) ==                                     \
+                       offsetof(struct band_fair_handle_prefix, pfield),                           \
+                   "band_fair_handle_prefix." #pfield)
+FAIR_PREFIX_AT(state, state);
+FAIR_PREFIX_AT(kw, key);
+FAIR_PREFIX_AT(nclasses, nclasses);
+FAIR_PREFIX_AT(limit, limit);
+FAIR_PREFIX_AT(cnt, count);
+FAIR_PREFIX_AT(cnt[1].units, count[1].units);
+_Static_assert(sizeof(((struct band_fair_handle *)0)->cnt) ==
+                   sizeof(((struct band_fair_handle_prefix *)0)->count),
+               "band_fair_handle_prefix.count");
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t) &&
+                   sizeof(_Atomic uint64_t *) == sizeof(uint64_t *),
+               "atomic words");
+_Static_assert(offsetof(struct fair_key, a_fast_cap) == offsetof(struct fair_key, a_held) + 8,
+               "the key's two words");
+_Static_assert(FAIR_SLOW == BAND_FAIR_PREFIX_SLOW && BAND_FAIR_MAX_CAPACITY < FAIR_SLOW,
+               "the gate bit lies above every capacity");
 
 static void fair_cancel_locked(struct band__waitq *q, band_waiter *w, int reason,
                                struct band__wakelist *wl);
@@ -313,15 +336,21 @@ int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle **out)
     if (h == NULL)
         return BAND_ENOMEM;
     for (uint32_t c = 0; c < BAND_FAIR_MAX_CLASSES; c++) {
-        atomic_init(&h->granted[c], 0);
-        atomic_init(&h->granted_units[c], 0);
+        h->limit[c] = 0;
+        atomic_init(&h->cnt[c].granted, 0);
+        atomic_init(&h->cnt[c].units, 0);
     }
     int rc = 0;
     pthread_mutex_lock(&f->lock);
     struct fair_key *k = band__fair_key_get(f, key, &rc);
     if (k != NULL) {
+        h->state = &f->state;
+        h->kw = &k->a_held;
         h->f = f;
         h->k = k;
+        h->nclasses = f->nclasses;
+        for (uint32_t c = 0; c < f->nclasses; c++)
+            h->limit[c] = f->cls[c].limit; /* fixed at create */
         band__list_add_tail(&f->handles, &h->link);
         k->refs++;
         /* From here on the lock holders write state, and k's held units, with atomic
@@ -346,8 +375,8 @@ int band_fair_handle_put(band_fair_handle *h)
     struct fair_key *k = h->k;
     pthread_mutex_lock(&f->lock);
     for (uint32_t c = 0; c < f->nclasses; c++) { /* its grants stay counted */
-        uint64_t g = atomic_load_explicit(&h->granted[c], memory_order_relaxed);
-        uint64_t u = atomic_load_explicit(&h->granted_units[c], memory_order_relaxed);
+        uint64_t g = atomic_load_explicit(&h->cnt[c].granted, memory_order_relaxed);
+        uint64_t u = atomic_load_explicit(&h->cnt[c].units, memory_order_relaxed);
         k->granted += g;
         k->granted_units += u;
         f->cls[c].granted += g;
@@ -363,13 +392,13 @@ int band_fair_handle_put(band_fair_handle *h)
 }
 
 /* Count a grant of the lock-free path (only the owner writes these). */
-static void handle_count(struct band_fair_handle *h, uint32_t c, uint64_t n)
+static inline void handle_count(struct band_fair_handle *h, uint32_t c, uint64_t n)
 {
-    atomic_store_explicit(&h->granted[c],
-                          atomic_load_explicit(&h->granted[c], memory_order_relaxed) + 1,
+    atomic_store_explicit(&h->cnt[c].granted,
+                          atomic_load_explicit(&h->cnt[c].granted, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-    atomic_store_explicit(&h->granted_units[c],
-                          atomic_load_explicit(&h->granted_units[c], memory_order_relaxed) + n,
+    atomic_store_explicit(&h->cnt[c].units,
+                          atomic_load_explicit(&h->cnt[c].units, memory_order_relaxed) + n,
                           memory_order_relaxed);
 }
 
@@ -378,7 +407,8 @@ static void handle_count(struct band_fair_handle *h, uint32_t c, uint64_t n)
  * then found the key at its cap (a racing grant of the same key): give them back first,
  * and run the dispatch, since a request may have been held back by them.
  */
-static int handle_try_locked(struct band_fair_handle *h, uint32_t cls, uint64_t n, bool undo)
+static FAIR_COLD int handle_try_locked(struct band_fair_handle *h, uint32_t cls, uint64_t n,
+                                       bool undo)
 {
     band_fair *f = h->f;
     struct band__wakelist wl;
@@ -407,64 +437,113 @@ static int handle_try_locked(struct band_fair_handle *h, uint32_t cls, uint64_t 
     return rc;
 }
 
+/*
+ * The rest of a handle's try once the first attempt of band_fair_handle_try_acquire() did
+ * not go through: the arguments (checked here), the retries of the compare-and-swaps, and
+ * the locked path. @state_taken: the units in use were taken and the key's CAS failed,
+ * with @held the key's units it found.
+ */
+static FAIR_COLD int handle_try_rest(struct band_fair_handle *h, uint32_t cls, uint64_t n,
+                                     bool state_taken, uint64_t held)
+{
+    band_fair *f = h->f;
+    struct fair_key *k = h->k;
+    if (!state_taken) {
+        if (cls >= h->nclasses)
+            return BAND_EINVAL;
+        if (n == 0)
+            return fair_zero_request(f);
+        const uint64_t limit = h->limit[cls];
+        uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+        for (;;) {
+            /* With the gate shut s exceeds every limit (capacities stay below FAIR_SLOW). */
+            uint64_t cap = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
+            held = key_held(k);
+            if (n > limit || s > limit - n || n > cap || held > cap - n)
+                return handle_try_locked(h, cls, n, false); /* it counts the refusal */
+            if (atomic_compare_exchange_weak_explicit(&f->state, &s, s + n, memory_order_acq_rel,
+                                                      memory_order_acquire))
+                break;
+        }
+    }
+    /* Units in use are taken; charge the key unless a racing grant brought it to its cap. */
+    for (;;) {
+        if (atomic_compare_exchange_weak_explicit(&k->a_held, &held, held + n, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            break;
+        uint64_t cap = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
+        if (n > cap || held > cap - n)
+            return handle_try_locked(h, cls, n, true);
+    }
+    handle_count(h, cls, n);
+    FAIR_TEST_COUNT(f, t_fast_grants);
+    return 0;
+}
+
+/*
+ * The lock-free path is one attempt with everything read from the handle and the two words
+ * it changes; anything else (a bad or zero argument, a shut gate, a limit or cap reached,
+ * a reservation, a lost compare-and-swap) goes to handle_try_rest().
+ *
+ * The gate is open: nothing queued, not closed, no lock holder deciding. Then the only
+ * rules are the cap and the class's headroom (no class stalls, no reservation is
+ * protected), and a key with a reservation of its own takes the lock (its fast cap is 0).
+ * With the gate shut the state exceeds every limit, so one comparison checks both.
+ */
 int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n)
 {
     if (h == NULL)
         return BAND_EINVAL;
+    if (cls >= h->nclasses || n == 0)
+        return handle_try_rest(h, cls, n, false, 0);
     band_fair *f = h->f;
     struct fair_key *k = h->k;
-    if (cls >= f->nclasses)
-        return BAND_EINVAL;
-    if (n == 0)
-        return fair_zero_request(f);
-    const uint64_t limit = f->cls[cls].limit;
+    const uint64_t limit = h->limit[cls];
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
-    /* The gate is open: nothing queued, not closed, no lock holder deciding. Then the
-     * only rules are the cap and the class's headroom (no class stalls, no reservation is
-     * protected), and a key with a reservation of its own takes the lock. */
-    while ((s & FAIR_SLOW) == 0) {
-        uint64_t cap = key_cap(k), held = key_held(k);
-        if (s > limit || n > limit - s || n > cap || held > cap - n || key_reserve(k) != 0)
-            break; /* the lock decides, and counts the refusal */
-        if (!atomic_compare_exchange_weak_explicit(&f->state, &s, s + n, memory_order_acq_rel,
-                                                   memory_order_acquire))
-            continue;
-        /* Units in use first, then the key's: a lock holder then never sees the key's
-         * units without the fair's, and its own grants of this key compare-and-swap
-         * against the cap (key_take()), so neither can push the key past it. */
-        while (!atomic_compare_exchange_weak_explicit(&k->a_held, &held, held + n,
-                                                      memory_order_relaxed, memory_order_relaxed)) {
-            cap = key_cap(k);
-            if (n > cap || held > cap - n)
-                return handle_try_locked(h, cls, n, true);
-        }
-        handle_count(h, cls, n);
-        FAIR_TEST_COUNT(f, t_fast_grants);
-        return 0;
-    }
-    return handle_try_locked(h, cls, n, false);
+    uint64_t cap = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
+    uint64_t held = key_held(k);
+    if (n > limit || s > limit - n || n > cap || held > cap - n ||
+        !atomic_compare_exchange_strong_explicit(&f->state, &s, s + n, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return handle_try_rest(h, cls, n, false, 0);
+    /* Units in use first, then the key's: a lock holder then never sees the key's units
+     * without the fair's, and its own grants of this key compare-and-swap against the cap
+     * (key_take()), so neither can push the key past it. */
+    if (!atomic_compare_exchange_strong_explicit(&k->a_held, &held, held + n, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return handle_try_rest(h, cls, n, true, held);
+    handle_count(h, cls, n);
+    FAIR_TEST_COUNT(f, t_fast_grants);
+    return 0;
 }
 
-int band_fair_handle_release(band_fair_handle *h, uint64_t n)
+int band_fair_handle_try_finish(band_fair_handle *h, uint32_t cls, uint64_t n, uint64_t held)
 {
-    if (h == NULL)
+    if (h == NULL || cls >= h->nclasses || n == 0)
         return BAND_EINVAL;
-    if (n == 0)
-        return 0;
+    return handle_try_rest(h, cls, n, true, held);
+}
+
+/* A handle's release once its first attempt did not finish: the key's CAS retries (unless
+ * @key_done), then the units in use go back, and with the gate shut the dispatch runs. */
+static FAIR_COLD int handle_release_rest(struct band_fair_handle *h, uint64_t n, bool key_done)
+{
     band_fair *f = h->f;
     struct fair_key *k = h->k;
-    uint64_t held = key_held(k);
-    do {
-        if (held < n)
-            return BAND_EINVAL;
-    } while (!atomic_compare_exchange_weak_explicit(&k->a_held, &held, held - n,
-                                                    memory_order_relaxed, memory_order_relaxed));
-    /* The key's units first, then the fair's: a lock holder never counts them free while
-     * the key still holds them. A shut gate means someone may wait for them. */
-    uint64_t old = atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
-    if ((old & FAIR_SLOW) == 0) {
-        FAIR_TEST_COUNT(f, t_fast_releases);
-        return 0;
+    if (!key_done) {
+        if (n == 0)
+            return 0;
+        uint64_t held = key_held(k);
+        do {
+            if (held < n)
+                return BAND_EINVAL;
+        } while (!atomic_compare_exchange_weak_explicit(
+            &k->a_held, &held, held - n, memory_order_relaxed, memory_order_relaxed));
+        uint64_t old = atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
+        if ((old & FAIR_SLOW) == 0) {
+            FAIR_TEST_COUNT(f, t_fast_releases);
+            return 0;
+        }
     }
     struct band__wakelist wl;
     band__wakelist_init(&wl);
@@ -474,4 +553,30 @@ int band_fair_handle_release(band_fair_handle *h, uint64_t n)
     pthread_mutex_unlock(&f->lock);
     band__wakelist_run(&wl);
     return 0;
+}
+
+int band_fair_handle_release(band_fair_handle *h, uint64_t n)
+{
+    if (h == NULL)
+        return BAND_EINVAL;
+    struct fair_key *k = h->k;
+    uint64_t held = key_held(k);
+    if (n == 0 || held < n ||
+        !atomic_compare_exchange_strong_explicit(&k->a_held, &held, held - n, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return handle_release_rest(h, n, false);
+    /* The key's units first, then the fair's: a lock holder never counts them free while
+     * the key still holds them. A shut gate means someone may wait for them. */
+    uint64_t old = atomic_fetch_sub_explicit(&h->f->state, n, memory_order_acq_rel);
+    if ((old & FAIR_SLOW) != 0)
+        return handle_release_rest(h, n, true);
+    FAIR_TEST_COUNT(h->f, t_fast_releases);
+    return 0;
+}
+
+int band_fair_handle_release_finish(band_fair_handle *h)
+{
+    if (h == NULL)
+        return BAND_EINVAL;
+    return handle_release_rest(h, 0, true);
 }

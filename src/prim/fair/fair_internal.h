@@ -5,10 +5,10 @@
  *
  * Lock: every field of struct band_fair and of every key state is guarded by band_fair.lock
  * (written fields and read fields alike), except the few that key handles use without it:
- * band_fair.state (units in use and the SLOW gate), and a key state's held, cap and reserve.
- * Those are atomics; fair_acquire.c explains the protocol. Only handles touch them outside
- * the lock, so while a fair has no handle (nhandles == 0) the lock holder writes them with
- * plain stores, and while a key has none (refs == 0) its fields likewise.
+ * band_fair.state (units in use and the SLOW gate), and a key state's held, fast cap, cap
+ * and reserve. Those are atomics; fair_acquire.c explains the protocol. Only handles touch
+ * them outside the lock, so while a fair has no handle (nhandles == 0) the lock holder
+ * writes them with plain stores, and while a key has none (refs == 0) its fields likewise.
  */
 #ifndef BAND_FAIR_INTERNAL_H
 #define BAND_FAIR_INTERNAL_H
@@ -49,7 +49,11 @@ struct fair_flow {
 struct fair_key {
     struct fair_key *hnext; /* hash chain, or the free cache */
     uint64_t id;
-    _Atomic uint64_t a_held;    /* units granted and not yet released (key_held()) */
+    _Atomic uint64_t a_held; /* units granted and not yet released (key_held()) */
+    /* what a handle's lock-free path may let held reach: the cap, or 0 while the key has a
+     * reservation of its own (those take the lock); written with a_cap and a_reserve. It
+     * follows a_held: the pair is the key's part of band_fair_handle_prefix. */
+    _Atomic uint64_t a_fast_cap;
     _Atomic uint64_t a_cap;     /* key_cap() */
     _Atomic uint64_t a_reserve; /* key_reserve() */
     uint64_t nreq;              /* queued requests, all classes */
@@ -79,17 +83,25 @@ struct fair_class {
 
 /* band_fair.state: units in use, and this bit while handles must take the lock (anything
  * queued, closed, or a lock holder deciding). */
-#define FAIR_SLOW (UINT64_C(1) << 63)
+#define FAIR_SLOW BAND_FAIR_PREFIX_SLOW
 
-/* A key handle (band/fair.h): one owner's reference to a live key state. */
+/* A key handle (band/fair.h): one owner's reference to a live key state. It starts with
+ * struct band_fair_handle_prefix (fair_acquire.c checks the layout): what the lock-free
+ * path reads, copied at band_fair_handle_get() (none of it changes), so a try reads the
+ * handle, the fair's state word and the key's two words and nothing else. */
 struct band_fair_handle {
+    _Atomic uint64_t *state;               /* &f->state */
+    _Atomic uint64_t *kw;                  /* &k->a_held; kw[1] is k->a_fast_cap */
+    uint32_t nclasses;                     /* f->nclasses */
+    uint64_t limit[BAND_FAIR_MAX_CLASSES]; /* f->cls[c].limit */
+    /* grants of the lock-free path, per class; written by the owner only (relaxed), read
+     * under the lock by the counters, folded into the key's and classes' by put */
+    struct {
+        _Atomic uint64_t granted, units;
+    } cnt[BAND_FAIR_MAX_CLASSES];
     band_fair *f;
     struct fair_key *k;
     struct band__node link; /* on band_fair.handles */
-    /* grants of the lock-free path, per class; written by the owner only (relaxed), read
-     * under the lock by the counters, folded into the key's and classes' by put */
-    _Atomic uint64_t granted[BAND_FAIR_MAX_CLASSES];
-    _Atomic uint64_t granted_units[BAND_FAIR_MAX_CLASSES];
 };
 
 struct band_fair {
@@ -140,6 +152,14 @@ static inline uint64_t key_cap(const struct fair_key *k)
 static inline uint64_t key_reserve(const struct fair_key *k)
 {
     return atomic_load_explicit(&k->a_reserve, memory_order_relaxed);
+}
+
+/* Set @k's cap and reservation (under the lock; the gate shut while handles exist). */
+static inline void key_set_limits(struct fair_key *k, uint64_t cap, uint64_t reserve)
+{
+    atomic_store_explicit(&k->a_cap, cap, memory_order_relaxed);
+    atomic_store_explicit(&k->a_reserve, reserve, memory_order_relaxed);
+    atomic_store_explicit(&k->a_fast_cap, reserve != 0 ? 0 : cap, memory_order_relaxed);
 }
 
 /* Units in use (lock holders; handles may move it while the gate is open). */
@@ -249,6 +269,13 @@ static inline void band__fair_gate_sync_locked(band_fair *f)
     if ((atomic_load_explicit(&f->state, memory_order_relaxed) & FAIR_SLOW) != want)
         band__fair_gate_set_locked(f, want);
 }
+
+/* The out-of-line rest of the handles' calls, kept apart from their leaf fast paths. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FAIR_COLD __attribute__((noinline, cold))
+#else
+#define FAIR_COLD
+#endif
 
 #ifdef BAND_TESTING
 #define FAIR_TEST_COUNT(f, field) atomic_fetch_add_explicit(&(f)->field, 1, memory_order_relaxed)
