@@ -321,11 +321,17 @@ static int admit_spin(const band_admit_req *r, uint64_t why, band_time deadline,
 {
     (void)why;
     uint32_t budget = admit_spin_budget(r);
-    uint32_t at = 0;
+    uint32_t at = 0; /* the entry whose word refused last */
     band_time last = band_now(), spun = 0;
     for (;;) {
         for (int i = 0; i < ADMIT_SPIN_CHECK; i++) {
             band__cpu_relax();
+            /* Watch only the word that refused last, as a plain acquisition watches its
+             * one word: reading every budget's word while the holder releases them would
+             * pull each line away from it just before its write. */
+            uint64_t st = atomic_load_explicit(&r->e[at].sem->state, memory_order_relaxed);
+            if (admit_word_refuses(st, r->e[at].amount) == BAND_EAGAIN)
+                continue;
             int rc = admit_fast_take(r, &at, &why); /* refuses while SLOW: no barging */
             if (rc == 0)
                 return 0;
