@@ -466,14 +466,16 @@ static FAIR_COLD int handle_try_rest(struct band_fair_handle *h, uint32_t cls, u
                 break;
         }
     }
-    /* Units in use are taken; charge the key unless a racing grant brought it to its cap. */
+    /* Units in use are taken; charge the key unless a racing grant brought it to its cap.
+     * @held may be the value a failed CAS found (the inline path's), never checked against
+     * the cap yet: check before every CAS. */
     for (;;) {
-        if (atomic_compare_exchange_weak_explicit(&k->a_held, &held, held + n, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            break;
         uint64_t cap = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
         if (n > cap || held > cap - n)
             return handle_try_locked(h, cls, n, true);
+        if (atomic_compare_exchange_weak_explicit(&k->a_held, &held, held + n, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            break;
     }
     handle_count(h, cls, n);
     FAIR_TEST_COUNT(f, t_fast_grants);
