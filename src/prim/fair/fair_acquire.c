@@ -36,7 +36,7 @@
  *  - try: one CAS on state (gate open, in_use + n <= limit) takes the units in use; then a
  *    CAS on the key's held units (held + n <= cap) charges the key. If that second CAS
  *    finds the key at its cap (a racing grant of the same key), the units go back and the
- *    lock decides, after a dispatch in case the brief excess held a request back. So a
+ *    lock decides, after a dispatch in case the short-lived excess held a request back. So a
  *    lock holder can see in_use ahead of the keys' sum, never behind it: it may refuse or
  *    wait a little early, never grant past the capacity, a headroom or a reservation; its
  *    own grants of a key with handles CAS against the cap too (key_take()).
