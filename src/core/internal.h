@@ -4,6 +4,7 @@
 #ifndef BAND_CORE_INTERNAL_H
 #define BAND_CORE_INTERNAL_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,19 @@ static inline void band__cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield" ::: "memory");
 #endif
+}
+
+/* One step of waiting for a short critical section another thread holds (a writer's claim
+ * bit): pause, and every 128 steps give the processor away, so that a holder preempted on
+ * this core gets to run. *@spins counts the steps; start it at 0. */
+static inline void band__backoff(unsigned *spins)
+{
+    if (++*spins < 128) {
+        band__cpu_relax();
+    } else {
+        *spins = 0;
+        (void)sched_yield();
+    }
 }
 
 #endif /* BAND_CORE_INTERNAL_H */

@@ -58,7 +58,6 @@
  * through band_waiter_cancel(), which calls the queue's cancel op with the lock held.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,12 +360,7 @@ static uint64_t ws_claim(band_broadcast *b)
         if (s & BW_CLOSED)
             return s;
         if (s & BW_WRITING) {
-            if (++spins < 128) {
-                band__cpu_relax();
-            } else {
-                spins = 0;
-                sched_yield();
-            }
+            band__backoff(&spins);
             s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
             continue;
         }
@@ -483,12 +477,7 @@ static int lossless_send_fast(band_broadcast *b, const void *elem)
         if (s & (BW_WAITERS | BW_SENDERS))
             return 1;
         if (s & BW_WRITING) {
-            if (++spins < 128) {
-                band__cpu_relax();
-            } else {
-                spins = 0;
-                sched_yield();
-            }
+            band__backoff(&spins);
             s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
             continue;
         }
@@ -553,12 +542,7 @@ static int lossy_send(band_broadcast *b, const void *elem)
         if (s & BW_WAITERS)
             return lossy_send_locked(b, elem);
         if (s & BW_WRITING) {
-            if (++spins < 128) {
-                band__cpu_relax();
-            } else {
-                spins = 0;
-                sched_yield();
-            }
+            band__backoff(&spins);
             s = __atomic_load_n(&b->ws, __ATOMIC_RELAXED);
             continue;
         }

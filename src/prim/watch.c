@@ -50,7 +50,6 @@
  * every queued op here must carry, so this file pairs the op with a parker itself, with
  * the same timeout rule (cancel at the deadline; if the cancel loses, wait for the wake).
  */
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -178,12 +177,7 @@ static uint64_t watch_claim(band_watch *w)
         if (s & W_CLOSED)
             return s;
         if (s & W_WRITING) {
-            if (++spins < 128) {
-                band__cpu_relax();
-            } else {
-                spins = 0;
-                sched_yield();
-            }
+            band__backoff(&spins);
             s = atomic_load_explicit(&w->st, memory_order_relaxed);
             continue;
         }
