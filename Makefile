@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # band - developer entry points (GNU make). Every target does its own set-up on a fresh
 # Debian 12 machine: `deps` installs what is missing, then CMake does the rest.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/band_bench.c - band's semaphore beside the baselines it is measured against.
  *

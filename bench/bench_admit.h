@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_admit.h - multi-budget admission (band_admit) beside the same number of plain
  * semaphore acquisitions, in the same run. A self-contained section for band_bench:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_chan.h - the bounded-channel workload shared by band_bench (sections f, g) and
  * band_peer_harness (W5).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_exec.h - executor throughput: band_exec beside a plain thread pool.
  *

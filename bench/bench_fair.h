@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_fair.h - band_fair costs, for band_bench to call (one section; every function
  * static, so including this file adds nothing that is unused).

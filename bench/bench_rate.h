@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_rate.h - band_rate costs beside baselines, for band_bench (section j; every
  * function static).

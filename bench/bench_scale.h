@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_scale.h - scaling from 1 to 32 threads (band_bench section (s)).
  *

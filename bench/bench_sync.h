@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_sync.h - the non-waiting operations of oneshot, watch and broadcast beside a
  * mutex-protected baseline of the same shape, for band_bench (section l; every function

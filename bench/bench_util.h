@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_util.h - small helpers shared by band_bench and band_peer_harness.
  *

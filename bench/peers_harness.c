@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peers_harness.c - band in the peer benchmarks' protocol (band_peer_harness).
  *

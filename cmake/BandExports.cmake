@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # BandExports.cmake - the shared libraries export their public API and nothing else.
 #
 #   band_export_map(<target> <lib> <node>)

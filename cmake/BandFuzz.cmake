@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # BandFuzz.cmake - libFuzzer targets (BAND_BUILD_FUZZ=ON, Clang only).
 #
 # Defines band_fuzzing: a static library of the same sources as band_testing (BAND_TESTING

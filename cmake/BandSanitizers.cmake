@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # BandSanitizers.cmake - BAND_SANITIZE, one cache string like NNG_SANITIZER.
 #
 #   ""        no sanitizer (default)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # BandTesting.cmake - how band's unit, stress and model tests are built and registered.
 #
 #   band_add_test(NAME <name> SOURCES <files...>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # BandWarnings.cmake - the warning set every band target is built with.
 #
 #   band_target_warnings(<target>)

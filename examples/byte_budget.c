@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * byte_budget.c - charge for the size of the work.
  *

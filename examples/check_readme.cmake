@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: MIT
 # check_readme.cmake - fail unless the first ```c block in README.md is byte for byte
-# the content of examples/readme_example.c.
+# the content of examples/readme_example.c, less the example's SPDX licence line.
 #   cmake -DREADME=README.md -DEXAMPLE=examples/readme_example.c -P check_readme.cmake
 
 if(NOT README OR NOT EXAMPLE)
@@ -7,6 +8,7 @@ if(NOT README OR NOT EXAMPLE)
 endif()
 file(READ "${README}" readme)
 file(READ "${EXAMPLE}" example)
+string(REGEX REPLACE "^/\\* SPDX-License-Identifier: [^\n]*\\*/\n" "" example "${example}")
 
 set(fence_open "```c\n")
 string(FIND "${readme}" "${fence_open}" begin)

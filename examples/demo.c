@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * demo.c - band bounding in-flight work, shown with real threads.
  *

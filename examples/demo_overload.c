@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * demo_overload.c - part 4 of the demonstration: offered load ramps to three times
  * capacity in front of one server.

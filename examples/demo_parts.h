@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * demo_parts.h - the parts of band_demo that live in their own files.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * permit_transfer.c - keep the permit with the resource it pays for.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include <band/band.h>
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stop_pipeline.c - Ctrl-C stops a three-stage thread pipeline, and nothing is lost.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tenants.c - several tenants share eight worker slots through one band_fair.
  *

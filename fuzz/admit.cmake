@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz/admit.cmake - fuzz_admit: the multi-budget admission op interpreter and reference
 # model of tests/model/admit_model.c driven by libFuzzer's bytes (see fuzz/fuzz_admit.c).
 # Included by fuzz/CMakeLists.txt after its Clang/TSan checks; ctest runs it as test

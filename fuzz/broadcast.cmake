@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz/broadcast.cmake - fuzz_broadcast: the op interpreter and reference model of
 # tests/model/broadcast_model.c (lossy and lossless broadcasts) driven by libFuzzer's bytes
 # (see fuzz/fuzz_broadcast.c). Included by fuzz/CMakeLists.txt after its Clang/TSan

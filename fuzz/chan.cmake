@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz/chan.cmake - fuzz_chan: the channel op interpreter and reference model of
 # tests/model/chan_model.c driven by libFuzzer's bytes (see fuzz/fuzz_chan.c). Included by
 # fuzz/CMakeLists.txt after its Clang/TSan checks; ctest runs it as test "fuzz_chan"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz/coord.cmake - fuzz_coord: the op interpreter and reference model of
 # tests/model/coord_model.c (wait groups, latches, shutdown scopes with watch links and
 # tokens) driven by libFuzzer's bytes (see fuzz/fuzz_coord.c). Included by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz/door.cmake - fuzz_door: the front door's op interpreter and reference model of
 # tests/model/door_model.c driven by libFuzzer's bytes (see fuzz/fuzz_door.c). Included by
 # fuzz/CMakeLists.txt after its Clang/TSan checks; ctest runs it as test "fuzz_door"

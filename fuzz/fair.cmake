@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz/fair.cmake - fuzz_fair: the fair-share op interpreter and reference model of
 # tests/model/fair_model.c driven by libFuzzer's bytes (see fuzz/fuzz_fair.c). Included by
 # fuzz/CMakeLists.txt after its Clang/TSan checks; ctest runs it as test "fuzz_fair"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_admit.c - libFuzzer target for multi-budget admission and capacity trees.
  *

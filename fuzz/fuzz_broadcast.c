@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_broadcast.c - libFuzzer target for band_broadcast (lossy and lossless).
  *

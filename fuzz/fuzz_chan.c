@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_chan.c - libFuzzer target for the bounded channel.
  *

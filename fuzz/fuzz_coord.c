@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_coord.c - libFuzzer target for band_group, band_latch and band_shutdown.
  *

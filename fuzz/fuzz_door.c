@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_door.c - libFuzzer target for the front door (band_front_door, band/front_door.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_fair.c - libFuzzer target for the fair share (band_fair).
  *

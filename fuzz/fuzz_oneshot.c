@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_oneshot.c - libFuzzer target for band_oneshot.
  *

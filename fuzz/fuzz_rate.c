@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_rate.c - libFuzzer target for the rate budget.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_sem.c - libFuzzer target for the semaphore and the budget.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_watch.c - libFuzzer target for band_watch.
  *

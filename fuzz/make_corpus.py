@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Write the seed corpus of fuzz_sem into fuzz/corpus/fuzz_sem/.
 
 Each seed is an operation sequence in the byte format that tests/model/sem_model.c

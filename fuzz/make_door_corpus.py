@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Write the seed corpus of fuzz_door into fuzz/corpus/fuzz_door/.
 
 Each seed is an operation sequence in the byte format that tests/model/door_model.c

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Write the seed corpus of fuzz_rate into fuzz/corpus/fuzz_rate/.
 
 Each seed is an operation sequence in the byte format that tests/model/rate_model.c

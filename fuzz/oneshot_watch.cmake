@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz/oneshot_watch.cmake - fuzz_oneshot and fuzz_watch: the op interpreters and reference
 # models of tests/model/oneshot_model.c and tests/model/watch_model.c driven by libFuzzer's
 # bytes (see fuzz/fuzz_oneshot.c, fuzz/fuzz_watch.c). Included by fuzz/CMakeLists.txt after

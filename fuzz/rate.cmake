@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz/rate.cmake - fuzz_rate: the rate budget's op interpreter and reference token bucket
 # of tests/model/rate_model.c driven by libFuzzer's bytes (see fuzz/fuzz_rate.c). Included
 # by fuzz/CMakeLists.txt after its Clang/TSan checks; ctest runs it as test "fuzz_rate"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench_peers.sh - run the peer benchmark suite with band's harness in the same rounds.
 #
 #   scripts/bench_peers.sh            (or: make bench-peers)

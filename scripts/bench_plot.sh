@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench_plot.sh - draw band_bench's figures (and the peer suite's) with gnuplot.
 #
 #   scripts/bench_plot.sh RESULTS.tsv OUTDIR [PEERS.tsv]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check.sh - everything CI checks, in order (what `make check` and .ci/run run).
 #
 #   scripts/check.sh [SUITE...]      default: lint plain clang asan fuzz tsan

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check_api.py - check every installed header against the API grammar (docs/api.md).
 
     scripts/check_api.py [ROOT]

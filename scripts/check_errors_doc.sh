@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_errors_doc.sh - docs/errors.md agrees with the error table and with the headers.
 #
 #   scripts/check_errors_doc.sh          check; exit 1 with the list of mismatches

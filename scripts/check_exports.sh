@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_exports.sh - the shared libraries export exactly the API their installed headers
 # declare.
 #

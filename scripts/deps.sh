@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # deps.sh - install the Debian 12 packages band's build, tests and checks need.
 #
 # Installs only what is missing (checked with dpkg-query): `apt-get update` runs once, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # header_decls.awk - the exported functions of C headers, with their doc comments' codes.
 #
 #   awk -v macro=BAND_API -f scripts/header_decls.awk HEADER...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # lib.sh - shared helpers for band's scripts (sourced, not run).
 #
 # Environment knobs (all optional):

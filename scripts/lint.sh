@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # lint.sh - formatting and static analysis.
 #
 #   scripts/lint.sh            clang-format check, clang-tidy, then the docs check (what
 #                              `make lint` runs)
 #   scripts/lint.sh format     rewrite every file with clang-format -i (`make format`)
-#   scripts/lint.sh format-check | tidy | docs
+#   scripts/lint.sh format-check | tidy | docs | licence
 #
 # clang-format covers every *.c/*.h under include src tests bench examples fuzz adapters
 # tools. clang-tidy covers src/ (the library), using the compile_commands.json of the
 # plain build tree build/check, which is configured here when it is missing. The docs
 # check is scripts/check_errors_doc.sh: docs/errors.md against the error table and the
-# headers (ctest runs it too, as errors_doc).
+# headers (ctest runs it too, as errors_doc). The licence check is scripts/spdx.sh: every
+# source file carries an SPDX-License-Identifier line.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -101,16 +103,23 @@ docs()
     bash "$BAND_ROOT/scripts/check_errors_doc.sh"
 }
 
+licence()
+{
+    bash "$BAND_ROOT/scripts/spdx.sh" check
+}
+
 case "${1:-all}" in
 all)
     rc=0
     format_check || rc=1
     tidy || rc=1
     docs || rc=1
+    licence || rc=1
     exit "$rc"
     ;;
 format) format_apply ;;
 format-check) format_check ;;
+licence) licence ;;
 tidy) tidy ;;
 docs) docs ;;
 *)

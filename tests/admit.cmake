@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/admit.cmake - multi-budget admission and capacity hierarchies (include/band/admit.h).
 # Included by tests/CMakeLists.txt.
 

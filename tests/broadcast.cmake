@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/broadcast.cmake - band_broadcast: exact-outcome unit tests and the stress test
 # (included by tests/CMakeLists.txt, in name order, like every fragment).
 

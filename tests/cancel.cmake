@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/cancel.cmake - the cancellation token (include/band/cancel.h) and the core's one
 # blocking wait that honours it. Included by tests/CMakeLists.txt.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/chan.cmake - the bounded channel (include/band/chan.h, src/chan.c).
 #
 # test_chan: exact-outcome unit tests. stress_chan: producers and consumers on blocking,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/exec.cmake - the bounded executor (include/band/exec.h), the adaptive concurrency
 # limit (include/band/limit.h) and the histogram they record into (include/band/histo.h).
 # Included by tests/CMakeLists.txt.

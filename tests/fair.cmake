@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/fair.cmake - per-key fair share with priority classes (include/band/fair.h).
 # Included by tests/CMakeLists.txt.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/group.cmake - the coordination objects: the wait group (include/band/group.h), the
 # latch (latch.h) and the shutdown scope (shutdown.h). Included by tests/CMakeLists.txt.
 

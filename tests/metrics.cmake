@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/metrics.cmake - the metrics registry and its Prometheus text (include/band/metrics.h).
 # Included by tests/CMakeLists.txt.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/oneshot_watch.cmake - band_oneshot and band_watch (include/band/oneshot.h, watch.h).
 # Included by tests/CMakeLists.txt, which defines band_add_test() and band_test_support.
 

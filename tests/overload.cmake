@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/overload.cmake - overload answers and the front door (include/band/answer.h and
 # include/band/front_door.h).
 # Included by tests/CMakeLists.txt.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/rate.cmake - the rate budget (include/band/rate.h). Included by tests/CMakeLists.txt.
 
 band_add_test(NAME test_rate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * deadline_heap.h - an intrusive min-heap of deadlines for the adapters (internal).
  *

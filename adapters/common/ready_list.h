@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ready_list.h - the lock-free hand-over list every band adapter uses (internal).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * curl_uv.c - libcurl's multi_socket API on a libuv loop (see curl_uv.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * curl_uv.h - libcurl's multi interface driven by a libuv loop.
  *

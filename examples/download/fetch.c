@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fetch.c - the downloads: slots, response bodies, the byte budget and the counters.
  *

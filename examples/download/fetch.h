@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fetch.h - one run of the download example: clients, slots, bodies and their counters.
  *

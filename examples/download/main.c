@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - the download example: many transfers, one eight-slot band semaphore.
  *

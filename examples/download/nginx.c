@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nginx.c - start, probe and stop a private nginx (see nginx.h).
  *

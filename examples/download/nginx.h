@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nginx.h - run a private nginx on 127.0.0.1 for the download example.
  *

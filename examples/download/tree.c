@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tree.c - generate the tree of files the server serves, and remove it afterwards.
  *

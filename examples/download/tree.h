@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tree.h - the generated tree of files the download example serves and fetches.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/admit.h - one atomic admission over several budgets, and capacity hierarchies.
  *

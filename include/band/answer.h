@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/answer.h - turning band's results into the answer a server gives.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/band.h - umbrella header: includes every public band header.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/broadcast.h - every receiver sees every message.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/budget.h - byte budgets: a semaphore that knows its capacity.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/cancel.h - the cancellation token: one object that every wait in band honours.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/cap_tree.h - capacity trees: nested caps with guaranteed reservations.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/chan.h - bounded channels with explicit backpressure.
  *

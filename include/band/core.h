@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/core.h - the waiter, time and the export macro.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/exec.h - a bounded executor: a fixed set of worker threads fed by a bounded channel.
  *

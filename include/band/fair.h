@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/fair.h - per-key fair share of one capacity, with priority classes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/front_door.h - the front door: every request gets an overload answer before its
  * work starts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/group.h - the wait group: wait until a count of outstanding tasks reaches 0.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/histo.h - a small lock-free, log-bucketed histogram of durations (or any uint64_t).
  *

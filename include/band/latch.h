@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/latch.h - the count-down latch: a count fixed at creation that only goes down.
  *

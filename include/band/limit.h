@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/limit.h - an adaptive concurrency limit: a semaphore sized from what it measures.
  *

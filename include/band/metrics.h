@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/metrics.h - every bound's counters in one snapshot, in Prometheus text format.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/oneshot.h - one value from one producer to one consumer.
  *

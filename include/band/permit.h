@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/permit.h - permits as values: the permits of a semaphore that one owner holds.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/rate.h - a rate budget: token bucket, computed as GCRA.
  *

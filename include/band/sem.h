@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/sem.h - the weighted FIFO semaphore.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/shutdown.h - the shutdown scope: request, join/leave, drain, and a cancellation
  * token that stops every wait in band.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/watch.h - the latest value, with a version, for any number of receivers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admit.c - building and submitting multi-budget requests: try, async, blocking.
  *

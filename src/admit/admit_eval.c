@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admit_eval.c - deciding multi-budget requests: the nodes' ops, the inbox, grant, fail,
  * cancel.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admit_grant.c - the grant as a value: release all, release part early, adjust.
  *

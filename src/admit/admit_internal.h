@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admit_internal.h - shared by the admit*.c files (never installed).
  *

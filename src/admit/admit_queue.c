@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admit_queue.c - where a request's nodes sit in the budgets' queues, and how a request
  * moves from waiting to granted (all of its locks held).

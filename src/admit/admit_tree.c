@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admit_tree.c - capacity hierarchies: nodes with a cap and a guaranteed reservation.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * answer.c - the answer a server gives for a band result (band/answer.h).
  */

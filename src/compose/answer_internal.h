@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * answer_internal.h - building an answer of a known kind, for the front door.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * front_door.c - the front door: every request gets an overload answer before its work
  * starts (band/front_door.h).

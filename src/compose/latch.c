@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * latch.c - the latch: a wait group whose count is fixed at creation and only goes down.
  *

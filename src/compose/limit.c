@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * limit.c - the adaptive concurrency limit (band/limit.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * block.c - blocking waits built from a waiter and a parker.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * block.h - the blocking front end: a plain thread waits on a band_waiter.
  *

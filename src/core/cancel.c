@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cancel.c - the cancellation token: a flag, a list of hooks, and a lock a signal handler
  * never waits for.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cancel.h - the cancellation token's internal side (never installed).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * error.c - names and messages for result codes, generated from BAND_ERRNO_MAP.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * histo.c - the log-bucketed histogram (band/histo.h).
  *

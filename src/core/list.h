@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * list.h - the intrusive circular doubly linked list behind every wait queue.
  *

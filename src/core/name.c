@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * name.c - the optional name a primitive reports in its counters.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * name.h - the optional name a primitive reports in its counters.
  */

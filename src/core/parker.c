@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * parker.c - futex (Linux) or condition-variable parking for blocking front ends.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * parker.h - lets one thread sleep until another notifies it, or until a deadline.
  *

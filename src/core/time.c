@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * time.c - monotonic time and absolute deadlines.
  */

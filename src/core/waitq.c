@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * waitq.c - waiter life cycle, the wait queue, and the one cancel that serves every
  * primitive.

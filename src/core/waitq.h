@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * waitq.h - the FIFO of pending waiters, the wake list, and waiter state.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * broadcast.c - every receiver sees every message (lossy or lossless).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * broadcast_internal.h - hooks into the broadcast channel for tests (never installed).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * budget.c - byte budgets and the buffers that carry their reservations.
  *

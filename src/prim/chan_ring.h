@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chan_ring.h - the bounded ring behind band_chan (internal).
  *

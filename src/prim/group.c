@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * group.c - the wait group (and, through latch.c, the latch).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * oneshot.c - one value from one producer to one consumer.
  *

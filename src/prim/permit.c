@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * permit.c - permits as values: {semaphore, count} with one owner.
  */

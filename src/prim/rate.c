@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rate.c - the rate budget (GCRA).
  *

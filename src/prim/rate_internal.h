@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rate_internal.h - test hooks of the rate budget, compiled only into the libraries that
  * define BAND_TESTING. libband.so and libband.a neither contain nor export them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sem.c - the weighted FIFO semaphore.
  *

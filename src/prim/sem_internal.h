@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sem_internal.h - hooks into the semaphore for tests and fuzz targets (never installed).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sem_priv.h - the semaphore's layout, shared by sem.c and budget.c (never installed).
  */

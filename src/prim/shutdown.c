@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * shutdown.c - the shutdown scope: request, observe, its cancellation token, join/leave,
  * drain, and watch links.

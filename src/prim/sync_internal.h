@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sync_internal.h - test hooks into the oneshot, the watch and the broadcast (never
  * installed).

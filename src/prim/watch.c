@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * watch.c - the latest value with a version, for any number of receivers.
  *

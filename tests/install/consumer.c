@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * consumer.c - a program built against an installed band, through pkg-config and through
  * find_package(band CONFIG). It checks that the installed headers compile on their own

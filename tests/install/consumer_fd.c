@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * consumer_fd.c - a program built against an installed libband-fd, through
  * `pkg-config band-fd` and through find_package(band COMPONENTS fd). It checks that

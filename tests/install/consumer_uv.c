@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * consumer_uv.c - a program built against an installed libband-uv, through
  * `pkg-config band-uv` and through find_package(band COMPONENTS uv). It checks that

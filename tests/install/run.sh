@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run.sh - the install_consumer test (see CMakeLists.txt beside this file).
 #
 #   run.sh <build-dir> <work-dir> <cmake> <cc> <generator> [<pkg-config>]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admit_model.c - the reference model of multi-budget admission (band/admit.h) and the op
  * interpreter that compares it with the real thing (see admit_model.h). Public API only,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admit_model.h - an op-sequence interpreter that drives real multi-budget admission
  * (band/admit.h) single-threaded and checks every result against a small reference model.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * broadcast_model.c - the reference model of band_broadcast and the op interpreter that
  * compares it with the real thing (see broadcast_model.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * broadcast_model.h - an op-sequence interpreter that drives a real band_broadcast (lossy
  * or lossless) single-threaded with a few receivers and async sends and receives, and

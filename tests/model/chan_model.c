@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chan_model.c - the reference model of band_chan and the op interpreter that compares it
  * with the real thing (see chan_model.h).

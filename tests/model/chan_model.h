@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chan_model.h - an op-sequence interpreter that drives a real band_chan single-threaded
  * with asynchronous send, reserve and receive ops, and checks every result against a small

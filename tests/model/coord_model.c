@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * coord_model.c - the reference model of band_group, band_latch and band_shutdown, and the
  * op interpreter that compares it with the real thing (see coord_model.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * coord_model.h - an op-sequence interpreter that drives two band_group, two band_latch and
  * two band_shutdown objects (plus one band_sem whose waiters the scopes watch, and a few

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * door_model.c - the reference model of band_front_door and the op interpreter that compares
  * it with the real thing (see door_model.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * door_model.h - an op-sequence interpreter that drives a real band_front_door (over a plain
  * semaphore or a budget, a rate budget on a fake clock and a backlog channel, each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fair_model.c - the reference model of band_fair and the op interpreter that compares it
  * with the real thing (see fair_model.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fair_model.h - an op-sequence interpreter that drives a real band_fair single-threaded
  * and checks every result against a reference model written out in the test.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_admit.c - runs the admission reference model (admit_model.c) over fixed seeds,
  * checks that the generated sequences reached every kind of operation and outcome, runs

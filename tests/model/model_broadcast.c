@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_broadcast.c - runs the broadcast reference model (broadcast_model.c) over fixed seeds,
  * then replays the fuzz corpus given on the command line (every file in the directories

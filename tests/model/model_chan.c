@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_chan.c - runs the channel reference model (chan_model.c) over fixed seeds, 10^5
  * operations each, then replays the fuzz corpus given on the command line (every file in

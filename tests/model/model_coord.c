@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_coord.c - runs the wait group / latch / shutdown scope reference model
  * (coord_model.c) over fixed seeds, then replays the fuzz corpus given on the command line

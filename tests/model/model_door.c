@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_door.c - runs the front door's reference model (door_model.c) over fixed seeds,
  * then replays the fuzz corpus given on the command line (every file in the directories

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_driver.c - main() of every model test: runs the test that its model_<name>.c
  * describes in `model_driver` (see model_driver.h).

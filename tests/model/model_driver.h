@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_driver.h - the cmocka program around a model interpreter (the *_model.c files):
  * its fixed seeds, the replay of the fuzz corpus and the coverage check. model_driver.c

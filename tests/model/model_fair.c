@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_fair.c - runs the fair-share reference model (fair_model.c) over fixed seeds, then
  * replays the fuzz corpus given on the command line (every file in the directories passed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_input.c - operation bytes for the model interpreters.
  */

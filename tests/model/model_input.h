@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_input.h - where a model interpreter reads its operations from: a libFuzzer input,
  * or a seeded generator that never runs out (shared by every *_model.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_oneshot.c - runs the oneshot reference model (oneshot_model.c) over fixed seeds,
  * then replays the fuzz corpus given on the command line (every file in the directories

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_rate.c - runs the rate budget's reference model (rate_model.c) over fixed seeds,
  * then replays the fuzz corpus given on the command line (every file in the directories

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_sem.c - runs the semaphore reference model (sem_model.c) over fixed seeds, 10^5
  * operations each, then replays the fuzz corpus given on the command line (every file in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * model_watch.c - runs the watch reference model (watch_model.c) over fixed seeds, then
  * replays the fuzz corpus given on the command line (every file in the directories

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * oneshot_model.c - the reference model of band_oneshot and the op interpreter that
  * compares it with the real thing (see oneshot_model.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * oneshot_model.h - an op-sequence interpreter that drives a real band_oneshot
  * single-threaded and checks every result against a small reference model (a handful of

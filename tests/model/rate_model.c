@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rate_model.c - the reference token bucket of band_rate and the op interpreter that
  * compares it with the real thing (see rate_model.h).

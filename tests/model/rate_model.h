@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rate_model.h - an op-sequence interpreter that drives a real band_rate on a fake clock
  * and checks every result against a reference token bucket.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sem_model.c - the reference model of band_sem/band_budget and the op interpreter that
  * compares it with the real thing (see sem_model.h).

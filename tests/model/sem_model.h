@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sem_model.h - an op-sequence interpreter that drives a real band_sem (or band_budget)
  * single-threaded with async waiters and checks every result against a small reference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * watch_model.c - the reference model of band_watch and the op interpreter that compares
  * it with the real thing (see watch_model.h).

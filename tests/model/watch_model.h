@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * watch_model.h - an op-sequence interpreter that drives a real band_watch single-threaded
  * with a few cursors and async waits, and checks every result against a small reference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_admit.c - the deadlock test for multi-budget admission.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_broadcast.c - several senders and receivers on one broadcast, in both modes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_chan.c - producers and consumers on one bounded channel.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_exec.c - submitters, a canceller and shutdowns racing on executors (exec.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_fair.c - threads on one band_fair: blocking acquires with short deadlines, async
  * requests that are cancelled or waited for, try acquires, floods of distinct keys against

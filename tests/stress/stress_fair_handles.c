@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_fair_handles.c - more threads than cores on one band_fair, mixing the lock-free
  * path of key handles (try and release while nothing is queued) with the locked calls by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_group.c - threads on wait groups, latches and shutdown scopes.
  *

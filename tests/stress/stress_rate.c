@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_rate.c - threads taking tokens from one rate budget on the real clock.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_rate_cas.c - the lock-free try_acquire under compare-and-swap races: more threads
  * than cores take tokens from one bucket, and the accounting must stay exact.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_sem.c - many threads on one semaphore (and on one budget): blocking acquires
  * with short random deadlines, async acquires that other threads cancel at random,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_watch.c - threads on one watch, and oneshot ping-pong rounds with racing drops and
  * cancels.

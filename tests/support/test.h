@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test.h - cmocka includes and small helpers shared by band's unit and stress tests.
  *

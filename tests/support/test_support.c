@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_support.c - helpers behind test.h: wake recorders, worker threads, bounded polling.
  */

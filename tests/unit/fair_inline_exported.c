@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fair_inline_exported.c - the script of fair_inline_script.h compiled with BAND_NO_INLINE,
  * so that every band_fair_handle_try_acquire() and band_fair_handle_release() is a call of

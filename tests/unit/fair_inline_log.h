@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fair_inline_log.h - what one run of fair_inline_script.h records (test_fair_inline.c). */
 #ifndef FAIR_INLINE_LOG_H
 #define FAIR_INLINE_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fair_inline_script.h - one scripted run over band_fair_handle_try_acquire() and
  * band_fair_handle_release(), included by two translation units: test_fair_inline.c (the

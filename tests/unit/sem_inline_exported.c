@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sem_inline_exported.c - the script of sem_inline_script.h compiled with BAND_NO_INLINE,
  * so that every band_sem_try_acquire() and band_sem_release() is a call of the exported

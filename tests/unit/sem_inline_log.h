@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sem_inline_log.h - what one run of sem_inline_script.h records (test_sem_inline.c). */
 #ifndef SEM_INLINE_LOG_H
 #define SEM_INLINE_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sem_inline_script.h - one scripted run over band_sem_try_acquire() and band_sem_release(),
  * included by two translation units: test_sem_inline.c (the header's inline fast path)

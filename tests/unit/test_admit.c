@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_admit.c - multi-budget admission (admit.h): building requests, all-or-nothing try,
  * async grant when the last budget frees up, FIFO across requests and plain acquisitions,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_admit_tree.c - capacity hierarchies (band/cap_tree.h): creation rules, one
  * admission charging a leaf and all its ancestors, caps at every level, work-conserving

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_broadcast.c - band_broadcast (broadcast.h): argument checks, subscription rules,
  * lossless hold-back with FIFO senders, lossy lag counts, async operations and both cancel

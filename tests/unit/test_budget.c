@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_budget.c - byte budgets (budget.h): capacity checks (E2BIG at once, counted),
  * release limit, shrink (debt, E2BIG for queued requests that no longer fit), grow,

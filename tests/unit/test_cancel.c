@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cancel.c - the cancellation token: request, hooks, nesting, the blocking path that
  * honours it, and requests from a signal handler.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cancel_waits.c - every blocking call in band honours a cancellation token.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_chan.c - the bounded channel (chan.h): argument checks and their order, the
  * deterministic full-queue test (capacity one: the second try_send is refused with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_core.c - the core: waiter life cycle and the wake/cancel contract (core.h rules
  * 1-4), result codes and their names, version, monotonic time and deadlines.

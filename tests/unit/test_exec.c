@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_exec.c - the bounded executor (exec.h): argument checks, FIFO execution, full queue
  * (try_run refuses, run times out or waits in order), per-job cancellation before start

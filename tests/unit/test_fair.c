@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fair.c - the rules of band_fair (fair.h), one test each: arguments, try/release,
  * whole grants, per-key FIFO, the per-key cap, reservations (borrowing, protection,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fair_inline.c - the inline fast paths of band/fair.h against the exported functions.
  *

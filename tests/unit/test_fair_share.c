@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fair_share.c - band_fair's shares measured on deterministic schedules, and the key
  * registry under a flood of distinct keys.

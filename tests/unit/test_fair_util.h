@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fair_util.h - request recorders shared by the band_fair unit tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_group.c - the wait group (group.h): argument checks, add/done and their limits,
  * try_wait, async and blocking waits, release on reaching 0 (FIFO, exactly once, on the done

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_histo.c - the log-bucketed histogram (histo.h): bucket boundaries over the whole
  * uint64_t range, recording, snapshots, percentiles within 12.5 %, merge, reset, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_latch.c - the latch (latch.h): creation, count-down and its limits, open for good,
  * try/async/blocking waits, cancel (both outcomes), deadlines, arrive_and_wait with

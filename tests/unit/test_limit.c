@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_limit.c - the adaptive concurrency limit (limit.h): options, the semaphore it
  * sizes (release/reduce only, debt repaid by returns), each algorithm's step on a fake

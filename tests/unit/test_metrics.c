@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_metrics.c - the metrics registry and its Prometheus text (band/metrics.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_oneshot.c - the oneshot (oneshot.h): argument checks, send/receive in both orders,
  * the sender's close and the receiver's drop (the value's owner on every path), a second receive

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_overload.c - overload answers (band/answer.h) and the front door that gives them
  * (band/front_door.h).

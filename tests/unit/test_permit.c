@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_permit.c - permits as values (permit.h): acquire/adopt into empty permits only,
  * idempotent release, split, merge (same semaphore, overflow), forget, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_rate.c - the rate budget (band/rate.h), on a fake clock.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_reconcile.c - band_permit_reconcile() (permit.h): estimate, then reconcile a plain
  * permit with what the work used. A surplus is released (waking waiters), a shortfall is

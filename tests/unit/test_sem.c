@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_sem.c - the weighted FIFO semaphore (sem.h): argument checks, strict FIFO with
  * partial grants, head-of-line blocking, cancel of a partially granted head, debt, drain,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_sem_inline.c - the inline fast paths of band/sem.h against the exported functions.
  *

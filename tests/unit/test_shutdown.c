@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_shutdown.c - the shutdown scope (shutdown.h): request (first reason wins), the
  * polled flag, waits for the request and for the drain (async, blocking, deadlines, cancel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_watch.c - the watch (watch.h): argument checks, versions and values, cursors,
  * skipping of intermediate versions, every waiting receiver woken by a send, close (the last

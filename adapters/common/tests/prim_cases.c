@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prim_cases.c - the cases behind prim_cases.h, one per primitive's _async operation.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prim_cases.h - every band primitive's asynchronous operation, driven the same way, for
  * the adapters' tests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fd_internal.h - the completion queue's private state, shared by libband-fd's sources.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * queue.c - the completion queue's life: create, the eventfd signal, the wake that moves a
  * completed op to the owner, the token hook, posting owner-side completions, withdrawing

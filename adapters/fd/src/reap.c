@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * reap.c - handing completed operations back to the owner, timing out those whose
  * deadline passed, completing timed operations that fell due, cancelling those whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * submit.c - putting operations into the queue (bind, start, timed operations) and taking
  * them out again (cancel).

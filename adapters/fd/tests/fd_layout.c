@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fd_layout.c - the library's own view of struct band_fd_queue_op (the node types of
  * adapters/common, included before band/fd.h), for test_fd's layout check: test_fd.c sees

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fd_layout.h - sizes and offsets of struct band_fd_queue_op, as one translation unit sees them.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fd_test_util.c - helpers behind fd_test_util.h.
  */

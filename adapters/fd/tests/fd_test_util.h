@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fd_test_util.h - helpers shared by libband-fd's tests: fd readability, an epoll loop
  * that waits for a number of completions, a releasing thread, and the bind / submit /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_fd.c - one owner thread drives a band_fd_queue through an epoll loop while other
  * threads hold and release permits, send and receive on the same semaphore and channel.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fd.c - libband-fd driven by an epoll loop: argument checks, completions reported
  * once through reap (immediate ones too), grants and channel traffic from other threads,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fd_prims.c - every band primitive is waited for in an epoll loop through the one
  * generic bridge (band_fd_queue_bind / band_fd_queue_start), with no per-primitive code in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fd_uring.c - libband-fd driven by io_uring (liburing): the eventfd is watched with
  * IORING_OP_POLL_ADD (re-armed after each completion) or consumed with an IORING_OP_READ

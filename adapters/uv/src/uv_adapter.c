@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * uv_adapter.c - the adapter's life: create, deliver completed operations from the ready
  * list to their callbacks, close, destroy.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * uv_deadline.c - deadlines, due times and cancellation.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * uv_internal.h - the adapter's private structure and the helpers its files share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * uv_submit.c - binding a waiter to the loop, starting the operation with the primitive's
  * answer, timed operations, and the wake and token hook that bring completions back to

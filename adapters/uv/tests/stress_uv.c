@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_uv.c - libband-uv under load: worker threads release permits and send elements
  * while one uv loop acquires, receives and sends with random deadlines and random

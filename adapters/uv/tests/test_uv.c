@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_uv.c - libband-uv on a real uv loop: completions delivered asynchronously on the
  * loop thread (also for grants made on other threads), deadlines that never fire early and

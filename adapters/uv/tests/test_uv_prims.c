@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_uv_prims.c - every band primitive completes on a libuv loop through the one
  * generic bridge (band_uv_bind / band_uv_start), with no per-primitive code in the

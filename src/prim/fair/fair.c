@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fair.c - the life cycle of a band_fair: create, configure keys, close, destroy, and its
  * counters. The rules of who gets capacity are in fair_sched.c, the registry in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fair_acquire.c - requests on a band_fair: try, async, blocking, release and cancel.
  *

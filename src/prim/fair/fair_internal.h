@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fair_internal.h - the state of a band_fair, shared by fair.c (life cycle, stats),
  * fair_keys.c (the key registry), fair_sched.c (who gets capacity) and fair_acquire.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fair_keys.c - the key registry of a band_fair: a chained hash table of key states.
  *

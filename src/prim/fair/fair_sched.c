@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fair_sched.c - who gets the capacity of a band_fair: reservations, priority classes and
  * deficit round robin over keys, kept in virtual rounds.

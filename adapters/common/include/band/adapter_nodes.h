@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/adapter_nodes.h - private node types that the adapters' operation structs embed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/fd.h - libband-fd: a completion queue with an eventfd, for any event loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * band/uv.h - libband-uv: any band operation completed as a libuv callback.
  *
