@@ -45,7 +45,7 @@ RELEASE_ARGS := -DCMAKE_BUILD_TYPE=Release -DBAND_BUILD_TESTS=OFF -DBAND_BUILD_B
 # Runs a function of scripts/lib.sh with its defaults (generator detection etc.).
 LIB := source scripts/lib.sh &&
 
-CHECK_SUITES := lint plain clang asan fuzz tsan
+CHECK_SUITES := lint plain clang asan fuzz deb tsan
 
 .PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench bench-peers install \
 	format lint clean help

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # check.sh - everything CI checks, in order (what `make check` and .ci/run run).
 #
-#   scripts/check.sh [SUITE...]      default: lint plain clang asan fuzz tsan
+#   scripts/check.sh [SUITE...]      default: lint plain clang asan fuzz deb tsan
 #
 #   lint   clang-format --dry-run -Werror on all C files; clang-tidy on src/; docs/errors.md
 #          against the error table and the headers (scripts/check_errors_doc.sh)
@@ -14,8 +14,12 @@
 #   asan   gcc, Debug, ASan+UBSan (BAND_SANITIZE=address)         build/asan   + ctest
 #   fuzz   clang, libFuzzer + ASan+UBSan, ctest -L fuzz           build/fuzz   (skipped
 #          while fuzz/CMakeLists.txt does not exist)
+#   deb    the Debian packages (scripts/check_deb.sh, docs/packaging.md): dpkg-buildpackage
+#          from a clean copy of the tree, lintian --fail-on error,warning, dpkg -i, the
+#          tests/install consumers against /usr, dpkg --purge   build/deb (as non-root
+#          without password-less sudo: build and lintian only)
 #   tsan   clang, RelWithDebInfo, TSan (BAND_SANITIZE=thread)      build/tsan   + ctest
-# Every suite but fuzz builds tests, benches and examples, and ctest runs them all.
+# Every suite but fuzz and deb builds tests, benches and examples, and ctest runs them all.
 #
 # TSan runs last on purpose: it is the most important job, and its full ctest run ends the
 # log, so ctest's closing "100% tests passed, 0 tests failed out of N" is the last such
@@ -27,7 +31,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$BAND_ROOT"
 
-ALL_SUITES=(lint plain clang asan fuzz tsan)
+ALL_SUITES=(lint plain clang asan fuzz deb tsan)
 
 suite_lint()
 {
@@ -88,6 +92,11 @@ suite_fuzz()
     band_ctest "$d" -L fuzz
 }
 
+suite_deb()
+{
+    bash "$BAND_ROOT/scripts/check_deb.sh"
+}
+
 describe()
 {
     case $1 in
@@ -96,6 +105,7 @@ describe()
     clang) echo "clang: clang RelWithDebInfo -Werror -> $BUILD_ROOT/clang" ;;
     asan) echo "asan: gcc Debug, AddressSanitizer + UndefinedBehaviorSanitizer -> $BUILD_ROOT/asan" ;;
     fuzz) echo "fuzz: clang libFuzzer + ASan/UBSan, ctest -L fuzz -> $BUILD_ROOT/fuzz" ;;
+    deb) echo "deb: Debian packages: build, lintian, install, consumers, purge -> $BUILD_ROOT/deb" ;;
     tsan) echo "tsan: clang RelWithDebInfo, ThreadSanitizer -> $BUILD_ROOT/tsan" ;;
     esac
 }

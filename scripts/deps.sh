@@ -18,6 +18,12 @@ packages=(
     cmake
     pkg-config
     python3            # scripts/check_api.py, the fuzz corpus generators
+    debhelper          # the deb suite (scripts/check_deb.sh): dh, debian/rules
+    dpkg-dev           # the deb suite: dpkg-buildpackage, dpkg-gensymbols, dpkg-architecture
+    lintian            # the deb suite: lintian --fail-on error,warning on the packages
+    fakeroot           # the deb suite: dpkg-buildpackage's root command (needed by a
+                       # package without Rules-Requires-Root: no; band's says no)
+    man-db             # the deb suite: man -w on the installed man pages
     libcmocka-dev      # unit tests
     clang-14
     clang              # the `clang` command
