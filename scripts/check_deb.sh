@@ -115,7 +115,8 @@ fi
 for p in "${pkgs[@]}"; do
     st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
     if [[ -n "$st" && "$st" != not-installed && "$st" != config-files ]]; then
-        die "$p is installed already ($st); this check would remove it, so it stops here"
+        die "$p is installed already ($st); this check would remove it, so it stops" \
+            "here (an earlier run that was killed? then: dpkg --purge ${pkgs[*]})"
     fi
 done
 
