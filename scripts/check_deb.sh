@@ -17,8 +17,9 @@
 #    when any of them is installed already, since step 6 removes them.
 # 5. Builds tests/install/consumer*.c through pkg-config and tests/install/cmake-consumer
 #    through find_package(band CONFIG) against /usr, runs them all, checks that they load
-#    the installed libraries, and with the docs part that `man -w band_sem_acquire` finds
-#    the man page and the HTML reference is there.
+#    the installed libraries, and with the docs part that `man -w` finds the pages of
+#    band_sem_acquire, band_uv_create and band_fd_queue_create and the HTML reference is
+#    there.
 # 6. dpkg --purge the packages (also on failure or interrupt), then checks they are gone.
 # JOBS sets the build's parallel jobs; BUILD_ROOT, BAND_GENERATOR: see lib.sh.
 set -euo pipefail
@@ -188,8 +189,12 @@ echo "cmake consumers: shared and static, core, uv and fd: ok"
 
 if ((docs)); then
     echo "== check_deb: documentation"
-    page=$(man -w band_sem_acquire) || die "man -w band_sem_acquire finds no page"
-    echo "man -w band_sem_acquire: $page"
+    command -v man >/dev/null 2>&1 || die "man is missing (make deps: man-db)"
+    # One function of each library.
+    for f in band_sem_acquire band_uv_create band_fd_queue_create; do
+        page=$(man -w "$f") || die "man -w $f finds no page"
+        echo "man -w $f: $page"
+    done
     [[ -f /usr/share/doc/libband-doc/html/index.html ]] ||
         die "/usr/share/doc/libband-doc/html/index.html is missing"
     echo "HTML reference: /usr/share/doc/libband-doc/html/index.html"
