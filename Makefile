@@ -15,8 +15,13 @@
 #   make bench-peers   release build, then the peer suite (PEERS_DIR, default
 #                  ../shared/peers-bench beside this checkout) from a writable copy with
 #                  band's harness in the same rounds (scripts/bench_peers.sh) [PEERS_ONLY=...]
-#   make install   release build, then cmake --install into PREFIX (default /usr/local;
-#                  DESTDIR is honoured)
+#   make install   build the libraries alone in BUILD_ROOT/install (Release; no tests, bench,
+#                  examples or fuzz; no `deps`: a C compiler and CMake are enough), then
+#                  cmake --install into PREFIX (default /usr/local; DESTDIR is honoured).
+#                  libband-uv is built when pkg-config finds libuv, libband-fd on Linux;
+#                  BAND_BUILD_UV / BAND_BUILD_FD = AUTO (default), ON (required) or OFF
+#   make uninstall remove every file the last `make install` installed (its
+#                  install_manifest.txt) and the directories it created, once empty
 #   make format    clang-format -i every C file
 #   make lint      clang-format check and clang-tidy
 #   make clean     remove build/
@@ -32,6 +37,8 @@ SHELL := /bin/bash
 JOBS ?= 2
 CTEST_JOBS ?= 2
 PREFIX ?= /usr/local
+BAND_BUILD_UV ?= AUTO
+BAND_BUILD_FD ?= AUTO
 BENCH_ARGS ?=
 PEERS_DIR ?= ../shared/peers-bench
 BUILD_ROOT ?= build
@@ -48,7 +55,7 @@ LIB := source scripts/lib.sh &&
 CHECK_SUITES := lint plain clang asan fuzz tsan
 
 .PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench bench-peers install \
-	format lint clean help
+	uninstall format lint clean help
 
 all: release
 
@@ -97,8 +104,20 @@ bench: release
 bench-peers: release
 	@PEERS_DIR="$(PEERS_DIR)" BUILD_DIR="$(RELEASE_DIR)" bash scripts/bench_peers.sh
 
-install: release
-	cmake --install $(RELEASE_DIR) --prefix "$(PREFIX)"
+# make install needs no `deps`: only the libraries are built, in a tree of their own.
+INSTALL_DIR := $(BUILD_ROOT)/install
+INSTALL_ARGS := -DCMAKE_BUILD_TYPE=Release -DBAND_BUILD_TESTS=OFF -DBAND_BUILD_BENCH=OFF \
+	-DBAND_BUILD_EXAMPLES=OFF -DBAND_BUILD_FUZZ=OFF -DBAND_SANITIZE= -DBAND_WERROR=OFF \
+	-DBAND_BUILD_UV=$(BAND_BUILD_UV) -DBAND_BUILD_FD=$(BAND_BUILD_FD) \
+	"-DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX))"
+
+install:
+	@$(LIB) band_configure $(INSTALL_DIR) $(INSTALL_ARGS)
+	@$(LIB) band_build $(INSTALL_DIR)
+	DESTDIR="$(if $(DESTDIR),$(abspath $(DESTDIR)))" cmake --install $(INSTALL_DIR)
+
+uninstall:
+	cmake -DBAND_BUILD_DIR="$(abspath $(INSTALL_DIR))" -P cmake/BandUninstall.cmake
 
 format: deps
 	@bash scripts/lint.sh format
