@@ -4,7 +4,9 @@
 #   cmake -DBAND_BUILD_DIR=<build> -P cmake/BandUninstall.cmake
 #
 # Removes every file listed in <build>/install_manifest.txt (written by CMake at every
-# install, DESTDIR included in its paths), then removes, deepest first, each directory
+# install, without DESTDIR), under the DESTDIR of that install (<build>/install_destdir.txt,
+# written by cmake/BandInstallDirs.cmake.in; the environment's DESTDIR when that file is
+# missing), then removes, deepest first, each directory
 # that is now empty and either is listed in <build>/install_dirs.txt (directories the
 # install created: cmake/BandInstall.cmake) or lies at or under a directory named "band"
 # below the prefix (<build>/install_root.txt) that held a removed file (include/band,
@@ -37,6 +39,15 @@ if(_root)
     band_norm(_root)
 endif()
 
+set(_destdir "$ENV{DESTDIR}")
+if(EXISTS "${BAND_BUILD_DIR}/install_destdir.txt")
+    file(STRINGS "${BAND_BUILD_DIR}/install_destdir.txt" _line REGEX "^DESTDIR=" LIMIT_COUNT 1)
+    string(REGEX REPLACE "^DESTDIR=" "" _destdir "${_line}")
+endif()
+if(NOT _destdir STREQUAL "")
+    message(STATUS "band uninstall: under DESTDIR ${_destdir}")
+endif()
+
 file(STRINGS "${_manifest}" _files)
 set(_removed 0)
 set(_dirs "")
@@ -44,6 +55,7 @@ foreach(_f IN LISTS _files)
     if(_f STREQUAL "")
         continue()
     endif()
+    set(_f "${_destdir}${_f}")
     if(EXISTS "${_f}" OR IS_SYMLINK "${_f}")
         message(STATUS "Uninstalling: ${_f}")
         file(REMOVE "${_f}")
