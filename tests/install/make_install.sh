@@ -113,10 +113,11 @@ if [ -e "$vprefix" ]; then
     echo "make_install: DESTDIR ignored: $vprefix exists" >&2
     exit 1
 fi
-test -f "$dest$vprefix/include/band/band.h" && test -f "$dest$vprefix/lib/libband.so.$version" || {
+if ! test -f "$dest$vprefix/include/band/band.h" ||
+    ! test -f "$dest$vprefix/lib/libband.so.$version"; then
     echo "make_install: nothing installed under DESTDIR $dest$vprefix" >&2
     exit 1
-}
+fi
 if ! grep -q "prefix=\${pcfiledir}" "$dest$vprefix/lib/pkgconfig/band.pc"; then
     echo "make_install: band.pc is not relocatable" >&2
     exit 1

@@ -90,11 +90,11 @@ check_soname()
     for f in "$so" "$so.$soversion" "$so.$version"; do
         test -e "$f" || { echo "install_consumer: missing $f" >&2; exit 1; }
     done
-    test -L "$so" && test -L "$so.$soversion" && test ! -L "$so.$version" || {
+    if ! test -L "$so" || ! test -L "$so.$soversion" || test -L "$so.$version"; then
         echo "install_consumer: lib$1.so and lib$1.so.$soversion must be links to" \
             "lib$1.so.$version" >&2
         exit 1
-    }
+    fi
     got=$(dynamic SONAME "$so.$version")
     if [ "$got" != "lib$1.so.$soversion" ]; then
         echo "install_consumer: lib$1.so.$version has soname '$got'," \
@@ -104,9 +104,16 @@ check_soname()
     echo "lib$1.so.$version: soname $got"
 }
 check_soname band
+# built A - whether adapter A (uv or fd) was installed
+built()
+{
+    case $1 in
+    uv) [ "$uv" = 1 ] ;;
+    fd) [ "$fd" = 1 ] ;;
+    esac
+}
 for a in uv fd; do
-    eval "have=\$$a"
-    [ "$have" = 1 ] || continue
+    built "$a" || continue
     check_soname "band-$a"
     if ! dynamic NEEDED "$libdir/libband-$a.so.$version" | grep -qx "libband.so.$soversion"; then
         echo "install_consumer: libband-$a.so.$version does not need libband.so.$soversion:" \
@@ -130,8 +137,7 @@ if [ -n "$pkgconfig" ]; then
     # Each adapter's .pc requires exactly the band it was built with: beside a band.pc of
     # any other version (a copy of the directory with band.pc edited) it is refused.
     for a in uv fd; do
-        eval "have=\$$a"
-        [ "$have" = 1 ] || continue
+        built "$a" || continue
         req=$("$pkgconfig" --print-requires "band-$a" | grep '^band ' || true)
         if [ "$req" != "band = $version" ]; then
             echo "install_consumer: band-$a.pc requires '$req', want 'band = $version'" >&2
