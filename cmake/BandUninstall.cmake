@@ -49,6 +49,7 @@ if(NOT _destdir STREQUAL "")
 endif()
 
 file(STRINGS "${_manifest}" _files)
+list(REMOVE_DUPLICATES _files) # a header two adapters install is listed twice
 set(_removed 0)
 set(_dirs "")
 foreach(_f IN LISTS _files)
