@@ -44,7 +44,9 @@ if(NOT _warnings STREQUAL "")
 endif()
 # MAN_LINKS makes a page for every member of every struct too (available.3, queue.3,
 # ...): names that belong to no band function and could clash with other packages' pages.
-# Kept: the pages of the headers (band_<name>.h.3) and of band_* and BAND_* names.
+# Kept: the pages of band_* and BAND_* names, and the headers' pages, renamed from
+# <name>.h.3 (Doxygen names them after the file alone: error.h.3) to band_<name>.h.3,
+# with the link pages (".so man3/sem.h.3") pointing at the new names.
 if(DEFINED OUTPUT)
     set(_man "${OUTPUT}/man/man3")
 else()
@@ -52,11 +54,24 @@ else()
     set(_man "${_man}/man/man3")
 endif()
 file(GLOB _pages RELATIVE "${_man}" "${_man}/*.3")
+set(_renamed "")
 foreach(_p IN LISTS _pages)
-    if(NOT _p MATCHES "^(band_|BAND_)")
+    if(_p MATCHES "^[a-z0-9_]+\\.h\\.3$" AND NOT _p MATCHES "^band_")
+        file(RENAME "${_man}/${_p}" "${_man}/band_${_p}")
+        list(APPEND _renamed "${_p}")
+    elseif(NOT _p MATCHES "^(band_|BAND_)")
         file(REMOVE "${_man}/${_p}")
     endif()
 endforeach()
+if(_renamed)
+    file(GLOB _pages "${_man}/*.3")
+    foreach(_p IN LISTS _pages)
+        file(READ "${_p}" _text LIMIT 200)
+        if(_text MATCHES "^\\.so man3/([a-z0-9_]+\\.h\\.3)" AND CMAKE_MATCH_1 IN_LIST _renamed)
+            file(WRITE "${_p}" ".so man3/band_${CMAKE_MATCH_1}\n")
+        endif()
+    endforeach()
+endif()
 
 if(NOT _rc EQUAL 0)
     message(FATAL_ERROR "doxygen failed (exit ${_rc}); its warnings are above and in ${LOG}")
