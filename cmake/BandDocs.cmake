@@ -32,7 +32,7 @@ if(BAND_BUILD_DOCS AND NOT DOXYGEN_FOUND)
         "(Debian: apt-get install doxygen), or configure with -DBAND_BUILD_DOCS=OFF")
 elseif(NOT BAND_BUILD_DOCS)
     if(NOT DOXYGEN_FOUND)
-        message(STATUS "band: doxygen not found: no API reference or man pages "
+        message(STATUS "band: doxygen 1.9 or later not found: no API reference or man pages "
             "(BAND_BUILD_DOCS=OFF)")
     endif()
     return()
