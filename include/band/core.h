@@ -202,7 +202,7 @@ BAND_API int band_waiter_cancel(band_waiter *w, int reason);
  * owner must see the wake with acquire ordering, which every band front end provides) or
  * after a synchronous return.
  *
- * @param w  The waiter.
+ * @param w  The waiter, or NULL.
  * @return 0, a negative BAND_E* code, BAND_PENDING, or BAND_EINVAL for NULL, as described
  *         above.
  */
@@ -211,7 +211,7 @@ BAND_API int band_waiter_status(const band_waiter *w);
 /**
  * @brief 1 if @p w is queued on a primitive, 0 otherwise. MT-safe.
  *
- * @param w  The waiter.
+ * @param w  The waiter, or NULL.
  * @return 1 while queued, 0 otherwise (and for NULL).
  */
 BAND_API int band_waiter_is_pending(const band_waiter *w);
