@@ -17,6 +17,8 @@
 #                  band's harness in the same rounds (scripts/bench_peers.sh) [PEERS_ONLY=...]
 #   make install   release build, then cmake --install into PREFIX (default /usr/local;
 #                  DESTDIR is honoured)
+#   make docs      the API reference and man pages (Doxygen) in build/release/docs/html and
+#                  build/release/docs/man/man3 (docs/api.md, "API reference")
 #   make format    clang-format -i every C file
 #   make lint      clang-format check and clang-tidy
 #   make clean     remove build/
@@ -99,6 +101,11 @@ bench-peers: release
 
 install: release
 	cmake --install $(RELEASE_DIR) --prefix "$(PREFIX)"
+
+.PHONY: docs
+docs: deps
+	@$(LIB) band_configure $(RELEASE_DIR) $(RELEASE_ARGS) -DBAND_BUILD_DOCS=ON
+	@$(LIB) band_build $(RELEASE_DIR) docs
 
 format: deps
 	@bash scripts/lint.sh format
