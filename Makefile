@@ -22,6 +22,8 @@
 #                  BAND_BUILD_UV / BAND_BUILD_FD = AUTO (default), ON (required) or OFF
 #   make uninstall remove every file the last `make install` installed (its
 #                  install_manifest.txt) and the directories it created, once empty
+#   make docs      the API reference and man pages (Doxygen) in build/release/docs/html and
+#                  build/release/docs/man/man3 (docs/api.md, "API reference")
 #   make format    clang-format -i every C file
 #   make lint      clang-format check and clang-tidy
 #   make clean     remove build/
@@ -118,6 +120,11 @@ install:
 
 uninstall:
 	cmake -DBAND_BUILD_DIR="$(abspath $(INSTALL_DIR))" -P cmake/BandUninstall.cmake
+
+.PHONY: docs
+docs: deps
+	@$(LIB) band_configure $(RELEASE_DIR) $(RELEASE_ARGS) -DBAND_BUILD_DOCS=ON
+	@$(LIB) band_build $(RELEASE_DIR) docs
 
 format: deps
 	@bash scripts/lint.sh format

@@ -31,6 +31,7 @@ packages=(
     libcurl4-openssl-dev # the download example's HTTP client
     nginx-light        # the download example's HTTP server on 127.0.0.1
     gnuplot-nox        # scripts/bench_plot.sh: make bench's plots, ctest bench_plot_smoke
+    doxygen            # the API reference and man pages (BAND_BUILD_DOCS, ctest api_reference)
 )
 pkgs=("${packages[@]}")
 
