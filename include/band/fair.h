@@ -79,7 +79,7 @@ typedef struct band_fair_handle band_fair_handle;
  * struct band_fair_opts - how band_fair_create() sets up a fair besides its capacity.
  *
  * Zero-initialise it and set what you need; zero fields take the defaults shown, and a
- * NULL @opts means every default.
+ * NULL @p opts means every default.
  */
 typedef struct band_fair_opts {
     uint32_t classes;        /* priority classes, 1..BAND_FAIR_MAX_CLASSES (0: 1) */
@@ -95,20 +95,20 @@ typedef struct band_fair_opts {
 } band_fair_opts;
 
 /**
- * band_fair_create() - allocate a fair of @capacity units, every unit available, set up
- * by *@opts (NULL: the defaults).
+ * band_fair_create() - allocate a fair of @p capacity units, every unit available, set up
+ * by *@p opts (NULL: the defaults).
  *
- * Returns 0 and stores the fair in *@out, BAND_EINVAL when @out is NULL or a value is out
- * of range (@capacity 0 or above BAND_FAIR_MAX_CAPACITY, too many classes, a quantum,
+ * Returns 0 and stores the fair in *@p out, BAND_EINVAL when @p out is NULL or a value is out
+ * of range (@p capacity 0 or above BAND_FAIR_MAX_CAPACITY, too many classes, a quantum,
  * default weight or default cap out of range, a headroom that is not 0 for class 0, not
  * below the capacity, smaller than a more urgent class's, or set for a class the fair does
- * not have), or BAND_ENOMEM. *@out is unchanged on failure and nothing is allocated. Free
+ * not have), or BAND_ENOMEM. *@p out is unchanged on failure and nothing is allocated. Free
  * with band_fair_destroy().
  */
 BAND_API int band_fair_create(band_fair **out, uint64_t capacity, const band_fair_opts *opts);
 
 /**
- * band_fair_destroy() - free @f and every key state.
+ * band_fair_destroy() - free @p f and every key state.
  *
  * Returns 0, or BAND_EBUSY while requests are queued or key handles are live (nothing
  * freed: close and put the handles first). Units still held become meaningless. NULL
@@ -117,9 +117,9 @@ BAND_API int band_fair_create(band_fair **out, uint64_t capacity, const band_fai
 BAND_API int band_fair_destroy(band_fair *f);
 
 /**
- * band_fair_set_name() - give @f a name that band_fair_get_stats() reports.
+ * band_fair_set_name() - give @p f a name that band_fair_get_stats() reports.
  *
- * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @f is NULL or the
+ * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @p f is NULL or the
  * name does not fit in BAND_NAME_MAX bytes including its NUL (nothing changes). MT-safe.
  */
 BAND_API int band_fair_set_name(band_fair *f, const char *name);
@@ -137,11 +137,11 @@ typedef struct band_fair_key_opts {
 } band_fair_key_opts;
 
 /**
- * band_fair_key_set() - configure @key (creating its state if needed) and pin it.
+ * band_fair_key_set() - configure @p key (creating its state if needed) and pin it.
  *
  * A configured key is never evicted, so it counts towards max_keys until
  * band_fair_key_unset(). New settings apply from the next decision on: nothing held is
- * revoked (a lowered cap only stops new grants), and queued requests of @key larger than
+ * revoked (a lowered cap only stops new grants), and queued requests of @p key larger than
  * the new cap end with BAND_E2BIG (their wakes run on this thread). Returns 0,
  * BAND_EINVAL (NULL argument, a value out of range, reservations over the capacity;
  * nothing changes), BAND_ENOMEM (key table full or no memory). Works after close. MT-safe.
@@ -149,8 +149,8 @@ typedef struct band_fair_key_opts {
 BAND_API int band_fair_key_set(band_fair *f, uint64_t key, const band_fair_key_opts *opts);
 
 /**
- * band_fair_key_unset() - return @key to the defaults and unpin it; its state is evicted
- * once it is idle. Returns 0 (also when @key was not configured) or BAND_EINVAL (NULL).
+ * band_fair_key_unset() - return @p key to the defaults and unpin it; its state is evicted
+ * once it is idle. Returns 0 (also when @p key was not configured) or BAND_EINVAL (NULL).
  * Queued requests larger than the default cap end with BAND_E2BIG. MT-safe.
  */
 BAND_API int band_fair_key_unset(band_fair *f, uint64_t key);
@@ -159,7 +159,7 @@ BAND_API int band_fair_key_unset(band_fair *f, uint64_t key);
  * struct band_fair_acquire_op - one asynchronous acquisition, owned by the caller.
  *
  * Embed it in your own structure; the waiter is the first member, so a wake function can
- * turn its band_waiter back into the op. Initialise @w with band_waiter_init() before
+ * turn its band_waiter back into the op. Initialise @p w with band_waiter_init() before
  * each submission; band_fair_acquire_async() copies the key, class and units into the
  * private fields, which must not be touched while the op is pending. 96 bytes on LP64.
  */
@@ -174,13 +174,13 @@ typedef struct band_fair_acquire_op {
 } band_fair_acquire_op;
 
 /**
- * band_fair_try_acquire() - take @n units for @key in class @cls now, or refuse.
+ * band_fair_try_acquire() - take @p n units for @p key in class @p cls now, or refuse.
  *
  * Returns 0 (granted; n == 0 always succeeds on an open fair and creates no key state),
  * BAND_EAGAIN (does not fit now, or it would overtake a waiting request it must not
- * pass), BAND_E2BIG (@n exceeds the key's cap, or the capacity minus the class's headroom:
- * it could never be granted), BAND_ENOMEM (@key is new and the key table is full, or its
- * state could not be allocated), BAND_ECLOSED, or BAND_EINVAL (NULL @f, @cls out of
+ * pass), BAND_E2BIG (@p n exceeds the key's cap, or the capacity minus the class's headroom:
+ * it could never be granted), BAND_ENOMEM (@p key is new and the key table is full, or its
+ * state could not be allocated), BAND_ECLOSED, or BAND_EINVAL (NULL @p f, @p cls out of
  * range). Never waits. A grant can end a stall (this
  * key reached its cap where it had the turn, or it no longer protects its reservation), so
  * this call may run wakes of the requests that lets in, on this thread, after unlocking.
@@ -189,18 +189,18 @@ typedef struct band_fair_acquire_op {
 BAND_API int band_fair_try_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_t n);
 
 /**
- * band_fair_acquire_async() - take @n units for @key in class @cls now, or queue @op.
+ * band_fair_acquire_async() - take @p n units for @p key in class @p cls now, or queue @p op.
  *
- * @op->w must have been initialised with band_waiter_init() (a wake function is needed)
- * and must not be pending; @key, @cls and @n are copied into @op. Returns 0 when granted
+ * @p op->w must have been initialised with band_waiter_init() (a wake function is needed)
+ * and must not be pending; @p key, @p cls and @p n are copied into @p op. Returns 0 when granted
  * at once (no wake follows), BAND_PENDING when queued (from then on exactly one of {wake
  * called once, band_waiter_cancel(&op->w) returns 0} ends it), or a code as
- * band_fair_try_acquire() except BAND_EAGAIN; BAND_EINVAL also when @op is NULL, or its
- * waiter is pending or has no wake (then @op is untouched); BAND_EOVERFLOW when the units
- * queued in class @cls would exceed 2^64 - 1. Refusals other than BAND_EINVAL are also
- * reported by band_waiter_status(&op->w). When the wake reports 0 the owner holds @n
- * units of @key; a wake may also report BAND_ECLOSED or BAND_E2BIG (the key's cap was
- * lowered below @n). Cancelling a queued op returns nothing (a request holds nothing until
+ * band_fair_try_acquire() except BAND_EAGAIN; BAND_EINVAL also when @p op is NULL, or its
+ * waiter is pending or has no wake (then @p op is untouched); BAND_EOVERFLOW when the units
+ * queued in class @p cls would exceed 2^64 - 1. Refusals other than BAND_EINVAL are also
+ * reported by band_waiter_status(&op->w). When the wake reports 0 the owner holds @p n
+ * units of @p key; a wake may also report BAND_ECLOSED or BAND_E2BIG (the key's cap was
+ * lowered below @p n). Cancelling a queued op returns nothing (a request holds nothing until
  * it is granted whole), but may let other requests be granted: their wakes run on the
  * cancelling thread. Never allocates for a live key. MT-safe.
  */
@@ -208,13 +208,13 @@ BAND_API int band_fair_acquire_async(band_fair *f, uint64_t key, uint32_t cls, u
                                      band_fair_acquire_op *op);
 
 /**
- * band_fair_acquire() - take @n units for @key in class @cls, blocking until @deadline.
+ * band_fair_acquire() - take @p n units for @p key in class @p cls, blocking until @p deadline.
  *
  * Returns 0 (a grant that races with the deadline wins), BAND_ETIMEDOUT (a past deadline
  * means "do not wait": such a call never queues), or a code as band_fair_acquire_async().
  * MT-safe.
  *
- * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * @p cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
  * wait", as a past deadline does (band/cancel.h).
  */
@@ -222,44 +222,44 @@ BAND_API int band_fair_acquire(band_fair *f, uint64_t key, uint32_t cls, uint64_
                                band_time deadline, band_cancel *cancel);
 
 /**
- * band_fair_release() - return @n units that @key holds.
+ * band_fair_release() - return @p n units that @p key holds.
  *
  * The units go to waiting requests as the rules above decide; their wakes run on this
- * thread before it returns. Returns 0, or BAND_EINVAL (NULL @f, or @key holds fewer than
- * @n units: nothing changes). Works after close. MT-safe.
+ * thread before it returns. Returns 0, or BAND_EINVAL (NULL @p f, or @p key holds fewer than
+ * @p n units: nothing changes). Works after close. MT-safe.
  */
 BAND_API int band_fair_release(band_fair *f, uint64_t key, uint64_t n);
 
 /**
- * band_fair_handle_get() - a handle on @key, for band_fair_handle_try_acquire() and
+ * band_fair_handle_get() - a handle on @p key, for band_fair_handle_try_acquire() and
  * band_fair_handle_release(), which skip the key lookup and, while nothing is queued, the
  * lock.
  *
- * Creates @key's state when it has none. While a handle refers to it the state is never
+ * Creates @p key's state when it has none. While a handle refers to it the state is never
  * evicted, so it counts towards max_keys until band_fair_handle_put() (a handle does not
  * configure the key: key_set/key_unset work as usual). Several handles may refer to one
  * key (one per thread, say). The units are the key's, not the handle's: units taken
  * through a handle can be released by band_fair_release() with the key id and the other
  * way round, and the key's and classes' counters include the handles' grants.
  *
- * Returns 0 and stores the handle in *@out, BAND_EINVAL (NULL argument), or BAND_ENOMEM
- * (@key is new and the key table is full, or no memory; *@out unchanged). Works after
+ * Returns 0 and stores the handle in *@p out, BAND_EINVAL (NULL argument), or BAND_ENOMEM
+ * (@p key is new and the key table is full, or no memory; *@p out unchanged). Works after
  * close. MT-safe. Put every handle before band_fair_destroy().
  */
 BAND_API int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle **out);
 
 /**
- * band_fair_handle_put() - drop handle @h (freed); its key's state is evicted once idle
- * and unreferenced. Units the key holds stay held. Returns 0 (NULL: 0). MT-safe, but @h
+ * band_fair_handle_put() - drop handle @p h (freed); its key's state is evicted once idle
+ * and unreferenced. Units the key holds stay held. Returns 0 (NULL: 0). MT-safe, but @p h
  * must not be in use by another call.
  */
 BAND_API int band_fair_handle_put(band_fair_handle *h);
 
 /**
- * band_fair_handle_try_acquire() - band_fair_try_acquire() for @h's key: the same answers,
+ * band_fair_handle_try_acquire() - band_fair_try_acquire() for @p h's key: the same answers,
  * counters and wakes (never BAND_ENOMEM: the key is live). Lock-free (two atomic
  * compare-and-swaps) while nothing is queued, the fair is open and the key has no
- * reservation; it takes the lock otherwise. BAND_EINVAL for NULL @h or @cls out of range.
+ * reservation; it takes the lock otherwise. BAND_EINVAL for NULL @p h or @p cls out of range.
  * With GCC or Clang the lock-free path runs inline in the caller (see "Inline fast paths"
  * below).
  *
@@ -270,8 +270,8 @@ BAND_API int band_fair_handle_put(band_fair_handle *h);
 BAND_API int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n);
 
 /**
- * band_fair_handle_release() - band_fair_release() for @h's key: 0, or BAND_EINVAL (NULL
- * @h, or the key holds fewer than @n units: nothing changes). Lock-free while nothing is
+ * band_fair_handle_release() - band_fair_release() for @p h's key: 0, or BAND_EINVAL (NULL
+ * @p h, or the key holds fewer than @p n units: nothing changes). Lock-free while nothing is
  * queued and the fair is open; otherwise it takes the lock to hand the units to waiting
  * requests, whose wakes run on this thread. Works after close. Calls on one handle must
  * not overlap.
@@ -286,7 +286,7 @@ BAND_API int band_fair_handle_release(band_fair_handle *h, uint64_t n);
  */
 BAND_API int band_fair_close(band_fair *f);
 
-/** band_fair_is_closed() - 1 once band_fair_close() was called on @f, else 0 (0 for
+/** band_fair_is_closed() - 1 once band_fair_close() was called on @p f, else 0 (0 for
  *  NULL). MT-safe. */
 BAND_API int band_fair_is_closed(const band_fair *f);
 
@@ -348,11 +348,11 @@ typedef struct band_fair_key_stats {
     uint64_t wait_ns_max;
 } band_fair_key_stats;
 
-/** band_fair_get_stats() - copy @f's counters into *@out. 0 or BAND_EINVAL. MT-safe. */
+/** band_fair_get_stats() - copy @p f's counters into *@p out. 0 or BAND_EINVAL. MT-safe. */
 BAND_API int band_fair_get_stats(const band_fair *f, band_fair_stats *out);
 
 /**
- * band_fair_key_get_stats() - copy @key's counters into *@out.
+ * band_fair_key_get_stats() - copy @p key's counters into *@p out.
  *
  * Returns 0 (out->live says whether the key has state; never creates it) or BAND_EINVAL.
  * MT-safe.
@@ -360,10 +360,10 @@ BAND_API int band_fair_get_stats(const band_fair *f, band_fair_stats *out);
 BAND_API int band_fair_key_get_stats(const band_fair *f, uint64_t key, band_fair_key_stats *out);
 
 /**
- * band_fair_list_keys() - copy the counters of up to @max live keys into @out (in no
- * particular order) and store how many were copied in *@count.
+ * band_fair_list_keys() - copy the counters of up to @p max live keys into @p out (in no
+ * particular order) and store how many were copied in *@p count.
  *
- * Returns 0, or BAND_EINVAL (NULL @f or @count, or NULL @out with @max > 0). Takes the lock
+ * Returns 0, or BAND_EINVAL (NULL @p f or @p count, or NULL @p out with @p max > 0). Takes the lock
  * for the whole copy: for operators, not for hot paths. MT-safe.
  */
 BAND_API int band_fair_list_keys(const band_fair *f, band_fair_key_stats *out, size_t max,
@@ -373,10 +373,10 @@ BAND_API int band_fair_list_keys(const band_fair *f, band_fair_key_stats *out, s
  * band_fair_handle_try_finish() - complete a handle try whose first steps ran inline.
  *
  * Called only by the inline band_fair_handle_try_acquire() below, never directly: after it
- * added @n to the fair's state word (the units in use) and its compare-and-swap on the
- * key's held units failed, finding @held there. It charges the key, or gives the units in
+ * added @p n to the fair's state word (the units in use) and its compare-and-swap on the
+ * key's held units failed, finding @p held there. It charges the key, or gives the units in
  * use back and lets the lock decide. Returns what band_fair_handle_try_acquire() returns
- * for the same call; BAND_EINVAL (nothing done) for NULL @h, @cls out of range or @n == 0.
+ * for the same call; BAND_EINVAL (nothing done) for NULL @p h, @p cls out of range or @p n == 0.
  * Same thread rules as band_fair_handle_try_acquire().
  */
 BAND_API int band_fair_handle_try_finish(band_fair_handle *h, uint32_t cls, uint64_t n,
@@ -388,7 +388,7 @@ BAND_API int band_fair_handle_try_finish(band_fair_handle *h, uint32_t cls, uint
  * Called only by the inline band_fair_handle_release() below, never directly: after it
  * took its units off the key and the fair's state word and found BAND_FAIR_PREFIX_SLOW
  * set there (requests may wait for them). It hands the units on under the lock; wakes
- * run on this thread. Returns 0, or BAND_EINVAL (NULL @h). MT-safe.
+ * run on this thread. Returns 0, or BAND_EINVAL (NULL @p h). MT-safe.
  */
 BAND_API int band_fair_handle_release_finish(band_fair_handle *h);
 

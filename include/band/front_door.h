@@ -35,7 +35,7 @@ struct band_histo;
 typedef struct band_front_door_opts {
     band_sem *sem;      /* concurrency: a request takes `n` permits */
     band_rate *rate;    /* rate: a request takes `n` tokens */
-    band_chan *backlog; /* accepted-for-later: band_front_door_admit()'s @job goes here when
+    band_chan *backlog; /* accepted-for-later: band_front_door_admit()'s @p job goes here when
                            the semaphore has no room (try_send: never waits) */
     int classes;        /* priority classes, 1..BAND_FRONT_DOOR_CLASSES (0 means 1); class 0
                            is the most urgent */
@@ -50,16 +50,16 @@ typedef struct band_front_door_opts {
 } band_front_door_opts;
 
 /**
- * band_front_door_create() - a front door over the bounds of @opts (NULL: none).
+ * band_front_door_create() - a front door over the bounds of @p opts (NULL: none).
  *
- * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, classes out of range, headroom
+ * Returns 0 and stores it in *@p out, BAND_EINVAL (NULL @p out, classes out of range, headroom
  * decreasing or above BAND_MAX_UNITS, a negative wait, a backlog without a semaphore), or
- * BAND_ENOMEM; on error *@out is untouched and nothing is allocated. MT-safe.
+ * BAND_ENOMEM; on error *@p out is untouched and nothing is allocated. MT-safe.
  */
 BAND_API int band_front_door_create(band_front_door **out, const band_front_door_opts *opts);
 
 /**
- * band_front_door_destroy() - free @d (NULL is a no-op).
+ * band_front_door_destroy() - free @p d (NULL is a no-op).
  *
  * Returns 0, or BAND_EBUSY while an admission is waiting for permits inside
  * band_front_door_admit() (nothing freed: let it end, for example by closing the
@@ -70,25 +70,25 @@ BAND_API int band_front_door_create(band_front_door **out, const band_front_door
 BAND_API int band_front_door_destroy(band_front_door *d);
 
 /**
- * band_front_door_set_name() - give @d a name that band_front_door_get_stats() reports.
+ * band_front_door_set_name() - give @p d a name that band_front_door_get_stats() reports.
  *
- * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @d is NULL or the
+ * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @p d is NULL or the
  * name does not fit in BAND_NAME_MAX bytes including its NUL (nothing changes). MT-safe.
  */
 BAND_API int band_front_door_set_name(band_front_door *d, const char *name);
 
 /**
- * band_front_door_admit() - decide one request of @n units at priority @cls, cheapest
+ * band_front_door_admit() - decide one request of @p n units at priority @p cls, cheapest
  * checks first, before the caller does any expensive work.
  *
  * Order: closed → GONE; a request the door can never admit → TOO_BIG (more than
  * BAND_MAX_UNITS with a semaphore, more than a budget's capacity minus
- * headroom[@cls], more tokens than the rate budget's burst; no Retry-After, the job is not
- * queued); shedding (class @cls would leave less than headroom[@cls], also when the room
+ * headroom[@p cls], more tokens than the rate budget's burst; no Retry-After, the job is not
+ * queued); shedding (class @p cls would leave less than headroom[@p cls], also when the room
  * vanished between the check and the try) → SHED; permits (try; then, for a class without
- * headroom, wait up to opts.wait, capped by @deadline) and then tokens, both or neither →
- * ACCEPT with the permits in *@permit; no permits but @job and a backlog with room → LATER
- * (the element *@job was sent); otherwise BUSY, OVER_QUOTA or GONE (the semaphore or the
+ * headroom, wait up to opts.wait, capped by @p deadline) and then tokens, both or neither →
+ * ACCEPT with the permits in *@p permit; no permits but @p job and a backlog with room → LATER
+ * (the element *@p job was sent); otherwise BUSY, OVER_QUOTA or GONE (the semaphore or the
  * rate budget closed, or the door closed while the request waited).
  *
  * Both or neither holds on every path: tokens are taken only once the permits are held,
@@ -98,19 +98,19 @@ BAND_API int band_front_door_set_name(band_front_door *d, const char *name);
  * too few tokens now it answers OVER_QUOTA at once instead of waiting for permits it would
  * have to give back.
  *
- * Returns 0 with *@ans filled (the kind says what to do; only ACCEPT hands permits over,
- * and they go back with band_front_door_done()), or BAND_EINVAL (NULL @d/@ans, @n 0, @cls
- * out of range, @permit NULL while the door has a semaphore or not empty) with *@ans
+ * Returns 0 with *@p ans filled (the kind says what to do; only ACCEPT hands permits over,
+ * and they go back with band_front_door_done()), or BAND_EINVAL (NULL @p d/@p ans, @p n 0, @p cls
+ * out of range, @p permit NULL while the door has a semaphore or not empty) with *@p ans
  * untouched.
  * Retry-After: a rate budget's exact retry-after for OVER_QUOTA after the permits were
  * taken; for OVER_QUOTA found before a wait, the time for the missing whole tokens to flow
  * in (at most one token interval above the exact figure); for BUSY and SHED, the measured
- * mean hold time × ceil((waiters + @n) / capacity), saturating at INT64_MAX, or 1 s before
+ * mean hold time × ceil((waiters + @p n) / capacity), saturating at INT64_MAX, or 1 s before
  * any measurement; 0 for TOO_BIG and GONE. The never-fits checks read the semaphore's and
  * the rate budget's counters (each takes its lock briefly) and run only on paths that are
  * refusing or about to wait. MT-safe.
  *
- * @cancel (NULL for none): when it is requested the call stops waiting and answers GONE
+ * @p cancel (NULL for none): when it is requested the call stops waiting and answers GONE
  * with reason BAND_ECANCELED, nothing taken; a token requested before the call means
  * "do not wait", as a past deadline does (band/cancel.h).
  */
@@ -119,17 +119,17 @@ BAND_API int band_front_door_admit(band_front_door *d, int cls, uint64_t n, cons
                                    band_cancel *cancel);
 
 /**
- * band_front_door_done() - the admitted work finished: releases *@permit (like
+ * band_front_door_done() - the admitted work finished: releases *@p permit (like
  * band_permit_release()) and feeds its hold time into the Retry-After estimate.
- * @admitted_at is the band_now() of the admission, 0 to skip the measurement. For a door
- * without a semaphore @permit may be NULL (or empty): done() only measures.
+ * @p admitted_at is the band_now() of the admission, 0 to skip the measurement. For a door
+ * without a semaphore @p permit may be NULL (or empty): done() only measures.
  *
  * Returns 0, BAND_EOVERFLOW as band_permit_release() (the permit keeps its permits), or
- * BAND_EINVAL with nothing changed (nothing released, nothing measured): NULL @d; a
- * negative @admitted_at or one after band_now(); for a door with a semaphore, @permit NULL,
+ * BAND_EINVAL with nothing changed (nothing released, nothing measured): NULL @p d; a
+ * negative @p admitted_at or one after band_now(); for a door with a semaphore, @p permit NULL,
  * empty (a second done() for one admission) or of another semaphore, or holding more
  * permits than the door has handed out and not yet taken back; for a door without one, a
- * non-empty @permit. MT-safe.
+ * non-empty @p permit. MT-safe.
  */
 BAND_API int band_front_door_done(band_front_door *d, band_permit *permit, band_time admitted_at);
 

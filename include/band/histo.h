@@ -63,31 +63,31 @@ typedef struct band_histo_snapshot {
     uint64_t buckets[BAND_HISTO_BUCKETS];
 } band_histo_snapshot;
 
-/** band_histo_init() - make @h empty. Not MT-safe for the same @h. NULL is ignored. */
+/** band_histo_init() - make @p h empty. Not MT-safe for the same @p h. NULL is ignored. */
 BAND_API void band_histo_init(band_histo *h);
 
-/** band_histo_reset() - make @h empty again; see the header note on racing records. NULL
+/** band_histo_reset() - make @p h empty again; see the header note on racing records. NULL
  *  is ignored. */
 BAND_API void band_histo_reset(band_histo *h);
 
 /**
- * band_histo_record() - add one value @v to @h.
+ * band_histo_record() - add one value @p v to @p h.
  *
  * Wait-free, relaxed atomics only; never fails (NULL is ignored). MT-safe.
  */
 BAND_API void band_histo_record(band_histo *h, uint64_t v);
 
 /**
- * band_histo_read() - copy @h into *@out (see the header note on consistency).
+ * band_histo_read() - copy @p h into *@p out (see the header note on consistency).
  *
  * Returns 0, or BAND_EINVAL for a NULL argument. MT-safe with recording.
  */
 BAND_API int band_histo_read(const band_histo *h, band_histo_snapshot *out);
 
 /**
- * band_histo_merge() - add the snapshot @src into the snapshot @dst (counts, sums
+ * band_histo_merge() - add the snapshot @p src into the snapshot @p dst (counts, sums
  * saturating, min and max). Returns 0 or BAND_EINVAL (NULL argument). Not MT-safe for
- * the same @dst (a snapshot has one owner).
+ * the same @p dst (a snapshot has one owner).
  */
 BAND_API int band_histo_merge(band_histo_snapshot *dst, const band_histo_snapshot *src);
 
@@ -98,22 +98,22 @@ BAND_API int band_histo_merge(band_histo_snapshot *dst, const band_histo_snapsho
  * Returns the upper bound of the bucket that holds rank ceil(@p * count) (at least rank
  * 1), clamped to the snapshot's max: never below the true percentile and at most 12.5 %
  * above it. p <= 0 gives the min, p >= 1 the max. Returns 0 for an empty snapshot or NULL.
- * MT-safe (it only reads @s).
+ * MT-safe (it only reads @p s).
  */
 BAND_API uint64_t band_histo_percentile(const band_histo_snapshot *s, double p);
 
 /** band_histo_mean() - sum / count of the snapshot, 0 when empty or NULL. MT-safe (it
- *  only reads @s). */
+ *  only reads @p s). */
 BAND_API double band_histo_mean(const band_histo_snapshot *s);
 
-/** band_histo_bucket_of() - the index of the bucket that holds @v. Pure: MT-safe. */
+/** band_histo_bucket_of() - the index of the bucket that holds @p v. Pure: MT-safe. */
 BAND_API unsigned band_histo_bucket_of(uint64_t v);
 
-/** band_histo_bucket_low() - the smallest value of bucket @i (@i < BAND_HISTO_BUCKETS;
- *  UINT64_MAX for an @i beyond the last). Pure: MT-safe. */
+/** band_histo_bucket_low() - the smallest value of bucket @p i (@p i < BAND_HISTO_BUCKETS;
+ *  UINT64_MAX for an @p i beyond the last). Pure: MT-safe. */
 BAND_API uint64_t band_histo_bucket_low(unsigned i);
 
-/** band_histo_bucket_high() - the largest value of bucket @i (@i < BAND_HISTO_BUCKETS;
+/** band_histo_bucket_high() - the largest value of bucket @p i (@p i < BAND_HISTO_BUCKETS;
  *  UINT64_MAX for the last bucket and beyond). Pure: MT-safe. */
 BAND_API uint64_t band_histo_bucket_high(unsigned i);
 

@@ -8,16 +8,16 @@
  * dropped (band_limit_on_done()), and the controller moves the limit:
  *
  *  - BAND_LIMIT_AIMD: additive increase, multiplicative decrease. Every "window" of samples
- *    without congestion adds @increase; a drop, or a round trip slower than @rtt_limit
- *    (0: drops only), multiplies the limit by @backoff - at most once per round trip: a
+ *    without congestion adds @p increase; a drop, or a round trip slower than @p rtt_limit
+ *    (0: drops only), multiplies the limit by @p backoff - at most once per round trip: a
  *    congestion signal from a request that started before the last decrease is ignored.
  *  - BAND_LIMIT_GRADIENT (Netflix's gradient, a Vegas relative): once per window,
- *    gradient = clamp(@tolerance * min_rtt / window_rtt, 0.5, 1), and the limit moves a
- *    fraction @smoothing of the way to limit * gradient + queue, where queue is @queue or
+ *    gradient = clamp(@p tolerance * min_rtt / window_rtt, 0.5, 1), and the limit moves a
+ *    fraction @p smoothing of the way to limit * gradient + queue, where queue is @p queue or
  *    sqrt(limit). With no queueing the gradient is 1 and the limit grows by about
  *    smoothing * queue per window; once latency rises with the limit it settles near
- *    tolerance * capacity + queue. Drops cut it by @backoff as in AIMD.
- *  - Both: the limit stays within [@min, @max]; it never grows in a window where fewer than
+ *    tolerance * capacity + queue. Drops cut it by @p backoff as in AIMD.
+ *  - Both: the limit stays within [@p min, @p max]; it never grows in a window where fewer than
  *    half of the permits were in use (an idle client learns nothing about capacity);
  *    samples from requests started before the last change are not used to judge it.
  *
@@ -89,27 +89,27 @@ typedef struct band_limit_opts {
 } band_limit_opts;
 
 /**
- * band_limit_create() - a limit with its own semaphore holding @opts->initial permits
- * (@opts may be NULL: the defaults).
+ * band_limit_create() - a limit with its own semaphore holding @p opts->initial permits
+ * (@p opts may be NULL: the defaults).
  *
- * Returns 0 and stores it in *@out, BAND_EINVAL (NULL @out, an invalid option), or
- * BAND_ENOMEM; on error *@out is untouched and nothing is allocated. Free it with
+ * Returns 0 and stores it in *@p out, BAND_EINVAL (NULL @p out, an invalid option), or
+ * BAND_ENOMEM; on error *@p out is untouched and nothing is allocated. Free it with
  * band_limit_destroy(). MT-safe.
  */
 BAND_API int band_limit_create(band_limit **out, const band_limit_opts *opts);
 
 /**
- * band_limit_destroy() - free @l and its semaphore.
+ * band_limit_destroy() - free @p l and its semaphore.
  *
  * Returns 0 (NULL too), or BAND_EBUSY while acquisitions are queued on the semaphore
- * (nothing freed; close it first). Not MT-safe against other calls on @l.
+ * (nothing freed; close it first). Not MT-safe against other calls on @p l.
  */
 BAND_API int band_limit_destroy(band_limit *l);
 
 /**
- * band_limit_set_name() - give @l a name that band_limit_get_stats() reports.
+ * band_limit_set_name() - give @p l a name that band_limit_get_stats() reports.
  *
- * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @l is NULL or the
+ * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @p l is NULL or the
  * name does not fit in BAND_NAME_MAX bytes including its NUL (nothing changes). MT-safe.
  */
 BAND_API int band_limit_set_name(band_limit *l, const char *name);
@@ -123,7 +123,7 @@ BAND_API int band_limit_close(band_limit *l);
 BAND_API int band_limit_is_closed(const band_limit *l);
 
 /**
- * band_limit_sem() - the semaphore the limit sizes (NULL for NULL @l).
+ * band_limit_sem() - the semaphore the limit sizes (NULL for NULL @p l).
  *
  * Use it for async acquisitions (band_sem_acquire_async(sem, 1, w)); after a grant call
  * band_limit_adopt() so the in-flight count includes the request, and band_limit_on_done()
@@ -136,14 +136,14 @@ BAND_API band_sem *band_limit_sem(band_limit *l);
  *  (NULL). MT-safe. */
 BAND_API int band_limit_try_acquire(band_limit *l);
 
-/** band_limit_acquire() - take one permit, blocking until @deadline: 0 (counted in
- *  flight), BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL (NULL). @cancel (NULL for none):
+/** band_limit_acquire() - take one permit, blocking until @p deadline: 0 (counted in
+ *  flight), BAND_ETIMEDOUT, BAND_ECLOSED, BAND_EINVAL (NULL). @p cancel (NULL for none):
  *  when it is requested the wait ends with BAND_ECANCELED, nothing taken; a token
  *  requested before the call means "do not wait" (band/cancel.h). MT-safe. */
 BAND_API int band_limit_acquire(band_limit *l, band_time deadline, band_cancel *cancel);
 
 /** band_limit_adopt() - count a permit acquired through band_limit_sem() as in flight.
- *  Returns 0, or BAND_EINVAL (NULL @l, or @max permits are already counted in flight: no
+ *  Returns 0, or BAND_EINVAL (NULL @p l, or @p max permits are already counted in flight: no
  *  caller can hold more than the highest limit, so this permit was never handed out;
  *  nothing changes). MT-safe. */
 BAND_API int band_limit_adopt(band_limit *l);
@@ -152,10 +152,10 @@ BAND_API int band_limit_adopt(band_limit *l);
  * band_limit_on_done() - a request that holds one permit finished: record it as a sample
  * (band_limit_sample()), then return its permit and count it out of flight.
  *
- * @start and @now are the request's start and end (same clock, any origin). Returns 0,
+ * @p start and @p now are the request's start and end (same clock, any origin). Returns 0,
  * or BAND_EINVAL with nothing changed (no sample recorded, no permit returned, the
- * in-flight count as it was): NULL @l, @now before @start, @now - @start not
- * representable in a band_time, an unknown @outcome, or no permit counted in flight (a
+ * in-flight count as it was): NULL @p l, @p now before @p start, @p now - @p start not
+ * representable in a band_time, an unknown @p outcome, or no permit counted in flight (a
  * report for a request that took no permit, or a second report for one request; returning
  * a permit anyway would raise the semaphore above the limit). Wakes of acquirers that the
  * returned permit or a raised limit completed run on this thread, under no lock. Never
@@ -167,8 +167,8 @@ BAND_API int band_limit_on_done(band_limit *l, band_time start, band_time now, i
  * band_limit_sample() - feed one measurement without touching permits or the in-flight
  * count (for callers that hold permits some other way).
  *
- * Returns 0, or BAND_EINVAL (nothing recorded) for NULL @l, @now before @start, @now -
- * @start not representable in a band_time, or an unknown @outcome. May change the limit
+ * Returns 0, or BAND_EINVAL (nothing recorded) for NULL @p l, @p now before @p start, @p now -
+ * @p start not representable in a band_time, or an unknown @p outcome. May change the limit
  * (wakes as band_limit_on_done()). MT-safe.
  */
 BAND_API int band_limit_sample(band_limit *l, band_time start, band_time now, int outcome);
@@ -198,7 +198,7 @@ typedef struct band_limit_stats {
     uint64_t decreases;     /* adjustments that lowered it */
 } band_limit_stats;
 
-/** band_limit_get_stats() - copy the estimates into *@out: 0 or BAND_EINVAL (NULL
+/** band_limit_get_stats() - copy the estimates into *@p out: 0 or BAND_EINVAL (NULL
  *  argument). Takes the limit's mutex briefly. MT-safe. */
 BAND_API int band_limit_get_stats(const band_limit *l, band_limit_stats *out);
 

@@ -3,7 +3,7 @@
  * band/rate.h - a rate budget: token bucket, computed as GCRA.
  *
  * A semaphore bounds how much work is in flight; a rate budget bounds how fast work may
- * start. Tokens flow in at @tokens per @period; the bucket holds at most @burst. Taking
+ * start. Tokens flow in at @p tokens per @p period; the bucket holds at most @p burst. Taking
  * n tokens is allowed when n are in the bucket. The state is how long until the bucket is
  * full again (the "theoretical arrival time" of the generic cell rate algorithm), so
  * nothing ticks in the background and a bucket costs the same whether it is used once a
@@ -48,7 +48,7 @@ typedef struct band_rate band_rate;
  *  reads it once, except a band_rate_try_acquire() refusal whose wait is longer than its
  *  tokens take to refill (bookings run ahead), which reads it a second time. */
 typedef band_time band_rate_clock_fn(void *ctx);
-/** The sleep hook of band_rate_acquire(): return once the clock reads @until or later. */
+/** The sleep hook of band_rate_acquire(): return once the clock reads @p until or later. */
 typedef void band_rate_sleep_fn(void *ctx, band_time until);
 
 /** Creation options; NULL or a zero-initialised struct means the real clock and sleep. */
@@ -61,28 +61,28 @@ typedef struct band_rate_opts {
 } band_rate_opts;
 
 /**
- * band_rate_create() - a bucket that starts full: @tokens per @period nanoseconds
- * (BAND_SEC for "per second"), holding at most @burst (the most tokens one request can
- * take). @opts may be NULL (the real clock). The hooks are read once, here.
+ * band_rate_create() - a bucket that starts full: @p tokens per @p period nanoseconds
+ * (BAND_SEC for "per second"), holding at most @p burst (the most tokens one request can
+ * take). @p opts may be NULL (the real clock). The hooks are read once, here.
  *
- * Returns 0 and stores it in *@out; BAND_EINVAL (NULL @out, @tokens, @period or @burst 0, a
- * negative @period, @tokens above INT64_MAX, a sleep hook without a clock hook);
- * BAND_EOVERFLOW (@burst x @period does not fit in 63 bits: the bucket's depth in time must
- * be representable); BAND_ENOMEM. On error *@out is untouched. MT-safe.
+ * Returns 0 and stores it in *@p out; BAND_EINVAL (NULL @p out, @p tokens, @p period or @p burst 0, a
+ * negative @p period, @p tokens above INT64_MAX, a sleep hook without a clock hook);
+ * BAND_EOVERFLOW (@p burst x @p period does not fit in 63 bits: the bucket's depth in time must
+ * be representable); BAND_ENOMEM. On error *@p out is untouched. MT-safe.
  */
 BAND_API int band_rate_create(band_rate **out, uint64_t tokens, band_time period, uint64_t burst,
                               const band_rate_opts *opts);
 
-/** band_rate_destroy() - free @r (NULL is a no-op). A rate budget never queues a waiter, so
+/** band_rate_destroy() - free @p r (NULL is a no-op). A rate budget never queues a waiter, so
  *  there is nothing to refuse for: bookings still held become dangling (do not cancel them
- *  afterwards), and a front door that refers to @r must be destroyed first. Not MT-safe
- *  against other calls on @r. Returns 0. */
+ *  afterwards), and a front door that refers to @p r must be destroyed first. Not MT-safe
+ *  against other calls on @p r. Returns 0. */
 BAND_API int band_rate_destroy(band_rate *r);
 
 /**
- * band_rate_set_name() - give @r a name that band_rate_get_stats() reports.
+ * band_rate_set_name() - give @p r a name that band_rate_get_stats() reports.
  *
- * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @r is NULL or the
+ * The name is copied. NULL clears it. Returns 0, or BAND_EINVAL when @p r is NULL or the
  * name does not fit in BAND_NAME_MAX bytes including its NUL (nothing changes). MT-safe.
  */
 BAND_API int band_rate_set_name(band_rate *r, const char *name);
@@ -96,7 +96,7 @@ BAND_API int band_rate_set_name(band_rate *r, const char *name);
  * at the new rate up to the new burst, and tokens taken cost the new interval. A change of
  * burst alone mints nothing: an empty bucket of 3 raised to 20 is still empty. Bookings
  * already made keep their slots (a booking is never moved). The tokens held are re-counted
- * in the new units rounding down, by less than 1/@period of a token.
+ * in the new units rounding down, by less than 1/@p period of a token.
  *
  * Returns 0, BAND_EINVAL or BAND_EOVERFLOW as band_rate_create(), or BAND_EOVERFLOW when
  * the tokens owed, at the new rate, would take the bucket past INT64_MAX (or more than
@@ -105,15 +105,15 @@ BAND_API int band_rate_set_name(band_rate *r, const char *name);
 BAND_API int band_rate_set(band_rate *r, uint64_t tokens, band_time period, uint64_t burst);
 
 /**
- * band_rate_try_acquire() - take @n tokens now, or refuse; never waits.
+ * band_rate_try_acquire() - take @p n tokens now, or refuse; never waits.
  *
  * Returns 0 (taken); BAND_EAGAIN (not enough tokens, bookings ahead included; nothing
- * taken; *@retry_after, when not NULL, is the wait in nanoseconds after which the same
- * request would succeed if nobody else took tokens meanwhile); BAND_E2BIG (@n > burst: it
- * can never succeed); BAND_ECLOSED; BAND_EINVAL (NULL @r, @n 0); BAND_EOVERFLOW (the bucket
- * would be full again only after INT64_MAX; nothing taken). *@retry_after is 0 for every
+ * taken; *@p retry_after, when not NULL, is the wait in nanoseconds after which the same
+ * request would succeed if nobody else took tokens meanwhile); BAND_E2BIG (@p n > burst: it
+ * can never succeed); BAND_ECLOSED; BAND_EINVAL (NULL @p r, @p n 0); BAND_EOVERFLOW (the bucket
+ * would be full again only after INT64_MAX; nothing taken). *@p retry_after is 0 for every
  * answer but BAND_EAGAIN. MT-safe and, for settings whose state fits the bucket's word,
- * lock-free while no other call on @r holds its mutex; between threads it may apply a
+ * lock-free while no other call on @p r holds its mutex; between threads it may apply a
  * clock reading slightly older than another thread's, which only grants less and reports
  * a longer retry-after.
  */
@@ -132,19 +132,19 @@ typedef struct band_rate_ticket {
     }
 
 /**
- * band_rate_reserve() - book @n tokens at the earliest slot; the async form of
+ * band_rate_reserve() - book @p n tokens at the earliest slot; the async form of
  * band_rate_acquire(). It never waits and never queues a waiter.
  *
- * On 0 the tokens are taken and *@t says when the work may start (t->at; *@delay, when not
+ * On 0 the tokens are taken and *@p t says when the work may start (t->at; *@p delay, when not
  * NULL, is t->at - now, 0 when it may start at once). The ticket is the caller's: it ends
  * when its slot comes (nothing to do) or with band_rate_ticket_cancel(). An event loop
  * arms its own timer for
- * the delay. BAND_ETIMEDOUT: the slot lies in the future and after @deadline; nothing is
- * booked and *@delay is the retry-after the request would have needed. Tokens that are in
+ * the delay. BAND_ETIMEDOUT: the slot lies in the future and after @p deadline; nothing is
+ * booked and *@p delay is the retry-after the request would have needed. Tokens that are in
  * the bucket now are taken whatever the deadline, so a deadline at or before now means
  * "only if it can start now". BAND_EOVERFLOW: the bucket would be full again only after
  * INT64_MAX, or more than INT64_MAX ns from now; nothing is booked. Also BAND_E2BIG,
- * BAND_ECLOSED, BAND_EINVAL (NULL @r or @t, @n 0, @t not empty); on every error @t stays
+ * BAND_ECLOSED, BAND_EINVAL (NULL @p r or @p t, @p n 0, @p t not empty); on every error @p t stays
  * empty. MT-safe.
  */
 BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_rate_ticket *t, band_time *delay,
@@ -153,9 +153,9 @@ BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_rate_ticket *t, ba
 /**
  * band_rate_ticket_cancel() - give a booking that is not due yet back.
  *
- * Returns 0 (its tokens are returned: later bookings may start earlier; @t is emptied),
- * BAND_EALREADY (it is due: the work may start, the tokens stay spent; @t is emptied), or
- * BAND_EINVAL (NULL or empty @t). The tokens go back as tokens, never more than fills the
+ * Returns 0 (its tokens are returned: later bookings may start earlier; @p t is emptied),
+ * BAND_EALREADY (it is due: the work may start, the tokens stay spent; @p t is emptied), or
+ * BAND_EINVAL (NULL or empty @p t). The tokens go back as tokens, never more than fills the
  * bucket: after band_rate_set(), a booking made before it returns its tokens at the
  * current rate. "Due" is judged on the bucket's time (see the clock hook). MT-safe against
  * calls on the bucket; one owner per ticket.
@@ -163,18 +163,18 @@ BAND_API int band_rate_reserve(band_rate *r, uint64_t n, band_rate_ticket *t, ba
 BAND_API int band_rate_ticket_cancel(band_rate_ticket *t);
 
 /**
- * band_rate_acquire() - take @n tokens, sleeping until their slot if needed (this
+ * band_rate_acquire() - take @p n tokens, sleeping until their slot if needed (this
  * thread).
  *
- * A request whose slot lies in the future and after @deadline is refused at once with
- * BAND_ETIMEDOUT, takes nothing, and stores the retry-after in *@retry_after (when not
+ * A request whose slot lies in the future and after @p deadline is refused at once with
+ * BAND_ETIMEDOUT, takes nothing, and stores the retry-after in *@p retry_after (when not
  * NULL); with a deadline at or before now it succeeds, without sleeping, exactly when the
  * tokens are in the bucket now. Returns 0 once the slot has come; also BAND_E2BIG,
  * BAND_ECLOSED, BAND_EOVERFLOW, BAND_EINVAL (as band_rate_reserve(), or a custom clock
  * without a sleep hook). A close while sleeping does not cut the sleep short: the booking
  * stands.
  *
- * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * @p cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED (a booking made before the request is returned); a token requested
  * before the call means "do not wait", as a past deadline does (band/cancel.h). MT-safe.
  */

@@ -97,10 +97,10 @@ typedef struct band_uv_op band_uv_op;
  * band_uv_cb - the completion callback of an operation.
  *
  * Runs exactly once per started operation, on the loop thread, from inside uv_run().
- * @status is the operation's result: 0, or the primitive's own codes (BAND_ECLOSED,
+ * @p status is the operation's result: 0, or the primitive's own codes (BAND_ECLOSED,
  * BAND_E2BIG, BAND_EOVERFLOW, BAND_ELAGGED, ... as its _async function documents them),
  * BAND_ETIMEDOUT (the deadline), or BAND_ECANCELED (band_uv_cancel(), the token,
- * band_uv_close()). The adapter no longer uses @op: the callback may free it, reuse it,
+ * band_uv_close()). The adapter no longer uses @p op: the callback may free it, reuse it,
  * submit it again, cancel other operations, or close the adapter.
  */
 typedef void band_uv_cb(band_uv_op *op, int status);
@@ -112,7 +112,7 @@ typedef void band_uv_cb(band_uv_op *op, int status);
  * Zero it before its first use (`= {0}`, calloc or memset): the adapter reads its state to
  * refuse a second bind while it is in use. After that the adapter keeps it consistent,
  * and it can be bound again from its own callback or any time after. From bind until its
- * callback runs it must stay valid and untouched (except @data). It holds no libuv
+ * callback runs it must stay valid and untouched (except @p data). It holds no libuv
  * handle. 160 bytes on LP64.
  */
 struct band_uv_op {
@@ -125,7 +125,7 @@ struct band_uv_op {
     struct band__ready_node _ready; /* on the adapter's ready list once completed */
     struct band__dl_node _dl;       /* in the adapter's deadline heap while it has one */
     struct band__node _link;        /* on the adapter's list of operations not yet called */
-    band_cancel_hook _hook;         /* on @_cancel while the operation waits */
+    band_cancel_hook _hook;         /* on @p _cancel while the operation waits */
     band_cancel *_cancel;           /* the token given to bind or band_uv_at(), or NULL */
     band_time _deadline;            /* the deadline, or the due time of band_uv_at() */
     int _status;                    /* result decided on the loop thread */
@@ -134,13 +134,13 @@ struct band_uv_op {
 };
 
 /**
- * band_uv_create() - make an adapter for @loop and store it in *@out.
+ * band_uv_create() - make an adapter for @p loop and store it in *@p out.
  *
- * Initialises one uv_async_t and one uv_timer_t on @loop. Neither keeps the loop alive
+ * Initialises one uv_async_t and one uv_timer_t on @p loop. Neither keeps the loop alive
  * while no operation is in use: uv_run() returns when the adapter has nothing to do, and
  * stays in the loop while any bound operation waits for its callback.
  * Returns 0, BAND_EINVAL (NULL argument), BAND_ENOMEM, or a negative libuv error code
- * (UV_E*, for uv_strerror()) when libuv cannot create the async handle; *@out is left
+ * (UV_E*, for uv_strerror()) when libuv cannot create the async handle; *@p out is left
  * unchanged and nothing is allocated on failure. Loop thread only. End it with
  * band_uv_close(), then band_uv_destroy().
  */
@@ -153,25 +153,25 @@ BAND_UV_API int band_uv_create(band_uv **out, uv_loop_t *loop);
  * (what it had been partially granted went back). An operation that had already completed
  * but whose callback has not run yet is delivered with its real status (the caller then
  * holds its result, as always). An operation bound but not yet started is cancelled when
- * band_uv_start() is called. Binds on @u fail with BAND_ECLOSED from this call on.
+ * band_uv_start() is called. Binds on @p u fail with BAND_ECLOSED from this call on.
  *
  * Close is asynchronous, unlike the close of a band primitive, because libuv closes a
- * handle asynchronously: uv_close() only asks, and the handle's memory (here, inside @u)
+ * handle asynchronously: uv_close() only asks, and the handle's memory (here, inside @p u)
  * must stay valid until libuv calls its close callback on a later loop iteration. The
  * adapter also waits for every callback to run and for wakes still on their way from
  * other threads before it closes its two handles. When libuv reports both closed,
- * @on_closed(@data) runs once, on the loop thread (skip it with NULL); from then on the
- * adapter never touches @u again, and band_uv_destroy() frees it (@on_closed may call it).
+ * @p on_closed(@p data) runs once, on the loop thread (skip it with NULL); from then on the
+ * adapter never touches @p u again, and band_uv_destroy() frees it (@p on_closed may call it).
  * Keep running the loop until then: uv_run() returns afterwards, and uv_loop_close()
  * succeeds if nothing else is open on the loop.
- * Returns 0, BAND_EINVAL for NULL @u, or BAND_ECLOSED when close was already called
- * (nothing changes: the first call's @on_closed is the one that runs). Never calls a
- * callback or @on_closed itself. Loop thread only.
+ * Returns 0, BAND_EINVAL for NULL @p u, or BAND_ECLOSED when close was already called
+ * (nothing changes: the first call's @p on_closed is the one that runs). Never calls a
+ * callback or @p on_closed itself. Loop thread only.
  */
 BAND_UV_API int band_uv_close(band_uv *u, void (*on_closed)(void *data), void *data);
 
 /**
- * band_uv_is_closed() - 1 once band_uv_close() was called on @u (its handles may still be
+ * band_uv_is_closed() - 1 once band_uv_close() was called on @p u (its handles may still be
  * closing), 0 before and for NULL. Loop thread only.
  */
 BAND_UV_API int band_uv_is_closed(const band_uv *u);
@@ -179,41 +179,41 @@ BAND_UV_API int band_uv_is_closed(const band_uv *u);
 /**
  * band_uv_destroy() - free an adapter whose close has completed.
  *
- * Returns 0 (also for NULL; @u is freed), or BAND_EBUSY, changing nothing, until the
+ * Returns 0 (also for NULL; @p u is freed), or BAND_EBUSY, changing nothing, until the
  * close that band_uv_close() started has completed: before band_uv_close() (destroy never
  * closes for you: the adapter's handles are still open on the loop), and while operations
  * wait for their callbacks or libuv has not yet reported the handles closed. It completes
- * just before @on_closed runs, so @on_closed may call this; without an @on_closed, call it
+ * just before @p on_closed runs, so @p on_closed may call this; without an @p on_closed, call it
  * once uv_run() returned. Never waits. Loop thread only.
  */
 BAND_UV_API int band_uv_destroy(band_uv *u);
 
 /**
- * band_uv_bind() - make the waiter @w of a band operation complete on @u's loop, as @op.
+ * band_uv_bind() - make the waiter @p w of a band operation complete on @p u's loop, as @p op.
  *
- * Calls band_waiter_init(@w) with the adapter's wake and sets @w->deadline to @deadline
+ * Calls band_waiter_init(@p w) with the adapter's wake and sets @p w->deadline to @p deadline
  * (so a deadline-aware primitive sees it at submission). Bind after the primitive's own
- * initialisation of the op that embeds @w, if it has one (band_admit_req_init()), then
- * submit @w with that primitive's _async function and hand its answer to band_uv_start();
- * nothing else may touch @w until the callback ran (never cancel it directly: use
+ * initialisation of the op that embeds @p w, if it has one (band_admit_req_init()), then
+ * submit @p w with that primitive's _async function and hand its answer to band_uv_start();
+ * nothing else may touch @p w until the callback ran (never cancel it directly: use
  * band_uv_cancel()). A primitive that cancels a waiter and then calls its wake itself
- * (band_shutdown_watch()) is fine: its result comes back like any other. @cb is the
+ * (band_shutdown_watch()) is fine: its result comes back like any other. @p cb is the
  * callback; the deadline and the token come last, as in every blocking band call.
- * @deadline is absolute (band_now() nanoseconds); BAND_FOREVER waits without limit, and a
+ * @p deadline is absolute (band_now() nanoseconds); BAND_FOREVER waits without limit, and a
  * time already past means "do not wait": an operation that queues is withdrawn at once
- * and reports BAND_ETIMEDOUT. @cancel (NULL: none) is a token whose request cancels the
+ * and reports BAND_ETIMEDOUT. @p cancel (NULL: none) is a token whose request cancels the
  * wait (BAND_ECANCELED); it must outlive the callback.
- * @w must not be pending, and must hold a waiter's state (zeroed, initialised, or ended):
+ * @p w must not be pending, and must hold a waiter's state (zeroed, initialised, or ended):
  * bind refuses a pending one rather than take its wake away.
- * Returns 0 (@op is bound: start it), BAND_ECLOSED when @u is closing, or BAND_EINVAL
- * (NULL @u, @op, @w or @cb, @op bound or pending, @w pending); on an error @op and @w are
+ * Returns 0 (@p op is bound: start it), BAND_ECLOSED when @p u is closing, or BAND_EINVAL
+ * (NULL @p u, @p op, @p w or @p cb, @p op bound or pending, @p w pending); on an error @p op and @p w are
  * untouched and no callback runs. Loop thread only.
  */
 BAND_UV_API int band_uv_bind(band_uv *u, band_uv_op *op, band_waiter *w, band_uv_cb *cb,
                              band_time deadline, band_cancel *cancel);
 
 /**
- * band_uv_start() - hand the answer @rc of the _async call that submitted the bound
+ * band_uv_start() - hand the answer @p rc of the _async call that submitted the bound
  * waiter to the adapter.
  *
  * BAND_PENDING: the operation waits; the adapter arms the deadline and hooks the token,
@@ -221,23 +221,23 @@ BAND_UV_API int band_uv_bind(band_uv *u, band_uv_op *op, band_waiter *w, band_uv
  * code: completed or refused at once, no wake follows) becomes the callback's status as
  * it is. The primitive must outlive the operation.
  * Returns 0 (the callback runs exactly once, later, on the loop thread), or BAND_EINVAL
- * (NULL or unbound @op; @rc positive but not BAND_PENDING; or the waiter no longer
- * carries the adapter's wake because it was initialised again after the bind): then @op
+ * (NULL or unbound @p op; @p rc positive but not BAND_PENDING; or the waiter no longer
+ * carries the adapter's wake because it was initialised again after the bind): then @p op
  * is idle again and no callback runs. Loop thread only.
  */
 BAND_UV_API int band_uv_start(band_uv_op *op, int rc);
 
 /**
- * band_uv_at() - complete @op at time @deadline, on @u's loop, with no primitive behind it.
+ * band_uv_at() - complete @p op at time @p deadline, on @p u's loop, with no primitive behind it.
  *
  * An operation that waits for nothing but its deadline: reaching it is its success. The
- * callback @cb reports 0 once band_now() reached @deadline (never before; a time already
- * past completes on the next loop turn), or BAND_ECANCELED when band_uv_cancel(), @cancel
+ * callback @p cb reports 0 once band_now() reached @p deadline (never before; a time already
+ * past completes on the next loop turn), or BAND_ECANCELED when band_uv_cancel(), @p cancel
  * or band_uv_close() came first. For a rate budget: book with band_rate_reserve() (a
  * bucket on the default clock), then band_uv_at(u, op, cb, ticket.at, cancel); on
  * BAND_ECANCELED give the booking back with band_rate_ticket_cancel().
- * Returns 0 (the callback runs exactly once, later), BAND_ECLOSED when @u is closing, or
- * BAND_EINVAL (NULL @u, @op or @cb, @op bound or pending); then no callback runs. Loop
+ * Returns 0 (the callback runs exactly once, later), BAND_ECLOSED when @p u is closing, or
+ * BAND_EINVAL (NULL @p u, @p op or @p cb, @p op bound or pending); then no callback runs. Loop
  * thread only.
  */
 BAND_UV_API int band_uv_at(band_uv *u, band_uv_op *op, band_uv_cb *cb, band_time deadline,
