@@ -261,12 +261,10 @@ int band_tenants_demo(int quick, const char *data_dir)
     if (tsv != NULL && fclose(tsv) != 0)
         atomic_fetch_add(&d->errors, 1);
     const struct tenant *ops = &d->t[TENANT_OPS], *noisy = &d->t[TENANT_NOISY];
-    printf("verdict: every batch tenant got within %.1f points of the share its weight entitles "
-           "it to\n  (furthest: %s), although noisy runs %u of the %u batch threads; urgent "
-           "ops waited %.0f us\n  on average; at most %u of %u slots in use\n",
+    printf("verdict: shares within %.1f points of the weights (%s furthest), though noisy runs %u "
+           "of %u threads; ops waited %.0f us\n",
            worst_gap, worst, noisy->threads, nthreads - ops->threads,
-           urgent->granted ? (double)urgent->wait_ns_total / 1e3 / (double)urgent->granted : 0.0,
-           atomic_load(&d->max_in_flight), TENANT_SLOTS);
+           urgent->granted ? (double)urgent->wait_ns_total / 1e3 / (double)urgent->granted : 0.0);
 
     int failed = atomic_load(&d->errors) != 0 || atomic_load(&d->max_in_flight) > TENANT_SLOTS ||
                  st.in_use != 0;
