@@ -4,8 +4,10 @@
 #
 #   make deps      install missing Debian packages (scripts/deps.sh)
 #   make           release build in build/release
-#   make demo      release build, then run build/release/examples/band_demo and the download
-#                  example (a local nginx, libcurl on libuv, one band semaphore)
+#   make demo      release build, then run build/release/examples/band_demo, which writes what
+#                  it measured to build/release/demo/*.tsv, draw its plots there with gnuplot
+#                  (scripts/demo_plot.sh: in-flight, overload, tenants; PNG and SVG), then
+#                  the download example (a local nginx, libcurl on libuv, one band semaphore)
 #   make check     lint + gcc + clang + ASan/UBSan + fuzz + TSan, each with ctest (CI runs this)
 #   make check-SUITE   one suite: check-lint check-plain check-clang check-asan check-fuzz check-tsan
 #   make bench     release build, then run build/release/bench/band_bench [BENCH_ARGS=...],
@@ -71,11 +73,20 @@ release: deps
 	@$(LIB) band_configure $(RELEASE_DIR) $(RELEASE_ARGS)
 	@$(LIB) band_build $(RELEASE_DIR)
 
+DEMO_DIR := $(RELEASE_DIR)/demo
+
 demo: release
 	@if [ ! -x $(RELEASE_DIR)/examples/band_demo ]; then \
 	    echo "demo: $(RELEASE_DIR)/examples/band_demo was not built (examples/CMakeLists.txt" \
 	         "must define target band_demo)" >&2; exit 1; fi
-	$(RELEASE_DIR)/examples/band_demo
+	$(RELEASE_DIR)/examples/band_demo --data $(DEMO_DIR)
+	@if command -v gnuplot >/dev/null 2>&1; then \
+	    echo; bash scripts/demo_plot.sh $(DEMO_DIR); \
+	    echo "demo: plots (PNG and SVG) and the data they show are in $(DEMO_DIR)/"; \
+	else \
+	    echo "demo: gnuplot is not installed (make deps installs gnuplot-nox): no plots;" \
+	         "the data is in $(DEMO_DIR)/"; \
+	fi
 	@if [ -x $(RELEASE_DIR)/examples/download/band_download ]; then \
 	    echo; $(RELEASE_DIR)/examples/download/band_download; \
 	else echo "demo: $(RELEASE_DIR)/examples/download/band_download was not built" \
