@@ -9,10 +9,14 @@
  * changes without a read-modify-write would let both succeed now and then, and the fair
  * would then count more units free than its capacity; so after every round the key holds
  * nothing, nothing is in use, and band__fair_check() holds. The two start each round
- * together and yield now and then, so that the releases overlap whenever both threads find
- * a processor (a race needs two running at once: on a busy machine some runs see few).
+ * together, yield now and then, and (on Linux, with two processors or more) run on
+ * processors of their own, so that the releases overlap whenever both get a time slice
+ * rather than taking turns on one processor.
  * Bounded by rounds and wall time (1.5 s; 0.75 s under sanitizers).
  */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_setaffinity() */
+#endif
 #include "test.h"
 
 #include <limits.h>
@@ -34,6 +38,46 @@ struct race {
     /* written by the other thread in round r, read by the main thread after done == r */
     uint64_t b_ok, b_einval, b_other;
 };
+
+#if defined(__linux__)
+/* Put the calling thread on the @which-th (0 or 1) processor it may run on, when it may run
+ * on two or more, keeping its old set in *@old: the two releasers then run at once whenever
+ * both get a time slice, instead of taking turns on one processor. */
+static void pin(int which, cpu_set_t *old)
+{
+    CPU_ZERO(old);
+    if (sched_getaffinity(0, sizeof(*old), old) != 0 || CPU_COUNT(old) < 2) {
+        CPU_ZERO(old);
+        return;
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (size_t c = 0, seen = 0; c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, old) && seen++ == (size_t)which) {
+            CPU_SET(c, &one);
+            break;
+        }
+    }
+    (void)sched_setaffinity(0, sizeof(one), &one);
+}
+
+static void unpin(const cpu_set_t *old)
+{
+    if (CPU_COUNT(old) > 0)
+        (void)sched_setaffinity(0, sizeof(*old), old);
+}
+#else
+typedef int cpu_set_t;
+static void pin(int which, cpu_set_t *old)
+{
+    (void)which;
+    *old = 0;
+}
+static void unpin(const cpu_set_t *old)
+{
+    (void)old;
+}
+#endif
 
 static void spin_pause(unsigned *spins)
 {
@@ -57,12 +101,16 @@ static int release_other(struct race *rc, unsigned r, int i)
 static int other_main(void *arg)
 {
     struct race *rc = arg;
+    cpu_set_t old;
+    pin(1, &old);
     for (unsigned r = 1;; r++) {
         unsigned spins = 0, g;
         while ((g = atomic_load(&rc->go)) < r)
             spin_pause(&spins);
-        if (g == UINT_MAX)
+        if (g == UINT_MAX) {
+            unpin(&old);
             return 0;
+        }
         atomic_store(&rc->started, r);
         uint64_t ok = 0, einval = 0, other = 0;
         for (int i = 0; i < UNITS; i++) {
@@ -96,6 +144,8 @@ static void test_race(void **state)
     atomic_init(&rc.done, 0);
     struct test_thread t;
     assert_int_equal(test_thread_start(&t, other_main, &rc), 0);
+    cpu_set_t old;
+    pin(0, &old);
 
     band_time end =
         band_deadline_after(test_under_sanitizer() ? 3 * BAND_SEC / 4 : 3 * BAND_SEC / 2);
@@ -142,6 +192,7 @@ static void test_race(void **state)
     }
     atomic_store(&rc.go, UINT_MAX);
     assert_int_equal(test_thread_join(&t), 0);
+    unpin(&old);
     print_message("stress_fair_overrelease: %llu rounds of %d units, %llu with both threads "
                   "releasing; double releases %llu, wrong codes %llu, units left %llu\n",
                   (unsigned long long)rounds, UNITS, (unsigned long long)mixed,
