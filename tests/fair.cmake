@@ -39,3 +39,9 @@ band_add_test(NAME model_fair
 # counters at the end. About 3 s (1.5 s under sanitizers).
 band_add_test(NAME stress_fair_handles
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_fair_handles.c" TIMEOUT 120 LABELS stress)
+
+# Two threads release the same units of one key (through the handle that took them, by key
+# id, through a second handle): exactly one release of each unit succeeds, the rest answer
+# BAND_EINVAL, and nothing is left in use after a round. About 1.5 s (0.75 s under sanitizers).
+band_add_test(NAME stress_fair_overrelease
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_fair_overrelease.c" TIMEOUT 120 LABELS stress)

@@ -55,6 +55,20 @@
  * the lock holders write them with plain stores (fair_in_use_add(), key_take()), so the
  * calls by key id pay nothing for the handles' path. A handle's own grant counters are
  * written by its owner only, so calls on one handle must not overlap.
+ *
+ * Why the key's held units stay one shared word. The try and the release each change it
+ * with a compare-and-swap, so a lock-free pair costs four locked instructions where a
+ * semaphore's costs two. Counting a handle's grants in a word of its own, written by its
+ * owner with plain stores, would save two of them only by losing exact answers: units
+ * taken through a handle may be released by key id or through another handle, and such a
+ * release, checked against the owner's count while the owner releases the same units,
+ * could succeed as well as the owner's (one of the two must answer BAND_EINVAL), leaving
+ * the fair with more units to give than its capacity. Keeping that exact takes a
+ * read-modify-write, in the owner's release too, on a word that both releasers write:
+ * three locked instructions per pair. A count the owner stores after its compare-and-swap
+ * on the state word is moreover only a lower bound while the call is in flight: enough to
+ * check a release, not a locked grant against a cap below the capacity (key_take()),
+ * which needs an upper bound as well.
  */
 #include <stddef.h>
 #include <stdlib.h>
