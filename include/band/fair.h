@@ -312,8 +312,8 @@ BAND_API int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle *
 /**
  * @brief Drop handle @p h (freed); its key's state is evicted once idle and unreferenced.
  *
- * Units the key holds stay held. Returns 0 (NULL: 0). MT-safe, but @p h must not be in use
- * by another call.
+ * Units the key holds stay held, those taken through @p h included. Returns 0 (NULL: 0). MT-safe,
+ * but @p h must not be in use by another call.
  *
  * @param h  The handle, or NULL (a no-op). Nobody may use it afterwards.
  * @return 0.
@@ -323,9 +323,10 @@ BAND_API int band_fair_handle_put(band_fair_handle *h);
 /**
  * @brief band_fair_try_acquire() for @p h's key.
  *
- * The same answers, counters and wakes (never BAND_ENOMEM: the key is live). Lock-free (two atomic
- * compare-and-swaps) while nothing is queued, the fair is open and the key has no
- * reservation; it takes the lock otherwise. BAND_EINVAL for NULL @p h or @p cls out of range.
+ * The same answers, counters and wakes (never BAND_ENOMEM: the key is live). Lock-free (one
+ * compare-and-swap on the fair's units in use, and a second one on the key's units when its
+ * cap lies below a class limit) while nothing is queued, the fair is open and the key has
+ * no reservation; it takes the lock otherwise. BAND_EINVAL for NULL @p h or @p cls out of range.
  * With GCC or Clang the lock-free path runs inline in the caller (see "Inline fast paths"
  * below).
  *
@@ -345,10 +346,11 @@ BAND_API int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uin
  * @brief band_fair_release() for @p h's key.
  *
  * Returns 0, or BAND_EINVAL (NULL @p h, or the key holds fewer than @p n units: nothing
- * changes). Lock-free while nothing is
- * queued and the fair is open; otherwise it takes the lock to hand the units to waiting
- * requests, whose wakes run on this thread. Works after close. Calls on one handle must
- * not overlap.
+ * changes). Lock-free while nothing is queued and the fair is open, when the units lie in
+ * the handle's own count (it took them) or in the key's shared word; units that another
+ * handle of the key took are found under the lock. With requests waiting it takes the lock
+ * to hand the units to them, whose wakes run on this thread. Works after close. Calls on one handle
+ * must not overlap.
  *
  * @param h  The handle; must not be NULL.
  * @param n  Units to return, 0 to what the handle's key holds.
@@ -483,11 +485,12 @@ BAND_API int band_fair_list_keys(const band_fair *f, band_fair_key_stats *out, s
  * @brief Complete a handle try whose first steps ran inline.
  *
  * Called only by the inline band_fair_handle_try_acquire() below, never directly: after it
- * added @p n to the fair's state word (the units in use) and its compare-and-swap on the
- * key's held units failed, finding @p held there. It charges the key, or gives the units in
- * use back and lets the lock decide. Returns what band_fair_handle_try_acquire() returns
- * for the same call; BAND_EINVAL (nothing done) for NULL @p h, @p cls out of range or @p n == 0.
- * Same thread rules as band_fair_handle_try_acquire().
+ * added @p n to the fair's state word (the units in use), found the key charged in its
+ * shared word (its fast cap is not BAND_FAIR_PREFIX_SPLIT), and the cap check or the
+ * compare-and-swap on the key's shared units held failed, finding @p held there. It charges the
+ * key, or gives the units in use back and lets the lock decide. Returns what
+ * band_fair_handle_try_acquire() returns for the same call; BAND_EINVAL (nothing done) for NULL @p
+ * h, @p cls out of range or @p n == 0. Same thread rules as band_fair_handle_try_acquire().
  *
  * @param h     The handle.
  * @param cls   The priority class of the try.
@@ -503,9 +506,9 @@ BAND_API int band_fair_handle_try_finish(band_fair_handle *h, uint32_t cls, uint
  * @brief Complete a handle release that ran inline.
  *
  * Called only by the inline band_fair_handle_release() below, never directly: after it
- * took its units off the key and the fair's state word and found BAND_FAIR_PREFIX_SLOW
- * set there (requests may wait for them). It hands the units on under the lock; wakes
- * run on this thread. Returns 0, or BAND_EINVAL (NULL @p h). MT-safe.
+ * took its units off the handle's own count and the fair's state word and found
+ * BAND_FAIR_PREFIX_SLOW set there (requests may wait for them). It hands the units on under the
+ * lock; wakes run on this thread. Returns 0, or BAND_EINVAL (NULL @p h). MT-safe.
  *
  * @param h  The handle whose release ran inline.
  * @return 0, or BAND_EINVAL for NULL @p h.
@@ -517,38 +520,51 @@ BAND_API int band_fair_handle_release_finish(band_fair_handle *h);
  * -----------------
  * With GCC or Clang, band_fair_handle_try_acquire() and band_fair_handle_release() are
  * macros over the static inline functions below, so that a lock-free try and release cost
- * the caller two compare-and-swaps and a compare-and-swap and an atomic subtract, with no
- * call. Anything else - a NULL handle, a class out of range, n == 0, a shut gate (requests
- * queued, closed, a lock holder deciding), a class limit or the key's cap reached, a key
- * with a reservation, a failed compare-and-swap - goes to the exported functions of the
- * same names or to the two above, which give every answer and count every refusal as
- * documented; so the inline path and the exported functions have identical outcomes and
- * counters, and taking the address of either name yields the exported function. Define
- * BAND_NO_INLINE before including this header to call the exported functions always (the
- * library itself is built so).
+ * the caller three locked instructions together and no call: the try one compare-and-swap
+ * on the fair's state word (the units it takes then stay in the handle's own count,
+ * written by its owner with plain stores), the release a compare-and-swap on the handle's
+ * released count and an atomic subtract on the state word. A key whose cap lies below a
+ * class limit is charged in its shared word instead, with a second compare-and-swap in the
+ * try, and a release of more units than the handle's own count has takes them off that
+ * shared word. Anything else - a NULL handle, a class out of range, n == 0, a shut gate
+ * (requests queued, closed, a lock holder deciding), a class limit or the key's cap
+ * reached, a key with a reservation, more units released than the handle's count or the
+ * key's shared word has, a failed compare-and-swap - goes to the exported functions of the
+ * same names or to the two above, which give every answer and
+ * count every refusal as documented; so the inline path and the exported functions have
+ * identical outcomes and counters, and taking the address of either name yields the
+ * exported function. Define BAND_NO_INLINE before including this header to call the
+ * exported functions always (the library itself is built so).
  *
  * The ABI promise. The inline code reads the start of every band_fair_handle as struct
  * band_fair_handle_prefix: a pointer to the fair's state word (units in use |
- * BAND_FAIR_PREFIX_SLOW, the gate), a pointer to the key's two words (units held, then the
- * fast cap: what held may reach on the lock-free path, 0 while the key has a reservation),
- * the class count and the class limits (capacity - headroom; constant), and the handle's
- * own grant counters (written by its owner only). The words are accessed only with atomic
- * operations. That layout, the encoding and the two finish functions are frozen for inline
- * ABI BAND_FAIR_INLINE_ABI, which holds for every library release with the same symbol
- * version node as the headers a program was built with (BAND_0.<minor> before 1.0;
- * BAND_<major> from 1.0 on). A release that changes any of them changes
- * BAND_FAIR_INLINE_ABI and the node. The rest of the handle and the fair is private.
+ * BAND_FAIR_PREFIX_SLOW, the gate), a pointer to the key's two words (its shared units
+ * held, then the fast cap: what those may reach on the lock-free path, 0 while the key has
+ * a reservation, BAND_FAIR_PREFIX_SPLIT while the handles count their own units), the class
+ * count and the class limits (capacity - headroom; constant), the handle's own grant
+ * counters (written by its owner only), and the handle's own units: the busy flag (1 from
+ * before the try's compare-and-swap on the state word until its count is stored), the units
+ * it took (written by its owner only) and the units of those released (changed by atomic
+ * read-modify-writes only). The words are accessed only with atomic operations. That
+ * layout, the encoding and the two finish functions are frozen for inline ABI
+ * BAND_FAIR_INLINE_ABI, which holds for every library release with the same symbol version
+ * node as the headers a program was built with (BAND_0.<minor> before 1.0; BAND_<major>
+ * from 1.0 on). A release that changes any of them changes BAND_FAIR_INLINE_ABI and the
+ * node. The rest of the handle and the fair is private.
  */
 /** @brief The inline ABI of band_fair_handle_prefix and the finish functions. */
-#define BAND_FAIR_INLINE_ABI 1
+#define BAND_FAIR_INLINE_ABI 2
 
 /** @brief The state word's gate bit: set while handles must take the lock. */
 #define BAND_FAIR_PREFIX_SLOW (UINT64_C(1) << 63)
 
+/** @brief The fast cap of a key whose handles count their own units (above every cap). */
+#define BAND_FAIR_PREFIX_SPLIT UINT64_MAX
+
 /** @brief The frozen start of every band_fair_handle. */
 struct band_fair_handle_prefix {
     uint64_t *state;   /**< offset 0: the fair's state word; atomic access only */
-    uint64_t *key;     /**< offset 8: [0] the key's units held, [1] its fast cap; atomic only */
+    uint64_t *key;     /**< offset 8: [0] the key's shared units held, [1] its fast cap */
     uint32_t nclasses; /**< offset 16; constant */
     uint32_t _pad;     /**< offset 20: padding */
     uint64_t limit[BAND_FAIR_MAX_CLASSES]; /**< offset 24: capacity - headroom[c]; constant */
@@ -556,6 +572,9 @@ struct band_fair_handle_prefix {
     struct {
         uint64_t granted, units;    /**< lock-free grants of class c; the owner writes them */
     } count[BAND_FAIR_MAX_CLASSES]; /**< offset 88 */
+    uint64_t busy;                  /**< offset 216: 1 while a try may store taken */
+    uint64_t taken;                 /**< offset 224: units taken; the owner writes it */
+    uint64_t given;                 /**< offset 232: of those, units released; RMW only */
 };
 
 #if !defined(BAND_NO_INLINE) && !defined(BAND_BUILDING) && (defined(__GNUC__) || defined(__clang__))
@@ -569,22 +588,37 @@ static inline int band__fair_handle_try_inline(band_fair_handle *h, uint32_t cls
         uint64_t *state = p->state, *key = p->key;
         const uint64_t limit = p->limit[cls];
         uint64_t s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
-        uint64_t cap = __atomic_load_n(&key[1], __ATOMIC_RELAXED);
-        uint64_t held = __atomic_load_n(&key[0], __ATOMIC_RELAXED);
         /* a shut gate makes s exceed every limit */
-        if (__builtin_expect(n <= limit && s <= limit - n && n <= cap && held <= cap - n &&
-                                 __atomic_compare_exchange_n(state, &s, s + n, 0, __ATOMIC_ACQ_REL,
+        if (__builtin_expect(n <= limit && s <= limit - n, 1)) {
+            __atomic_store_n(&p->busy, 1, __ATOMIC_RELAXED);
+            if (__builtin_expect(__atomic_compare_exchange_n(state, &s, s + n, 0, __ATOMIC_ACQ_REL,
                                                              __ATOMIC_ACQUIRE),
-                             1)) {
-            if (__builtin_expect(__atomic_compare_exchange_n(&key[0], &held, held + n, 0,
-                                                             __ATOMIC_RELAXED, __ATOMIC_RELAXED),
                                  1)) {
+                /* the key's mode and cap as of the compare-and-swap, not before it */
+                uint64_t cap = __atomic_load_n(&key[1], __ATOMIC_RELAXED);
                 uint64_t *g = &p->count[cls].granted, *u = &p->count[cls].units;
-                __atomic_store_n(g, __atomic_load_n(g, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-                __atomic_store_n(u, __atomic_load_n(u, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
-                return 0;
+                if (__builtin_expect(cap == BAND_FAIR_PREFIX_SPLIT, 1)) {
+                    __atomic_store_n(&p->taken, __atomic_load_n(&p->taken, __ATOMIC_RELAXED) + n,
+                                     __ATOMIC_RELEASE);
+                    __atomic_store_n(g, __atomic_load_n(g, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+                    __atomic_store_n(u, __atomic_load_n(u, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+                    __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
+                    return 0;
+                }
+                __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
+                uint64_t held = __atomic_load_n(&key[0], __ATOMIC_RELAXED);
+                if (__builtin_expect(n <= cap && held <= cap - n &&
+                                         __atomic_compare_exchange_n(&key[0], &held, held + n, 0,
+                                                                     __ATOMIC_RELAXED,
+                                                                     __ATOMIC_RELAXED),
+                                     1)) {
+                    __atomic_store_n(g, __atomic_load_n(g, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+                    __atomic_store_n(u, __atomic_load_n(u, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+                    return 0;
+                }
+                return band_fair_handle_try_finish(h, cls, n, held);
             }
-            return band_fair_handle_try_finish(h, cls, n, held);
+            __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
         }
     }
     return (band_fair_handle_try_acquire)(h, cls, n);
@@ -595,11 +629,18 @@ static inline int band__fair_handle_release_inline(band_fair_handle *h, uint64_t
     struct band_fair_handle_prefix *p = (struct band_fair_handle_prefix *)(void *)h;
     if (__builtin_expect(h != NULL && n != 0, 1)) {
         uint64_t *state = p->state, *key = p->key;
-        uint64_t held = __atomic_load_n(&key[0], __ATOMIC_RELAXED);
-        if (__builtin_expect(held >= n &&
-                                 __atomic_compare_exchange_n(&key[0], &held, held - n, 0,
-                                                             __ATOMIC_RELAXED, __ATOMIC_RELAXED),
-                             1)) {
+        uint64_t given = __atomic_load_n(&p->given, __ATOMIC_ACQUIRE);
+        uint64_t taken = __atomic_load_n(&p->taken, __ATOMIC_RELAXED);
+        int took;
+        if (__builtin_expect(taken - given >= n, 1)) { /* the handle's own units */
+            took = __atomic_compare_exchange_n(&p->given, &given, given + n, 0, __ATOMIC_ACQ_REL,
+                                               __ATOMIC_RELAXED);
+        } else { /* the key's shared word */
+            uint64_t held = __atomic_load_n(&key[0], __ATOMIC_RELAXED);
+            took = held >= n && __atomic_compare_exchange_n(&key[0], &held, held - n, 0,
+                                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        }
+        if (__builtin_expect(took, 1)) {
             uint64_t old = __atomic_fetch_sub(state, n, __ATOMIC_ACQ_REL);
             if (__builtin_expect((old & BAND_FAIR_PREFIX_SLOW) == 0, 1))
                 return 0;

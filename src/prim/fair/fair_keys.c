@@ -92,8 +92,9 @@ static void fair_key_reset(band_fair *f, struct fair_key *k, uint64_t id)
     atomic_init(&k->a_held, 0);
     atomic_init(&k->a_cap, f->default_cap);
     atomic_init(&k->a_reserve, 0);
-    atomic_init(&k->a_fast_cap, f->default_cap);
+    atomic_init(&k->a_fast_cap, fair_fast_cap(f, f->default_cap, 0));
     band__list_init(&k->rlink);
+    band__list_init(&k->handles);
     for (uint32_t c = 0; c < f->nclasses; c++) {
         struct fair_flow *fl = &k->flow[c];
         band__list_init(&fl->reqs);
