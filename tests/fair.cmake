@@ -4,6 +4,10 @@
 
 band_add_test(NAME test_fair
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/test_fair.c" TIMEOUT 60 LABELS unit)
+# The split accounting of key handles (their own counts, folded back on key changes and puts)
+# against a reference model, several handles per key.
+band_add_test(NAME test_fair_split
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/test_fair_split.c" TIMEOUT 60 LABELS unit)
 # Shares measured on deterministic schedules (1:2:4 exact on every capacity 1..9 and within
 # a quantum after every grant, caps below the quantum, idle share redistributed) and the key
 # registry under a flood of distinct keys.
