@@ -588,8 +588,14 @@ static inline int band__fair_handle_try_inline(band_fair_handle *h, uint32_t cls
         uint64_t *state = p->state, *key = p->key;
         const uint64_t limit = p->limit[cls];
         uint64_t s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
-        /* a shut gate makes s exceed every limit */
-        if (__builtin_expect(n <= limit && s <= limit - n, 1)) {
+        /* a shut gate makes s exceed every limit; a key whose cap binds and is reached is
+         * refused before it takes units in use that others might want */
+        uint64_t cap0 = __atomic_load_n(&key[1], __ATOMIC_RELAXED);
+        if (__builtin_expect(
+                n <= limit && s <= limit - n &&
+                    (cap0 == BAND_FAIR_PREFIX_SPLIT ||
+                     (n <= cap0 && __atomic_load_n(&key[0], __ATOMIC_RELAXED) <= cap0 - n)),
+                1)) {
             __atomic_store_n(&p->busy, 1, __ATOMIC_RELAXED);
             if (__builtin_expect(__atomic_compare_exchange_n(state, &s, s + n, 0, __ATOMIC_ACQ_REL,
                                                              __ATOMIC_ACQUIRE),

@@ -515,7 +515,9 @@ static FAIR_COLD int handle_try_rest(struct band_fair_handle *h, uint32_t cls, u
         uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
         for (;;) {
             /* With the gate shut s exceeds every limit (capacities stay below FAIR_SLOW). */
-            if (n > limit || s > limit - n)
+            uint64_t cap0 = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
+            uint64_t held0 = key_held_shared(k);
+            if (n > limit || s > limit - n || n > cap0 || held0 > cap0 - n)
                 return handle_try_locked(h, cls, n, false); /* it counts the refusal */
             atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
             if (atomic_compare_exchange_weak_explicit(&f->state, &s, s + n, memory_order_acq_rel,
@@ -571,7 +573,11 @@ int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n)
     struct fair_key *k = h->k;
     const uint64_t limit = h->limit[cls];
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
-    if (n > limit || s > limit - n)
+    /* a key whose cap binds and is reached is refused before it takes units in use that
+     * others might want */
+    uint64_t cap0 = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
+    if (n > limit || s > limit - n ||
+        (cap0 != FAIR_SPLIT && (n > cap0 || key_held_shared(k) > cap0 - n)))
         return handle_try_rest(h, cls, n, false, 0);
     atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
     if (!atomic_compare_exchange_strong_explicit(&f->state, &s, s + n, memory_order_acq_rel,
