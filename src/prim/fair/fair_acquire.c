@@ -41,10 +41,12 @@
  * plus taken - given of every handle on its list (key_held()). Any other key keeps all its
  * units in the shared word, and its handles' counts stay 0.
  *
- *  - try: one CAS on state (gate open, in_use + n <= limit) takes the units in use. Then
- *    the key's fast cap, read after that CAS: FAIR_SPLIT, and the owner adds n to the
- *    handle's taken with a plain store (only the owner writes it); otherwise a CAS on the
- *    shared word (held + n <= cap) charges the key, and if that finds the key at its cap (a
+ *  - try: one CAS on state (gate open, in_use + n <= limit, and for a key whose cap binds
+ *    held + n <= cap as read before it, so that a key at its cap does not take units in use
+ *    that others might want) takes the units in use. Then the key's fast cap, read again
+ *    after that CAS: FAIR_SPLIT, and the owner adds n to the handle's taken with a plain
+ *    store (only the owner writes it); otherwise a CAS on the shared word (held + n <= cap)
+ *    charges the key, and if that finds the key at its cap (a
  *    racing grant of the same key) the units go back and the lock decides, after a
  *    dispatch in case the short-lived excess held a request back. So a lock holder can see
  *    in_use ahead of the keys' sum, never behind it: it may refuse or wait a little early,
