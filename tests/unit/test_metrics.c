@@ -168,11 +168,66 @@ static void test_render(void **state)
     assert_int_equal(band_sem_destroy(s), 0);
 }
 
+/* A plain semaphore knows its capacity and what is in use: the permits it was created
+ * with, less what reduce and drain removed, plus releases beyond what was acquired. */
+static void test_sem_capacity(void **state)
+{
+    (void)state;
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 5, NULL), 0);
+    assert_int_equal(band_sem_try_acquire(s, 2), 0);
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 5);
+    assert_int_equal(st.in_use, 2);
+    assert_int_equal(band_sem_reduce(s, 1), 0); /* from the free permits */
+    assert_int_equal(band_sem_drain(s, 1), 1);
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 3);
+    assert_int_equal(st.in_use, 2);
+    assert_int_equal(band_sem_reduce(s, 2), 0); /* 1 free, 1 owed by the holders */
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 1);
+    assert_int_equal(st.debt, 1);
+    assert_int_equal(st.in_use, 2);
+    assert_int_equal(band_sem_release(s, 2), 0); /* repays the debt */
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 1);
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(band_sem_release(s, 3), 0); /* grows it: never acquired */
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 4);
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(band_sem_try_acquire(s, 4), 0);
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 4); /* the growth stays once seen */
+    assert_int_equal(st.in_use, 4);
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_permit_adopt(&p, s, 1), 0);
+    assert_int_equal(band_permit_forget(&p), 1); /* leaves for good */
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 3);
+    assert_int_equal(st.in_use, 3);
+
+    band_metrics *m = NULL;
+    assert_int_equal(band_metrics_create(&m, 1), 0);
+    assert_int_equal(band_metrics_add_sem(m, "pool", s, NULL), 0);
+    char *t = render(m);
+    expect_line(t, "band_sem_capacity{name=\"pool\"} 3");
+    expect_line(t, "band_sem_in_use{name=\"pool\"} 3");
+    expect_line(t, "band_sem_available{name=\"pool\"} 0");
+    free(t);
+    assert_int_equal(band_metrics_destroy(m), 0);
+    assert_int_equal(band_sem_release(s, 3), 0);
+    assert_int_equal(band_sem_destroy(s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_render),
+        cmocka_unit_test(test_sem_capacity),
     };
     return cmocka_run_group_tests_name("test_metrics", tests, NULL, NULL);
 }
