@@ -215,8 +215,8 @@ typedef struct band_sem_stats {
     int closed;                /* 1 after close */
     int is_budget;             /* 1 for a band_budget */
     uint64_t capacity;         /* budgets: the current capacity; semaphores: the permits
-                                  given at creation, less those band_sem_reduce(),
-                                  band_sem_drain() and band_permit_forget() removed, plus
+                                  given at creation, less those band_sem_reduce() and
+                                  band_permit_forget() removed, plus
                                   releases of permits that were never acquired once a
                                   snapshot sees more permits free than that (a release
                                   handed straight to a waiter is not seen: a semaphore

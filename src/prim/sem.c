@@ -883,11 +883,8 @@ uint64_t band_sem_drain(band_sem *s, uint64_t up_to)
         if (take == 0 || (st & SLOW))
             return 0;
         if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (take << SHIFT),
-                                                  memory_order_acquire, memory_order_relaxed)) {
-            if (!s->is_budget)
-                sem_base_sub(s, take);
-            return take;
-        }
+                                                  memory_order_acquire, memory_order_relaxed))
+            return take; /* the caller holds them: in use, not gone */
     }
 }
 

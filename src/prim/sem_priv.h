@@ -45,7 +45,7 @@ struct band_sem {
     _Alignas(BAND__CACHELINE) _Atomic uint64_t try_refusals;
     _Atomic uint64_t too_big;
     /* A semaphore's capacity as its stats report it (budgets use limit): the permits it was
-     * created with, less what reduce, drain and forget took away for good, plus growth
+     * created with, less what reduce and forget took away for good, plus growth
      * declared with band__sem_base_add() and releases seen to exceed it (sem.c). Written
      * only off the fast paths. */
     _Atomic uint64_t base;
