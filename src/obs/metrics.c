@@ -198,7 +198,8 @@ int band_metrics_add_admit(band_metrics *m, const char *name, const band_sem *co
     int rc = add(m, K_ADMIT, name, sems, NULL, &e);
     if (rc != 0)
         return rc;
-    memcpy((void *)e->sems, sems, n * sizeof(*sems));
+    for (size_t i = 0; i < n; i++)
+        e->sems[i] = sems[i];
     e->nsems = n;
     return 0;
 }
