@@ -4,10 +4,11 @@
  *
  * One listener and a list of connections. A connection reads into its own fixed buffer
  * until the request head ends (a blank line), then stops reading, renders its answer into
- * one allocation, writes it, shuts the write side down (so the peer gets the whole answer
- * before the close) and closes. Each connection has a timer for the request head's
- * deadline. Every handle close is counted: a connection is freed when its two handles are
- * closed, and the endpoint's close completes when the listener and every connection are.
+ * one allocation, writes it, shuts the write side down, reads and drops what the peer
+ * still sends until it closes (so the answer is never lost to a reset), and closes. Each
+ * connection has a timer: the request head's deadline, then the linger's. Every handle close is
+ * counted: a connection is freed when its two handles are closed, and the endpoint's close
+ * completes when the listener and every connection are.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ struct client {
     int open;      /* handles not yet closed (tcp, timer) */
     int closing;   /* close started */
     int answering; /* the request head was read: no more reading */
+    int draining;  /* answered and shut down: reading until the peer closes */
     size_t len;
     char req[BAND_UV_METRICS_MAX_REQUEST];
 };
@@ -76,10 +78,25 @@ static void client_close(struct client *c)
     uv_close((uv_handle_t *)&c->timer, client_handle_closed);
 }
 
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+static void on_timeout(uv_timer_t *t);
+
+/* The answer is out and the write side shut down. Closing now, with bytes of the peer
+ * still unread (a request body, or the rest of an oversized head), would reset the
+ * connection and could discard the answer before the peer read it: read and drop what
+ * comes until the peer closes, for at most BAND_UV_METRICS_LINGER_MS. */
+#define BAND_UV_METRICS_LINGER_MS 2000
+
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
-    (void)status;
-    client_close(req->data);
+    struct client *c = req->data;
+    if (c->closing)
+        return;
+    c->draining = 1;
+    if (status != 0 || uv_timer_start(&c->timer, on_timeout, BAND_UV_METRICS_LINGER_MS, 0) != 0 ||
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        client_close(c);
 }
 
 static void on_written(uv_write_t *req, int status)
@@ -180,6 +197,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     struct client *c = h->data;
+    if (c->draining) { /* what comes now is dropped */
+        *buf = uv_buf_init(c->req, (unsigned)sizeof(c->req));
+        return;
+    }
     size_t room = sizeof(c->req) - 1 - c->len; /* keep one byte for the NUL */
     *buf = uv_buf_init(c->req + c->len, (unsigned)room);
 }
@@ -188,7 +209,14 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
     struct client *c = st->data;
-    if (c->closing || c->answering)
+    if (c->closing)
+        return;
+    if (c->draining) {
+        if (nread < 0) /* the peer closed (or failed): done */
+            client_close(c);
+        return;
+    }
+    if (c->answering)
         return;
     if (nread < 0) { /* the peer went away, or an error: nothing to answer */
         client_close(c);

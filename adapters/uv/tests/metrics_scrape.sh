@@ -78,6 +78,28 @@ code=$(curl -sS --max-time 20 -o "$tmp/head" -w '%{http_code}' -I "$url/metrics"
 code=$(curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$url/metrics?x=1")
 [[ "$code" == 200 ]] || fail "GET /metrics?x=1 answered $code"
 
+# A request head over 8 KiB is answered 431, even with the rest still coming.
+code=$(curl -sS --max-time 20 -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 9000 /dev/zero | tr '\0' a)" "$url/metrics")
+[[ "$code" == 431 ]] || fail "an oversized request head answered $code"
+
+# 64 connections at once are served; the 65th is answered 503.
+for fd in $(seq 10 73); do
+    eval "exec $fd<> /dev/tcp/127.0.0.1/$port"
+done
+# (accepted in order: the 64 are ahead of it in the listen queue)
+code=$(curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$url/metrics")
+[[ "$code" == 503 ]] || fail "the 65th connection answered $code"
+for fd in $(seq 10 73); do
+    eval "exec $fd<&-"
+done
+# The server sees them close as its loop runs: retry for up to 10 s.
+for _ in $(seq 1 100); do
+    code=$(curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$url/metrics")
+    [[ "$code" == 503 ]] || break
+    sleep 0.1
+done
+[[ "$code" == 200 ]] || fail "after the 64 closed, a scrape answered $code"
+
 # A slow client holds a connection with half a request while eight scrapes run at once.
 exec 3<> "/dev/tcp/127.0.0.1/$port"
 printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n' >&3

@@ -7,8 +7,9 @@
  * send one HTTP/1.x request: GET (or HEAD) /metrics, with or without a query string, is
  * answered 200 with Content-Type `text/plain; version=0.0.4; charset=utf-8` (Prometheus text
  * exposition format 0.0.4) and the registry's band_metrics_write() text; any other request
- * is answered 404. Every answer carries Content-Length and `Connection: close`, and the
- * connection is closed once it was sent. Up to BAND_UV_METRICS_MAX_CLIENTS connections are
+ * is answered 404. Every answer carries Content-Length and `Connection: close`; once it
+ * was sent the endpoint shuts its side down and closes when the peer does (after 2 s at
+ * most). Up to BAND_UV_METRICS_MAX_CLIENTS connections are
  * served at once (more are answered 503 and closed); a request head larger than
  * BAND_UV_METRICS_MAX_REQUEST bytes is answered 431; a connection that has not sent a
  * whole request head within BAND_UV_METRICS_TIMEOUT_MS is closed.
