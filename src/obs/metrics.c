@@ -318,9 +318,20 @@ static void put_label(struct out *o, const char *key, const char *v)
     put(o, "\"");
 }
 
+/* HELP and TYPE of one family. The help text is escaped as the format asks of it (\\ and
+ * \n; a quote stays as it is). */
 static void family(struct out *o, const char *name, const char *type, const char *help)
 {
-    put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    put(o, "# HELP %s ", name);
+    for (; *help != '\0'; help++) {
+        if (*help == '\\')
+            put(o, "\\\\");
+        else if (*help == '\n')
+            put(o, "\\n");
+        else
+            put(o, "%c", *help);
+    }
+    put(o, "\n# TYPE %s %s\n", name, type);
 }
 
 /* The labels of one series: name="...", then the instance's label, then @extra. */

@@ -124,6 +124,8 @@ static void test_render(void **state)
     band_histo_record(&h, 3000000000ULL); /* 3 s */
     assert_int_equal(band_metrics_add_histo(m, "band_exec_queue", "pool", "Queue time.", &h), 0);
     assert_int_equal(band_metrics_add_histo(m, "band_exec_queue", "pool2", NULL, &h), 0);
+    assert_int_equal(band_metrics_add_histo(m, "app_odd", "x", "Two\nlines, a \\ and \"q\".", &h),
+                     0);
 
     char *t = render(m);
     expect_line(t, "# TYPE band_sem_available gauge");
@@ -140,6 +142,7 @@ static void test_render(void **state)
     expect_line(t, "band_front_door_answers_total{name=\"front\",answer=\"accept\"} 1");
     expect_line(t, "band_front_door_answers_total{name=\"front\",answer=\"busy\"} 1");
     expect_line(t, "# HELP band_exec_queue_seconds Queue time.");
+    expect_line(t, "# HELP app_odd_seconds Two\\nlines, a \\\\ and \"q\".");
     expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"1e-06\"} 1");
     expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"0.001\"} 1");
     expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"0.01\"} 2");
