@@ -201,6 +201,7 @@ int band_metrics_add_admit(band_metrics *m, const char *name, const band_sem *co
     for (size_t i = 0; i < n; i++)
         e->sems[i] = sems[i];
     e->nsems = n;
+    e->obj = e->sems; /* the caller's array need not outlive the call */
     return 0;
 }
 
