@@ -818,7 +818,7 @@ static void sem_base_sub(band_sem *s, uint64_t n)
 {
     uint64_t b = atomic_load_explicit(&s->base, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(&s->base, &b, b - band__min_u64(b, n),
-                                                  memory_order_relaxed, memory_order_relaxed)) {
+                                                  memory_order_release, memory_order_relaxed)) {
     }
 }
 
@@ -1264,15 +1264,25 @@ int band_sem_get_stats(const band_sem *cs, band_sem_stats *out)
         out->in_use = total > free_units ? total - free_units : 0;
     } else {
         /* capacity + debt = free + held. More free than that: permits were released that
-         * were never acquired, and the semaphore grew by them. */
+         * were never acquired, and the semaphore grew by them. The capacity and the free
+         * permits change apart (a reduce takes the permits, then lowers the capacity; the
+         * limit raises the capacity, then releases), so they are read capacity, state,
+         * capacity, until the capacity held still: then the state read lies between the
+         * two halves of no change, and more free than capacity + debt is real growth. */
+        uint64_t cap, again;
+        int tries = 0;
+        do {
+            cap = atomic_load_explicit(&s->base, memory_order_acquire);
+            out->available = AVAIL(atomic_load_explicit(&s->state, memory_order_acquire));
+            again = atomic_load_explicit(&s->base, memory_order_acquire);
+        } while (cap != again && ++tries < 16);
         uint64_t free_units = out->available + s->head_got;
-        uint64_t cap = atomic_load_explicit(&s->base, memory_order_relaxed);
-        if (free_units > cap + s->debt) {
+        if (cap == again && free_units > cap + s->debt) {
             atomic_fetch_add_explicit(&s->base, free_units - s->debt - cap, memory_order_relaxed);
             cap = free_units - s->debt;
         }
         out->capacity = cap;
-        out->in_use = cap + s->debt - free_units;
+        out->in_use = cap + s->debt > free_units ? cap + s->debt - free_units : 0;
     }
     pthread_mutex_unlock(&s->lock);
     out->try_refusals = atomic_load_explicit(&s->try_refusals, memory_order_relaxed);

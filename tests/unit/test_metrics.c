@@ -4,6 +4,8 @@
  */
 #include "test.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,12 +229,67 @@ static void test_sem_capacity(void **state)
     assert_int_equal(band_sem_destroy(s), 0);
 }
 
+struct churn {
+    band_sem *s;
+    _Atomic int stop;
+    _Atomic uint64_t started, done; /* reductions begun, and returned */
+};
+
+static void *churn_thread(void *arg)
+{
+    struct churn *c = arg;
+    for (uint64_t i = 0; !atomic_load(&c->stop); i++) {
+        if (band_sem_try_acquire(c->s, 1) == 0)
+            assert_int_equal(band_sem_release(c->s, 1), 0);
+        if (i % 512 == 511 && atomic_load(&c->started) < 48) {
+            atomic_fetch_add(&c->started, 1);
+            assert_int_equal(band_sem_reduce(c->s, 1), 0);
+            atomic_fetch_add(&c->done, 1);
+        }
+    }
+    return NULL;
+}
+
+/* Acquisitions, releases and reductions on another thread never make a snapshot see
+ * growth: the capacity lies between 64 less the reductions begun and 64 less those
+ * returned, and in use never passes it. */
+static void test_sem_capacity_concurrent(void **state)
+{
+    (void)state;
+    struct churn c = {.s = NULL};
+    atomic_init(&c.stop, 0);
+    atomic_init(&c.started, 0);
+    atomic_init(&c.done, 0);
+    assert_int_equal(band_sem_create(&c.s, 64, NULL), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, churn_thread, &c), 0);
+    for (int i = 0; i < 20000; i++) {
+        uint64_t done = atomic_load(&c.done);
+        band_sem_stats st;
+        assert_int_equal(band_sem_get_stats(c.s, &st), 0);
+        uint64_t started = atomic_load(&c.started);
+        if (st.capacity > 64 - done || st.capacity < 64 - started || st.in_use > st.capacity)
+            fail_msg("round %d: capacity %llu, in use %llu; reductions %llu..%llu", i,
+                     (unsigned long long)st.capacity, (unsigned long long)st.in_use,
+                     (unsigned long long)done, (unsigned long long)started);
+    }
+    atomic_store(&c.stop, 1);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    uint64_t cap = 64 - atomic_load(&c.done);
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(c.s, &st), 0);
+    assert_int_equal(st.capacity, cap);
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(band_sem_destroy(c.s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_sem_capacity),
+        cmocka_unit_test(test_sem_capacity_concurrent),
     };
     return cmocka_run_group_tests_name("test_metrics", tests, NULL, NULL);
 }
