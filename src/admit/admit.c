@@ -253,24 +253,33 @@ static ADMIT_INLINE int admit_take_many(const band_admit_req *r, uint32_t *at, u
                                         int gate)
 {
     uint64_t st[BAND_ADMIT_MAX];
-    const uint32_t n = r->n;
     const band_admit_entry *e = r->e;
-    uint32_t i, held = n; /* with @gate: the gate's index once it is taken */
+    const uint32_t n = r->n;
+    uint32_t i = n, top = n; /* entries top .. n - 1 are taken: the gate */
     int rc;
-    for (i = n; i-- > 0;) {
+    if (gate) {
+        /* Up to the gate; the entries after it have nothing to take. */
+        while (i-- > 0) {
+            st[i] = atomic_load_explicit(&e[i].sem->state, memory_order_relaxed);
+            rc = admit_word_refuses(st[i], e[i].amount);
+            if (band__unlikely(rc != 0))
+                goto out;
+            if (e[i].amount > 0) {
+                rc = admit_take_entry(r, i, &st[i]);
+                if (band__unlikely(rc != 0))
+                    goto out;
+                top = i;
+                break;
+            }
+        }
+    }
+    for (i = top; i-- > 0;) {
         st[i] = atomic_load_explicit(&e[i].sem->state, memory_order_relaxed);
         rc = admit_word_refuses(st[i], e[i].amount);
         if (band__unlikely(rc != 0))
             goto refused;
-        if (gate && held == n && e[i].amount > 0) {
-            /* the entries after it have nothing to give back: their amounts are 0 */
-            rc = admit_take_entry(r, i, &st[i]);
-            if (band__unlikely(rc != 0))
-                goto out;
-            held = i;
-        }
     }
-    for (i = held; i-- > 0;) {
+    for (i = top; i-- > 0;) {
         if (e[i].amount == 0)
             continue;
         rc = admit_take_entry(r, i, &st[i]);
@@ -279,8 +288,8 @@ static ADMIT_INLINE int admit_take_many(const band_admit_req *r, uint32_t *at, u
     }
     return 0;
 refused:
-    if (held != n)
-        admit_give_back(r, held);
+    if (top != n)
+        admit_give_back(r, top);
 out:
     *at = i;
     *why = st[i];
@@ -548,13 +557,13 @@ static void admit_block_wake(band_waiter *w)
     band__parker_unpark(w->data);
 }
 
-/* band_admit_acquire() past its single budget's lock-free success: try (again), spin,
- * queue and block. Out of line so that the success keeps no frame. */
+/* band_admit_acquire() past a refused lock-free take (@rc, at entry @at): spin, queue and
+ * block. Out of line so that the successes keep no frame. */
 static ADMIT_NOINLINE int admit_acquire_slow(band_admit_req *r, band_admit_grant *g,
-                                             band_time deadline, band_cancel *cancel)
+                                             band_time deadline, band_cancel *cancel, int rc,
+                                             uint32_t at)
 {
-    uint32_t at;
-    int rc = admit_try_take(r, &at, 0, 1);
+    rc = admit_refused(r, rc, at, 0);
     if (rc == BAND_EAGAIN) {
         /* Spin only when it may wait: a past deadline or a cancel asks for an answer now. */
         int refusal = band__wait_refusal(deadline, cancel);
@@ -589,6 +598,21 @@ static ADMIT_NOINLINE int admit_acquire_slow(band_admit_req *r, band_admit_grant
     return rc;
 }
 
+/* band_admit_acquire() over several budgets: the lock-free take through the gate, out of
+ * line so that the single budget's path keeps no frame, and without the slow path's. */
+static ADMIT_NOINLINE int admit_acquire_many(band_admit_req *r, band_admit_grant *g,
+                                             band_time deadline, band_cancel *cancel)
+{
+    uint32_t at;
+    uint64_t why;
+    int rc = admit_take_many(r, &at, &why, 1);
+    if (band__likely(rc == 0)) {
+        grant_fill(g, r);
+        return 0;
+    }
+    return admit_acquire_slow(r, g, deadline, cancel, rc, at);
+}
+
 int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
                        band_cancel *cancel)
 {
@@ -598,12 +622,14 @@ int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadlin
     if (band__likely(r->n == 1)) {
         const band_admit_entry *e = &r->e[0];
         uint64_t why;
-        if (band__likely(admit_take_one(e, &why) == 0)) {
+        int rc = admit_take_one(e, &why);
+        if (band__likely(rc == 0)) {
             g->p[0].sem = e->sem;
             g->p[0].count = e->amount;
             g->n = 1;
             return 0;
         }
+        return admit_acquire_slow(r, g, deadline, cancel, rc, 0);
     }
-    return admit_acquire_slow(r, g, deadline, cancel);
+    return admit_acquire_many(r, g, deadline, cancel);
 }
