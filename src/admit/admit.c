@@ -320,14 +320,14 @@ static ADMIT_COLD int admit_refused(const band_admit_req *r, int rc, uint32_t at
 }
 
 /* Take every amount lock-free, or nothing: 0, BAND_EAGAIN, BAND_ECLOSED or BAND_E2BIG
- * (*@at: the refusing entry, for admit_spin()); through the gate when @gate. A BAND_EAGAIN
- * counts in try_refusals when @count: for band_admit_try_acquire() only, as a plain
- * semaphore counts only its try_acquire calls (the async and blocking paths would
- * otherwise write that shared counter on every contended admission). */
-static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint32_t *at, int count, int gate)
+ * (*@at: the refusing entry), without the gate. A BAND_EAGAIN counts in try_refusals
+ * when @count: for band_admit_try_acquire() only, as a plain semaphore counts only its
+ * try_acquire calls (the async path would otherwise write that shared counter on every
+ * contended admission). */
+static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint32_t *at, int count)
 {
     uint64_t why;
-    int rc = admit_fast_take(r, at, &why, gate);
+    int rc = admit_fast_take(r, at, &why, 0);
     if (band__likely(rc == 0))
         return 0;
     return admit_refused(r, rc, *at, count);
@@ -352,7 +352,7 @@ static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint32_t *at, in
  * (admit_acquire_slow()). It stops at the clock checks when @deadline passes or @cancel
  * is requested (the caller then answers with that).
  *
- * Returns what admit_try_take() returns.
+ * Returns 0, or BAND_EAGAIN, BAND_ECLOSED or BAND_E2BIG classified as the first take's.
  */
 #define ADMIT_SPIN_YIELD_NS ((band_time)(2 * BAND_USEC))
 #define ADMIT_SPIN_CHECK    16 /* pauses between clock reads */
@@ -425,7 +425,7 @@ static void admit_spin_learn(const band_admit_req *r, band_time waited)
 static ADMIT_NOINLINE int admit_try_many(const band_admit_req *r, band_admit_grant *g)
 {
     uint32_t at;
-    int rc = admit_try_take(r, &at, 1, 0);
+    int rc = admit_try_take(r, &at, 1);
     if (rc == 0)
         grant_fill(g, r);
     return rc;
@@ -532,7 +532,7 @@ int band_admit_acquire_async(band_admit_req *r)
         return rc;
     r->_flags = 0;
     uint32_t at;
-    rc = admit_try_take(r, &at, 0, 0);
+    rc = admit_try_take(r, &at, 0);
     if (rc != BAND_EAGAIN) {
         if (rc == 0)
             r->_flags = BAND__ADMIT_GRANTED;
