@@ -1746,10 +1746,12 @@ static void plain_wake(band_waiter *w)
  * The lock-free admission with another thread's change of a budget's word between the
  * admission's check of it and its CAS (admit.c's test hook), without changing the
  * outcome the model predicts, so no input byte is read and every corpus file means what
- * it meant. The hook acts at the last entry with units, when the admission gets there
- * (every word passed its check). With more available than the entry asks, it takes one
+ * it meant. The admission takes the entries from the last to the first; the hook acts at
+ * the first entry with units, its last CAS, when the admission gets there (every word
+ * passed its check, and the later entries, the blocking admission's gate among them, are
+ * taken). With more available than the entry asks, it takes one
  * unit: the CAS is redone and succeeds, and the unit goes back afterwards. Otherwise it
- * drains the budget: the admission must refuse there and give back every earlier entry,
+ * drains the budget: the admission must refuse there and give back every later entry,
  * exactly (checked), and after the drained units return it is made again without the
  * hook. A try's refusal counts once in the budget's try_refusals (a blocking admission's
  * does not), which is taken off again so that the counters stay the model's.
@@ -1783,8 +1785,8 @@ static int race_admit(struct admit_model *m, struct op *o)
     int past = o->kind == O_PAST;
 #define RACE_CALL()                                                                                \
     (past ? band_admit_acquire(r, &d->g, o->deadline, NULL) : (band_admit_try_acquire)(r, &d->g))
-    int last = -1;
-    for (uint32_t i = 0; i < r->n && i < BAND_ADMIT_MAX; i++)
+    int last = -1; /* the entry the admission takes last */
+    for (uint32_t i = 0; i < r->n && i < BAND_ADMIT_MAX && last < 0; i++)
         if (r->e[i].amount > 0)
             last = (int)i;
     if (last < 0 || band_waiter_is_pending(&r->w) || d->g.n != 0)
