@@ -103,6 +103,43 @@ BAND_API band_sem *band_cap_tree_sem(band_cap_tree *t);
  */
 BAND_API band_cap_tree *band_cap_tree_parent(const band_cap_tree *t);
 
+/** A snapshot of one node's counters (band_cap_tree_get_stats()). */
+typedef struct band_cap_tree_stats {
+    char name[BAND_NAME_MAX];          /**< the node's budget's name; "" when unnamed */
+    int closed;                        /**< 1 once the node's budget was closed */
+    uint64_t capacity;                 /**< the node's cap */
+    uint64_t in_use;                   /**< units held at this node (its whole subtree's) */
+    uint64_t available;                /**< units free now */
+    uint64_t debt;                     /**< units a shrink left owed by returns */
+    uint64_t reserve;                  /**< the node's guaranteed reservation (0: none) */
+    uint64_t children;                 /**< live child nodes */
+    uint64_t child_reserve;            /**< the children's reservations, summed */
+    uint64_t waiters;                  /**< requests queued at this node */
+    uint64_t waiting_units;            /**< units they ask for */
+    uint64_t guaranteed_waiting_units; /**< units of queued guaranteed requests (a node
+                                            with a reservation) */
+    uint64_t queued;                   /**< requests that had to queue here */
+    uint64_t grants;                   /**< queued requests granted here */
+    uint64_t timeouts;                 /**< queued requests ended by their deadline */
+    uint64_t cancels;                  /**< queued requests cancelled for another reason */
+    uint64_t closed_fails;             /**< queued requests failed by close */
+    uint64_t try_refusals;             /**< tries refused because the node was full */
+    uint64_t too_big;                  /**< requests refused with BAND_E2BIG here */
+} band_cap_tree_stats;
+
+/**
+ * @brief Copy the counters of node @p t into @p out.
+ *
+ * Reads the node's budget (its lock) and then the tree's bookkeeping (the admission
+ * mutex), one after the other: each part is exact, the whole is close to one instant.
+ * MT-safe.
+ *
+ * @param t       The node.
+ * @param[out] out The snapshot.
+ * @return 0, or BAND_EINVAL when @p t or @p out is NULL.
+ */
+BAND_API int band_cap_tree_get_stats(const band_cap_tree *t, band_cap_tree_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -414,13 +414,23 @@ typedef struct band_fair_stats {
     uint64_t too_big;         /**< requests refused with BAND_E2BIG */
     uint64_t closed_fails;    /**< queued requests failed by close */
     band_fair_class_stats cls[BAND_FAIR_MAX_CLASSES]; /**< cls[0]: the most urgent class */
+    /* The counters of every key state evicted so far, summed: each evicted key's granted,
+     * granted_units, queued, timeouts, cancels and wait_ns_total (band_fair_key_stats)
+     * are added here when it is evicted, so the live keys' counters plus these never go
+     * backwards. */
+    uint64_t evicted_granted;       /**< requests granted to keys evicted since */
+    uint64_t evicted_granted_units; /**< units granted to them */
+    uint64_t evicted_queued;        /**< their requests that had to queue */
+    uint64_t evicted_timeouts;      /**< their queued requests ended by BAND_ETIMEDOUT */
+    uint64_t evicted_cancels;       /**< their queued requests cancelled otherwise */
+    uint64_t evicted_wait_ns_total; /**< time their queued requests waited */
 } band_fair_stats;
 
 /**
  * @brief Counters of one key.
  *
- * They start at 0 when the key's state is created, and are lost when an idle unconfigured
- * key is evicted.
+ * They start at 0 when the key's state is created; when an idle unconfigured key is
+ * evicted they are added to the evicted_* totals of band_fair_stats.
  */
 typedef struct band_fair_key_stats {
     uint64_t key;           /**< the key's id */

@@ -3,13 +3,14 @@
  * @file band/metrics.h
  * @brief Every bound's counters in one snapshot, in Prometheus text format.
  *
- * A program registers the primitives an operator should see (semaphores and budgets,
- * channels, rate budgets, front doors) and any latency histograms (band/histo.h: a
- * channel's send waits, an executor's queue and service times, a front door's hold
- * times), each under a name. band_metrics_write() then renders one consistent-per-primitive
- * snapshot as Prometheus text exposition format (version 0.0.4): gauges for what is held and
- * waiting now, counters for grants and for refusals by reason, and histograms in seconds. A bound
- * whose waiters and wait time grow while the others idle is the bottleneck.
+ * A program registers the primitives an operator should see (semaphores, budgets,
+ * channels, rate budgets, front doors, fair shares, admission sets, capacity tree nodes,
+ * adaptive limits, executors, oneshots, watches, broadcasts, wait groups, latches) and any latency
+ * histograms (band/histo.h: a channel's send waits, an executor's queue and service times, a front
+ * door's hold times), each under a name. band_metrics_write() then renders one
+ * consistent-per-primitive snapshot as Prometheus text exposition format (version 0.0.4): gauges
+ * for what is held and waiting now, counters for grants and for refusals by reason, and histograms
+ * in seconds. A bound whose waiters and wait time grow while the others idle is the bottleneck.
  *
  * The registry does not own what it lists: each primitive and histogram must outlive the
  * registry (or be removed by destroying the registry first). Registration and writing are
@@ -23,13 +24,24 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "band/admit.h"
+#include "band/broadcast.h"
+#include "band/budget.h"
+#include "band/cap_tree.h"
 #include "band/chan.h"
 #include "band/core.h"
 #include "band/error.h"
+#include "band/exec.h"
+#include "band/fair.h"
 #include "band/front_door.h"
+#include "band/group.h"
 #include "band/histo.h"
+#include "band/latch.h"
+#include "band/limit.h"
+#include "band/oneshot.h"
 #include "band/rate.h"
 #include "band/sem.h"
+#include "band/watch.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -125,6 +137,155 @@ BAND_API int band_metrics_add_rate(band_metrics *m, const char *name, const band
  */
 BAND_API int band_metrics_add_front_door(band_metrics *m, const char *name,
                                          const band_front_door *d, const band_histo *hold);
+
+/** The most keys band_metrics_add_fair() lists of one fair share. */
+#define BAND_METRICS_MAX_KEYS 4096
+
+/**
+ * @brief Export budget @p b as @p name: the band_budget_* families.
+ *
+ * The same series as a semaphore's, under the prefix band_budget (units are bytes or
+ * whatever the budget counts). The registry only points at @p b and @p wait. One thread
+ * at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param b     The budget; it must outlive the registry.
+ * @param wait  The histogram its band_budget_opts.wait_histo records into, or NULL.
+ * @return 0, BAND_EINVAL (NULL @p m or @p b, bad name) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_budget(band_metrics *m, const char *name, const band_budget *b,
+                                     const band_histo *wait);
+
+/**
+ * @brief Export fair share @p f as @p name: its totals, each class, and up to
+ * @p max_keys keys.
+ *
+ * Classes are labelled class="0" (the most urgent) and up; keys key="<id>". Each write
+ * lists at most @p max_keys live keys (band_fair_list_keys(), in no particular order), so
+ * the output stays bounded however many keys the fair holds; band_fair_keys says how many
+ * live keys there are. The counters of evicted key states appear as key="evicted"
+ * (band_fair_stats.evicted_*), so a sum over the key series never goes backwards while
+ * every live key is listed. Allocates room for @p max_keys key snapshots. One thread at a
+ * time per registry.
+ *
+ * @param m         The registry.
+ * @param name      The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param f         The fair share; it must outlive the registry.
+ * @param max_keys  The most keys listed per write, 0 to BAND_METRICS_MAX_KEYS (0: none,
+ *                  only the evicted totals).
+ * @return 0, BAND_EINVAL (NULL @p m or @p f, bad name, @p max_keys above
+ *         BAND_METRICS_MAX_KEYS), BAND_ENOMEM or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_fair(band_metrics *m, const char *name, const band_fair *f,
+                                   size_t max_keys);
+
+/**
+ * @brief Export an admission set: the budgets @p sems[0..@p n) that admission requests
+ * charge together, as @p name, one series per budget labelled budget="<its name>" (its
+ * band_sem_set_name() name, or its index when unnamed).
+ *
+ * Admission counts in the budgets themselves (band/admit.h): these are the budgets'
+ * held units, waiters and refusals, grouped by set. The array is copied; the budgets
+ * stay the caller's and must outlive the registry. One thread at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param sems  The semaphores or budgets (band_budget_sem(), band_cap_tree_sem()).
+ * @param n     How many, 1 to BAND_ADMIT_MAX.
+ * @return 0, BAND_EINVAL (NULL @p m, @p sems or one of them, bad name, @p n 0 or above
+ *         BAND_ADMIT_MAX) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_admit(band_metrics *m, const char *name, const band_sem *const *sems,
+                                    size_t n);
+
+/**
+ * @brief Export capacity tree node @p t as @p name (band_cap_tree_get_stats()).
+ *
+ * Register each node of interest; a node whose parent is registered too carries
+ * parent="<the parent's name>" (parent="" otherwise). One thread at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param t     The node; it must outlive the registry.
+ * @return 0, BAND_EINVAL (NULL @p m or @p t, bad name) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_cap_tree(band_metrics *m, const char *name, const band_cap_tree *t);
+
+/**
+ * @brief Export adaptive limit @p l as @p name: its limit, bounds, in flight, round trips
+ * and sample counters. One thread at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param l     The limit; it must outlive the registry.
+ * @return 0, BAND_EINVAL (NULL @p m or @p l, bad name) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_limit(band_metrics *m, const char *name, const band_limit *l);
+
+/**
+ * @brief Export executor @p ex as @p name: its queue and job counters, and its queue-time
+ * and service-time histograms (band_exec_get_histos()). Allocates two histogram
+ * snapshots. One thread at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param ex    The executor; it must outlive the registry.
+ * @return 0, BAND_EINVAL (NULL @p m or @p ex, bad name), BAND_ENOMEM or BAND_E2BIG
+ *         (registry full).
+ */
+BAND_API int band_metrics_add_exec(band_metrics *m, const char *name, const band_exec *ex);
+
+/**
+ * @brief Export oneshot @p o as @p name (its state as 0/1 gauges, and its counters). One
+ * thread at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param o     The oneshot; it must outlive the registry.
+ * @return 0, BAND_EINVAL (NULL @p m or @p o, bad name) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_oneshot(band_metrics *m, const char *name, const band_oneshot *o);
+
+/**
+ * @brief Export watch @p w as @p name. One thread at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param w     The watch; it must outlive the registry.
+ * @return 0, BAND_EINVAL (NULL @p m or @p w, bad name) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_watch(band_metrics *m, const char *name, const band_watch *w);
+
+/**
+ * @brief Export broadcast @p b as @p name. One thread at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param b     The broadcast; it must outlive the registry.
+ * @return 0, BAND_EINVAL (NULL @p m or @p b, bad name) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_broadcast(band_metrics *m, const char *name, const band_broadcast *b);
+
+/**
+ * @brief Export wait group @p g as @p name. One thread at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param g     The group; it must outlive the registry.
+ * @return 0, BAND_EINVAL (NULL @p m or @p g, bad name) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_group(band_metrics *m, const char *name, const band_group *g);
+
+/**
+ * @brief Export latch @p l as @p name. One thread at a time per registry.
+ *
+ * @param m     The registry.
+ * @param name  The label name="..." (copied; 1..BAND_NAME_MAX-1 bytes).
+ * @param l     The latch; it must outlive the registry.
+ * @return 0, BAND_EINVAL (NULL @p m or @p l, bad name) or BAND_E2BIG (registry full).
+ */
+BAND_API int band_metrics_add_latch(band_metrics *m, const char *name, const band_latch *l);
 
 /**
  * @brief A histogram of durations in nanoseconds under the metric family @p family (a

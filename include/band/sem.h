@@ -270,9 +270,15 @@ BAND_API int band_sem_is_closed(const band_sem *s);
 typedef struct band_sem_stats {
     char name[BAND_NAME_MAX];  /**< "" when unnamed */
     int closed;                /**< 1 after close */
-    int is_budget;             /**< 1 for a band_budget; capacity and in_use are then set */
-    uint64_t capacity;         /**< budgets: current capacity; semaphores: 0 */
-    uint64_t in_use;           /**< budgets: units held by callers; semaphores: 0 */
+    int is_budget;             /**< 1 for a band_budget */
+    uint64_t capacity;         /**< budgets: the current capacity; semaphores: the permits
+                                  given at creation, less those band_sem_reduce() and
+                                  band_permit_forget() removed, plus releases of permits
+                                  that were never acquired once a snapshot sees more
+                                  permits free than that (a release handed straight to a
+                                  waiter is not seen: a semaphore grown that way reports
+                                  too little) */
+    uint64_t in_use;           /**< units held by callers: capacity + debt - free */
     uint64_t available;        /**< permits available now */
     uint64_t debt;             /**< permits that releases must repay before waiters */
     uint64_t waiters;          /**< queued acquisitions */

@@ -302,6 +302,12 @@ int band_fair_get_stats(const band_fair *cf, band_fair_stats *out)
     out->try_refusals = f->try_refusals;
     out->too_big = f->too_big;
     out->closed_fails = f->closed_fails;
+    out->evicted_granted = f->ev_granted;
+    out->evicted_granted_units = f->ev_granted_units;
+    out->evicted_queued = f->ev_queued;
+    out->evicted_timeouts = f->ev_timeouts;
+    out->evicted_cancels = f->ev_cancels;
+    out->evicted_wait_ns_total = f->ev_wait_ns;
     for (uint32_t c = 0; c < f->nclasses; c++) {
         const struct fair_class *cl = &f->cls[c];
         band_fair_class_stats *o = &out->cls[c];

@@ -153,6 +153,8 @@ struct band_fair {
     uint64_t nhandles;
     /* counters */
     uint64_t keys_created, keys_evicted, key_refusals, try_refusals, too_big, closed_fails;
+    /* the counters of evicted key states, summed at each eviction (fair_keys.c) */
+    uint64_t ev_granted, ev_granted_units, ev_queued, ev_timeouts, ev_cancels, ev_wait_ns;
 #ifdef BAND_TESTING
     /* which way the handles' calls went (the model test checks it reaches each) */
     _Atomic uint64_t t_fast_grants, t_fast_releases, t_slow_tries;

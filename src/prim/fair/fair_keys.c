@@ -145,6 +145,14 @@ void band__fair_key_maybe_evict(band_fair *f, struct fair_key *k)
     *pp = k->hnext;
     f->nkeys--;
     f->keys_evicted++;
+    /* Its counters live on in the fair's evicted totals (band_fair_stats.evicted_*), so a
+     * sum over keys never goes backwards. No handle refers to it: nothing is unfolded. */
+    f->ev_granted += k->granted;
+    f->ev_granted_units += k->granted_units;
+    f->ev_queued += k->queued;
+    f->ev_timeouts += k->timeouts;
+    f->ev_cancels += k->cancels;
+    f->ev_wait_ns += k->wait_ns_total;
     if (f->nfree < FAIR_FREE_CACHE) {
         k->hnext = f->free_keys;
         f->free_keys = k;
