@@ -4,8 +4,10 @@
 #
 #   make deps      install missing Debian packages (scripts/deps.sh)
 #   make           release build in build/release
-#   make demo      release build, then run build/release/examples/band_demo and the download
-#                  example (a local nginx, libcurl on libuv, one band semaphore)
+#   make demo      release build, then run build/release/examples/band_demo, which writes what
+#                  it measured to build/release/demo/*.tsv, draw its plots there with gnuplot
+#                  (scripts/demo_plot.sh: in-flight, overload, tenants; PNG and SVG), then
+#                  the download example (a local nginx, libcurl on libuv, one band semaphore)
 #   make check     lint + gcc + clang + ASan/UBSan + fuzz + TSan, each with ctest (CI runs this)
 #   make check-SUITE   one suite: check-lint check-plain check-clang check-asan check-fuzz check-tsan
 #   make bench     release build, then run build/release/bench/band_bench [BENCH_ARGS=...],
@@ -15,8 +17,15 @@
 #   make bench-peers   release build, then the peer suite (PEERS_DIR, default
 #                  ../shared/peers-bench beside this checkout) from a writable copy with
 #                  band's harness in the same rounds (scripts/bench_peers.sh) [PEERS_ONLY=...]
-#   make install   release build, then cmake --install into PREFIX (default /usr/local;
-#                  DESTDIR is honoured)
+#   make install   build the libraries alone in BUILD_ROOT/install (Release; no tests, bench,
+#                  examples or fuzz; no `deps`: a C compiler and CMake are enough), then
+#                  cmake --install into PREFIX (default /usr/local; DESTDIR is honoured).
+#                  libband-uv is built when pkg-config finds libuv, libband-fd on Linux;
+#                  BAND_BUILD_UV / BAND_BUILD_FD = AUTO (default), ON (required) or OFF
+#   make uninstall remove every file the last `make install` installed (its
+#                  install_manifest.txt) and the directories it created, once empty
+#   make docs      the API reference and man pages (Doxygen) in build/release/docs/html and
+#                  build/release/docs/man/man3 (docs/api.md, "API reference")
 #   make format    clang-format -i every C file
 #   make lint      clang-format check and clang-tidy
 #   make clean     remove build/
@@ -32,6 +41,8 @@ SHELL := /bin/bash
 JOBS ?= 2
 CTEST_JOBS ?= 2
 PREFIX ?= /usr/local
+BAND_BUILD_UV ?= AUTO
+BAND_BUILD_FD ?= AUTO
 BENCH_ARGS ?=
 PEERS_DIR ?= ../shared/peers-bench
 BUILD_ROOT ?= build
@@ -48,7 +59,7 @@ LIB := source scripts/lib.sh &&
 CHECK_SUITES := lint plain clang asan fuzz deb tsan
 
 .PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench bench-peers install \
-	format lint clean help
+	uninstall format lint clean help
 
 all: release
 
@@ -62,11 +73,20 @@ release: deps
 	@$(LIB) band_configure $(RELEASE_DIR) $(RELEASE_ARGS)
 	@$(LIB) band_build $(RELEASE_DIR)
 
+DEMO_DIR := $(RELEASE_DIR)/demo
+
 demo: release
 	@if [ ! -x $(RELEASE_DIR)/examples/band_demo ]; then \
 	    echo "demo: $(RELEASE_DIR)/examples/band_demo was not built (examples/CMakeLists.txt" \
 	         "must define target band_demo)" >&2; exit 1; fi
-	$(RELEASE_DIR)/examples/band_demo
+	$(RELEASE_DIR)/examples/band_demo --data $(DEMO_DIR)
+	@if command -v gnuplot >/dev/null 2>&1; then \
+	    echo; bash scripts/demo_plot.sh $(DEMO_DIR); \
+	    echo "demo: plots (PNG and SVG) and the data they show are in $(DEMO_DIR)/"; \
+	else \
+	    echo "demo: gnuplot is not installed (make deps installs gnuplot-nox): no plots;" \
+	         "the data is in $(DEMO_DIR)/"; \
+	fi
 	@if [ -x $(RELEASE_DIR)/examples/download/band_download ]; then \
 	    echo; $(RELEASE_DIR)/examples/download/band_download; \
 	else echo "demo: $(RELEASE_DIR)/examples/download/band_download was not built" \
@@ -97,8 +117,25 @@ bench: release
 bench-peers: release
 	@PEERS_DIR="$(PEERS_DIR)" BUILD_DIR="$(RELEASE_DIR)" bash scripts/bench_peers.sh
 
-install: release
-	cmake --install $(RELEASE_DIR) --prefix "$(PREFIX)"
+# make install needs no `deps`: only the libraries are built, in a tree of their own.
+INSTALL_DIR := $(BUILD_ROOT)/install
+INSTALL_ARGS := -DCMAKE_BUILD_TYPE=Release -DBAND_BUILD_TESTS=OFF -DBAND_BUILD_BENCH=OFF \
+	-DBAND_BUILD_EXAMPLES=OFF -DBAND_BUILD_FUZZ=OFF -DBAND_SANITIZE= -DBAND_WERROR=OFF \
+	-DBAND_BUILD_UV=$(BAND_BUILD_UV) -DBAND_BUILD_FD=$(BAND_BUILD_FD) \
+	"-DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX))"
+
+install:
+	@$(LIB) band_configure $(INSTALL_DIR) $(INSTALL_ARGS)
+	@$(LIB) band_build $(INSTALL_DIR)
+	DESTDIR="$(if $(DESTDIR),$(abspath $(DESTDIR)))" cmake --install $(INSTALL_DIR)
+
+uninstall:
+	cmake -DBAND_BUILD_DIR="$(abspath $(INSTALL_DIR))" -P cmake/BandUninstall.cmake
+
+.PHONY: docs
+docs: deps
+	@$(LIB) band_configure $(RELEASE_DIR) $(RELEASE_ARGS) -DBAND_BUILD_DOCS=ON
+	@$(LIB) band_build $(RELEASE_DIR) docs
 
 format: deps
 	@bash scripts/lint.sh format

@@ -17,6 +17,10 @@
 # export macros). BAND_ABI_VERSION names the nodes: "0.<minor>" before 1.0, where every
 # minor release may change the ABI, and "<major>" from 1.0 on, so a node changes exactly
 # when binaries built against the old one cannot run against the new library.
+# BAND_SOVERSION, the SOVERSION of libband, libband-uv and libband-fd, is the same string,
+# so the sonames (libband.so.0.<minor>, libband.so.<major> from 1.0 on) and the nodes
+# (BAND_0.<minor>, BAND_UV_0.<minor>, BAND_FD_0.<minor>) always change together
+# (docs/abi.md).
 
 include_guard(GLOBAL)
 include(CheckLinkerFlag)
@@ -26,6 +30,7 @@ if(PROJECT_VERSION_MAJOR EQUAL 0)
 else()
     set(BAND_ABI_VERSION "${PROJECT_VERSION_MAJOR}")
 endif()
+set(BAND_SOVERSION "${BAND_ABI_VERSION}")
 
 set(BAND_EXPORTS_SCRIPT "${PROJECT_SOURCE_DIR}/scripts/check_exports.sh")
 set(BAND_EXPORTS_DIR "${PROJECT_BINARY_DIR}/exports")

@@ -26,12 +26,18 @@
  * Part 4 (tenants.c), tenants: four tenants with weights 4:2:1:1 (one of them flooding)
  * share eight slots through a band_fair, and an urgent class always finds room.
  *
- * Part 5 (demo_overload.c), overload: offered load ramps to three times a server's capacity,
- * and a plain FIFO channel is compared with a deadline-aware one and with adaptive LIFO.
+ * Part 5 (demo_overload.c), overload: one server is offered from half to three times its
+ * capacity, and five queue disciplines in front of it are compared: FIFO with a short and a
+ * deep queue, deadline-aware, deadline-aware with adaptive LIFO, and adaptive LIFO on the
+ * deep queue.
  *
- * Usage: band_demo [--quick]
- * Prints a table for parts 1-3, then one each for parts 4 and 5. Exits 1 if a bound that
- * band governs was exceeded or a band call failed unexpectedly, 2 on a usage error.
+ * Usage: band_demo [--quick] [--data DIR]
+ * Prints a table for parts 1-3, then one each for parts 4 and 5, each with a line that
+ * starts "verdict: " and says in plain words what the table shows. With --data DIR it also
+ * writes what it measured into DIR as TSV files (every change of the in-flight figures of
+ * parts 1 and 2, the tenants' shares, the overload sweep), which scripts/demo_plot.sh
+ * draws. Exits 1 if a bound that band governs was exceeded, a band call failed
+ * unexpectedly or a data file could not be written, 2 on a usage error.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -41,6 +47,7 @@
 
 #include "demo_parts.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -48,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define SLOTS       8u  /* the in-flight limit of both parts */
@@ -106,6 +114,68 @@ static double mib(uint64_t bytes)
     return (double)bytes / (double)MIB;
 }
 
+/* ---- timelines: every change of a measured figure, for the plots ------------------------ */
+
+struct tl_point {
+    band_time t;
+    uint64_t v;
+};
+
+/* The value after every change, stamped right after the atomic operation that made it. */
+struct timeline {
+    band_time t0;     /* the run's start */
+    _Atomic size_t n; /* points noted, possibly more than cap */
+    size_t cap;
+    struct tl_point *p;
+};
+
+static int timeline_init(struct timeline *tl, size_t cap)
+{
+    tl->t0 = band_now();
+    atomic_init(&tl->n, 0);
+    tl->cap = cap;
+    tl->p = malloc(cap * sizeof(*tl->p));
+    return tl->p == NULL ? -1 : 0;
+}
+
+static void timeline_note(struct timeline *tl, uint64_t v)
+{
+    size_t i = atomic_fetch_add_explicit(&tl->n, 1, memory_order_relaxed);
+    if (i < tl->cap) {
+        tl->p[i].t = band_now();
+        tl->p[i].v = v;
+    }
+}
+
+static int cmp_point(const void *a, const void *b)
+{
+    const struct tl_point *x = a, *y = b;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* Writes DIR/NAME: a comment, a header, then "ms since the start<TAB>value" in time order,
+ * the value divided by @unit. Returns 0, or 1 when the file could not be written. */
+static int timeline_write(struct timeline *tl, const char *dir, const char *name,
+                          const char *comment, const char *column, double unit)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        return 1;
+    }
+    size_t n = atomic_load(&tl->n);
+    if (n > tl->cap)
+        n = tl->cap;
+    qsort(tl->p, n, sizeof(*tl->p), cmp_point);
+    fprintf(f, "# %s\nms\t%s\n0\t0\n", comment, column);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%.3f\t%.6g\n", (double)(tl->p[i].t - tl->t0) / (double)BAND_MSEC,
+                (double)tl->p[i].v / unit);
+    return fclose(f) != 0;
+}
+
 /* ---- part 1: a transfer queue of our own (mutex + condvar), producers -> consumers ------ */
 
 struct transfer {
@@ -133,6 +203,7 @@ struct transfer_run {
     _Atomic uint64_t finished;     /* transfers the consumers completed */
     _Atomic uint64_t cross_thread; /* permits released on a thread other than the acquirer */
     _Atomic uint64_t errors;       /* band calls that failed unexpectedly */
+    struct timeline tl;            /* in_flight after every change */
 };
 
 static void queue_push(struct transfer_queue *q, struct transfer *t)
@@ -187,12 +258,13 @@ static void *producer_main(void *arg)
         }
         uint64_t now = atomic_fetch_add(&run->in_flight, 1) + 1;
         atomic_max(&run->peak, now);
+        timeline_note(&run->tl, now);
 
         sleep_us(50 + next_random(&rnd) % 100); /* send the request */
 
         struct transfer *t = malloc(sizeof(*t));
         if (t == NULL) {
-            atomic_fetch_sub(&run->in_flight, 1);
+            timeline_note(&run->tl, atomic_fetch_sub(&run->in_flight, 1) - 1);
             band_permit_release(&p); /* the request failed: the local permit goes back */
             atomic_fetch_add(&run->errors, 1);
             return NULL;
@@ -221,7 +293,7 @@ static void *consumer_main(void *arg)
 
     while ((t = queue_pop(&run->q)) != NULL) {
         sleep_us(t->body_us); /* read the body */
-        atomic_fetch_sub(&run->in_flight, 1);
+        timeline_note(&run->tl, atomic_fetch_sub(&run->in_flight, 1) - 1);
         if (t->permit.sem != NULL) {
             if (!pthread_equal(t->producer, pthread_self()))
                 atomic_fetch_add(&run->cross_thread, 1);
@@ -257,6 +329,10 @@ static int run_transfers(struct transfer_run *run, int move_permit, unsigned per
     atomic_init(&run->finished, 0);
     atomic_init(&run->cross_thread, 0);
     atomic_init(&run->errors, 0);
+    if (timeline_init(&run->tl, 2 * (size_t)PRODUCERS * per_producer + 16) != 0) {
+        band_sem_destroy(run->slots);
+        return -1;
+    }
 
     for (unsigned i = 0; i < CONSUMERS; i++)
         if (pthread_create(&consumers[i], NULL, consumer_main, run) != 0)
@@ -297,6 +373,7 @@ struct job_run {
     _Atomic uint64_t live; /* payload bytes allocated right now */
     _Atomic uint64_t peak; /* the most live ever seen */
     _Atomic uint64_t errors;
+    struct timeline tl; /* live after every change */
 };
 
 /* Touches and holds one payload; the hold grows with its size. */
@@ -304,10 +381,11 @@ static void work_on(struct job_run *run, void *buf, uint64_t size)
 {
     uint64_t now = atomic_fetch_add(&run->live, size) + size;
     atomic_max(&run->peak, now);
+    timeline_note(&run->tl, now);
     for (uint64_t off = 0; off < size; off += 4096) /* make every page resident */
         ((unsigned char *)buf)[off] = 0x5a;
     sleep_us(20 + size / KIB); /* about 1 ms per MiB */
-    atomic_fetch_sub(&run->live, size);
+    timeline_note(&run->tl, atomic_fetch_sub(&run->live, size) - size);
 }
 
 static void *job_main(void *arg)
@@ -349,18 +427,22 @@ static void *job_main(void *arg)
     return NULL;
 }
 
-static void run_jobs(struct job_run *run)
+/* Runs part 2 once. Returns 0, or -1 when the timeline could not be allocated. */
+static int run_jobs(struct job_run *run)
 {
     pthread_t threads[JOB_THREADS];
     atomic_init(&run->next, 0);
     atomic_init(&run->live, 0);
     atomic_init(&run->peak, 0);
     atomic_init(&run->errors, 0);
+    if (timeline_init(&run->tl, 2 * run->njobs + 16) != 0)
+        return -1;
     for (unsigned i = 0; i < JOB_THREADS; i++)
         if (pthread_create(&threads[i], NULL, job_main, run) != 0)
             abort();
     for (unsigned i = 0; i < JOB_THREADS; i++)
         pthread_join(threads[i], NULL);
+    return 0;
 }
 
 /* Most jobs are small, some medium, a few large: 80% 1-64 KiB, 15% 64 KiB-1 MiB, 5% 1-8 MiB,
@@ -533,17 +615,47 @@ static int row(const char *scenario, const char *limit, const char *peak, double
     return over;
 }
 
+/* Writes the timelines of parts 1 and 2 into @dir. Returns 0, or 1 on a write error. */
+static int write_timelines(const char *dir, struct transfer_run *moved, struct transfer_run *early,
+                           struct job_run *counted, struct job_run *budgeted)
+{
+    int bad = 0;
+    bad |= timeline_write(&moved->tl, dir, "transfers-band.tsv",
+                          "band_demo part 1: transfers in flight, the permit moves with the "
+                          "transfer (limit 8)",
+                          "in_flight", 1.0);
+    bad |= timeline_write(&early->tl, dir, "transfers-handoff.tsv",
+                          "band_demo part 1: transfers in flight, the permit released at "
+                          "hand-off (limit 8, not enforced)",
+                          "in_flight", 1.0);
+    bad |= timeline_write(&budgeted->tl, dir, "jobs-budget.tsv",
+                          "band_demo part 2: payload bytes allocated (MiB) under a band_budget "
+                          "of 8 MiB",
+                          "MiB", (double)MIB);
+    bad |= timeline_write(&counted->tl, dir, "jobs-count.tsv",
+                          "band_demo part 2: payload bytes allocated (MiB) under a count "
+                          "semaphore of 8 slots x 1 MiB",
+                          "MiB", (double)MIB);
+    return bad;
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: band_demo [--quick]\n"
-               "  --quick  fewer transfers, jobs and messages (a smoke test of about a "
-               "second)\n");
+    fprintf(f, "usage: band_demo [--quick] [--data DIR]\n"
+               "  --quick     fewer transfers, jobs and messages, shorter runs (a smoke test "
+               "of a few seconds)\n"
+               "  --data DIR  also write what was measured into DIR (created if missing) as "
+               "TSV files:\n"
+               "              transfers-band.tsv, transfers-handoff.tsv, jobs-budget.tsv, "
+               "jobs-count.tsv,\n"
+               "              tenants.tsv, overload.tsv (scripts/demo_plot.sh draws them)\n");
 }
 
 int main(int argc, char **argv)
 {
     struct config cfg = {25, 600, 4000};
     int failed = 0, quick = 0;
+    const char *data_dir = NULL;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
@@ -551,6 +663,8 @@ int main(int argc, char **argv)
             cfg.jobs = 240;
             cfg.messages = 400;
             quick = 1;
+        } else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
+            data_dir = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -558,6 +672,10 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    if (data_dir != NULL && mkdir(data_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "band_demo: cannot create %s: %s\n", data_dir, strerror(errno));
+        return 1;
     }
     band_time t0 = band_now();
 
@@ -589,8 +707,8 @@ int main(int argc, char **argv)
     }
     band_sem_set_name(counted.slots, "job-slots");
     band_budget_set_name(budgeted.budget, "payload-bytes");
-    run_jobs(&counted);
-    run_jobs(&budgeted);
+    if (run_jobs(&counted) != 0 || run_jobs(&budgeted) != 0)
+        return 1;
 
     /* A request that could never fit is refused at once instead of waiting forever. */
     void *huge = NULL;
@@ -672,6 +790,22 @@ int main(int argc, char **argv)
     failed |= row("stages, band_chan payload bytes queued", lim, pk, (double)CHAN_BYTES,
                   (double)atomic_load(&pl.peak_bytes));
 
+    /* One line in plain words: did every bound band governs hold, and what happened without. */
+    int held = atomic_load(&moved.peak) <= SLOTS && atomic_load(&budgeted.peak) <= BUDGET &&
+               atomic_load(&pl.peak_len) <= CHAN_MESSAGES &&
+               atomic_load(&pl.peak_bytes) <= CHAN_BYTES;
+    printf("verdict: with band %s (%" PRIu64 " in flight, %.1f MiB at most); without: %" PRIu64
+           " in flight, %.1f MiB\n",
+           held ? "every bound held" : "a bound was EXCEEDED", atomic_load(&moved.peak),
+           mib(atomic_load(&budgeted.peak)), atomic_load(&early.peak),
+           mib(atomic_load(&counted.peak)));
+    if (data_dir != NULL)
+        failed |= write_timelines(data_dir, &moved, &early, &counted, &budgeted);
+    free(moved.tl.p);
+    free(early.tl.p);
+    free(counted.tl.p);
+    free(budgeted.tl.p);
+
     uint64_t cross = atomic_load(&moved.cross_thread);
     printf("\ntransfers: %" PRIu64 " (%u producers -> %u consumers); "
            "%" PRIu64 " permits released on another thread\n",
@@ -694,9 +828,9 @@ int main(int argc, char **argv)
     /* Parts 4 and 5 print their own tables. */
     printf("\n");
     fflush(stdout);
-    failed |= band_tenants_demo(quick);
+    failed |= band_tenants_demo(quick, data_dir);
     fflush(stdout);
-    failed |= demo_overload(quick);
+    failed |= demo_overload(quick, data_dir);
 
     printf("\nelapsed %.2f s\n", (double)(band_now() - t0) / (double)BAND_SEC);
 

@@ -37,6 +37,9 @@ packages=(
     libcurl4-openssl-dev # the download example's HTTP client
     nginx-light        # the download example's HTTP server on 127.0.0.1
     gnuplot-nox        # scripts/bench_plot.sh: make bench's plots, ctest bench_plot_smoke
+    doxygen            # the API reference and man pages (BAND_BUILD_DOCS, ctest api_reference)
+    curl               # ctest uv_metrics_scrape: scrapes the /metrics endpoint
+    prometheus         # ctest uv_metrics_scrape: `promtool check metrics` lints the text
 )
 pkgs=("${packages[@]}")
 
@@ -76,7 +79,7 @@ else
 fi
 
 # The commands the checks call by their plain names.
-for cmd in cc cmake pkg-config clang clang-format clang-tidy; do
+for cmd in cc cmake pkg-config clang clang-format clang-tidy curl promtool; do
     if ! command -v "$cmd" >/dev/null 2>&1; then
         echo "deps: '$cmd' is still not on PATH after installing packages" >&2
         exit 1

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * band/admit.h - one atomic admission over several budgets, and capacity hierarchies.
+/**
+ * @file band/admit.h
+ * @brief One atomic admission over several budgets, and capacity hierarchies.
  *
  * A request names up to BAND_ADMIT_MAX semaphores or budgets and an amount of each (cpu 1,
  * memory 48 MiB, fds 2). It is admitted all at once or not at all. docs/admit.md has the
@@ -45,20 +46,21 @@
 extern "C" {
 #endif
 
-/** The most budgets one request can name (a tree leaf counts with its ancestors). */
+/** @brief The most budgets one request can name (a tree leaf counts with its ancestors). */
 #define BAND_ADMIT_MAX 8
 
-/* One budget of a request. sem and amount are readable; the rest is private. */
+/** @brief One budget of a request. sem and amount are readable; the rest is private. */
 typedef struct band_admit_entry {
-    band_sem *sem;
-    uint64_t amount;
+    band_sem *sem;   /**< the semaphore (or budget's semaphore) charged */
+    uint64_t amount; /**< the units of it the request takes */
+    /** @privatesection */
     band_waiter _node; /* private: this request's node in sem's wait queue */
 } band_admit_entry;
 
 struct band__smart_ops; /* private */
 
 /**
- * struct band_admit_req - one multi-budget request, owned by the caller.
+ * @brief One multi-budget request, owned by the caller.
  *
  * The waiter comes first: pass &req->w to band_waiter_cancel(), and recover the request
  * from it in a wake function. About 890 bytes on LP64; nothing is allocated on any admission
@@ -66,8 +68,9 @@ struct band__smart_ops; /* private */
  * Initialise with band_admit_req_init(), then add budgets with band_admit_req_add().
  */
 typedef struct band_admit_req {
-    band_waiter w; /* the operation: wake, data, status, cancel */
-    uint32_t n;    /* entries in use */
+    band_waiter w; /**< the operation: wake, data, status, cancel */
+    uint32_t n;    /**< entries in use */
+    /** @privatesection */
     /* private */
     uint32_t _flags;
     uint8_t _order[BAND_ADMIT_MAX]; /* entries sorted by semaphore address (lock order) */
@@ -83,16 +86,17 @@ typedef struct band_admit_req {
 } band_admit_req;
 
 /**
- * struct band_admit_grant - what a granted request holds: {semaphore, count} per budget.
+ * @brief What a granted request holds: {semaphore, count} per budget.
  *
  * A plain value with one owner, like band_permit; initialise with BAND_ADMIT_GRANT_INIT.
  * Embed it in the object that owns the admitted work and release it when that ends.
  */
 typedef struct band_admit_grant {
-    uint32_t n;                    /* entries in use */
-    band_permit p[BAND_ADMIT_MAX]; /* p[i].count may be 0 after a partial release */
+    uint32_t n;                    /**< entries in use */
+    band_permit p[BAND_ADMIT_MAX]; /**< p[i].count may be 0 after a partial release */
 } band_admit_grant;
 
+/** @brief The initialiser of an empty band_admit_grant (nothing held). */
 #define BAND_ADMIT_GRANT_INIT                                                                      \
     {                                                                                              \
         0,                                                                                         \
@@ -104,42 +108,61 @@ typedef struct band_admit_grant {
     }
 
 /**
- * band_admit_req_init() - prepare @r: no budgets, waiter initialised with @wake and @data
- * (as band_waiter_init(); @wake may be NULL when only band_admit_try_acquire() and
- * band_admit_acquire() are used). Must not be called on a pending request.
+ * @brief Prepare @p r: no budgets, waiter initialised with @p wake and @p data.
+ *
+ * As band_waiter_init(); @p wake may be NULL when only band_admit_try_acquire() and
+ * band_admit_acquire() are used. Must not be called on a pending request. Not MT-safe
+ * with other uses of @p r.
+ *
+ * @param r     The request, owned by the caller; must not be NULL or pending.
+ * @param wake  The wake function for band_admit_acquire_async(), or NULL when the request
+ *              is only used with band_admit_try_acquire() and band_admit_acquire().
+ * @param data  Stored in the request's waiter for @p wake; not dereferenced by band.
  */
 BAND_API void band_admit_req_init(band_admit_req *r, band_wake_fn *wake, void *data);
 
 /**
- * band_admit_req_add() - add @amount units of @s to @r.
+ * @brief Add @p amount units of @p s to @p r.
  *
- * Naming a semaphore that @r already names merges the amounts (so each budget is charged
- * once). @s may be a budget's semaphore (band_budget_sem()). Returns 0, BAND_EINVAL (NULL
- * @r or @s, @r pending, @amount above BAND_MAX_UNITS, or BAND_ADMIT_MAX budgets
+ * Naming a semaphore that @p r already names merges the amounts (so each budget is charged
+ * once). @p s may be a budget's semaphore (band_budget_sem()). Returns 0, BAND_EINVAL (NULL
+ * @p r or @p s, @p r pending, @p amount above BAND_MAX_UNITS, or BAND_ADMIT_MAX budgets
  * already named), or BAND_EOVERFLOW when a merged amount would exceed BAND_MAX_UNITS
- * (nothing changes on failure). Capacity is checked at admission (BAND_E2BIG).
+ * (nothing changes on failure). Capacity is checked at admission (BAND_E2BIG). Not
+ * MT-safe with other uses of @p r.
+ *
+ * @param r       The request; must not be NULL or pending.
+ * @param s       The semaphore or budget's semaphore to charge; must not be NULL and must
+ *                outlive the request's use.
+ * @param amount  Units of @p s, 0 to BAND_MAX_UNITS (merged with any amount already named).
+ * @return 0, BAND_EINVAL or BAND_EOVERFLOW as described above.
  */
 BAND_API int band_admit_req_add(band_admit_req *r, band_sem *s, uint64_t amount);
 
 /**
- * band_admit_try_acquire() - admit @r now or refuse without waiting.
+ * @brief Admit @p r now or refuse without waiting.
  *
- * Returns 0 (*@g, which must be empty, holds every amount), BAND_EAGAIN (some budget has
+ * Returns 0 (*@p g, which must be empty, holds every amount), BAND_EAGAIN (some budget has
  * not enough available, or has a waiter queued: try never overtakes), BAND_ECLOSED,
  * BAND_E2BIG (an amount exceeds a budget's capacity; checked before anything else), or
- * BAND_EINVAL (NULL argument, no budgets, @g not empty, @r pending). Lock-free: it reads
+ * BAND_EINVAL (NULL argument, no budgets, @p g not empty, @p r pending). Lock-free: it reads
  * every budget's state first and takes nothing unless all can give their amount now, then
  * takes each with one CAS. Only when another thread changes a budget in that short window
  * does it give back what it took of the earlier ones; a concurrent try on one of those
  * may then be refused, or an acquisition queue and be granted by the give-back, exactly
  * as if this thread had acquired and released it. MT-safe.
+ *
+ * @param r       The request, with at least one budget; must not be NULL or pending.
+ * @param[out] g  An empty grant (as BAND_ADMIT_GRANT_INIT); receives every amount on 0,
+ *                unchanged otherwise.
+ * @return 0, BAND_EAGAIN, BAND_ECLOSED, BAND_E2BIG or BAND_EINVAL as described above.
  */
 BAND_API int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g);
 
 /**
- * band_admit_acquire() - admit @r, blocking this thread until @deadline.
+ * @brief Admit @p r, blocking this thread until @p deadline.
  *
- * Returns 0 (*@g holds every amount), BAND_ETIMEDOUT (a past @deadline means "do not
+ * Returns 0 (*@p g holds every amount), BAND_ETIMEDOUT (a past @p deadline means "do not
  * wait"; a grant that races with the deadline wins), or the other codes of
  * band_admit_try_acquire() and band_admit_acquire_async() except BAND_EAGAIN and
  * BAND_PENDING. Before it queues it retries the lock-free take while the budgets are only
@@ -147,115 +170,171 @@ BAND_API int band_admit_try_acquire(band_admit_req *r, band_admit_grant *g);
  * named semaphores, 1 microsecond to 1 millisecond of spinning, yielding after 2
  * microseconds; band/sem.h); it takes nothing while a waiter is queued on one of them,
  * so it never overtakes one. A past deadline or a
- * requested @cancel does not retry, and one that passes or is requested while it spins
+ * requested @p cancel does not retry, and one that passes or is requested while it spins
  * stops the spin at its next clock check. While it
- * blocks it holds nothing. @r's wake and data are used internally for the duration of the
+ * blocks it holds nothing. @p r's wake and data are used internally for the duration of the
  * call and are restored before it returns. MT-safe.
  *
- * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * @p cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
  * wait", as a past deadline does (band/cancel.h).
+ *
+ * @param r         The request, with at least one budget; must not be NULL or pending.
+ * @param[out] g    An empty grant; receives every amount on 0, unchanged otherwise.
+ * @param deadline  Absolute time on band's clock (band_now()) to stop waiting at; a past
+ *                  one means "do not wait".
+ * @param cancel    Cancellation token, or NULL for none.
+ * @return 0, BAND_ETIMEDOUT, BAND_ECANCELED, BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW or
+ *         BAND_EINVAL as described above.
  */
 BAND_API int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
                                 band_cancel *cancel);
 
 /**
- * band_admit_acquire_async() - admit @r now, or queue it in every budget it names at once.
+ * @brief Admit @p r now, or queue it in every budget it names at once.
  *
  * The request is its own op: it names several budgets, so it is built first with
- * band_admit_req_init() and band_admit_req_add(), and its waiter is @r->w.
+ * band_admit_req_init() and band_admit_req_add(), and its waiter is @p r->w.
  *
  * Returns 0 when admitted at once (no wake follows; take the grant with
  * band_admit_req_grant()), BAND_PENDING when queued, or a negative code that also ends it:
  * BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW (a queue's unit total would pass 2^64 - 1),
- * BAND_EINVAL (NULL @r, no budgets or no wake function, @r already pending; @r untouched).
+ * BAND_EINVAL (NULL @p r, no budgets or no wake function, @p r already pending; @p r
+ * untouched).
  * Once queued exactly one of {wake called once, band_waiter_cancel(&r->w) returns 0} ends
  * it. The wake runs on the thread that completed the request (a release, close, cancel or
  * capacity change on one of its budgets, or another admission), with no band lock held;
  * band_waiter_status(&r->w) is 0 when granted (then call band_admit_req_grant()),
  * BAND_ECLOSED when a named budget closed, BAND_E2BIG when a shrink made an amount too
  * big. A cancel that returns 0 leaves nothing held. MT-safe.
+ *
+ * @param r  The request, with at least one budget and a wake function; must not be NULL
+ *           or pending. It stays the caller's and must stay valid until it ends.
+ * @return 0, BAND_PENDING, BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW or BAND_EINVAL as
+ *         described above.
  */
 BAND_API int band_admit_acquire_async(band_admit_req *r);
 
 /**
- * band_admit_req_grant() - move the units of a granted @r (band_admit_acquire_async()
- * returned 0, or its wake reported status 0) into the empty grant @g.
+ * @brief Move the units of a granted @p r (band_admit_acquire_async() returned 0, or its
+ *        wake reported status 0) into the empty grant @p g.
  *
- * Returns 0, or BAND_EINVAL (NULL argument, @g not empty, @r pending or not granted). Call
- * it once per grant: a second call would duplicate the units.
+ * Returns 0, or BAND_EINVAL (NULL argument, @p g not empty, @p r pending or not granted).
+ * Call it once per grant: a second call would duplicate the units. Not MT-safe with other
+ * uses of @p r or @p g.
+ *
+ * @param r       The granted request; must not be NULL.
+ * @param[out] g  An empty grant; receives every amount on 0, unchanged otherwise.
+ * @return 0, or BAND_EINVAL as described above.
  */
 BAND_API int band_admit_req_grant(band_admit_req *r, band_admit_grant *g);
 
 /**
- * band_admit_release() - return everything @g holds and empty it.
+ * @brief Return everything @p g holds and empty it.
  *
  * Idempotent (an empty grant returns 0). An emptied grant is as BAND_ADMIT_GRANT_INIT left
  * it: the next admission may take it as is. Wakes of waiters this completes run on the
- * calling thread. Returns 0, or the first error of band_sem_release() (BAND_EOVERFLOW: the
- * units of that budget stay in @g, the others are returned).
+ * calling thread. Returns 0, BAND_EINVAL for a NULL @p g, or the first error of
+ * band_sem_release() (BAND_EOVERFLOW: the units of that budget stay in @p g, the others are
+ * returned). MT-safe for the budgets; not MT-safe with other uses of @p g.
+ *
+ * @param g  The grant; must not be NULL.
+ * @return 0, BAND_EINVAL or BAND_EOVERFLOW as described above.
  */
 BAND_API int band_admit_release(band_admit_grant *g);
 
 /**
- * band_admit_release_part() - give back @n units of @s early, keeping the rest.
+ * @brief Give back @p n units of @p s early, keeping the rest.
  *
- * Returns 0, or BAND_EINVAL when @g does not hold @s or holds fewer than @n of it. The
- * budget stays named in @g (with count 0 when all is returned) so band_admit_adjust() can
- * take it again.
+ * Returns 0, or BAND_EINVAL when @p g is NULL, does not hold @p s or holds fewer than @p n
+ * of it; or the error of band_sem_release() (BAND_EOVERFLOW: nothing is returned). The
+ * budget stays named in @p g (with count 0 when all is returned) so band_admit_adjust()
+ * can take it again. MT-safe for the budget; not MT-safe with other uses of @p g.
+ *
+ * @param g  The grant; must not be NULL.
+ * @param s  The semaphore to give units of, one that @p g names.
+ * @param n  Units to return, 0 (a no-op) to what @p g holds of @p s.
+ * @return 0, BAND_EINVAL or BAND_EOVERFLOW as described above.
  */
 BAND_API int band_admit_release_part(band_admit_grant *g, band_sem *s, uint64_t n);
 
 /**
- * band_admit_adjust() - set what @g holds of @s to @amount, before the work uses it.
+ * @brief Set what @p g holds of @p s to @p amount, before the work uses it.
  *
  * For units the work has already consumed use band_admit_reconcile(), which never waits.
  * A surplus is returned at once (0). A shortfall is taken without losing the request's
- * place: it ranks ahead of every waiter queued on @s (all of them arrived after this
+ * place: it ranks ahead of every waiter queued on @p s (all of them arrived after this
  * request was admitted, since FIFO granted it before them): it takes free units set aside
- * for the head, or waits at the very front of @s's queue until @deadline. Returns 0,
- * BAND_ETIMEDOUT (nothing changed; a past @deadline means "only if free now"), BAND_E2BIG
- * (@amount above a budget's capacity), BAND_ECLOSED, or BAND_EINVAL (@g does not name @s).
+ * for the head, or waits at the very front of @p s's queue until @p deadline. Returns 0,
+ * BAND_ETIMEDOUT (nothing changed; a past @p deadline means "only if free now"), BAND_E2BIG
+ * (@p amount above a budget's capacity), BAND_ECLOSED, BAND_EOVERFLOW (the queue's unit
+ * total would pass 2^64 - 1, or returning a surplus fails as band_sem_release() does), or
+ * BAND_EINVAL (@p g or @p s NULL, @p g does not name @p s, or @p amount above
+ * BAND_MAX_UNITS).
  * Waiting for a shortfall while holding the rest of the grant is incremental acquisition:
  * two grants that each wait for what the other holds wait until their deadlines. Prefer a
  * generous estimate and return the surplus, or a short deadline. MT-safe for the budget.
  *
- * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * @p cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED (the grant is unchanged); a token requested before the call means "do not
  * wait", as a past deadline does (band/cancel.h).
+ *
+ * @param g         The grant; must not be NULL. Not MT-safe with other uses of it.
+ * @param s         A semaphore that @p g names (possibly with count 0).
+ * @param amount    The units of @p s to hold from now on, 0 to BAND_MAX_UNITS.
+ * @param deadline  Absolute time on band's clock to stop waiting for a shortfall at.
+ * @param cancel    Cancellation token, or NULL for none.
+ * @return 0, BAND_ETIMEDOUT, BAND_ECANCELED, BAND_E2BIG, BAND_ECLOSED, BAND_EOVERFLOW or
+ *         BAND_EINVAL as described above.
  */
 BAND_API int band_admit_adjust(band_admit_grant *g, band_sem *s, uint64_t amount,
                                band_time deadline, band_cancel *cancel);
 
 /**
- * band_admit_reconcile() - set what @g holds of @s to @used, the units the admitted work
- * has actually consumed (estimate, then reconcile).
+ * @brief Set what @p g holds of @p s to @p used, the units the admitted work has actually
+ *        consumed (estimate, then reconcile).
  *
- * A surplus (@used below what @g holds) is returned at once, as band_admit_release_part()
- * returns it (@s stays named in @g, with count 0 when @used is 0). A shortfall (@used
+ * A surplus (@p used below what @p g holds) is returned at once, as band_admit_release_part()
+ * returns it (@p s stays named in @p g, with count 0 when @p used is 0). A shortfall (@p used
  * above) is charged at once and never waits, since the resource is already consumed:
- * the missing units are taken from @s's available units first, and the rest becomes debt
+ * the missing units are taken from @p s's available units first, and the rest becomes debt
  * that later releases repay before any waiter, exactly as band_sem_reduce()'s deficit (a
- * queued head's set-aside or partial grant is never taken; waiters queued on @s then wait
+ * queued head's set-aside or partial grant is never taken; waiters queued on @p s then wait
  * for the debt to be repaid). A budget's capacity does not change, and a shortfall is not
- * refused for size or for a closed budget: `in_use` may exceed the capacity until @g is
- * released, and the debt shows the excess. Either way @g then holds @used of @s, and
+ * refused for size or for a closed budget: `in_use` may exceed the capacity until @p g is
+ * released, and the debt shows the excess. Either way @p g then holds @p used of @p s, and
  * releasing it returns all of them (settling the debt first).
  *
- * Returns 0; BAND_EINVAL when @g or @s is NULL, @g does not name @s, or @used exceeds
- * BAND_MAX_UNITS; BAND_EOVERFLOW when the debt would pass BAND_MAX_UNITS, or
+ * Returns 0; BAND_EINVAL when @p g or @p s is NULL, @p g does not name @p s, or @p used
+ * exceeds BAND_MAX_UNITS; BAND_EOVERFLOW when the debt would pass BAND_MAX_UNITS, or
  * when returning the surplus fails as band_sem_release() does with it. Nothing changes on
- * failure. MT-safe for the budget.
+ * failure. MT-safe for the budget; not MT-safe with other uses of @p g.
+ *
+ * @param g     The grant; must not be NULL.
+ * @param s     A semaphore that @p g names (possibly with count 0).
+ * @param used  The units of @p s the work consumed, 0 to BAND_MAX_UNITS.
+ * @return 0, BAND_EINVAL or BAND_EOVERFLOW as described above.
  */
 BAND_API int band_admit_reconcile(band_admit_grant *g, band_sem *s, uint64_t used);
 
-/** band_admit_held() - how many units of @s @g holds (0 when it names no such budget). */
+/**
+ * @brief How many units of @p s @p g holds.
+ *
+ * Not MT-safe with changes to @p g.
+ *
+ * @param g  The grant, or NULL (gives 0).
+ * @param s  The semaphore to look up.
+ * @return The units held, 0 when @p g names no such budget.
+ */
 BAND_API uint64_t band_admit_held(const band_admit_grant *g, const band_sem *s);
 
 /**
- * band_admit_release_scoped() - cleanup handler behind BAND_SCOPED_ADMIT: releases @g;
- * units that cannot be returned (BAND_EOVERFLOW, only after foreign releases) are
+ * @brief Cleanup handler behind BAND_SCOPED_ADMIT: releases @p g.
+ *
+ * Units that cannot be returned (BAND_EOVERFLOW, only after foreign releases) are
  * forgotten.
+ *
+ * @param g  The grant going out of scope; NULL is allowed (a no-op).
  */
 BAND_API void band_admit_release_scoped(band_admit_grant *g);
 
@@ -277,8 +356,8 @@ BAND_API void band_admit_release_scoped(band_admit_grant *g);
  * w._qstate, BAND_ADMIT_W_QUEUED while the request is queued. That encoding is frozen
  * with the semaphore's inline ABI (the library checks it at compile time).
  */
-#define BAND_ADMIT_W_STATE_MASK ((uintptr_t)3)
-#define BAND_ADMIT_W_QUEUED     ((uintptr_t)1)
+#define BAND_ADMIT_W_STATE_MASK ((uintptr_t)3) /**< inline ABI: w._qstate's state bits */
+#define BAND_ADMIT_W_QUEUED     ((uintptr_t)1) /**< inline ABI: the state of a queued request */
 
 #if defined(BAND_SEM_HAVE_INLINE)
 #define BAND_ADMIT_HAVE_INLINE 1
@@ -330,7 +409,7 @@ static inline int band__admit_release_inline(band_admit_grant *g)
 
 #if defined(__GNUC__) || defined(__clang__)
 /**
- * BAND_SCOPED_ADMIT - declare a band_admit_grant released on every path out of its block:
+ * @brief Declare a band_admit_grant released on every path out of its block:
  *
  *     BAND_SCOPED_ADMIT band_admit_grant g = BAND_ADMIT_GRANT_INIT;
  *     if (band_admit_acquire(&req, &g, deadline, NULL) != 0)
@@ -340,12 +419,19 @@ static inline int band__admit_release_inline(band_admit_grant *g)
 #endif
 
 /**
- * band_admit_req_add_tree() - add @amount units of @leaf and of every ancestor to @r.
+ * @brief Add @p amount units of @p leaf and of every ancestor to @p r.
  *
  * One admission then charges the whole path, with the staged queueing and guaranteed
  * reservations that band/cap_tree.h describes. Returns 0, or the codes of
- * band_admit_req_add() (BAND_EINVAL also for a NULL @leaf, or when the path does not fit
- * in BAND_ADMIT_MAX budgets; nothing changes on failure).
+ * band_admit_req_add() (BAND_EINVAL also for a NULL @p leaf, or when the path does not fit
+ * in BAND_ADMIT_MAX budgets; BAND_EOVERFLOW when a merged amount would exceed
+ * BAND_MAX_UNITS; nothing changes on failure). Not MT-safe with other uses of @p r.
+ *
+ * @param r       The request; must not be NULL or pending.
+ * @param leaf    The node the work runs under; must not be NULL. It and its ancestors
+ *                must outlive the request's use.
+ * @param amount  Units charged at the leaf and at every ancestor, 0 to BAND_MAX_UNITS.
+ * @return 0, BAND_EINVAL or BAND_EOVERFLOW as described above.
  */
 BAND_API int band_admit_req_add_tree(band_admit_req *r, band_cap_tree *leaf, uint64_t amount);
 

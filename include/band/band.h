@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * band/band.h - umbrella header: includes every public band header.
+/**
+ * @file band/band.h
+ * @brief Umbrella header: includes every public band header.
  *
  * band bounds in-flight work: weighted FIFO semaphores, byte budgets and (in later
  * headers) channels and admission control, with backpressure explicit at every edge.

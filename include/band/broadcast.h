@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * band/broadcast.h - every receiver sees every message.
+/**
+ * @file band/broadcast.h
+ * @brief Every receiver sees every message.
  *
- * A band_broadcast is a ring of @capacity fixed-size elements, copied in by senders and
+ * A band_broadcast is a ring of @p capacity fixed-size elements, copied in by senders and
  * copied out by each subscribed receiver independently. Every message gets a sequence
  * number (0, 1, 2, ... in send order). A receiver is a caller-owned cursor
  * (band_broadcast_rx) holding the sequence of the next message it will read. Two modes,
@@ -65,17 +66,20 @@
 extern "C" {
 #endif
 
-/** Modes for band_broadcast_create(). */
-#define BAND_BROADCAST_LOSSY    1
+/* Modes for band_broadcast_create(). */
+/** @brief Mode for band_broadcast_create(): a full ring loses its oldest message. */
+#define BAND_BROADCAST_LOSSY 1
+/** @brief Mode for band_broadcast_create(): senders wait for the slowest receiver. */
 #define BAND_BROADCAST_LOSSLESS 2
 
-/** The largest ring a broadcast can have (2^32 messages). */
+/** @brief The largest ring a broadcast can have (2^32 messages). */
 #define BAND_BROADCAST_MAX_CAPACITY (UINT64_C(1) << 32)
 
+/** @brief A broadcast channel (opaque): band_broadcast_create(), band_broadcast_destroy(). */
 typedef struct band_broadcast band_broadcast;
 
 /**
- * struct band_broadcast_rx - a receiver: one cursor into a broadcast, owned by the caller.
+ * @brief A receiver: one cursor into a broadcast, owned by the caller.
  *
  * Zero-initialise it (`band_broadcast_rx rx = {0};`) or call band_broadcast_rx_init()
  * before its first band_broadcast_subscribe(). Every field is private and guarded by the
@@ -92,81 +96,101 @@ typedef struct band_broadcast_rx {
 } band_broadcast_rx;
 
 /**
- * struct band_broadcast_send_op - a pending send, embedded by its owner.
+ * @brief A pending send, embedded by its owner.
  *
- * Initialise @w with band_waiter_init(). The waiter is the first member, so adapters can
+ * Initialise @p w with band_waiter_init(). The waiter is the first member, so adapters can
  * pass &op->w and a wake function can convert it back to the op with a cast. The other fields are
  * private.
  */
 typedef struct band_broadcast_send_op {
-    band_waiter w;     /* first member */
+    band_waiter w;     /**< first member */
     const void *_elem; /* the caller's element, copied in when the send completes */
 } band_broadcast_send_op;
 
 /**
- * struct band_broadcast_recv_op - a pending receive, embedded by its owner.
+ * @brief A pending receive, embedded by its owner.
  *
- * Initialise @w with band_waiter_init(). @lagged is the one public result field besides
+ * Initialise @p w with band_waiter_init(). @p lagged is the one public result field besides
  * the status: the number of messages missed when the status is BAND_ELAGGED, 0 otherwise.
  */
 typedef struct band_broadcast_recv_op {
-    band_waiter w;          /* first member */
-    uint64_t lagged;        /* result: messages missed when the status is BAND_ELAGGED */
+    band_waiter w;          /**< first member */
+    uint64_t lagged;        /**< result: messages missed when the status is BAND_ELAGGED */
     band_broadcast_rx *_rx; /* private */
     void *_out;             /* private: where the message is copied */
 } band_broadcast_recv_op;
 
 /**
- * band_broadcast_create() - allocate a broadcast of @capacity elements of @elem_size bytes.
+ * @brief Allocate a broadcast of @p capacity elements of @p elem_size bytes.
  *
- * @mode is BAND_BROADCAST_LOSSY or BAND_BROADCAST_LOSSLESS. Returns 0 and stores the
- * broadcast in *@out, BAND_EINVAL (NULL @out, @elem_size 0, @capacity 0 or above
- * BAND_BROADCAST_MAX_CAPACITY, @capacity * @elem_size overflowing size_t, unknown @mode),
- * or BAND_ENOMEM. *@out is unchanged on failure. The caller frees it with
+ * @p mode is BAND_BROADCAST_LOSSY or BAND_BROADCAST_LOSSLESS. Returns 0 and stores the
+ * broadcast in *@p out, BAND_EINVAL (NULL @p out, @p elem_size 0, @p capacity 0 or above
+ * BAND_BROADCAST_MAX_CAPACITY, @p capacity * @p elem_size overflowing size_t, unknown @p mode),
+ * or BAND_ENOMEM. *@p out is unchanged on failure. The caller frees it with
  * band_broadcast_destroy(). The ring is the only memory band allocates for it.
+ *
+ * @param[out] out   Receives the new broadcast.
+ * @param elem_size  The size of one message in bytes, at least 1.
+ * @param capacity   The ring's slots, 1 to BAND_BROADCAST_MAX_CAPACITY.
+ * @param mode       BAND_BROADCAST_LOSSY or BAND_BROADCAST_LOSSLESS.
+ * @return 0, BAND_EINVAL or BAND_ENOMEM, as described above.
  */
 BAND_API int band_broadcast_create(band_broadcast **out, size_t elem_size, uint64_t capacity,
                                    int mode);
 
 /**
- * band_broadcast_destroy() - free @b.
+ * @brief Free @p b.
  *
  * Returns 0, or BAND_EBUSY (nothing is freed) while a receiver is subscribed or an
  * operation is queued: unsubscribe every receiver first (close it to end queued sends).
- * Destroying NULL returns 0. Nobody may use @b after a successful call.
+ * Destroying NULL returns 0. Nobody may use @p b after a successful call.
+ *
+ * @param b  The broadcast, or NULL.
+ * @return 0 (also for NULL) or BAND_EBUSY, as described above.
  */
 BAND_API int band_broadcast_destroy(band_broadcast *b);
 
-/** band_broadcast_rx_init() - make @rx an unsubscribed receiver (same as zeroing it). */
+/**
+ * @brief Make @p rx an unsubscribed receiver (same as zeroing it).
+ *
+ * @param[out] rx  The receiver to prepare.
+ */
 BAND_API void band_broadcast_rx_init(band_broadcast_rx *rx);
 
 /**
- * band_broadcast_subscribe() - attach @rx to @b, starting at the next message sent.
+ * @brief Attach @p rx to @p b, starting at the next message sent.
  *
- * Returns 0, BAND_ECLOSED after close (nothing more will ever be sent; @rx is left as it
- * was; checked before the next code), or BAND_EINVAL (NULL argument, @rx already
+ * Returns 0, BAND_ECLOSED after close (nothing more will ever be sent; @p rx is left as it
+ * was; checked before the next code), or BAND_EINVAL (NULL argument, @p rx already
  * subscribed). From now on, in
- * lossless mode, every message sent holds a place in the ring until @rx has read it.
+ * lossless mode, every message sent holds a place in the ring until @p rx has read it.
  * Never allocates. MT-safe.
+ *
+ * @param b           The broadcast.
+ * @param[in,out] rx  An unsubscribed receiver.
+ * @return 0, BAND_ECLOSED or BAND_EINVAL, as described above.
  */
 BAND_API int band_broadcast_subscribe(band_broadcast *b, band_broadcast_rx *rx);
 
 /**
- * band_broadcast_unsubscribe() - detach @rx from its broadcast.
+ * @brief Detach @p rx from its broadcast.
  *
- * In lossless mode the messages @rx had not read yet stop holding back senders; queued
+ * In lossless mode the messages @p rx had not read yet stop holding back senders; queued
  * sends that now fit complete, and their wakes (and those of receives they complete) run
- * on this thread before it returns. Queued receives on @rx end with BAND_ECLOSED (their
- * wakes run on this thread too). Afterwards @rx may be freed or subscribed again, once
- * every call on @rx that ran concurrently with this one has returned (a receive that was
+ * on this thread before it returns. Queued receives on @p rx end with BAND_ECLOSED (their
+ * wakes run on this thread too). Afterwards @p rx may be freed or subscribed again, once
+ * every call on @p rx that ran concurrently with this one has returned (a receive that was
  * under way is refused, or took its message before the unsubscribe counted it).
- * Returns 0, or BAND_EINVAL (NULL @rx, @rx not subscribed). MT-safe; the broadcast must
+ * Returns 0, or BAND_EINVAL (NULL @p rx, @p rx not subscribed). MT-safe; the broadcast must
  * still exist.
+ *
+ * @param[in,out] rx  A subscribed receiver.
+ * @return 0 or BAND_EINVAL, as described above.
  */
 BAND_API int band_broadcast_unsubscribe(band_broadcast_rx *rx);
 
 /**
- * band_broadcast_try_send() - send a copy of *@elem now, or refuse without waiting.
+ * @brief Send a copy of *@p elem now, or refuse without waiting.
  *
  * Returns 0 (copied into the ring and handed to every queued receive, whose wakes run on
  * this thread before it returns), BAND_EAGAIN in lossless mode when the ring is full or
@@ -174,105 +198,149 @@ BAND_API int band_broadcast_unsubscribe(band_broadcast_rx *rx);
  * close, BAND_EOVERFLOW after 2^64 - 1 messages, or BAND_EINVAL (NULL argument). On any
  * failure the element stays with the caller: nothing was copied. In lossy mode it never
  * answers BAND_EAGAIN: a full ring loses its oldest message. MT-safe.
+ *
+ * @param b     The broadcast.
+ * @param elem  The message: elem_size bytes, copied.
+ * @return 0, BAND_EAGAIN, BAND_ECLOSED, BAND_EOVERFLOW or BAND_EINVAL, as described above.
  */
 BAND_API int band_broadcast_try_send(band_broadcast *b, const void *elem);
 
 /**
- * band_broadcast_send() - send a copy of *@elem, blocking this thread until @deadline.
+ * @brief Send a copy of *@p elem, blocking this thread until @p deadline.
  *
  * Lossless mode waits, in FIFO order with other senders, until the slowest receiver has
  * made room; lossy mode never waits. Returns 0 (sent; a grant that races with the
- * deadline wins), BAND_ETIMEDOUT when @deadline passed first (not sent; a deadline at or
+ * deadline wins), BAND_ETIMEDOUT when @p deadline passed first (not sent; a deadline at or
  * before band_now() means "do not wait" and such a call never queues), or the other codes
  * of band_broadcast_try_send() except BAND_EAGAIN. Refused elements stay with the caller.
- * *@elem is only read while this call runs. MT-safe.
+ * *@p elem is only read while this call runs. MT-safe.
  *
- * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * @p cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED (the message is not sent); a token requested before the call means "do not
  * wait", as a past deadline does (band/cancel.h).
+ *
+ * @param b         The broadcast.
+ * @param elem      The message: elem_size bytes, copied. Read only while the call runs.
+ * @param deadline  Absolute deadline (band_now() clock); BAND_FOREVER never expires, a past
+ *                  one means "do not wait".
+ * @param cancel    Cancellation token, or NULL for none.
+ * @return 0, BAND_ETIMEDOUT, BAND_ECANCELED, or a code of band_broadcast_try_send() other
+ *         than BAND_EAGAIN, as described above.
  */
 BAND_API int band_broadcast_send(band_broadcast *b, const void *elem, band_time deadline,
                                  band_cancel *cancel);
 
 /**
- * band_broadcast_send_async() - send a copy of *@elem now, or queue @op until there is
+ * @brief Send a copy of *@p elem now, or queue @p op until there is
  * room.
  *
  * Returns 0 when sent at once (no wake follows), BAND_PENDING when queued (lossless mode
  * only: from then on exactly one of {wake called once, band_waiter_cancel() returns 0}
  * ends the operation), BAND_ECLOSED or BAND_EOVERFLOW (ended at once, status set, no
- * wake), or BAND_EINVAL (NULL argument, @op->w pending already or without a wake
- * function; @op is left untouched). While queued, *@elem must stay valid and unchanged:
+ * wake), or BAND_EINVAL (NULL argument, @p op->w pending already or without a wake
+ * function; @p op is left untouched). While queued, *@p elem must stay valid and unchanged:
  * it is copied when the send completes, by the thread that made room (a receive, an
  * unsubscribe), which then runs the wake after releasing the lock. A queued send that
  * ends with BAND_ECLOSED (close) or is cancelled was not sent; the element stays with the
  * caller. MT-safe.
+ *
+ * @param b     The broadcast.
+ * @param elem  The message: elem_size bytes, copied. It must stay valid and unchanged while
+ *              @p op is pending.
+ * @param op    The operation, owned by the caller; it stays valid and untouched while
+ *              pending.
+ * @return 0, BAND_PENDING, BAND_ECLOSED, BAND_EOVERFLOW or BAND_EINVAL, as described above.
  */
 BAND_API int band_broadcast_send_async(band_broadcast *b, const void *elem,
                                        band_broadcast_send_op *op);
 
 /**
- * band_broadcast_try_recv() - copy @rx's next message into *@out, or refuse without waiting.
+ * @brief Copy @p rx's next message into *@p out, or refuse without waiting.
  *
- * Returns 0 (copied; the cursor moved on), BAND_ELAGGED in lossy mode when messages @rx
+ * Returns 0 (copied; the cursor moved on), BAND_ELAGGED in lossy mode when messages @p rx
  * had not read were overwritten (nothing is copied; the cursor moves to the oldest
  * retained message; band_broadcast_rx_lagged() tells how many were missed, and the next
- * call returns that oldest message), BAND_EAGAIN when @rx has read everything sent so far,
- * BAND_ECLOSED once the broadcast is closed and @rx has read (or lagged past) everything
- * that remains, or BAND_EINVAL (NULL argument, @rx not subscribed). In lossless mode a
+ * call returns that oldest message), BAND_EAGAIN when @p rx has read everything sent so far,
+ * BAND_ECLOSED once the broadcast is closed and @p rx has read (or lagged past) everything
+ * that remains, or BAND_EINVAL (NULL argument, @p rx not subscribed). In lossless mode a
  * receive may make room for queued senders, whose wakes then run on this thread before it
  * returns. MT-safe.
+ *
+ * @param rx        The receiver.
+ * @param[out] out  Receives the message (elem_size bytes).
+ * @return 0, BAND_ELAGGED, BAND_EAGAIN, BAND_ECLOSED or BAND_EINVAL, as described above.
  */
 BAND_API int band_broadcast_try_recv(band_broadcast_rx *rx, void *out);
 
 /**
- * band_broadcast_recv() - copy @rx's next message into *@out, blocking until @deadline.
+ * @brief Copy @p rx's next message into *@p out, blocking until @p deadline.
  *
  * Returns 0, BAND_ELAGGED, BAND_ECLOSED or BAND_EINVAL as band_broadcast_try_recv()
- * (none of them waits), or BAND_ETIMEDOUT when nothing was sent before @deadline (a
+ * (none of them waits), or BAND_ETIMEDOUT when nothing was sent before @p deadline (a
  * deadline at or before band_now() means "do not wait"). A message that races with the
  * deadline wins: it is returned as 0 and never lost. MT-safe.
  *
- * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * @p cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
  * wait", as a past deadline does (band/cancel.h).
+ *
+ * @param rx        The receiver.
+ * @param[out] out  Receives the message (elem_size bytes).
+ * @param deadline  Absolute deadline (band_now() clock); BAND_FOREVER never expires, a past
+ *                  one means "do not wait".
+ * @param cancel    Cancellation token, or NULL for none.
+ * @return 0, BAND_ELAGGED, BAND_ECLOSED, BAND_EINVAL, BAND_ETIMEDOUT or BAND_ECANCELED, as
+ *         described above.
  */
 BAND_API int band_broadcast_recv(band_broadcast_rx *rx, void *out, band_time deadline,
                                  band_cancel *cancel);
 
 /**
- * band_broadcast_recv_async() - copy @rx's next message into *@out now, or queue @op.
+ * @brief Copy @p rx's next message into *@p out now, or queue @p op.
  *
- * Returns 0 (copied at once, no wake), BAND_ELAGGED (at once, no wake; @op->lagged holds
- * the count), BAND_ECLOSED (at once, no wake), BAND_PENDING when @rx has read everything
- * (the next send copies its message into *@out and completes @op with status 0 on the
+ * Returns 0 (copied at once, no wake), BAND_ELAGGED (at once, no wake; @p op->lagged holds
+ * the count), BAND_ECLOSED (at once, no wake), BAND_PENDING when @p rx has read everything
+ * (the next send copies its message into *@p out and completes @p op with status 0 on the
  * sending thread; a close or an unsubscribe completes it with BAND_ECLOSED; or
- * band_waiter_cancel() returns 0 and @rx's cursor has not moved), or BAND_EINVAL (NULL
- * argument, @rx not subscribed, @op->w pending or without a wake function; @op is left
- * untouched). While queued, @op and *@out must stay valid and *@out untouched. A queued
+ * band_waiter_cancel() returns 0 and @p rx's cursor has not moved), or BAND_EINVAL (NULL
+ * argument, @p rx not subscribed, @p op->w pending or without a wake function; @p op is left
+ * untouched). While queued, @p op and *@p out must stay valid and *@p out untouched. A queued
  * receive is never completed with BAND_ELAGGED (see the header comment). MT-safe.
+ *
+ * @param rx        The receiver.
+ * @param[out] out  Receives the message (elem_size bytes). It must stay valid and untouched
+ *                  while @p op is pending.
+ * @param op        The operation, owned by the caller; it stays valid and untouched while
+ *                  pending.
+ * @return 0, BAND_PENDING, BAND_ELAGGED, BAND_ECLOSED or BAND_EINVAL, as described above.
  */
 BAND_API int band_broadcast_recv_async(band_broadcast_rx *rx, void *out,
                                        band_broadcast_recv_op *op);
 
 /**
- * band_broadcast_rx_lagged() - messages @rx missed, as reported by its last BAND_ELAGGED.
+ * @brief Messages @p rx missed, as reported by its last BAND_ELAGGED.
  *
  * 0 before any lag and for NULL or unsubscribed receivers. MT-safe (if several threads
- * share @rx, the value is that of whichever lag was reported last).
+ * share @p rx, the value is that of whichever lag was reported last).
+ *
+ * @param rx  The receiver, or NULL.
+ * @return The number of messages missed at the last BAND_ELAGGED.
  */
 BAND_API uint64_t band_broadcast_rx_lagged(const band_broadcast_rx *rx);
 
 /**
- * band_broadcast_rx_backlog() - messages sent that @rx has not read yet.
+ * @brief Messages sent that @p rx has not read yet.
  *
  * Includes messages it will be told it lagged past. 0 for NULL or unsubscribed receivers.
  * A snapshot. MT-safe.
+ *
+ * @param rx  The receiver, or NULL.
+ * @return The number of messages sent that @p rx has not read yet.
  */
 BAND_API uint64_t band_broadcast_rx_backlog(const band_broadcast_rx *rx);
 
 /**
- * band_broadcast_close() - stop accepting messages.
+ * @brief Stop accepting messages.
  *
  * Every queued send ends with BAND_ECLOSED (not sent: the element stays with its owner),
  * and so does every queued receive (it had read everything). Future sends and subscribes
@@ -280,52 +348,64 @@ BAND_API uint64_t band_broadcast_rx_backlog(const band_broadcast_rx *rx);
  * drains what remains (lagging as usual in lossy mode) and then sees BAND_ECLOSED. Wakes
  * run on this thread before it returns. Closing twice is harmless. Returns 0, or
  * BAND_EINVAL for NULL. MT-safe.
+ *
+ * @param b  The broadcast.
+ * @return 0, or BAND_EINVAL for NULL.
  */
 BAND_API int band_broadcast_close(band_broadcast *b);
 
-/** band_broadcast_is_closed() - 1 after band_broadcast_close(), 0 before and for NULL. */
+/**
+ * @brief 1 after band_broadcast_close(), 0 before and for NULL.
+ *
+ * @param b  The broadcast, or NULL.
+ * @return 1 after close, 0 before and for NULL.
+ */
 BAND_API int band_broadcast_is_closed(const band_broadcast *b);
 
 /**
- * struct band_broadcast_stats - a snapshot of a broadcast's counters.
+ * @brief A snapshot of a broadcast's counters.
  *
  * Gauges describe the moment of the snapshot; counters count since creation. Sequence
  * numbers: messages [oldest_seq, next_seq) are in the ring; next_seq is also the number of
  * messages sent so far.
  */
 typedef struct band_broadcast_stats {
-    int mode;                    /* BAND_BROADCAST_LOSSY or BAND_BROADCAST_LOSSLESS */
-    int closed;                  /* 1 after close */
-    size_t elem_size;            /* bytes per element */
-    uint64_t capacity;           /* ring slots */
-    uint64_t oldest_seq;         /* sequence of the oldest retained message */
-    uint64_t next_seq;           /* sequence the next message gets == messages sent */
-    uint64_t retained;           /* next_seq - oldest_seq */
-    uint64_t receivers;          /* subscribed now */
-    uint64_t waiting_senders;    /* queued sends (lossless only) */
-    uint64_t waiting_receivers;  /* queued receives */
-    uint64_t sent_unheard;       /* messages sent while nobody was subscribed */
-    uint64_t overwritten;        /* lossy: messages overwritten in a full ring */
-    uint64_t received;           /* messages copied out to receivers, in total */
-    uint64_t lag_events;         /* BAND_ELAGGED answers */
-    uint64_t lagged;             /* messages receivers missed, in total */
-    uint64_t try_send_refusals;  /* try_send answered BAND_EAGAIN */
-    uint64_t send_queued;        /* sends that had to queue */
-    uint64_t send_timeouts;      /* queued sends that ended with BAND_ETIMEDOUT */
-    uint64_t send_cancels;       /* queued sends cancelled for any other reason */
-    uint64_t send_closed_fails;  /* queued sends failed by close */
-    uint64_t send_wait_ns_total; /* time queued sends that completed spent waiting */
-    uint64_t send_wait_ns_max;   /* the longest any of them waited */
-    uint64_t recv_queued;        /* receives that had to queue */
-    uint64_t recv_timeouts;      /* queued receives that ended with BAND_ETIMEDOUT */
-    uint64_t recv_cancels;       /* queued receives cancelled for any other reason */
-    uint64_t recv_closed_fails;  /* queued receives ended by close or unsubscribe */
+    int mode;                    /**< BAND_BROADCAST_LOSSY or BAND_BROADCAST_LOSSLESS */
+    int closed;                  /**< 1 after close */
+    size_t elem_size;            /**< bytes per element */
+    uint64_t capacity;           /**< ring slots */
+    uint64_t oldest_seq;         /**< sequence of the oldest retained message */
+    uint64_t next_seq;           /**< sequence the next message gets == messages sent */
+    uint64_t retained;           /**< next_seq - oldest_seq */
+    uint64_t receivers;          /**< subscribed now */
+    uint64_t waiting_senders;    /**< queued sends (lossless only) */
+    uint64_t waiting_receivers;  /**< queued receives */
+    uint64_t sent_unheard;       /**< messages sent while nobody was subscribed */
+    uint64_t overwritten;        /**< lossy: messages overwritten in a full ring */
+    uint64_t received;           /**< messages copied out to receivers, in total */
+    uint64_t lag_events;         /**< BAND_ELAGGED answers */
+    uint64_t lagged;             /**< messages receivers missed, in total */
+    uint64_t try_send_refusals;  /**< try_send answered BAND_EAGAIN */
+    uint64_t send_queued;        /**< sends that had to queue */
+    uint64_t send_timeouts;      /**< queued sends that ended with BAND_ETIMEDOUT */
+    uint64_t send_cancels;       /**< queued sends cancelled for any other reason */
+    uint64_t send_closed_fails;  /**< queued sends failed by close */
+    uint64_t send_wait_ns_total; /**< time queued sends that completed spent waiting */
+    uint64_t send_wait_ns_max;   /**< the longest any of them waited */
+    uint64_t recv_queued;        /**< receives that had to queue */
+    uint64_t recv_timeouts;      /**< queued receives that ended with BAND_ETIMEDOUT */
+    uint64_t recv_cancels;       /**< queued receives cancelled for any other reason */
+    uint64_t recv_closed_fails;  /**< queued receives ended by close or unsubscribe */
 } band_broadcast_stats;
 
 /**
- * band_broadcast_get_stats() - copy @b's counters into *@out.
+ * @brief Copy @p b's counters into *@p out.
  *
  * Takes the broadcast's lock briefly. Returns 0 or BAND_EINVAL (NULL argument). MT-safe.
+ *
+ * @param b         The broadcast.
+ * @param[out] out  Receives the snapshot.
+ * @return 0 or BAND_EINVAL, as described above.
  */
 BAND_API int band_broadcast_get_stats(const band_broadcast *b, band_broadcast_stats *out);
 

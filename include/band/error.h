@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * band/error.h - result codes.
+/**
+ * @file band/error.h
+ * @brief Result codes.
  *
  * Functions return 0 on success, BAND_PENDING (> 0) when an operation was queued and a
  * wake will follow, or a negative BAND_E* code. One table generates the codes, their names
@@ -17,7 +18,16 @@
 extern "C" {
 #endif
 
-/* X(name, value, message) */
+/**
+ * @brief The table of error codes: X(name, value, message) for each.
+ *
+ * Each entry becomes an enumerator of enum band_result, BAND_ and its name, with that value;
+ * band_strerror() and band_err_name() give its message and name. Where a code has an errno
+ * counterpart its value is that errno's negative value on Linux; docs/errors.md lists
+ * every code with the functions that return it.
+ *
+ * @param X  The macro applied to each entry.
+ */
 #define BAND_ERRNO_MAP(X)                                                                          \
     X(EAGAIN, -11, "operation would wait")                                                         \
     X(ETIMEDOUT, -110, "deadline passed")                                                          \
@@ -31,25 +41,35 @@ extern "C" {
     X(ECLOSED, -4001, "primitive was closed")                                                      \
     X(ELAGGED, -4002, "receiver fell behind")
 
+/**
+ * @brief The result codes: BAND_OK, BAND_PENDING and one negative BAND_E* code per entry
+ * of BAND_ERRNO_MAP.
+ */
 enum band_result {
-    BAND_OK = 0,
-    BAND_PENDING = 1, /* queued: exactly one wake or one successful cancel ends it */
+    BAND_OK = 0,      /**< success */
+    BAND_PENDING = 1, /**< queued: exactly one wake or one successful cancel ends it */
 #define BAND__ERR_ENUM(name, val, msg) BAND_##name = (val),
     BAND_ERRNO_MAP(BAND__ERR_ENUM)
 #undef BAND__ERR_ENUM
 };
 
 /**
- * band_strerror() - a short English message for @code.
+ * @brief A short English message for @p code.
  *
  * Never returns NULL: unknown codes give "unknown error". The string is static. MT-safe.
+ *
+ * @param code  A result code, or any other int.
+ * @return A static message, never NULL.
  */
 BAND_API const char *band_strerror(int code);
 
 /**
- * band_err_name() - the symbolic name of @code ("BAND_EAGAIN", "BAND_OK", "BAND_PENDING").
+ * @brief The symbolic name of @p code ("BAND_EAGAIN", "BAND_OK", "BAND_PENDING").
  *
  * Never returns NULL: unknown codes give "BAND_EUNKNOWN". The string is static. MT-safe.
+ *
+ * @param code  A result code, or any other int.
+ * @return The code's name as a static string, or "BAND_EUNKNOWN"; never NULL.
  */
 BAND_API const char *band_err_name(int code);
 

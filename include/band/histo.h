@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * band/histo.h - a small lock-free, log-bucketed histogram of durations (or any uint64_t).
+/**
+ * @file band/histo.h
+ * @brief A small lock-free, log-bucketed histogram of durations (or any uint64_t).
  *
  * The executor records queue time and service time with it; anything else that wants a
  * latency distribution (metrics, the concurrency limit's tests) can use it the same way.
@@ -38,83 +39,138 @@
 extern "C" {
 #endif
 
-/** Sub-buckets per power of two, as a power of two (8). */
+/** @brief Sub-buckets per power of two, as a power of two (8). */
 #define BAND_HISTO_SUB_BITS 3
-/** The number of buckets: 8 exact small values + 8 sub-buckets for each exponent 3..63. */
+/** @brief The number of buckets: 8 exact small values + 8 sub-buckets for each exponent 3..63. */
 #define BAND_HISTO_BUCKETS (8 + 61 * 8)
 
 /**
- * struct band_histo - the recording side; embed it (or allocate it) and band_histo_init().
+ * @brief The recording side; embed it (or allocate it) and band_histo_init().
+ *
  * Every field is private: read it through band_histo_read().
  */
 typedef struct band_histo {
+    /** @privatesection */
     uint64_t _sum; /* saturates at UINT64_MAX instead of wrapping */
     uint64_t _min; /* UINT64_MAX while empty */
     uint64_t _max;
     uint64_t _buckets[BAND_HISTO_BUCKETS];
 } band_histo;
 
-/** struct band_histo_snapshot - a copy that can be read at leisure (plain fields). */
+/** @brief A copy that can be read at leisure (plain fields). */
 typedef struct band_histo_snapshot {
-    uint64_t count; /* the sum of buckets[] */
-    uint64_t sum;   /* the sum of recorded values, saturating at UINT64_MAX */
-    uint64_t min;   /* 0 when empty */
-    uint64_t max;   /* 0 when empty */
-    uint64_t buckets[BAND_HISTO_BUCKETS];
+    uint64_t count; /**< the sum of buckets[] */
+    uint64_t sum;   /**< the sum of recorded values, saturating at UINT64_MAX */
+    uint64_t min;   /**< 0 when empty */
+    uint64_t max;   /**< 0 when empty */
+    uint64_t buckets[BAND_HISTO_BUCKETS]; /**< values per bucket (band_histo_bucket_of()) */
 } band_histo_snapshot;
 
-/** band_histo_init() - make @h empty. Not MT-safe for the same @h. NULL is ignored. */
+/**
+ * @brief Make @p h empty.
+ *
+ * Not MT-safe for the same @p h. NULL is ignored.
+ *
+ * @param h  The histogram, embedded or allocated by the caller; NULL is ignored.
+ */
 BAND_API void band_histo_init(band_histo *h);
 
-/** band_histo_reset() - make @h empty again; see the header note on racing records. NULL
- *  is ignored. */
+/**
+ * @brief Make @p h empty again; see the header note on racing records.
+ *
+ * NULL is ignored.
+ *
+ * @param h  The histogram; NULL is ignored.
+ */
 BAND_API void band_histo_reset(band_histo *h);
 
 /**
- * band_histo_record() - add one value @v to @h.
+ * @brief Add one value @p v to @p h.
  *
  * Wait-free, relaxed atomics only; never fails (NULL is ignored). MT-safe.
+ *
+ * @param h  The histogram; NULL is ignored.
+ * @param v  The value, any uint64_t (a duration in ns, say).
  */
 BAND_API void band_histo_record(band_histo *h, uint64_t v);
 
 /**
- * band_histo_read() - copy @h into *@out (see the header note on consistency).
+ * @brief Copy @p h into *@p out (see the header note on consistency).
  *
  * Returns 0, or BAND_EINVAL for a NULL argument. MT-safe with recording.
+ *
+ * @param h         The histogram; must not be NULL.
+ * @param[out] out  Receives the snapshot; must not be NULL.
+ * @return 0, or BAND_EINVAL for a NULL argument.
  */
 BAND_API int band_histo_read(const band_histo *h, band_histo_snapshot *out);
 
 /**
- * band_histo_merge() - add the snapshot @src into the snapshot @dst (counts, sums
- * saturating, min and max). Returns 0 or BAND_EINVAL (NULL argument). Not MT-safe for
- * the same @dst (a snapshot has one owner).
+ * @brief Add the snapshot @p src into the snapshot @p dst (counts, sums saturating, min
+ *        and max).
+ *
+ * Returns 0 or BAND_EINVAL (NULL argument). Not MT-safe for the same @p dst (a snapshot
+ * has one owner).
+ *
+ * @param[in,out] dst  The snapshot added to; must not be NULL.
+ * @param src          The snapshot to add; must not be NULL; only read.
+ * @return 0, or BAND_EINVAL for a NULL argument.
  */
 BAND_API int band_histo_merge(band_histo_snapshot *dst, const band_histo_snapshot *src);
 
 /**
- * band_histo_percentile() - the value at or below which a fraction @p (0..1) of the
- * snapshot's values lie.
+ * @brief The value at or below which a fraction @p p (0..1) of the snapshot's values lie.
  *
- * Returns the upper bound of the bucket that holds rank ceil(@p * count) (at least rank
+ * Returns the upper bound of the bucket that holds rank ceil(@p p * count) (at least rank
  * 1), clamped to the snapshot's max: never below the true percentile and at most 12.5 %
  * above it. p <= 0 gives the min, p >= 1 the max. Returns 0 for an empty snapshot or NULL.
- * MT-safe (it only reads @s).
+ * MT-safe (it only reads @p s).
+ *
+ * @param s  The snapshot, or NULL (gives 0).
+ * @param p  The fraction, 0 to 1 (0.99 for the 99th percentile); values outside are
+ *           clamped: p <= 0 gives the min, p >= 1 the max.
+ * @return The percentile value, 0 for an empty snapshot or NULL.
  */
 BAND_API uint64_t band_histo_percentile(const band_histo_snapshot *s, double p);
 
-/** band_histo_mean() - sum / count of the snapshot, 0 when empty or NULL. MT-safe (it
- *  only reads @s). */
+/**
+ * @brief sum / count of the snapshot.
+ *
+ * MT-safe (it only reads @p s).
+ *
+ * @param s  The snapshot, or NULL.
+ * @return The mean, 0 when empty or NULL.
+ */
 BAND_API double band_histo_mean(const band_histo_snapshot *s);
 
-/** band_histo_bucket_of() - the index of the bucket that holds @v. Pure: MT-safe. */
+/**
+ * @brief The index of the bucket that holds @p v.
+ *
+ * Pure: MT-safe.
+ *
+ * @param v  Any value.
+ * @return The bucket index, below BAND_HISTO_BUCKETS.
+ */
 BAND_API unsigned band_histo_bucket_of(uint64_t v);
 
-/** band_histo_bucket_low() - the smallest value of bucket @i (@i < BAND_HISTO_BUCKETS;
- *  UINT64_MAX for an @i beyond the last). Pure: MT-safe. */
+/**
+ * @brief The smallest value of bucket @p i.
+ *
+ * Pure: MT-safe.
+ *
+ * @param i  The bucket index, below BAND_HISTO_BUCKETS.
+ * @return The smallest value of the bucket; UINT64_MAX for an @p i beyond the last.
+ */
 BAND_API uint64_t band_histo_bucket_low(unsigned i);
 
-/** band_histo_bucket_high() - the largest value of bucket @i (@i < BAND_HISTO_BUCKETS;
- *  UINT64_MAX for the last bucket and beyond). Pure: MT-safe. */
+/**
+ * @brief The largest value of bucket @p i.
+ *
+ * Pure: MT-safe.
+ *
+ * @param i  The bucket index, below BAND_HISTO_BUCKETS.
+ * @return The largest value of the bucket; UINT64_MAX for the last bucket and beyond.
+ */
 BAND_API uint64_t band_histo_bucket_high(unsigned i);
 
 #ifdef __cplusplus

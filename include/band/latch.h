@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * band/latch.h - the count-down latch: a count fixed at creation that only goes down.
+/**
+ * @file band/latch.h
+ * @brief The count-down latch: a count fixed at creation that only goes down.
  *
  * A band_latch (Java's CountDownLatch, C++ std::latch) opens when its count reaches 0 and
  * stays open for good: every later wait completes at once. It has a try_wait that never
@@ -32,102 +33,142 @@
 extern "C" {
 #endif
 
+/** @brief A count-down latch (opaque): band_latch_create(), band_latch_destroy(). */
 typedef struct band_latch band_latch;
 
 /**
- * band_latch_create() - allocate a latch that opens after @count count-downs.
+ * @brief Allocate a latch that opens after @p count count-downs.
  *
- * Any uint64_t @count is accepted; a latch created with 0 is open at once. Returns 0 and
- * stores it in *@out, BAND_EINVAL when @out is NULL, or BAND_ENOMEM (*@out unchanged on
+ * Any uint64_t @p count is accepted; a latch created with 0 is open at once. Returns 0 and
+ * stores it in *@p out, BAND_EINVAL when @p out is NULL, or BAND_ENOMEM (*@p out unchanged on
  * failure). Free it with band_latch_destroy().
+ *
+ * @param[out] out  Receives the new latch.
+ * @param count     Count-downs until the latch opens; 0 for a latch open at once.
+ * @return 0, BAND_EINVAL or BAND_ENOMEM, as described above.
  */
 BAND_API int band_latch_create(band_latch **out, uint64_t count);
 
 /**
- * band_latch_destroy() - free @l. Returns 0, or BAND_EBUSY while waits are queued
+ * @brief Free @p l. Returns 0, or BAND_EBUSY while waits are queued
  * (nothing is freed). Destroying NULL returns 0.
+ *
+ * @param l  The latch, or NULL.
+ * @return 0 (also for NULL) or BAND_EBUSY, as described above.
  */
 BAND_API int band_latch_destroy(band_latch *l);
 
 /**
- * band_latch_count_down() - lower the count of @l by @n.
+ * @brief Lower the count of @p l by @p n.
  *
- * Returns 0, or BAND_EINVAL when @l is NULL or @n exceeds the remaining count (including
- * any @n > 0 on an open latch: a latch never counts below zero; nothing changes). A count
+ * Returns 0, or BAND_EINVAL when @p l is NULL or @p n exceeds the remaining count (including
+ * any @p n > 0 on an open latch: a latch never counts below zero; nothing changes). A count
  * down of 0 returns 0. When the count reaches 0 the latch opens for good: every queued
  * wait is released with status 0, its wake running on the calling thread after the
  * latch's lock is released, before this call returns. Lock-free unless it opens the
  * latch. Memory written before a count-down is visible to a waiter after its wait
  * returned 0 (or its wake ran). MT-safe.
+ *
+ * @param l  The latch.
+ * @param n  How much to count down, at most the remaining count.
+ * @return 0 or BAND_EINVAL, as described above.
  */
 BAND_API int band_latch_count_down(band_latch *l, uint64_t n);
 
 /**
- * band_latch_try_wait() - 0 if @l is open, BAND_EAGAIN if not, BAND_EINVAL for NULL.
+ * @brief 0 if @p l is open, BAND_EAGAIN if not, BAND_EINVAL for NULL.
  * Never waits; one atomic load. MT-safe.
+ *
+ * @param l  The latch.
+ * @return 0, BAND_EAGAIN or BAND_EINVAL, as described above.
  */
 BAND_API int band_latch_try_wait(const band_latch *l);
 
 /**
- * band_latch_wait() - block this thread until @l is open, or until @deadline.
+ * @brief Block this thread until @p l is open, or until @p deadline.
  *
  * Returns 0 when the latch was open or opened (an opening that races with the deadline
- * wins and is returned as 0), BAND_ETIMEDOUT when @deadline passed first (a deadline at
+ * wins and is returned as 0), BAND_ETIMEDOUT when @p deadline passed first (a deadline at
  * or before band_now() means "do not wait": 0 if open now, else BAND_ETIMEDOUT), or
  * BAND_EINVAL for NULL. MT-safe.
  *
- * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * @p cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED, holding nothing; a token requested before the call means "do not
  * wait", as a past deadline does (band/cancel.h).
+ *
+ * @param l         The latch.
+ * @param deadline  Absolute deadline (band_now() clock); BAND_FOREVER never expires, a past
+ *                  one means "do not wait".
+ * @param cancel    Cancellation token, or NULL for none.
+ * @return 0, BAND_ETIMEDOUT, BAND_EINVAL or BAND_ECANCELED, as described above.
  */
 BAND_API int band_latch_wait(band_latch *l, band_time deadline, band_cancel *cancel);
 
 /**
- * band_latch_wait_async() - complete now if @l is open, or queue @w until it opens.
+ * @brief Complete now if @p l is open, or queue @p w until it opens.
  *
- * Returns 0 when open (no wake follows; band_waiter_status(@w) is 0), BAND_PENDING when
+ * Returns 0 when open (no wake follows; band_waiter_status(@p w) is 0), BAND_PENDING when
  * queued (from then on exactly one of {wake called once with status 0 by the thread whose
  * count-down opened the latch, band_waiter_cancel() returns 0} ends the wait), or
- * BAND_EINVAL (NULL @l or @w, @w already pending or without a wake function; @w is left
- * untouched). Never calls wake itself. @w must stay valid and untouched while pending;
+ * BAND_EINVAL (NULL @p l or @p w, @p w already pending or without a wake function; @p w is left
+ * untouched). Never calls wake itself. @p w must stay valid and untouched while pending;
  * the latch must outlive it. MT-safe.
+ *
+ * @param l  The latch.
+ * @param w  The waiter, initialised with band_waiter_init() and not pending.
+ * @return 0, BAND_PENDING or BAND_EINVAL, as described above.
  */
 BAND_API int band_latch_wait_async(band_latch *l, band_waiter *w);
 
 /**
- * band_latch_arrive_and_wait() - band_latch_count_down(@l, @n), then band_latch_wait(@l,
- * @deadline, @cancel) (std::latch::arrive_and_wait with a deadline).
+ * @brief band_latch_count_down(@p l, @p n), then band_latch_wait(@p l,
+ * @p deadline, @p cancel) (std::latch::arrive_and_wait with a deadline).
  *
  * Returns the count-down's error (then it did not wait), else the wait's result. MT-safe.
  *
- * @cancel (NULL for none): when it is requested the call stops waiting and returns
+ * @p cancel (NULL for none): when it is requested the call stops waiting and returns
  * BAND_ECANCELED, holding nothing (the count-down stays done); a token requested before
  * the call means "do not wait", as a past deadline does (band/cancel.h).
+ *
+ * @param l         The latch.
+ * @param n         How much to count down, at most the remaining count.
+ * @param deadline  Absolute deadline (band_now() clock); BAND_FOREVER never expires, a past
+ *                  one means "do not wait".
+ * @param cancel    Cancellation token, or NULL for none.
+ * @return The count-down's BAND_EINVAL, else the result of band_latch_wait(): 0,
+ *         BAND_ETIMEDOUT, BAND_EINVAL or BAND_ECANCELED.
  */
 BAND_API int band_latch_arrive_and_wait(band_latch *l, uint64_t n, band_time deadline,
                                         band_cancel *cancel);
 
-/** band_latch_count() - the remaining count of @l (0 when open, and for NULL). MT-safe. */
+/**
+ * @brief The remaining count of @p l (0 when open, and for NULL). MT-safe.
+ *
+ * @param l  The latch, or NULL.
+ * @return The remaining count.
+ */
 BAND_API uint64_t band_latch_count(const band_latch *l);
 
-/**
- * struct band_latch_stats - a snapshot of a latch's counters.
- */
+/** @brief A snapshot of a latch's counters. */
 typedef struct band_latch_stats {
-    uint64_t count;    /* the remaining count now (0: open) */
-    uint64_t waiters;  /* waits queued now */
-    uint64_t queued;   /* waits that had to queue, since creation */
-    uint64_t released; /* queued waits released by the opening */
-    uint64_t timeouts; /* queued waits that ended with BAND_ETIMEDOUT */
-    uint64_t cancels;  /* queued waits cancelled for any other reason */
-    uint64_t opened;   /* 1 once a count-down opened the latch (0 for one created open) */
-    uint64_t misuse;   /* count-downs refused with BAND_EINVAL (below zero) */
+    uint64_t count;    /**< the remaining count now (0: open) */
+    uint64_t waiters;  /**< waits queued now */
+    uint64_t queued;   /**< waits that had to queue, since creation */
+    uint64_t released; /**< queued waits released by the opening */
+    uint64_t timeouts; /**< queued waits that ended with BAND_ETIMEDOUT */
+    uint64_t cancels;  /**< queued waits cancelled for any other reason */
+    uint64_t opened;   /**< 1 once a count-down opened the latch (0 for one created open) */
+    uint64_t misuse;   /**< count-downs refused with BAND_EINVAL (below zero) */
 } band_latch_stats;
 
 /**
- * band_latch_get_stats() - copy @l's counters into *@out.
+ * @brief Copy @p l's counters into *@p out.
  *
  * Takes the latch's lock briefly. Returns 0 or BAND_EINVAL (NULL argument). MT-safe.
+ *
+ * @param l         The latch.
+ * @param[out] out  Receives the snapshot.
+ * @return 0 or BAND_EINVAL, as described above.
  */
 BAND_API int band_latch_get_stats(const band_latch *l, band_latch_stats *out);
 

@@ -136,24 +136,38 @@ static int admit_check_size(const band_admit_req *r)
 
 /*
  * The lock-free admission: every amount taken with one CAS on its budget's state word, or
- * nothing taken. First every word is read and checked: open, SLOW clear (nobody queued,
- * no debt owed) and enough available. Only when all of them pass are the amounts taken,
- * in entry order. So the request never takes a unit while it is refused elsewhere
- * already, and never takes one that a queued waiter is owed: a SLOW word is refused, as
- * band_sem_try_acquire() refuses it.
+ * nothing kept. It goes through the entries from the last to the first. A grant releases
+ * them from the first to the last, so the last entry's word is the last one a holder gives
+ * back and the first one an admission takes: to admissions of the same budgets named in
+ * the same order it is a gate. While the gate is held, a take stops at it and reads no
+ * other word (their holder is writing them); a take that finds it free finds the others
+ * given back already, unless somebody else holds them.
+ *
+ * Without the gate (try, async): every word is read and checked first: open, SLOW clear
+ * (nobody queued, no debt owed) and enough available. Only when all of them pass are the
+ * amounts taken, last entry first. So the request never takes a unit while it is refused
+ * elsewhere already, and never takes one that a queued waiter is owed: a SLOW word is
+ * refused, as band_sem_try_acquire() refuses it.
+ *
+ * With the gate (a blocking admission, which waits for the budgets anyway): the gate's
+ * amount (the last entry with a nonzero amount) is taken as soon as its word passes the
+ * check, before the other words are read; if one of them refuses then, the gate's units go
+ * back through band_sem_release(). Two blocking admissions of the same budgets that arrive
+ * together thus decide on one word which of them goes on: the other has touched nothing
+ * else and waits at the gate, instead of both taking part of the set, giving it back and
+ * pulling every word between their cores.
  *
  * A word that changes between its check and its CAS is checked again. If it refuses now,
- * what was taken of the earlier budgets goes back through band_sem_release(). Such a
- * moment is not hidden: a concurrent try on one of those budgets may be refused, or a
- * concurrent acquisition may queue, because of units that are about to come back. It is
- * harmless, because each budget sees exactly the history of a plain acquisition and
- * release by this thread: a release of held units (accepted whatever the capacity did
- * meanwhile), which hands them to the head waiter first if one queued, and which never
- * waits, so the request never waits holding anything. It happens only when another
- * thread changed one of the words in the few instructions between the two passes.
+ * what was taken of the later entries goes back through band_sem_release(), the gate last.
+ * Such a moment, and the gate's give-back, is not hidden: a concurrent try on one of those
+ * budgets may be refused, or a concurrent acquisition may queue, because of units that are
+ * about to come back. It is harmless, because each budget sees exactly the history of a
+ * plain acquisition and release by this thread: a release of held units (accepted whatever
+ * the capacity did meanwhile), which hands them to the head waiter first if one queued,
+ * and which never waits, so the request never waits holding anything.
  *
- * Returns 0, BAND_EAGAIN or BAND_ECLOSED, the answer of the first refusing entry in
- * entry order (*@at: its index; *@why: its word as it was refused).
+ * Returns 0, BAND_EAGAIN or BAND_ECLOSED, the answer of the first refusing entry in the
+ * order of the take (*@at: its index; *@why: its word as it was refused).
  * An amount above the capacity always refuses (available <= capacity): the callers
  * classify refusals (BAND_E2BIG first).
  */
@@ -164,8 +178,22 @@ static int admit_word_refuses(uint64_t st, uint64_t amount)
     return amount > 0 && ((st & BAND__SEM_SLOW) || BAND__SEM_AVAIL(st) < amount) ? BAND_EAGAIN : 0;
 }
 
+/* Give back the amounts of entries @from .. n - 1 (taken), in entry order: the gate last. */
+static ADMIT_COLD void admit_give_back(const band_admit_req *r, uint32_t from)
+{
+    int gave = 0;
+    for (uint32_t j = from; j < r->n; j++) {
+        if (r->e[j].amount > 0) {
+            (void)band_sem_release(r->e[j].sem, r->e[j].amount);
+            gave = 1;
+        }
+    }
+    if (gave)
+        ADMIT_FAST_COUNT(band__admit_fast_gave_back);
+}
+
 /* Entry @i's word moved between its check and its CAS (*@st: the value now): take it if
- * it still passes, else give back entries 0 .. @i - 1. 0 or the refusal. */
+ * it still passes, else give back entries @i + 1 .. n - 1. 0 or the refusal. */
 /* NOLINTNEXTLINE(readability-non-const-parameter): the CAS stores the word it found in *st */
 static ADMIT_COLD int admit_fast_moved(const band_admit_req *r, uint32_t i, uint64_t *st)
 {
@@ -175,11 +203,7 @@ static ADMIT_COLD int admit_fast_moved(const band_admit_req *r, uint32_t i, uint
     for (;;) {
         int rc = admit_word_refuses(*st, amount);
         if (rc != 0) {
-            if (i > 0)
-                ADMIT_FAST_COUNT(band__admit_fast_gave_back);
-            for (uint32_t j = i; j-- > 0;)
-                if (r->e[j].amount > 0)
-                    (void)band_sem_release(r->e[j].sem, r->e[j].amount);
+            admit_give_back(r, i + 1);
             return rc;
         }
         if (atomic_compare_exchange_weak_explicit(word, st, *st - (amount << BAND__SEM_SHIFT),
@@ -210,47 +234,76 @@ static ADMIT_INLINE int admit_take_one(const band_admit_entry *e, uint64_t *why)
     }
 }
 
-/* Several budgets: check every word, then one CAS each. */
-static ADMIT_INLINE int admit_take_many(const band_admit_req *r, uint32_t *at, uint64_t *why)
+/* One entry's CAS (its word checked as *@st): 0, or the refusal with entries @i + 1 ..
+ * n - 1 given back. */
+static ADMIT_INLINE int admit_take_entry(const band_admit_req *r, uint32_t i, uint64_t *st)
+{
+    uint64_t amount = r->e[i].amount;
+    ADMIT_FAST_HOOK(r->e[i].sem);
+    if (band__likely(atomic_compare_exchange_strong_explicit(
+            &r->e[i].sem->state, st, *st - (amount << BAND__SEM_SHIFT), memory_order_acquire,
+            memory_order_relaxed)))
+        return 0;
+    return admit_fast_moved(r, i, st);
+}
+
+/* Several budgets, the last entry first: check every word, then one CAS each; with
+ * @gate, the gate's CAS right after its check. */
+static ADMIT_INLINE int admit_take_many(const band_admit_req *r, uint32_t *at, uint64_t *why,
+                                        int gate)
 {
     uint64_t st[BAND_ADMIT_MAX];
-    const uint32_t n = r->n;
     const band_admit_entry *e = r->e;
-    uint32_t i;
+    const uint32_t n = r->n;
+    uint32_t i = n, top = n; /* entries top .. n - 1 are taken: the gate */
     int rc;
-    for (i = 0; i < n; i++) {
+    if (gate) {
+        /* Up to the gate; the entries after it have nothing to take. */
+        while (i-- > 0) {
+            st[i] = atomic_load_explicit(&e[i].sem->state, memory_order_relaxed);
+            rc = admit_word_refuses(st[i], e[i].amount);
+            if (band__unlikely(rc != 0))
+                goto out;
+            if (e[i].amount > 0) {
+                rc = admit_take_entry(r, i, &st[i]);
+                if (band__unlikely(rc != 0))
+                    goto out;
+                top = i;
+                break;
+            }
+        }
+    }
+    for (i = top; i-- > 0;) {
         st[i] = atomic_load_explicit(&e[i].sem->state, memory_order_relaxed);
         rc = admit_word_refuses(st[i], e[i].amount);
         if (band__unlikely(rc != 0))
             goto refused;
     }
-    for (i = 0; i < n; i++) {
-        uint64_t amount = e[i].amount;
-        if (amount == 0)
+    for (i = top; i-- > 0;) {
+        if (e[i].amount == 0)
             continue;
-        ADMIT_FAST_HOOK(e[i].sem);
-        if (band__unlikely(!atomic_compare_exchange_strong_explicit(
-                &e[i].sem->state, &st[i], st[i] - (amount << BAND__SEM_SHIFT), memory_order_acquire,
-                memory_order_relaxed))) {
-            rc = admit_fast_moved(r, i, &st[i]);
-            if (rc != 0)
-                goto refused;
-        }
+        rc = admit_take_entry(r, i, &st[i]);
+        if (band__unlikely(rc != 0))
+            goto out; /* the later entries, the gate among them, went back */
     }
     return 0;
 refused:
+    if (top != n)
+        admit_give_back(r, top);
+out:
     *at = i;
     *why = st[i];
     return rc;
 }
 
-static ADMIT_INLINE int admit_fast_take(const band_admit_req *r, uint32_t *at, uint64_t *why)
+static ADMIT_INLINE int admit_fast_take(const band_admit_req *r, uint32_t *at, uint64_t *why,
+                                        int gate)
 {
     if (band__likely(r->n == 1)) {
         *at = 0;
         return admit_take_one(&r->e[0], why);
     }
-    return admit_take_many(r, at, why);
+    return admit_take_many(r, at, why, gate);
 }
 
 /* A refusal of admit_fast_take() at entry @at, classified as the budgets' own try does:
@@ -267,26 +320,27 @@ static ADMIT_COLD int admit_refused(const band_admit_req *r, int rc, uint32_t at
 }
 
 /* Take every amount lock-free, or nothing: 0, BAND_EAGAIN, BAND_ECLOSED or BAND_E2BIG
- * (*@why: the refusing word, for admit_spin()). A BAND_EAGAIN counts in try_refusals
+ * (*@at: the refusing entry), without the gate. A BAND_EAGAIN counts in try_refusals
  * when @count: for band_admit_try_acquire() only, as a plain semaphore counts only its
- * try_acquire calls (the async and blocking paths would otherwise write that shared
- * counter on every contended admission). */
-static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why, int count)
+ * try_acquire calls (the async path would otherwise write that shared counter on every
+ * contended admission). */
+static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint32_t *at, int count)
 {
-    uint32_t at;
-    int rc = admit_fast_take(r, &at, why);
+    uint64_t why;
+    int rc = admit_fast_take(r, at, &why, 0);
     if (band__likely(rc == 0))
         return 0;
-    return admit_refused(r, rc, at, count);
+    return admit_refused(r, rc, *at, count);
 }
 
 /*
  * Before a blocking admission queues, it retries the lock-free take while the refusal is
  * for units that holders still have, as band_sem_acquire() spins: a holder on another
  * core usually releases soon, and queueing would turn every later admission into a
- * hand-off to a sleeping thread. While a word is SLOW (a queued waiter or a debt) the
- * take refuses, so the spin never takes units past a waiter; it keeps waiting outside the
- * queue instead, so that a convoy drains rather than reforms.
+ * hand-off to a sleeping thread. It takes through the gate (above), and watches the word
+ * that refused last, starting with @at, the refusal of the first take. While a word is SLOW (a
+ * queued waiter or a debt) the take refuses, so the spin never takes units past a waiter; it keeps
+ * waiting outside the queue instead, so that a convoy drains rather than reforms.
  *
  * It shares the budgets' adaptive spin (sem.c): it spins as long as the longest spin
  * budget of the budgets it names (1 us to 1 ms of spinning; a gap off the processor counts
@@ -298,7 +352,7 @@ static ADMIT_INLINE int admit_try_take(const band_admit_req *r, uint64_t *why, i
  * (admit_acquire_slow()). It stops at the clock checks when @deadline passes or @cancel
  * is requested (the caller then answers with that).
  *
- * Returns what admit_try_take() returns.
+ * Returns 0, or BAND_EAGAIN, BAND_ECLOSED or BAND_E2BIG classified as the first take's.
  */
 #define ADMIT_SPIN_YIELD_NS ((band_time)(2 * BAND_USEC))
 #define ADMIT_SPIN_CHECK    16 /* pauses between clock reads */
@@ -317,23 +371,22 @@ static uint32_t admit_spin_budget(const band_admit_req *r)
     return ns;
 }
 
-static int admit_spin(const band_admit_req *r, uint64_t why, band_time deadline,
-                      band_cancel *cancel)
+static int admit_spin(const band_admit_req *r, uint32_t at, band_time deadline, band_cancel *cancel)
 {
-    (void)why;
     uint32_t budget = admit_spin_budget(r);
-    uint32_t at = 0; /* the entry whose word refused last */
+    uint64_t why;
     band_time last = band_now(), spun = 0;
     for (;;) {
         for (int i = 0; i < ADMIT_SPIN_CHECK; i++) {
             band__cpu_relax();
             /* Watch only the word that refused last, as a plain acquisition watches its
              * one word: reading every budget's word while the holder releases them would
-             * pull each line away from it just before its write. */
+             * pull each line away from it just before its write. While a holder of the
+             * same budgets gives them back, that is the gate, which it gives back last. */
             uint64_t st = atomic_load_explicit(&r->e[at].sem->state, memory_order_relaxed);
             if (admit_word_refuses(st, r->e[at].amount) == BAND_EAGAIN)
                 continue;
-            int rc = admit_fast_take(r, &at, &why); /* refuses while SLOW: no barging */
+            int rc = admit_fast_take(r, &at, &why, 1); /* refuses while SLOW: no barging */
             if (rc == 0)
                 return 0;
             if (rc != BAND_EAGAIN) /* closed: classified as the first take was */
@@ -371,8 +424,8 @@ static void admit_spin_learn(const band_admit_req *r, band_time waited)
  * path keeps no frame. */
 static ADMIT_NOINLINE int admit_try_many(const band_admit_req *r, band_admit_grant *g)
 {
-    uint64_t why;
-    int rc = admit_try_take(r, &why, 1);
+    uint32_t at;
+    int rc = admit_try_take(r, &at, 1);
     if (rc == 0)
         grant_fill(g, r);
     return rc;
@@ -478,8 +531,8 @@ int band_admit_acquire_async(band_admit_req *r)
     if (rc != 0)
         return rc;
     r->_flags = 0;
-    uint64_t why;
-    rc = admit_try_take(r, &why, 0);
+    uint32_t at;
+    rc = admit_try_take(r, &at, 0);
     if (rc != BAND_EAGAIN) {
         if (rc == 0)
             r->_flags = BAND__ADMIT_GRANTED;
@@ -504,17 +557,17 @@ static void admit_block_wake(band_waiter *w)
     band__parker_unpark(w->data);
 }
 
-/* band_admit_acquire() past its single budget's lock-free success: try (again), spin,
- * queue and block. Out of line so that the success keeps no frame. */
+/* band_admit_acquire() past a refused lock-free take (@rc, at entry @at): spin, queue and
+ * block. Out of line so that the successes keep no frame. */
 static ADMIT_NOINLINE int admit_acquire_slow(band_admit_req *r, band_admit_grant *g,
-                                             band_time deadline, band_cancel *cancel)
+                                             band_time deadline, band_cancel *cancel, int rc,
+                                             uint32_t at)
 {
-    uint64_t why;
-    int rc = admit_try_take(r, &why, 0);
+    rc = admit_refused(r, rc, at, 0);
     if (rc == BAND_EAGAIN) {
         /* Spin only when it may wait: a past deadline or a cancel asks for an answer now. */
         int refusal = band__wait_refusal(deadline, cancel);
-        rc = refusal != 0 ? refusal : admit_spin(r, why, deadline, cancel);
+        rc = refusal != 0 ? refusal : admit_spin(r, at, deadline, cancel);
         if (rc == BAND_EAGAIN && (refusal = band__wait_refusal(deadline, cancel)) != 0)
             rc = refusal;
     }
@@ -545,6 +598,21 @@ static ADMIT_NOINLINE int admit_acquire_slow(band_admit_req *r, band_admit_grant
     return rc;
 }
 
+/* band_admit_acquire() over several budgets: the lock-free take through the gate, out of
+ * line so that the single budget's path keeps no frame, and without the slow path's. */
+static ADMIT_NOINLINE int admit_acquire_many(band_admit_req *r, band_admit_grant *g,
+                                             band_time deadline, band_cancel *cancel)
+{
+    uint32_t at;
+    uint64_t why;
+    int rc = admit_take_many(r, &at, &why, 1);
+    if (band__likely(rc == 0)) {
+        grant_fill(g, r);
+        return 0;
+    }
+    return admit_acquire_slow(r, g, deadline, cancel, rc, at);
+}
+
 int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadline,
                        band_cancel *cancel)
 {
@@ -554,12 +622,14 @@ int band_admit_acquire(band_admit_req *r, band_admit_grant *g, band_time deadlin
     if (band__likely(r->n == 1)) {
         const band_admit_entry *e = &r->e[0];
         uint64_t why;
-        if (band__likely(admit_take_one(e, &why) == 0)) {
+        int rc = admit_take_one(e, &why);
+        if (band__likely(rc == 0)) {
             g->p[0].sem = e->sem;
             g->p[0].count = e->amount;
             g->n = 1;
             return 0;
         }
+        return admit_acquire_slow(r, g, deadline, cancel, rc, 0);
     }
-    return admit_acquire_slow(r, g, deadline, cancel);
+    return admit_acquire_many(r, g, deadline, cancel);
 }

@@ -108,8 +108,9 @@ void band__admit_tree_classify_locked(band_admit_req *r);
  * only; the fuzz and model drivers set it around one call. */
 extern void (*band__admit_fast_hook)(band_sem *s, void *arg);
 extern void *band__admit_fast_hook_arg;
-/* How often a word moved between the check and the CAS (any thread), and how often that
- * made the admission give back what it had taken of earlier budgets. */
+/* How often a word moved between the check and the CAS (any thread), and how often the
+ * admission gave back what it had taken of other budgets: after such a move, or when a
+ * budget refused after a blocking admission took its gate. */
 extern _Atomic uint64_t band__admit_fast_moved, band__admit_fast_gave_back;
 #endif
 

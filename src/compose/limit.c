@@ -52,6 +52,7 @@
 #include "band/limit.h"
 #include "core/internal.h"
 #include "core/name.h"
+#include "prim/sem_priv.h" /* band__sem_base_add: the limit grows its semaphore */
 
 #define DEFAULT_MAX           1000
 #define DEFAULT_BACKOFF       0.9
@@ -297,9 +298,10 @@ static int64_t limit_set_locked(band_limit *l, double v, band_time now)
 /* Apply a change of the rounded limit to the semaphore (no lock held). */
 static void limit_apply(band_limit *l, int64_t delta)
 {
-    if (delta > 0)
+    if (delta > 0) {
+        band__sem_base_add(l->sem, (uint64_t)delta); /* the semaphore's capacity grows */
         (void)band_sem_release(l->sem, (uint64_t)delta);
-    else if (delta < 0)
+    } else if (delta < 0)
         (void)band_sem_reduce(l->sem, (uint64_t)-delta);
 }
 

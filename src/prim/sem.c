@@ -100,6 +100,7 @@ int band__sem_init(band_sem *s, uint64_t permits, int is_budget)
     atomic_init(&s->state, permits << SHIFT);
     atomic_init(&s->try_refusals, 0);
     atomic_init(&s->too_big, 0);
+    atomic_init(&s->base, is_budget ? 0 : permits);
     atomic_init(&s->limit, is_budget ? permits : BAND_MAX_UNITS);
     atomic_init(&s->cap_seq, 0);
     s->fast_flags = is_budget ? BAND_SEM_PREFIX_F_OUTOFLINE : 0;
@@ -810,6 +811,23 @@ int band_sem_release(band_sem *s, uint64_t n)
     return sem_release_other(s, n);
 }
 
+/* A semaphore's reported capacity loses @n (saturating: releases of permits that were
+ * never acquired may have gone unseen). Called after the permits left the state word, so a
+ * snapshot between the two sees more in use, never a release beyond the capacity. */
+static void sem_base_sub(band_sem *s, uint64_t n)
+{
+    uint64_t b = atomic_load_explicit(&s->base, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&s->base, &b, b - band__min_u64(b, n),
+                                                  memory_order_release, memory_order_relaxed)) {
+    }
+}
+
+void band__sem_base_add(band_sem *s, uint64_t n)
+{
+    if (!s->is_budget)
+        atomic_fetch_add_explicit(&s->base, n, memory_order_relaxed);
+}
+
 int band_sem_reduce(band_sem *s, uint64_t n)
 {
     if (s == NULL)
@@ -823,12 +841,16 @@ int band_sem_reduce(band_sem *s, uint64_t n)
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
     while (!(st & SLOW) && AVAIL(st) >= n) {
         if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (n << SHIFT),
-                                                  memory_order_acquire, memory_order_relaxed))
+                                                  memory_order_acquire, memory_order_relaxed)) {
+            sem_base_sub(s, n);
             return 0;
+        }
     }
     pthread_mutex_lock(&s->lock);
     int rc = sem_reduce_locked(s, n);
     pthread_mutex_unlock(&s->lock);
+    if (rc == 0)
+        sem_base_sub(s, n);
     return rc;
 }
 
@@ -862,7 +884,7 @@ uint64_t band_sem_drain(band_sem *s, uint64_t up_to)
             return 0;
         if (atomic_compare_exchange_weak_explicit(&s->state, &st, st - (take << SHIFT),
                                                   memory_order_acquire, memory_order_relaxed))
-            return take;
+            return take; /* the caller holds them: in use, not gone */
     }
 }
 
@@ -1052,8 +1074,12 @@ int band__sem_check_holdable(band_sem *s, uint64_t n)
 
 void band__sem_forget(band_sem *s, uint64_t n)
 {
-    if (!s->is_budget || n == 0)
+    if (n == 0)
         return;
+    if (!s->is_budget) {
+        sem_base_sub(s, n); /* held permits that never come back */
+        return;
+    }
     /* Held units that will never come back: the capacity they stood for is gone. */
     struct band__wakelist wl;
     band__wakelist_init(&wl);
@@ -1236,6 +1262,27 @@ int band_sem_get_stats(const band_sem *cs, band_sem_stats *out)
         uint64_t free_units = out->available + s->head_got;
         uint64_t total = out->capacity + s->debt;
         out->in_use = total > free_units ? total - free_units : 0;
+    } else {
+        /* capacity + debt = free + held. More free than that: permits were released that
+         * were never acquired, and the semaphore grew by them. The capacity and the free
+         * permits change apart (a reduce takes the permits, then lowers the capacity; the
+         * limit raises the capacity, then releases), so they are read capacity, state,
+         * capacity, until the capacity held still: then the state read lies between the
+         * two halves of no change, and more free than capacity + debt is real growth. */
+        uint64_t cap, again;
+        int tries = 0;
+        do {
+            cap = atomic_load_explicit(&s->base, memory_order_acquire);
+            out->available = AVAIL(atomic_load_explicit(&s->state, memory_order_acquire));
+            again = atomic_load_explicit(&s->base, memory_order_acquire);
+        } while (cap != again && ++tries < 16);
+        uint64_t free_units = out->available + s->head_got;
+        if (cap == again && free_units > cap + s->debt) {
+            atomic_fetch_add_explicit(&s->base, free_units - s->debt - cap, memory_order_relaxed);
+            cap = free_units - s->debt;
+        }
+        out->capacity = cap;
+        out->in_use = cap + s->debt > free_units ? cap + s->debt - free_units : 0;
     }
     pthread_mutex_unlock(&s->lock);
     out->try_refusals = atomic_load_explicit(&s->try_refusals, memory_order_relaxed);

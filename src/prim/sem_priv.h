@@ -44,6 +44,11 @@ struct band_sem {
     /* Counted outside the lock, on refusals only. */
     _Alignas(BAND__CACHELINE) _Atomic uint64_t try_refusals;
     _Atomic uint64_t too_big;
+    /* A semaphore's capacity as its stats report it (budgets use limit): the permits it was
+     * created with, less what reduce and forget took away for good, plus growth
+     * declared with band__sem_base_add() and releases seen to exceed it (sem.c). Written
+     * only off the fast paths. */
+    _Atomic uint64_t base;
     /* How long a blocking acquisition spins before it queues (ns), adapted by the
      * outcome of each spin (sem.c, sem_spin_budget()); written rarely, relaxed. */
     _Atomic uint32_t spin_ns;
@@ -83,6 +88,10 @@ int band__sem_shrink(band_sem *s, uint64_t n);
 
 /* @n held permits of @s leave for good; a budget's capacity drops by as much. */
 void band__sem_forget(band_sem *s, uint64_t n);
+
+/* A semaphore is about to receive @n permits that were never acquired (a release that
+ * grows it): its reported capacity rises by as much. Any thread; no effect on a budget. */
+void band__sem_base_add(band_sem *s, uint64_t n);
 
 /* The adaptive spin of a blocking acquisition before it queues (sem.c), shared with the
  * admission's: the budget (ns of processor time, 1 us to 1 ms), the update after a queued

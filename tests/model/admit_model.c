@@ -137,6 +137,8 @@ struct msem {
     uint64_t avail, debt, head_got, q_units;
     uint64_t queued, grants, timeouts, cancels, closed_fails, try_refusals, too_big;
     uint64_t total;   /* sems: avail + head_got + held - debt, changed by reduce and grow */
+    uint64_t base;    /* sems: the capacity the stats report: created with, less reduce,
+                         raised when a snapshot sees more free than base + debt */
     uint64_t reserve; /* tree: the node's reservation */
     uint64_t child_reserve, g_pending;
     uint64_t held;  /* units the driver holds from plain try, past acquire and drain */
@@ -1259,6 +1261,7 @@ static int m_reduce_sem(struct mstate *S, unsigned x, uint64_t n)
     s->avail -= take;
     s->debt += rest;
     s->total -= n;
+    s->base -= min_u64(s->base, n);
     return 0;
 }
 
@@ -1300,6 +1303,7 @@ static void m_create(struct mstate *S, unsigned x, const struct op *o)
         s->limit = MAXP;
         s->avail = o->cap;
         s->total = o->cap;
+        s->base = o->cap;
     } else {
         s->limit = o->cap;
         s->avail = o->cap;
@@ -1742,10 +1746,12 @@ static void plain_wake(band_waiter *w)
  * The lock-free admission with another thread's change of a budget's word between the
  * admission's check of it and its CAS (admit.c's test hook), without changing the
  * outcome the model predicts, so no input byte is read and every corpus file means what
- * it meant. The hook acts at the last entry with units, when the admission gets there
- * (every word passed its check). With more available than the entry asks, it takes one
+ * it meant. The admission takes the entries from the last to the first; the hook acts at
+ * the first entry with units, its last CAS, when the admission gets there (every word
+ * passed its check, and the later entries, the blocking admission's gate among them, are
+ * taken). With more available than the entry asks, it takes one
  * unit: the CAS is redone and succeeds, and the unit goes back afterwards. Otherwise it
- * drains the budget: the admission must refuse there and give back every earlier entry,
+ * drains the budget: the admission must refuse there and give back every later entry,
  * exactly (checked), and after the drained units return it is made again without the
  * hook. A try's refusal counts once in the budget's try_refusals (a blocking admission's
  * does not), which is taken off again so that the counters stay the model's.
@@ -1779,8 +1785,8 @@ static int race_admit(struct admit_model *m, struct op *o)
     int past = o->kind == O_PAST;
 #define RACE_CALL()                                                                                \
     (past ? band_admit_acquire(r, &d->g, o->deadline, NULL) : (band_admit_try_acquire)(r, &d->g))
-    int last = -1;
-    for (uint32_t i = 0; i < r->n && i < BAND_ADMIT_MAX; i++)
+    int last = -1; /* the entry the admission takes last */
+    for (uint32_t i = 0; i < r->n && i < BAND_ADMIT_MAX && last < 0; i++)
         if (r->e[i].amount > 0)
             last = (int)i;
     if (last < 0 || band_waiter_is_pending(&r->w) || d->g.n != 0)
@@ -2012,7 +2018,13 @@ static const char *mismatch(const struct mstate *L, const struct obs *ob, const 
             continue;
         const band_sem_stats *st = &ob->st[x];
         int budget = s->kind != K_SEM;
-        uint64_t cap = budget ? s->limit : 0, use = budget ? in_use(s) : 0;
+        uint64_t cap = budget ? s->limit : s->base, use = budget ? in_use(s) : 0;
+        if (!budget) { /* a semaphore: as its snapshot computes it (sem.c) */
+            uint64_t free_units = s->avail + s->head_got;
+            if (free_units > cap + s->debt)
+                cap = free_units - s->debt;
+            use = cap + s->debt - free_units;
+        }
 #define CMP(field, value)                                                                          \
     do {                                                                                           \
         if ((uint64_t)st->field != (uint64_t)(value)) {                                            \
@@ -2316,6 +2328,10 @@ static void exec_op(struct admit_model *m, struct op *o)
         }
         struct mstate *L = &m->leaves[i];
         for (unsigned x = 0; x < NSEM; x++) {
+            struct msem *s = &L->s[x];
+            /* the snapshot kept a semaphore's growth it saw */
+            if (s->alive && s->kind == K_SEM && s->avail + s->head_got > s->base + s->debt)
+                s->base = s->avail + s->head_got - s->debt;
             if (L->tol_mask & (1u << x)) {
                 L->s[x].try_refusals = ob.st[x].try_refusals;
                 L->s[x].too_big = ob.st[x].too_big;

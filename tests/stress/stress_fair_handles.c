@@ -4,9 +4,12 @@
  * path of key handles (try and release while nothing is queued) with the locked calls by
  * key id: tries, blocking acquires that queue (which shuts the gate the handles look at),
  * releases by id of units taken through a handle and the other way round, and handles put
- * and taken again mid-run. Two scenarios: a roomy fair (capacity 8, caps 2..5, a class
- * with headroom) and a tight one (capacity 2, caps 1), where the gate opens and shuts all
- * the time. Each is bounded by iterations and wall time (1.5 s; 0.75 s under sanitizers).
+ * and taken again mid-run. Four scenarios: a roomy fair (capacity 8, caps 2..5, a class
+ * with headroom), a tight one (capacity 2, caps 1), where the gate opens and shuts all
+ * the time, and the roomy one without caps (the handles count their own units), once with
+ * a thread that switches two keys between no cap, a cap and a reservation all the while
+ * (each switch folds their handles' counts into the key's shared word). Each is bounded by
+ * iterations and wall time (1.5 s; 0.75 s under sanitizers).
  *
  * Exact accounting. Every worker keeps what it holds per key and adds it, after a grant
  * and before a release, to shared shadow counters: the shadow of a key may never pass its
@@ -148,7 +151,25 @@ static int worker_main(void *arg)
     return 0;
 }
 
-static void run_scenario(uint64_t capacity, const uint64_t caps[KEYS], uint64_t headroom1)
+/* Keys 1 and 2 in turn: the capacity as cap (their handles count their own units), a cap
+ * of 3, a reservation of 2; each switch away from the first folds the handles' counts into
+ * the key's shared word while the workers run. */
+static int toggler_main(void *arg)
+{
+    struct shared *sh = arg;
+    int errors = 0;
+    for (unsigned i = 0; band_now() < sh->end; i++) {
+        static const band_fair_key_opts opts[3] = {{1, 0, 0}, {2, 3, 0}, {1, 0, 2}};
+        if (band_fair_key_set(sh->f, 1 + i % 2, &opts[(i / 2) % 3]) != 0)
+            errors++;
+        if (i % 8 == 7)
+            sched_yield();
+    }
+    return errors;
+}
+
+static void run_scenario(uint64_t capacity, const uint64_t caps[KEYS], uint64_t headroom1,
+                         bool toggle)
 {
     band_fair_opts fo = {0};
     fo.classes = CLASSES;
@@ -158,7 +179,8 @@ static void run_scenario(uint64_t capacity, const uint64_t caps[KEYS], uint64_t 
     sh.capacity = capacity;
     assert_int_equal(band_fair_create(&sh.f, capacity, &fo), 0);
     for (int k = 0; k < KEYS; k++) {
-        sh.cap[k] = caps[k] == 0 ? capacity : caps[k];
+        /* a toggled key's units may lie above a cap just lowered: only the capacity binds */
+        sh.cap[k] = caps[k] == 0 || (toggle && (k == 1 || k == 2)) ? capacity : caps[k];
         atomic_init(&sh.shadow_key[k], 0);
         if (caps[k] != 0) {
             band_fair_key_opts o = {1 + (uint32_t)k % 2, caps[k], 0};
@@ -178,6 +200,9 @@ static void run_scenario(uint64_t capacity, const uint64_t caps[KEYS], uint64_t 
     }
     for (int i = 0; i < THREADS; i++)
         assert_int_equal(test_thread_start(&w[i].t, worker_main, &w[i]), 0);
+    struct test_thread tog;
+    if (toggle)
+        assert_int_equal(test_thread_start(&tog, toggler_main, &sh), 0);
     uint64_t granted[CLASSES] = {0}, errors = 0, lost = 0, iters = 0, hg = 0, puts = 0;
     for (int i = 0; i < THREADS; i++) {
         assert_int_equal(test_thread_join(&w[i].t), 0);
@@ -189,6 +214,8 @@ static void run_scenario(uint64_t capacity, const uint64_t caps[KEYS], uint64_t 
         hg += w[i].handle_grants;
         puts += w[i].puts;
     }
+    if (toggle)
+        assert_int_equal(test_thread_join(&tog), 0);
     band_fair_stats st;
     assert_int_equal(band_fair_get_stats(sh.f, &st), 0);
     print_message("stress_fair_handles capacity %llu: %llu ops, %llu + %llu grants (%llu through "
@@ -227,14 +254,30 @@ static void test_roomy(void **state)
 {
     (void)state;
     static const uint64_t caps[KEYS] = {3, 2, 5, 4, 0};
-    run_scenario(8, caps, 2);
+    run_scenario(8, caps, 2, false);
 }
 
 static void test_tight(void **state)
 {
     (void)state;
     static const uint64_t caps[KEYS] = {1, 1, 1, 1, 0};
-    run_scenario(2, caps, 1);
+    run_scenario(2, caps, 1, false);
+}
+
+/* No cap binds: every handle counts its own units (key 0 has two handles). */
+static void test_split(void **state)
+{
+    (void)state;
+    static const uint64_t caps[KEYS] = {0, 0, 0, 0, 0};
+    run_scenario(8, caps, 2, false);
+}
+
+/* The same with keys 1 and 2 switched between the two kinds all the time. */
+static void test_split_toggled(void **state)
+{
+    (void)state;
+    static const uint64_t caps[KEYS] = {0, 0, 0, 0, 0};
+    run_scenario(8, caps, 2, true);
 }
 
 int main(void)
@@ -242,6 +285,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roomy),
         cmocka_unit_test(test_tight),
+        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_split_toggled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1197,7 +1197,7 @@ static void test_fast_word_moves(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     struct areq *q = &f->q[0];
-    add2(q, f->a, 2, f->b, 3);
+    add2(q, f->b, 3, f->a, 2); /* the take goes from the last entry to the first: A, then B */
 
     /* A was taken, B no longer has 3: A goes back, B's refusal is counted, nothing held. */
     struct race x = {f->b, RACE_TAKE, 2, 0, NULL, NULL, 0, 0};
@@ -1251,6 +1251,72 @@ static void test_fast_word_moves_one_budget(void **state)
     CHECK(f);
 }
 
+/* Records the budgets the lock-free admission is about to CAS, and what each had then. */
+struct cas_log {
+    int n;
+    band_sem *sem[4];
+    uint64_t avail[4];
+};
+
+static void cas_log_hook(band_sem *s, void *arg)
+{
+    struct cas_log *l = arg;
+    if (l->n < 4) {
+        l->sem[l->n] = s;
+        l->avail[l->n] = band_sem_available(s);
+    }
+    l->n++;
+}
+
+/*
+ * The take goes from the last entry to the first, and a blocking admission takes the
+ * last entry (its gate) as soon as that word passes, before it reads the others: when one
+ * of them refuses, the gate's units go back (a release), and nothing is kept. A try reads
+ * every word first and takes nothing at all when one refuses.
+ */
+static void test_blocking_takes_gate_first(void **state)
+{
+    struct fixture *f = *state;
+    band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+    struct areq *q = &f->q[0];
+    add2(q, f->b, 3, f->a, 2);                          /* A is the gate */
+    assert_int_equal(band_sem_try_acquire(f->b, 2), 0); /* B has 2 of the 3 */
+    struct cas_log l = {0};
+    band__admit_fast_hook = cas_log_hook;
+    band__admit_fast_hook_arg = &l;
+    uint64_t gave = atomic_load(&band__admit_fast_gave_back);
+    assert_int_equal((band_admit_try_acquire)(&q->r, &g), BAND_EAGAIN);
+    assert_int_equal(l.n, 0); /* refused at B's check: no CAS */
+    assert_u64_equal(atomic_load(&band__admit_fast_gave_back), gave);
+    assert_int_equal(band_admit_acquire(&q->r, &g, band_now() - 1, NULL), BAND_ETIMEDOUT);
+    band__admit_fast_hook = NULL;
+    band__admit_fast_hook_arg = NULL;
+    assert_int_equal(l.n, 1); /* the gate's CAS only: B refused after it */
+    assert_ptr_equal(l.sem[0], f->a);
+    assert_u64_equal(l.avail[0], 4);
+    assert_u64_equal(atomic_load(&band__admit_fast_gave_back), gave + 1);
+    assert_int_equal(g.n, 0);
+    assert_u64_equal(band_sem_available(f->a), 4); /* given back */
+    assert_u64_equal(band_sem_available(f->b), 2);
+    assert_u64_equal(stats_of(f->a).try_refusals, 0);
+    assert_u64_equal(stats_of(f->b).try_refusals, 1); /* the try's */
+    assert_int_equal(band_sem_release(f->b, 2), 0);
+    /* with B free again, the blocking admission takes A, then B */
+    l.n = 0;
+    band__admit_fast_hook = cas_log_hook;
+    band__admit_fast_hook_arg = &l;
+    assert_int_equal(band_admit_acquire(&q->r, &g, band_now() - 1, NULL), 0);
+    band__admit_fast_hook = NULL;
+    band__admit_fast_hook_arg = NULL;
+    assert_int_equal(l.n, 2);
+    assert_ptr_equal(l.sem[0], f->a);
+    assert_ptr_equal(l.sem[1], f->b);
+    assert_u64_equal(band_admit_held(&g, f->a), 2);
+    assert_u64_equal(band_admit_held(&g, f->b), 3);
+    assert_int_equal(band_admit_release(&g), 0);
+    CHECK(f);
+}
+
 /* Only a try counts its refusal in try_refusals, as a plain semaphore counts only its
  * try_acquire calls: async and blocking admissions that find a budget busy count nothing. */
 static void test_only_try_counts_refusals(void **state)
@@ -1283,7 +1349,7 @@ static void test_fast_partial_take_is_a_release(void **state)
     struct fixture *f = *state;
     band_admit_grant g = BAND_ADMIT_GRANT_INIT;
     struct areq *q = &f->q[0];
-    add2(q, f->a, 2, f->b, 3);
+    add2(q, f->b, 3, f->a, 2); /* A is taken first */
     struct race x = {f->b, RACE_TRANSIENT, 2, 0, f->a, &f->rec[0], 0, 0};
     assert_int_equal(race_try(&x, &q->r, &g), BAND_EAGAIN);
     assert_int_equal(x.try_rc, BAND_EAGAIN);            /* 2 of A's 4 were out for a moment */
@@ -1310,6 +1376,7 @@ int main(void)
         T(test_fast_word_moves),
         T(test_fast_word_moves_one_budget),
         T(test_fast_partial_take_is_a_release),
+        T(test_blocking_takes_gate_first),
         T(test_only_try_counts_refusals),
         T(test_e2big_first),
         T(test_closed),

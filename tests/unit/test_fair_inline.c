@@ -11,6 +11,7 @@
  */
 #include "test.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define FAIR_INLINE_SCRIPT fair_inline_script_inline
@@ -114,6 +115,34 @@ static void test_prefix_layout(void **state)
     ko.reserve = 0;
     assert_int_equal(0, band_fair_key_set(f, 2, &ko));
     assert_int_equal(4, __atomic_load_n(&pr->key[1], __ATOMIC_RELAXED));
+    /* a key whose cap binds no grant: the handle counts its own units */
+    _Static_assert(offsetof(struct band_fair_handle_prefix, busy) == 216 &&
+                       offsetof(struct band_fair_handle_prefix, taken) == 224 &&
+                       offsetof(struct band_fair_handle_prefix, given) == 232,
+                   "the handle's own units");
+    band_fair_handle *hs = NULL;
+    assert_int_equal(0, band_fair_handle_get(f, 3, &hs));
+    const struct band_fair_handle_prefix *ps = (const void *)hs;
+    assert_true(__atomic_load_n(&ps->key[1], __ATOMIC_RELAXED) == BAND_FAIR_PREFIX_SPLIT);
+    assert_int_equal(0, band_fair_handle_try_acquire(hs, 0, 2));
+    assert_int_equal(7, __atomic_load_n(p->state, __ATOMIC_RELAXED));
+    assert_int_equal(0, __atomic_load_n(&ps->key[0], __ATOMIC_RELAXED));
+    assert_int_equal(2, __atomic_load_n(&ps->taken, __ATOMIC_RELAXED));
+    assert_int_equal(0, __atomic_load_n(&ps->given, __ATOMIC_RELAXED));
+    assert_int_equal(0, __atomic_load_n(&ps->busy, __ATOMIC_RELAXED));
+    assert_int_equal(1, ps->count[0].granted);
+    assert_int_equal(0, band_fair_handle_release(hs, 1));
+    assert_int_equal(1, __atomic_load_n(&ps->given, __ATOMIC_RELAXED));
+    assert_int_equal(6, __atomic_load_n(p->state, __ATOMIC_RELAXED));
+    ko.cap = 4; /* the cap binds: the handle's unit moves to the key's shared word */
+    assert_int_equal(0, band_fair_key_set(f, 3, &ko));
+    assert_int_equal(4, __atomic_load_n(&ps->key[1], __ATOMIC_RELAXED));
+    assert_int_equal(1, __atomic_load_n(&ps->key[0], __ATOMIC_RELAXED));
+    assert_int_equal(2, __atomic_load_n(&ps->given, __ATOMIC_RELAXED));
+    assert_int_equal(0, band_fair_handle_release(hs, 1));
+    assert_int_equal(0, __atomic_load_n(&ps->key[0], __ATOMIC_RELAXED));
+    assert_int_equal(5, __atomic_load_n(p->state, __ATOMIC_RELAXED));
+    assert_int_equal(0, band_fair_handle_put(hs));
     assert_int_equal(0, band_fair_close(f));
     assert_int_equal(BAND_FAIR_PREFIX_SLOW | 5, __atomic_load_n(p->state, __ATOMIC_RELAXED));
     assert_int_equal(0, band_fair_handle_release(h, 3));

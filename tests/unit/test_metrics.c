@@ -4,6 +4,8 @@
  */
 #include "test.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,6 +126,8 @@ static void test_render(void **state)
     band_histo_record(&h, 3000000000ULL); /* 3 s */
     assert_int_equal(band_metrics_add_histo(m, "band_exec_queue", "pool", "Queue time.", &h), 0);
     assert_int_equal(band_metrics_add_histo(m, "band_exec_queue", "pool2", NULL, &h), 0);
+    assert_int_equal(band_metrics_add_histo(m, "app_odd", "x", "Two\nlines, a \\ and \"q\".", &h),
+                     0);
 
     char *t = render(m);
     expect_line(t, "# TYPE band_sem_available gauge");
@@ -140,6 +144,7 @@ static void test_render(void **state)
     expect_line(t, "band_front_door_answers_total{name=\"front\",answer=\"accept\"} 1");
     expect_line(t, "band_front_door_answers_total{name=\"front\",answer=\"busy\"} 1");
     expect_line(t, "# HELP band_exec_queue_seconds Queue time.");
+    expect_line(t, "# HELP app_odd_seconds Two\\nlines, a \\\\ and \"q\".");
     expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"1e-06\"} 1");
     expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"0.001\"} 1");
     expect_line(t, "band_exec_queue_seconds_bucket{name=\"pool\",le=\"0.01\"} 2");
@@ -168,11 +173,123 @@ static void test_render(void **state)
     assert_int_equal(band_sem_destroy(s), 0);
 }
 
+/* A plain semaphore knows its capacity and what is in use: the permits it was created
+ * with, less what reduce removed, plus releases beyond what was acquired. Drained permits
+ * are held by the caller. */
+static void test_sem_capacity(void **state)
+{
+    (void)state;
+    band_sem *s = NULL;
+    assert_int_equal(band_sem_create(&s, 5, NULL), 0);
+    assert_int_equal(band_sem_try_acquire(s, 2), 0);
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 5);
+    assert_int_equal(st.in_use, 2);
+    assert_int_equal(band_sem_reduce(s, 1), 0); /* from the free permits */
+    assert_int_equal(band_sem_drain(s, 1), 1);  /* the caller holds it */
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 4);
+    assert_int_equal(st.in_use, 3);
+    assert_int_equal(band_sem_release(s, 1), 0); /* the drained permit comes back */
+    assert_int_equal(band_sem_reduce(s, 3), 0);  /* 2 free, 1 owed by the holders */
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 1);
+    assert_int_equal(st.debt, 1);
+    assert_int_equal(st.in_use, 2);
+    assert_int_equal(band_sem_release(s, 2), 0); /* repays the debt */
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 1);
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(band_sem_release(s, 3), 0); /* grows it: never acquired */
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 4);
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(band_sem_try_acquire(s, 4), 0);
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 4); /* the growth stays once seen */
+    assert_int_equal(st.in_use, 4);
+    band_permit p = BAND_PERMIT_INIT;
+    assert_int_equal(band_permit_adopt(&p, s, 1), 0);
+    assert_int_equal(band_permit_forget(&p), 1); /* leaves for good */
+    assert_int_equal(band_sem_get_stats(s, &st), 0);
+    assert_int_equal(st.capacity, 3);
+    assert_int_equal(st.in_use, 3);
+
+    band_metrics *m = NULL;
+    assert_int_equal(band_metrics_create(&m, 1), 0);
+    assert_int_equal(band_metrics_add_sem(m, "pool", s, NULL), 0);
+    char *t = render(m);
+    expect_line(t, "band_sem_capacity{name=\"pool\"} 3");
+    expect_line(t, "band_sem_in_use{name=\"pool\"} 3");
+    expect_line(t, "band_sem_available{name=\"pool\"} 0");
+    free(t);
+    assert_int_equal(band_metrics_destroy(m), 0);
+    assert_int_equal(band_sem_release(s, 3), 0);
+    assert_int_equal(band_sem_destroy(s), 0);
+}
+
+struct churn {
+    band_sem *s;
+    _Atomic int stop;
+    _Atomic uint64_t started, done; /* reductions begun, and returned */
+};
+
+static void *churn_thread(void *arg)
+{
+    struct churn *c = arg;
+    for (uint64_t i = 0; !atomic_load(&c->stop); i++) {
+        if (band_sem_try_acquire(c->s, 1) == 0)
+            assert_int_equal(band_sem_release(c->s, 1), 0);
+        if (i % 512 == 511 && atomic_load(&c->started) < 48) {
+            atomic_fetch_add(&c->started, 1);
+            assert_int_equal(band_sem_reduce(c->s, 1), 0);
+            atomic_fetch_add(&c->done, 1);
+        }
+    }
+    return NULL;
+}
+
+/* Acquisitions, releases and reductions on another thread never make a snapshot see
+ * growth: the capacity lies between 64 less the reductions begun and 64 less those
+ * returned, and in use never passes it. */
+static void test_sem_capacity_concurrent(void **state)
+{
+    (void)state;
+    struct churn c = {.s = NULL};
+    atomic_init(&c.stop, 0);
+    atomic_init(&c.started, 0);
+    atomic_init(&c.done, 0);
+    assert_int_equal(band_sem_create(&c.s, 64, NULL), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, churn_thread, &c), 0);
+    for (int i = 0; i < 20000; i++) {
+        uint64_t done = atomic_load(&c.done);
+        band_sem_stats st;
+        assert_int_equal(band_sem_get_stats(c.s, &st), 0);
+        uint64_t started = atomic_load(&c.started);
+        if (st.capacity > 64 - done || st.capacity < 64 - started || st.in_use > st.capacity)
+            fail_msg("round %d: capacity %llu, in use %llu; reductions %llu..%llu", i,
+                     (unsigned long long)st.capacity, (unsigned long long)st.in_use,
+                     (unsigned long long)done, (unsigned long long)started);
+    }
+    atomic_store(&c.stop, 1);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    uint64_t cap = 64 - atomic_load(&c.done);
+    band_sem_stats st;
+    assert_int_equal(band_sem_get_stats(c.s, &st), 0);
+    assert_int_equal(st.capacity, cap);
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(band_sem_destroy(c.s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_render),
+        cmocka_unit_test(test_sem_capacity),
+        cmocka_unit_test(test_sem_capacity_concurrent),
     };
     return cmocka_run_group_tests_name("test_metrics", tests, NULL, NULL);
 }

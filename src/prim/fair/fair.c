@@ -134,7 +134,7 @@ static void fair_key_apply(band_fair *f, struct fair_key *k, uint32_t weight, ui
     k->weight = weight;
     /* the gate is shut (band__fair_gate_close_locked()): a handle grant that starts after
      * it opens again sees these */
-    key_set_limits(k, cap, reserve);
+    key_set_limits(f, k, cap, reserve);
 }
 
 int band_fair_key_set(band_fair *f, uint64_t key, const band_fair_key_opts *opts)
@@ -302,6 +302,12 @@ int band_fair_get_stats(const band_fair *cf, band_fair_stats *out)
     out->try_refusals = f->try_refusals;
     out->too_big = f->too_big;
     out->closed_fails = f->closed_fails;
+    out->evicted_granted = f->ev_granted;
+    out->evicted_granted_units = f->ev_granted_units;
+    out->evicted_queued = f->ev_queued;
+    out->evicted_timeouts = f->ev_timeouts;
+    out->evicted_cancels = f->ev_cancels;
+    out->evicted_wait_ns_total = f->ev_wait_ns;
     for (uint32_t c = 0; c < f->nclasses; c++) {
         const struct fair_class *cl = &f->cls[c];
         band_fair_class_stats *o = &out->cls[c];
@@ -389,6 +395,19 @@ int band__fair_check(const band_fair *cf)
             FAIR_CHECK(key_reserve(k) <= key_cap(k) && key_cap(k) <= f->capacity);
             FAIR_CHECK(k->weight >= 1 && k->weight <= BAND_FAIR_MAX_WEIGHT);
             FAIR_CHECK((key_reserve(k) > 0) == !band__list_empty(&k->rlink));
+            /* a key whose cap binds keeps all its units in its shared word */
+            uint64_t khandles = 0;
+            const struct band__node *hn;
+            band__list_foreach (hn, &k->handles) {
+                const struct band_fair_handle *h =
+                    band__container_of(hn, struct band_fair_handle, klink);
+                FAIR_CHECK(h->k == k);
+                FAIR_CHECK(atomic_load(&k->a_fast_cap) == FAIR_SPLIT ||
+                           atomic_load(&h->taken) == atomic_load(&h->given));
+                khandles++;
+            }
+            FAIR_CHECK(khandles == k->refs);
+            FAIR_CHECK(atomic_load(&k->a_fast_cap) == fair_fast_cap(f, key_cap(k), key_reserve(k)));
             held += key_held(k);
             npinned += k->pinned;
             refs += k->refs;

@@ -34,27 +34,67 @@
  * cap and in_use + n stays within the class's limit (capacity - headroom), which is what
  * the lock-free try checks; keys with a reservation of their own always take the lock.
  *
- *  - try: one CAS on state (gate open, in_use + n <= limit) takes the units in use; then a
- *    CAS on the key's held units (held + n <= cap) charges the key. If that second CAS
- *    finds the key at its cap (a racing grant of the same key), the units go back and the
- *    lock decides, after a dispatch in case the short-lived excess held a request back. So a
- *    lock holder can see in_use ahead of the keys' sum, never behind it: it may refuse or
- *    wait a little early, never grant past the capacity, a headroom or a reservation; its
- *    own grants of a key with handles CAS against the cap too (key_take()).
- *  - release: a CAS takes the units off the key (refusing more than it holds), then a
- *    fetch_sub on state returns them. If the gate was shut at that moment someone may wait
- *    for them: the release takes the lock and runs the dispatch. A request that queues
- *    shuts the gate before it decides (or finds it shut), so either the release's fetch_sub
- *    comes first and the decision sees the units free, or the release sees the gate shut
- *    and dispatches after the request is queued: no hand-off is lost, and no lock-free
- *    grant passes a queued request.
+ * Where a key's units are counted. A key whose cap binds no grant (it is at least every
+ * class limit: every grant keeps in_use + n within its class's limit, and the key's units
+ * are part of in_use) and that has no reservation is FAIR_SPLIT: its handles count the
+ * units they take in counts of their own, and its units held are its shared word (a_held)
+ * plus taken - given of every handle on its list (key_held()). Any other key keeps all its
+ * units in the shared word, and its handles' counts stay 0.
+ *
+ *  - try: one CAS on state (gate open, in_use + n <= limit, and for a key whose cap binds
+ *    held + n <= cap as read before it, so that a key at its cap does not take units in use
+ *    that others might want) takes the units in use. Then the key's fast cap, read again
+ *    after that CAS: FAIR_SPLIT, and the owner adds n to the handle's taken with a plain
+ *    store (only the owner writes it); otherwise a CAS on the shared word (held + n <= cap)
+ *    charges the key, and if that finds the key at its cap (a
+ *    racing grant of the same key) the units go back and the lock decides, after a
+ *    dispatch in case the short-lived excess held a request back. So a lock holder can see
+ *    in_use ahead of the keys' sum, never behind it: it may refuse or wait a little early,
+ *    never grant past the capacity, a headroom or a reservation; its own grants of a key
+ *    with handles CAS against the cap too (key_take()).
+ *  - busy: the owner sets the handle's busy flag before its CAS on state and clears it
+ *    after its store to taken (or after a failed CAS, and before anything that may take the
+ *    lock). A lock holder that shut the gate waits for 0 before it reads the count
+ *    (handle_held(), handle_fold()): the gate's read-modify-write follows every CAS on state
+ *    that went through, so it sees each such try's busy flag, and every later try fails its
+ *    CAS. The counts it reads are then exact, and a fast cap it changed is read by every try
+ *    that goes through after. Two plain stores per try; no locked instruction.
+ *  - release: the owner's CAS on the handle's given (given + n <= taken) takes the units
+ *    off its own count, then a fetch_sub on state returns them. given only ever changes by
+ *    read-modify-writes (the owner's release, lock holders that release or fold the
+ *    handle's units), so when several releasers race for the same units each unit goes to
+ *    one of them and the others find too few: a release by id or through another handle
+ *    that finds too few in its own places takes the lock, and key_give() gathers the units
+ *    from the shared word and every handle's count with read-modify-writes, putting back
+ *    what it took when they do not add up (any release that meanwhile found too few takes
+ *    the lock after it and decides again). So each unit is released exactly once and the
+ *    other attempts answer BAND_EINVAL. If the gate was shut at the release's fetch_sub
+ *    someone may wait for the units: the release takes the lock and runs the dispatch. A
+ *    request that queues shuts the gate before it decides (or finds it shut), so either
+ *    the release's fetch_sub comes first and the decision sees the units free, or the
+ *    release sees the gate shut and dispatches after the request is queued: no hand-off is
+ *    lost, and no lock-free grant passes a queued request.
+ *  - fold: when a key stops being FAIR_SPLIT (a cap below a class limit, or a
+ *    reservation; band_fair_key_set() shuts the gate first) each handle's taken - given
+ *    moves into the shared word (given is set to taken by a CAS, then the shared word
+ *    grows), so the cap binds the shared word alone again; band_fair_handle_put() folds
+ *    the handle's units likewise, and they stay the key's.
  *  - A grant that lands while a lock holder decides can only be one whose CAS on state
- *    came before the gate shut; the decision then sees its units in use.
+ *    came before the gate shut; the decision then sees its units in use, and its count once
+ *    busy is 0.
  *
  * While the fair has no handle nothing moves state or held units without the lock, and
  * the lock holders write them with plain stores (fair_in_use_add(), key_take()), so the
- * calls by key id pay nothing for the handles' path. A handle's own grant counters are
- * written by its owner only, so calls on one handle must not overlap.
+ * calls by key id pay nothing for the handles' path. A handle's own grant counters, busy
+ * flag and taken count are written by its owner only, so calls on one handle must not
+ * overlap.
+ *
+ * Cost: a lock-free pair on a FAIR_SPLIT key has three locked instructions (the try's CAS
+ * on state; the release's CAS on given and fetch_sub on state), where a semaphore's pair
+ * has two; a key whose cap binds keeps four (a CAS on the shared word in the try and in
+ * the release). A count written with plain stores by its owner alone would save the
+ * release's CAS only by losing exact answers: a release by id or through another handle,
+ * checked against it while the owner releases the same units, could succeed as well.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -73,6 +113,9 @@ FAIR_PREFIX_AT(nclasses, nclasses);
 FAIR_PREFIX_AT(limit, limit);
 FAIR_PREFIX_AT(cnt, count);
 FAIR_PREFIX_AT(cnt[1].units, count[1].units);
+FAIR_PREFIX_AT(busy, busy);
+FAIR_PREFIX_AT(taken, taken);
+FAIR_PREFIX_AT(given, given);
 _Static_assert(sizeof(((struct band_fair_handle *)0)->cnt) ==
                    sizeof(((struct band_fair_handle_prefix *)0)->count),
                "band_fair_handle_prefix.count");
@@ -341,6 +384,9 @@ int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle **out)
         atomic_init(&h->cnt[c].granted, 0);
         atomic_init(&h->cnt[c].units, 0);
     }
+    atomic_init(&h->busy, 0);
+    atomic_init(&h->taken, 0);
+    atomic_init(&h->given, 0);
     int rc = 0;
     pthread_mutex_lock(&f->lock);
     struct fair_key *k = band__fair_key_get(f, key, &rc);
@@ -353,6 +399,7 @@ int band_fair_handle_get(band_fair *f, uint64_t key, band_fair_handle **out)
         for (uint32_t c = 0; c < f->nclasses; c++)
             h->limit[c] = f->cls[c].limit; /* fixed at create */
         band__list_add_tail(&f->handles, &h->link);
+        band__list_add_tail(&k->handles, &h->klink);
         k->refs++;
         /* From here on the lock holders write state, and k's held units, with atomic
          * read-modify-writes; the unlock publishes that before the handle is used. */
@@ -383,7 +430,9 @@ int band_fair_handle_put(band_fair_handle *h)
         f->cls[c].granted += g;
         f->cls[c].granted_units += u;
     }
+    handle_fold(k, h); /* units it still holds stay the key's */
     band__list_del_init(&h->link);
+    band__list_del_init(&h->klink);
     k->refs--;
     f->nhandles--;
     band__fair_key_maybe_evict(f, k);
@@ -438,11 +487,21 @@ static FAIR_COLD int handle_try_locked(struct band_fair_handle *h, uint32_t cls,
     return rc;
 }
 
+/* A grant of the lock-free path to a FAIR_SPLIT key, in @h's own count (the owner's
+ * store; @busy goes back to 0 after it). */
+static inline void handle_take_split(struct band_fair_handle *h, uint32_t c, uint64_t n)
+{
+    atomic_store_explicit(&h->taken, atomic_load_explicit(&h->taken, memory_order_relaxed) + n,
+                          memory_order_release);
+    handle_count(h, c, n);
+    atomic_store_explicit(&h->busy, 0, memory_order_release);
+}
+
 /*
  * The rest of a handle's try once the first attempt of band_fair_handle_try_acquire() did
  * not go through: the arguments (checked here), the retries of the compare-and-swaps, and
- * the locked path. @state_taken: the units in use were taken and the key's CAS failed,
- * with @held the key's units it found.
+ * the locked path. @state_taken: the units in use were taken, the key was not FAIR_SPLIT,
+ * and its cap check or CAS failed, with @held the key's shared units it found.
  */
 static FAIR_COLD int handle_try_rest(struct band_fair_handle *h, uint32_t cls, uint64_t n,
                                      bool state_taken, uint64_t held)
@@ -458,18 +517,28 @@ static FAIR_COLD int handle_try_rest(struct band_fair_handle *h, uint32_t cls, u
         uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
         for (;;) {
             /* With the gate shut s exceeds every limit (capacities stay below FAIR_SLOW). */
-            uint64_t cap = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
-            held = key_held(k);
-            if (n > limit || s > limit - n || n > cap || held > cap - n)
+            uint64_t cap0 = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
+            uint64_t held0 = key_held_shared(k);
+            if (n > limit || s > limit - n || n > cap0 || held0 > cap0 - n)
                 return handle_try_locked(h, cls, n, false); /* it counts the refusal */
+            atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
             if (atomic_compare_exchange_weak_explicit(&f->state, &s, s + n, memory_order_acq_rel,
                                                       memory_order_acquire))
                 break;
+            atomic_store_explicit(&h->busy, 0, memory_order_release);
         }
+        if (atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed) == FAIR_SPLIT) {
+            handle_take_split(h, cls, n);
+            FAIR_TEST_COUNT(f, t_fast_grants);
+            return 0;
+        }
+        atomic_store_explicit(&h->busy, 0, memory_order_release);
+        held = atomic_load_explicit(&k->a_held, memory_order_relaxed);
     }
-    /* Units in use are taken; charge the key unless a racing grant brought it to its cap.
-     * @held may be the value a failed CAS found (the inline path's), never checked against
-     * the cap yet: check before every CAS. */
+    /* Units in use are taken; charge the key's shared word unless a racing grant brought
+     * it to its cap. @held may be the value a failed CAS found (the inline path's), never
+     * checked against the cap yet: check before every CAS. (Should the key have become
+     * FAIR_SPLIT meanwhile, its shared word is as good a place as any, and no cap binds.) */
     for (;;) {
         uint64_t cap = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
         if (n > cap || held > cap - n)
@@ -484,14 +553,17 @@ static FAIR_COLD int handle_try_rest(struct band_fair_handle *h, uint32_t cls, u
 }
 
 /*
- * The lock-free path is one attempt with everything read from the handle and the two words
- * it changes; anything else (a bad or zero argument, a shut gate, a limit or cap reached,
- * a reservation, a lost compare-and-swap) goes to handle_try_rest().
+ * The lock-free path is one attempt with everything read from the handle and the words it
+ * changes; anything else (a bad or zero argument, a shut gate, a limit or cap reached, a
+ * reservation, a lost compare-and-swap) goes to handle_try_rest().
  *
  * The gate is open: nothing queued, not closed, no lock holder deciding. Then the only
  * rules are the cap and the class's headroom (no class stalls, no reservation is
  * protected), and a key with a reservation of its own takes the lock (its fast cap is 0).
- * With the gate shut the state exceeds every limit, so one comparison checks both.
+ * With the gate shut the state exceeds every limit, so one comparison checks both. The
+ * key's fast cap is read after the compare-and-swap on the state word: a lock holder that
+ * changes it shuts the gate first, so the try either went through before (and the lock
+ * holder waits on @busy for its count) or sees the new value.
  */
 int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n)
 {
@@ -503,16 +575,31 @@ int band_fair_handle_try_acquire(band_fair_handle *h, uint32_t cls, uint64_t n)
     struct fair_key *k = h->k;
     const uint64_t limit = h->limit[cls];
     uint64_t s = atomic_load_explicit(&f->state, memory_order_acquire);
-    uint64_t cap = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
-    uint64_t held = key_held(k);
-    if (n > limit || s > limit - n || n > cap || held > cap - n ||
-        !atomic_compare_exchange_strong_explicit(&f->state, &s, s + n, memory_order_acq_rel,
-                                                 memory_order_acquire))
+    /* a key whose cap binds and is reached is refused before it takes units in use that
+     * others might want */
+    uint64_t cap0 = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
+    if (n > limit || s > limit - n ||
+        (cap0 != FAIR_SPLIT && (n > cap0 || key_held_shared(k) > cap0 - n)))
         return handle_try_rest(h, cls, n, false, 0);
+    atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+    if (!atomic_compare_exchange_strong_explicit(&f->state, &s, s + n, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        atomic_store_explicit(&h->busy, 0, memory_order_release);
+        return handle_try_rest(h, cls, n, false, 0);
+    }
+    uint64_t cap = atomic_load_explicit(&k->a_fast_cap, memory_order_relaxed);
+    if (cap == FAIR_SPLIT) {
+        handle_take_split(h, cls, n);
+        FAIR_TEST_COUNT(f, t_fast_grants);
+        return 0;
+    }
+    atomic_store_explicit(&h->busy, 0, memory_order_release);
     /* Units in use first, then the key's: a lock holder then never sees the key's units
      * without the fair's, and its own grants of this key compare-and-swap against the cap
      * (key_take()), so neither can push the key past it. */
-    if (!atomic_compare_exchange_strong_explicit(&k->a_held, &held, held + n, memory_order_relaxed,
+    uint64_t held = atomic_load_explicit(&k->a_held, memory_order_relaxed);
+    if (n > cap || held > cap - n ||
+        !atomic_compare_exchange_strong_explicit(&k->a_held, &held, held + n, memory_order_relaxed,
                                                  memory_order_relaxed))
         return handle_try_rest(h, cls, n, true, held);
     handle_count(h, cls, n);
@@ -527,29 +614,68 @@ int band_fair_handle_try_finish(band_fair_handle *h, uint32_t cls, uint64_t n, u
     return handle_try_rest(h, cls, n, true, held);
 }
 
-/* A handle's release once its first attempt did not finish: the key's CAS retries (unless
- * @key_done), then the units in use go back, and with the gate shut the dispatch runs. */
+/* Take @n of @h's own units off it if it has that many (any thread: a read-modify-write). */
+static inline bool handle_give_own(struct band_fair_handle *h, uint64_t n)
+{
+    uint64_t g = atomic_load_explicit(&h->given, memory_order_acquire);
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&h->taken, memory_order_acquire);
+        if (t - g < n)
+            return false;
+        if (atomic_compare_exchange_weak_explicit(&h->given, &g, g + n, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return true;
+    }
+}
+
+/* Take @n units off @k's shared word if it has that many. */
+static inline bool key_give_shared(struct fair_key *k, uint64_t n)
+{
+    uint64_t held = key_held_shared(k);
+    do {
+        if (held < n)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&k->a_held, &held, held - n,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return true;
+}
+
+/*
+ * A handle's release once its first attempt did not finish. Unless @key_done: the units
+ * come off the handle's own count, or else the key's shared word; when neither has them
+ * all the lock decides (key_give() gathers them from every part of the key, or answers
+ * BAND_EINVAL); then the units in use go back, and with the gate shut the dispatch runs.
+ */
 static FAIR_COLD int handle_release_rest(struct band_fair_handle *h, uint64_t n, bool key_done)
 {
     band_fair *f = h->f;
     struct fair_key *k = h->k;
+    struct band__wakelist wl;
+    band__wakelist_init(&wl);
     if (!key_done) {
         if (n == 0)
             return 0;
-        uint64_t held = key_held(k);
-        do {
-            if (held < n)
+        if (!handle_give_own(h, n) && !key_give_shared(k, n)) {
+            pthread_mutex_lock(&f->lock);
+            if (!key_give(k, n)) {
+                pthread_mutex_unlock(&f->lock);
                 return BAND_EINVAL;
-        } while (!atomic_compare_exchange_weak_explicit(
-            &k->a_held, &held, held - n, memory_order_relaxed, memory_order_relaxed));
+            }
+            fair_in_use_sub(f, n);
+            if (f->q.len > 0) { /* as band_fair_release() */
+                band__fair_key_refresh_locked(f, k);
+                band__fair_dispatch_locked(f, &wl);
+            }
+            pthread_mutex_unlock(&f->lock);
+            band__wakelist_run(&wl);
+            return 0;
+        }
         uint64_t old = atomic_fetch_sub_explicit(&f->state, n, memory_order_acq_rel);
         if ((old & FAIR_SLOW) == 0) {
             FAIR_TEST_COUNT(f, t_fast_releases);
             return 0;
         }
     }
-    struct band__wakelist wl;
-    band__wakelist_init(&wl);
     pthread_mutex_lock(&f->lock);
     band__fair_key_refresh_locked(f, k); /* a flow parked at the cap goes back in place */
     band__fair_dispatch_locked(f, &wl);
@@ -562,11 +688,21 @@ int band_fair_handle_release(band_fair_handle *h, uint64_t n)
 {
     if (h == NULL)
         return BAND_EINVAL;
-    struct fair_key *k = h->k;
-    uint64_t held = key_held(k);
-    if (n == 0 || held < n ||
-        !atomic_compare_exchange_strong_explicit(&k->a_held, &held, held - n, memory_order_relaxed,
-                                                 memory_order_relaxed))
+    if (n == 0)
+        return 0;
+    uint64_t g = atomic_load_explicit(&h->given, memory_order_acquire);
+    uint64_t t = atomic_load_explicit(&h->taken, memory_order_relaxed);
+    bool took;
+    if (t - g >= n) { /* the handle's own units */
+        took = atomic_compare_exchange_strong_explicit(&h->given, &g, g + n, memory_order_acq_rel,
+                                                       memory_order_relaxed);
+    } else { /* the key's shared word */
+        uint64_t held = key_held_shared(h->k);
+        took = held >= n &&
+               atomic_compare_exchange_strong_explicit(&h->k->a_held, &held, held - n,
+                                                       memory_order_relaxed, memory_order_relaxed);
+    }
+    if (!took)
         return handle_release_rest(h, n, false);
     /* The key's units first, then the fair's: a lock holder never counts them free while
      * the key still holds them. A shut gate means someone may wait for them. */

@@ -6,8 +6,9 @@
  *
  * Lock: every field of struct band_fair and of every key state is guarded by band_fair.lock
  * (written fields and read fields alike), except the few that key handles use without it:
- * band_fair.state (units in use and the SLOW gate), and a key state's held, fast cap, cap
- * and reserve. Those are atomics; fair_acquire.c explains the protocol. Only handles touch
+ * band_fair.state (units in use and the SLOW gate), a key state's held, fast cap, cap and
+ * reserve, and a handle's busy flag and own taken and given units. Those are atomics;
+ * fair_acquire.c explains the protocol. Only handles touch
  * them outside the lock, so while a fair has no handle (nhandles == 0) the lock holder
  * writes them with plain stores, and while a key has none (refs == 0) its fields likewise.
  */
@@ -15,6 +16,7 @@
 #define BAND_FAIR_INTERNAL_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -50,16 +52,21 @@ struct fair_flow {
 struct fair_key {
     struct fair_key *hnext; /* hash chain, or the free cache */
     uint64_t id;
-    _Atomic uint64_t a_held; /* units granted and not yet released (key_held()) */
-    /* what a handle's lock-free path may let held reach: the cap, or 0 while the key has a
-     * reservation of its own (those take the lock); written with a_cap and a_reserve. It
-     * follows a_held: the pair is the key's part of band_fair_handle_prefix. */
+    /* units granted and not yet released, but for those in its handles' own counts
+     * (key_held() adds them) */
+    _Atomic uint64_t a_held;
+    /* what a handle's lock-free path may let a_held reach: the cap, or 0 while the key has
+     * a reservation of its own (those take the lock), or FAIR_SPLIT while the cap binds no
+     * grant (it is at least every class limit) and there is no reservation: then the
+     * handles count their own units. Written with a_cap and a_reserve. It follows a_held:
+     * the pair is the key's part of band_fair_handle_prefix. */
     _Atomic uint64_t a_fast_cap;
     _Atomic uint64_t a_cap;     /* key_cap() */
     _Atomic uint64_t a_reserve; /* key_reserve() */
     uint64_t nreq;              /* queued requests, all classes */
     uint64_t waiting_units;
-    uint64_t refs; /* handles on this key: it is not evicted while there are any */
+    uint64_t refs;             /* handles on this key: it is not evicted while there are any */
+    struct band__node handles; /* its handles (band_fair_handle.klink) */
     uint32_t weight;
     bool pinned;             /* configured by band_fair_key_set() */
     struct band__node rlink; /* on band_fair.reserved while reserve > 0 */
@@ -86,6 +93,9 @@ struct fair_class {
  * queued, closed, or a lock holder deciding). */
 #define FAIR_SLOW BAND_FAIR_PREFIX_SLOW
 
+/* a_fast_cap of a key whose handles count their own units */
+#define FAIR_SPLIT BAND_FAIR_PREFIX_SPLIT
+
 /* A key handle (band/fair.h): one owner's reference to a live key state. It starts with
  * struct band_fair_handle_prefix (fair_acquire.c checks the layout): what the lock-free
  * path reads, copied at band_fair_handle_get() (none of it changes), so a try reads the
@@ -100,9 +110,19 @@ struct band_fair_handle {
     struct {
         _Atomic uint64_t granted, units;
     } cnt[BAND_FAIR_MAX_CLASSES];
+    /* The handle's own units (while its key is FAIR_SPLIT): taken - given of the key's
+     * units are counted here, not in a_held. @taken is written by the owner only (plain
+     * stores, release), @given by read-modify-writes only (the owner's release, and lock
+     * holders that release or fold the handle's units), never past @taken. @busy is 1 from
+     * before the owner's compare-and-swap on the state word until its store to @taken: a
+     * lock holder that shut the gate waits for 0 to read an exact count (handle_held()). */
+    _Atomic uint64_t busy;
+    _Atomic uint64_t taken;
+    _Atomic uint64_t given;
     band_fair *f;
     struct fair_key *k;
-    struct band__node link; /* on band_fair.handles */
+    struct band__node link;  /* on band_fair.handles */
+    struct band__node klink; /* on its key's handles */
 };
 
 struct band_fair {
@@ -133,6 +153,8 @@ struct band_fair {
     uint64_t nhandles;
     /* counters */
     uint64_t keys_created, keys_evicted, key_refusals, try_refusals, too_big, closed_fails;
+    /* the counters of evicted key states, summed at each eviction (fair_keys.c) */
+    uint64_t ev_granted, ev_granted_units, ev_queued, ev_timeouts, ev_cancels, ev_wait_ns;
 #ifdef BAND_TESTING
     /* which way the handles' calls went (the model test checks it reaches each) */
     _Atomic uint64_t t_fast_grants, t_fast_releases, t_slow_tries;
@@ -140,9 +162,39 @@ struct band_fair {
     struct fair_class cls[];
 };
 
-static inline uint64_t key_held(const struct fair_key *k)
+/*
+ * The units in @h's own count (lock holders). It waits while a try of the owner may still
+ * store its count: with the gate shut by the caller, every try whose compare-and-swap on the
+ * state word went through has set @busy before it (and the gate's read-modify-write made
+ * that visible), and any later one fails; so the count is exact. With the gate open it is a
+ * lower bound (a try in flight has taken units in use, not yet counted them).
+ */
+static inline uint64_t handle_held(const struct band_fair_handle *h)
+{
+    struct band_fair_handle *m = (struct band_fair_handle *)h;
+    while (atomic_load_explicit(&m->busy, memory_order_acquire) != 0)
+        sched_yield();
+    /* given first: taken was at least that when it was reached */
+    uint64_t g = atomic_load_explicit(&m->given, memory_order_acquire);
+    return atomic_load_explicit(&m->taken, memory_order_acquire) - g;
+}
+
+/* The key's shared word alone (what is not in its handles' own counts). */
+static inline uint64_t key_held_shared(const struct fair_key *k)
 {
     return atomic_load_explicit(&k->a_held, memory_order_relaxed);
+}
+
+/* The key's units held: its shared word and its handles' own counts. */
+static inline uint64_t key_held(const struct fair_key *k)
+{
+    uint64_t held = atomic_load_explicit(&k->a_held, memory_order_relaxed);
+    if (k->refs > 0) {
+        const struct band__node *n;
+        band__list_foreach (n, &k->handles)
+            held += handle_held(band__container_of(n, struct band_fair_handle, klink));
+    }
+    return held;
 }
 
 static inline uint64_t key_cap(const struct fair_key *k)
@@ -155,12 +207,57 @@ static inline uint64_t key_reserve(const struct fair_key *k)
     return atomic_load_explicit(&k->a_reserve, memory_order_relaxed);
 }
 
-/* Set @k's cap and reservation (under the lock; the gate shut while handles exist). */
-static inline void key_set_limits(struct fair_key *k, uint64_t cap, uint64_t reserve)
+/*
+ * The fast cap of a key with @cap and @reserve: FAIR_SPLIT when the cap binds no grant
+ * (every grant keeps in_use + n within its class's limit, and a key's units are part of
+ * in_use, so held + n <= limit <= cap) and there is no reservation; else the cap, or 0
+ * with a reservation.
+ */
+static inline uint64_t fair_fast_cap(const band_fair *f, uint64_t cap, uint64_t reserve)
 {
+    if (reserve != 0)
+        return 0;
+    for (uint32_t c = 0; c < f->nclasses; c++)
+        if (cap < f->cls[c].limit)
+            return cap;
+    return FAIR_SPLIT;
+}
+
+/*
+ * Move @h's own units into its key's shared word (lock held; the gate shut, or the owner
+ * not in a call). They leave the handle first: a release that meanwhile finds them in
+ * neither place takes the lock, and sees them after.
+ */
+static inline void handle_fold(struct fair_key *k, struct band_fair_handle *h)
+{
+    while (atomic_load_explicit(&h->busy, memory_order_acquire) != 0)
+        sched_yield();
+    uint64_t g = atomic_load_explicit(&h->given, memory_order_acquire);
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&h->taken, memory_order_acquire);
+        if (atomic_compare_exchange_weak_explicit(&h->given, &g, t, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            if (t != g)
+                atomic_fetch_add_explicit(&k->a_held, t - g, memory_order_relaxed);
+            return;
+        }
+    }
+}
+
+/* Set @k's cap and reservation (under the lock; the gate shut while handles exist). When
+ * its handles stop counting their own units, their counts fold into the shared word, so
+ * that the shared word alone is the key's units again (the cap binds). */
+static inline void key_set_limits(band_fair *f, struct fair_key *k, uint64_t cap, uint64_t reserve)
+{
+    uint64_t fast = fair_fast_cap(f, cap, reserve);
     atomic_store_explicit(&k->a_cap, cap, memory_order_relaxed);
     atomic_store_explicit(&k->a_reserve, reserve, memory_order_relaxed);
-    atomic_store_explicit(&k->a_fast_cap, reserve != 0 ? 0 : cap, memory_order_relaxed);
+    atomic_store_explicit(&k->a_fast_cap, fast, memory_order_relaxed);
+    if (fast != FAIR_SPLIT && k->refs > 0) {
+        struct band__node *n;
+        band__list_foreach (n, &k->handles)
+            handle_fold(k, band__container_of(n, struct band_fair_handle, klink));
+    }
 }
 
 /* Units in use (lock holders; handles may move it while the gate is open). */
@@ -192,11 +289,12 @@ static inline void fair_in_use_sub(band_fair *f, uint64_t n)
  * Take @n units for @k if its held units stay at or below @bound (its cap, or its
  * reservation), which the caller checked; under the lock. Without handles on @k nothing
  * else moves them; with handles a compare-and-swap keeps a racing handle grant from pushing
- * it past the bound.
+ * it past the bound. The units go to the shared word; its handles' own counts are 0 unless
+ * the key is FAIR_SPLIT, and then no cap binds and it has no reservation.
  */
 static inline bool key_take(struct fair_key *k, uint64_t n, uint64_t bound)
 {
-    uint64_t h = key_held(k);
+    uint64_t h = key_held_shared(k);
     if (k->refs == 0) { /* nothing moved it since the caller checked the bound */
         atomic_store_explicit(&k->a_held, h + n, memory_order_relaxed);
         return true;
@@ -209,22 +307,65 @@ static inline bool key_take(struct fair_key *k, uint64_t n, uint64_t bound)
     return true;
 }
 
-/* Return @n of @k's units if it holds that many; false (nothing changes) otherwise. */
+/* Take up to @want units off @word, which holds at most what is in it; how many. */
+static inline uint64_t key_take_some(_Atomic uint64_t *word, uint64_t want)
+{
+    uint64_t h = atomic_load_explicit(word, memory_order_acquire);
+    for (;;) {
+        uint64_t m = h < want ? h : want;
+        if (m == 0)
+            return 0;
+        if (atomic_compare_exchange_weak_explicit(word, &h, h - m, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return m;
+    }
+}
+
+/* Take up to @want of @h's own units off it; how many. */
+static inline uint64_t handle_take_some(struct band_fair_handle *h, uint64_t want)
+{
+    uint64_t g = atomic_load_explicit(&h->given, memory_order_acquire);
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&h->taken, memory_order_acquire);
+        uint64_t m = t - g < want ? t - g : want;
+        if (m == 0)
+            return 0;
+        if (atomic_compare_exchange_weak_explicit(&h->given, &g, g + m, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return m;
+    }
+}
+
+/*
+ * Return @n of @k's units if it holds that many; false (nothing changes) otherwise. Under
+ * the lock. With handles the units may lie in the shared word and in the handles' own
+ * counts, which their owners' releases change without the lock: each part is taken with a
+ * read-modify-write, so a unit goes to one releaser only, and if the parts do not add up
+ * to @n what was taken goes back. A release without the lock that meanwhile found too
+ * little takes the lock and decides after this one.
+ */
 static inline bool key_give(struct fair_key *k, uint64_t n)
 {
-    uint64_t h = key_held(k);
+    uint64_t h = atomic_load_explicit(&k->a_held, memory_order_relaxed);
     if (k->refs == 0) {
         if (h < n)
             return false;
         atomic_store_explicit(&k->a_held, h - n, memory_order_relaxed);
         return true;
     }
-    do {
-        if (h < n)
-            return false;
-    } while (!atomic_compare_exchange_weak_explicit(&k->a_held, &h, h - n, memory_order_relaxed,
-                                                    memory_order_relaxed));
-    return true;
+    uint64_t got = key_take_some(&k->a_held, n);
+    struct band__node *p;
+    band__list_foreach (p, &k->handles) {
+        if (got == n)
+            break;
+        got += handle_take_some(band__container_of(p, struct band_fair_handle, klink), n - got);
+    }
+    if (got == n)
+        return true;
+    /* too few: put back what was taken, in the shared word (the key's units all the same) */
+    if (got > 0)
+        atomic_fetch_add_explicit(&k->a_held, got, memory_order_acq_rel);
+    return false;
 }
 
 /*

@@ -92,8 +92,9 @@ static void fair_key_reset(band_fair *f, struct fair_key *k, uint64_t id)
     atomic_init(&k->a_held, 0);
     atomic_init(&k->a_cap, f->default_cap);
     atomic_init(&k->a_reserve, 0);
-    atomic_init(&k->a_fast_cap, f->default_cap);
+    atomic_init(&k->a_fast_cap, fair_fast_cap(f, f->default_cap, 0));
     band__list_init(&k->rlink);
+    band__list_init(&k->handles);
     for (uint32_t c = 0; c < f->nclasses; c++) {
         struct fair_flow *fl = &k->flow[c];
         band__list_init(&fl->reqs);
@@ -144,6 +145,14 @@ void band__fair_key_maybe_evict(band_fair *f, struct fair_key *k)
     *pp = k->hnext;
     f->nkeys--;
     f->keys_evicted++;
+    /* Its counters live on in the fair's evicted totals (band_fair_stats.evicted_*), so a
+     * sum over keys never goes backwards. No handle refers to it: nothing is unfolded. */
+    f->ev_granted += k->granted;
+    f->ev_granted_units += k->granted_units;
+    f->ev_queued += k->queued;
+    f->ev_timeouts += k->timeouts;
+    f->ev_cancels += k->cancels;
+    f->ev_wait_ns += k->wait_ns_total;
     if (f->nfree < FAIR_FREE_CACHE) {
         k->hnext = f->free_keys;
         f->free_keys = k;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * band/adapter_nodes.h - private node types that the adapters' operation structs embed.
+/**
+ * @file band/adapter_nodes.h
+ * @brief Private node types that the adapters' operation structs embed.
  *
  * Installed with libband-uv and libband-fd, because band/uv.h and band/fd.h embed these
  * nodes in the caller's operation structs (no allocation per operation). One definition,
@@ -12,17 +13,17 @@
 
 #include "band/core.h"
 
-/* A node of an adapter's lock-free ready list. */
+/** @brief A node of an adapter's lock-free ready list (private: never touch it). */
 struct band__ready_node {
-    struct band__ready_node *next;
+    struct band__ready_node *next; /**< the next node on the list */
 };
 
-/* A node of an adapter's deadline heap (a pairing heap). */
+/** @brief A node of an adapter's deadline heap (a pairing heap; private: never touch it). */
 struct band__dl_node {
-    band_time deadline;
-    struct band__dl_node *child;   /* first child */
-    struct band__dl_node *sibling; /* next sibling */
-    struct band__dl_node *prev;    /* previous sibling, or the parent for a first child */
+    band_time deadline;            /**< the operation's deadline */
+    struct band__dl_node *child;   /**< first child */
+    struct band__dl_node *sibling; /**< next sibling */
+    struct band__dl_node *prev;    /**< previous sibling, or the parent for a first child */
 };
 
 #endif /* BAND_ADAPTER_NODES_H */
