@@ -103,7 +103,7 @@ BAND_API band_sem *band_cap_tree_sem(band_cap_tree *t);
  */
 BAND_API band_cap_tree *band_cap_tree_parent(const band_cap_tree *t);
 
-/** A snapshot of one node's counters (band_cap_tree_get_stats()). */
+/** @brief A snapshot of one node's counters (band_cap_tree_get_stats()). */
 typedef struct band_cap_tree_stats {
     char name[BAND_NAME_MAX];          /**< the node's budget's name; "" when unnamed */
     int closed;                        /**< 1 once the node's budget was closed */
