@@ -8,8 +8,10 @@
 #                  it measured to build/release/demo/*.tsv, draw its plots there with gnuplot
 #                  (scripts/demo_plot.sh: in-flight, overload, tenants; PNG and SVG), then
 #                  the download example (a local nginx, libcurl on libuv, one band semaphore)
-#   make check     lint + gcc + clang + ASan/UBSan + fuzz + TSan, each with ctest (CI runs this)
-#   make check-SUITE   one suite: check-lint check-plain check-clang check-asan check-fuzz check-tsan
+#   make check     lint + gcc + clang + ASan/UBSan + fuzz + Debian packages + TSan, each
+#                  with ctest (CI runs this)
+#   make check-SUITE   one suite: check-lint check-plain check-clang check-asan check-fuzz
+#                  check-deb check-tsan
 #   make bench     release build, then run build/release/bench/band_bench [BENCH_ARGS=...],
 #                  its figures to build/release/bench/results.tsv and, with gnuplot, plots
 #                  to build/release/bench/plots/ (scripts/bench_plot.sh; with the peers
