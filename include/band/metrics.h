@@ -328,6 +328,23 @@ BAND_API int band_metrics_add_histo(band_metrics *m, const char *family, const c
 BAND_API int band_metrics_write(const band_metrics *m, char *buf, size_t cap, size_t *len);
 
 /**
+ * @brief The registry's text in a buffer of its own, allocated with malloc().
+ *
+ * Sizes the text with band_metrics_write(), allocates a quarter more (the counters move
+ * between sizing and writing) and writes; when the counters outgrew even that it tries
+ * again, four times at most. On success *@p out is a NUL-terminated string of *@p len
+ * bytes that the caller owns and frees with free(); on any error *@p out is NULL and
+ * nothing is allocated. One thread at a time per registry, as band_metrics_write().
+ *
+ * @param m          The registry; must not be NULL.
+ * @param[out] out   Receives the text; must not be NULL.
+ * @param[out] len   Receives the text's length, or NULL.
+ * @return 0; BAND_EINVAL (NULL @p m or @p out), BAND_ENOMEM (out of memory) or BAND_E2BIG
+ *         (the counters kept outgrowing the buffer through four attempts).
+ */
+BAND_API int band_metrics_render(const band_metrics *m, char **out, size_t *len);
+
+/**
  * @brief band_metrics_write() to @p f.
  *
  * Returns 0, BAND_EINVAL (NULL argument), BAND_ENOMEM, or BAND_E2BIG when the counters

@@ -1049,9 +1049,11 @@ int band_metrics_write(const band_metrics *cm, char *buf, size_t cap, size_t *le
     return 0;
 }
 
-int band_metrics_fprint(const band_metrics *m, FILE *f)
+int band_metrics_render(const band_metrics *m, char **out, size_t *len)
 {
-    if (m == NULL || f == NULL)
+    if (out != NULL)
+        *out = NULL;
+    if (m == NULL || out == NULL)
         return BAND_EINVAL;
     size_t need = 0;
     int rc = band_metrics_write(m, NULL, 0, &need);
@@ -1062,9 +1064,26 @@ int band_metrics_fprint(const band_metrics *m, FILE *f)
         if (buf == NULL)
             return BAND_ENOMEM;
         rc = band_metrics_write(m, buf, cap, &need);
-        if (rc == 0)
-            (void)fputs(buf, f); /* a stream error stays in ferror(f) */
+        if (rc == 0) {
+            *out = buf;
+            if (len != NULL)
+                *len = need;
+            return 0;
+        }
         free(buf);
+    }
+    return rc;
+}
+
+int band_metrics_fprint(const band_metrics *m, FILE *f)
+{
+    if (m == NULL || f == NULL)
+        return BAND_EINVAL;
+    char *text;
+    int rc = band_metrics_render(m, &text, NULL);
+    if (rc == 0) {
+        (void)fputs(text, f); /* a stream error stays in ferror(f) */
+        free(text);
     }
     return rc;
 }

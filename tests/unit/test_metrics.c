@@ -22,6 +22,14 @@ static char *render(const band_metrics *m)
     assert_int_equal(band_metrics_write(m, buf, need + 1, &len), 0);
     assert_int_equal(len, need);
     assert_int_equal(strlen(buf), len);
+    /* Nothing moves here, so the allocating form gives the same text. */
+    char *again = (char *)1;
+    size_t again_len = 0;
+    assert_int_equal(band_metrics_render(m, &again, &again_len), 0);
+    assert_non_null(again);
+    assert_int_equal(again_len, len);
+    assert_string_equal(again, buf);
+    free(again);
     return buf;
 }
 
@@ -63,6 +71,13 @@ static void test_args(void **state)
     assert_true(need > sizeof(b));
     assert_int_equal(strlen(b), sizeof(b) - 1); /* a truncated, terminated prefix */
     assert_int_equal(band_metrics_fprint(NULL, stdout), BAND_EINVAL);
+    char *text = (char *)1;
+    assert_int_equal(band_metrics_render(NULL, &text, NULL), BAND_EINVAL);
+    assert_null(text); /* cleared on every error */
+    assert_int_equal(band_metrics_render(m, NULL, NULL), BAND_EINVAL);
+    assert_int_equal(band_metrics_render(m, &text, NULL), 0);
+    assert_non_null(text);
+    free(text);
     assert_int_equal(band_metrics_destroy(m), 0);
     assert_int_equal(band_metrics_destroy(NULL), 0);
     assert_int_equal(band_sem_destroy(s), 0);

@@ -139,27 +139,6 @@ static void respond_text(struct client *c, const char *status, const char *body,
     respond(c, status, text_type, body, strlen(body), head_only);
 }
 
-/* The registry's text, in a buffer of its own (the counters move between the sizing and
- * the writing: leave room, and retry if they outgrew it). NULL when out of memory. */
-static char *render(const band_metrics *m, size_t *len)
-{
-    size_t need = 0;
-    int rc = band_metrics_write(m, NULL, 0, &need);
-    for (int tries = 0; rc == BAND_E2BIG && tries < 4; tries++) {
-        size_t cap = need + need / 4 + 256;
-        char *buf = malloc(cap);
-        if (buf == NULL)
-            return NULL;
-        rc = band_metrics_write(m, buf, cap, &need);
-        if (rc == 0) {
-            *len = need;
-            return buf;
-        }
-        free(buf);
-    }
-    return NULL;
-}
-
 /* The request head is in c->req: answer it. */
 static void answer(struct client *c)
 {
@@ -184,9 +163,11 @@ static void answer(struct client *c)
         return;
     }
     size_t len = 0;
-    char *text = render(c->srv->m, &len);
-    if (text == NULL) {
-        respond_text(c, "500 Internal Server Error", "out of memory\n", head);
+    char *text;
+    int rc = band_metrics_render(c->srv->m, &text, &len);
+    if (rc != 0) {
+        respond_text(c, "500 Internal Server Error",
+                     rc == BAND_ENOMEM ? "out of memory\n" : "counters kept changing size\n", head);
         return;
     }
     respond(c, "200 OK", "text/plain; version=0.0.4; charset=utf-8", text, len, head);
