@@ -90,6 +90,53 @@ static int backoff(int i, band_time deadline, const band_cancel *cancel)
     return band__wait_refusal(deadline, cancel) == 0;
 }
 
+/*
+ * A sender that found the ring full, spinning: wait (up to the spin budget) until the
+ * slot CHAN_RUN - 1 places past the tail is free too, so that it takes room a run at a
+ * time. Taking each slot the moment the receiver frees it keeps both on one cache line,
+ * which then moves between their cores for every element; with a run of free slots ahead
+ * the receiver drains whole lines undisturbed and the sender fills whole lines. Only the
+ * slot's sequence number is read (the receiver's freeing store), never the head. The
+ * caller retries its push whatever this finds: it only delays the retry, within the
+ * spins the caller would have spent anyway. Returns the updated spin count.
+ */
+#define CHAN_RUN 16
+
+static int wait_room_run(const struct chan_ring *r, int i)
+{
+    if (r->cap < 4 * CHAN_RUN)
+        return i;
+    uint64_t pos = ring_tail_pos(r) + CHAN_RUN - 1;
+    const struct ring_slot *s = ring_slot_at(r, pos);
+    while (i + 1 < CHAN_SPINS && atomic_load_explicit(&s->seq, memory_order_relaxed) < 2 * pos) {
+        band__cpu_relax();
+        i++;
+    }
+    return i;
+}
+
+/*
+ * The receiver's side of the same: a receiver that found the ring empty, spinning, waits
+ * (up to CHAN_RUN_SPINS more spins) until the slot CHAN_RUN - 1 places past the head is
+ * published, so that it then takes a run of elements from lines the sender has finished
+ * instead of following the sender slot by slot on the line it is writing. The caller
+ * retries whatever this finds; the delay is bounded by the spins.
+ */
+#define CHAN_RUN_SPINS 32
+
+static int wait_published_run(const struct chan_ring *r, int i)
+{
+    if (r->cap < 4 * CHAN_RUN)
+        return i;
+    uint64_t pos = ring_head_pos(r) + CHAN_RUN - 1;
+    const struct ring_slot *s = ring_slot_at(r, pos);
+    for (int k = 0; k < CHAN_RUN_SPINS && i + 1 < CHAN_SPINS &&
+                    atomic_load_explicit(&s->seq, memory_order_relaxed) < 2 * pos + 1;
+         k++, i++)
+        band__cpu_relax();
+    return i;
+}
+
 struct band_chan {
     struct chan_ring ring;
     /* Read after every fast operation, written only when waiters come and go. */
@@ -688,6 +735,8 @@ static CHAN_NOINLINE int send_blocking(band_chan *c, int kind, const void *elem,
                 return 0;
             if (rc == RING_GATED || i + 1 == tries || !backoff(i, deadline, cancel))
                 break;
+            if (i < CHAN_SPINS)
+                i = wait_room_run(&c->ring, i);
         }
     }
     int refusal = band__wait_refusal(deadline, cancel);
@@ -1053,6 +1102,8 @@ static int recv_blocking(band_chan *c, void *out, uint64_t *bytes, band_time dea
             return 0;
         if (rc == RING_GATED || !nothing_coming_but_the_ring(c) || !backoff(i, deadline, cancel))
             break;
+        if (i < CHAN_SPINS)
+            i = wait_published_run(&c->ring, i);
     }
     int refusal = band__wait_refusal(deadline, cancel);
     if (refusal != 0) {
