@@ -99,10 +99,10 @@ static int backoff(int i, band_time deadline, const band_cancel *cancel)
  * u64 workload of bench/README.md (f), (g) and W5 runs about twice as fast with a run
  * of an eighth of a 1024-slot ring).
  *
- * The wait follows the other side's progress slot by slot and ends when the run is
- * there, when that side made no progress over CHAN_RUN_STALLS pauses in a row (it stopped:
- * a sender that sends one element and then waits for a reply delays its receiver by
- * those pauses only), or when the caller's spin budget is spent. It reads only the
+ * The wait polls the run's last slot and ends when it is there, when the other side
+ * made no progress over CHAN_RUN_STALLS looks CHAN_RUN_CHECK pauses apart (it stopped: a
+ * sender that sends one element and then waits for a reply delays its receiver by those
+ * pauses only), or when the caller's spin budget is spent. It reads only the
  * slots' sequence numbers, never the other side's end of the ring, and changes nothing:
  * the caller retries its push or pop whatever the wait found, so it only delays a retry,
  * by pauses the caller would have spent spinning anyway. Rings of fewer than 64 slots, or
@@ -114,26 +114,33 @@ static int backoff(int i, band_time deadline, const band_cancel *cancel)
  * advanced by the pauses spent.
  */
 #define CHAN_RUN        128
-#define CHAN_RUN_STALLS 8
+#define CHAN_RUN_CHECK  8 /* pauses between two looks at the other side's progress */
+#define CHAN_RUN_STALLS 2 /* looks without progress that end the wait */
 
 static int wait_run(const struct chan_ring *r, uint64_t pos, uint64_t published, int i)
 {
     if (r->mask < 63)
         return i;
     uint64_t run = r->cap / 8 < CHAN_RUN ? r->cap / 8 : CHAN_RUN;
-    uint64_t j = 0;
+    const struct ring_slot *last = ring_slot_at(r, pos + run - 1);
+    uint64_t last_seq = 2 * (pos + run - 1) + published;
+    uint64_t j = 0, seen = 0;
     int stalls = 0;
-    while (j < run && i + 1 < CHAN_SPINS) {
-        const struct ring_slot *s = ring_slot_at(r, pos + j);
-        if (atomic_load_explicit(&s->seq, memory_order_relaxed) >= 2 * (pos + j) + published) {
-            j++;
-            stalls = 0;
-            continue;
-        }
-        if (++stalls > CHAN_RUN_STALLS)
+    for (int k = 1; i + 1 < CHAN_SPINS; k++, i++) {
+        if (atomic_load_explicit(&last->seq, memory_order_relaxed) >= last_seq)
             break;
+        if (k % CHAN_RUN_CHECK == 0) {
+            while (j < run &&
+                   atomic_load_explicit(&ring_slot_at(r, pos + j)->seq, memory_order_relaxed) >=
+                       2 * (pos + j) + published)
+                j++;
+            if (j == seen && ++stalls >= CHAN_RUN_STALLS)
+                break;
+            if (j != seen)
+                stalls = 0;
+            seen = j;
+        }
         band__cpu_relax();
-        i++;
     }
     return i;
 }
