@@ -57,6 +57,8 @@ struct ring_slot {
     _Atomic uint64_t seq;
     unsigned char data[];
 };
+/* ring_stride(8) is then 16, which ring_slot_of_n() relies on. */
+_Static_assert(sizeof(struct ring_slot) == 8, "a slot's header is its sequence number");
 
 /* The stride of a slot holding @elem_size bytes (see struct ring_slot), or 0 when it
  * would overflow. */
@@ -126,6 +128,16 @@ static inline struct ring_slot *ring_slot_of(const struct chan_ring *r, size_t i
     return (struct ring_slot *)(void *)(r->slots + i * r->stride);
 }
 
+/* As ring_slot_of() for elements of @esz bytes: the stride of a u64 or pointer slot is a
+ * constant (16), so the inlined fast paths index with a shift instead of loading the
+ * stride and multiplying. */
+static inline struct ring_slot *ring_slot_of_n(const struct chan_ring *r, size_t i, size_t esz)
+{
+    if (esz == 8)
+        return (struct ring_slot *)(void *)(r->slots + i * 16);
+    return ring_slot_of(r, i);
+}
+
 static inline struct ring_slot *ring_slot_at(const struct chan_ring *r, uint64_t pos)
 {
     return ring_slot_of(r, ring_index(r, pos));
@@ -173,7 +185,7 @@ static inline int ring_push_n(struct chan_ring *r, const void *elem, uint64_t by
             return RING_GATED;
         pos = tw >> RING_SHIFT;
         i = ring_index(r, pos);
-        s = ring_slot_of(r, i);
+        s = ring_slot_of_n(r, i, esz);
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         int64_t dif = (int64_t)(seq - 2 * pos);
         if (dif == 0) {
@@ -217,7 +229,7 @@ static inline int ring_pop_n(struct chan_ring *r, void *out, uint64_t *bytes, in
             return RING_GATED;
         pos = hw >> RING_SHIFT;
         i = ring_index(r, pos);
-        s = ring_slot_of(r, i);
+        s = ring_slot_of_n(r, i, esz);
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         int64_t dif = (int64_t)(seq - (2 * pos + 1));
         if (dif == 0) {

@@ -2267,6 +2267,42 @@ static void test_blocking_send_and_recv(void **state)
     assert_u64_equal(stats_of(c).len, 0);
 }
 
+/* On a ring large enough that a spinning sender waits for a run of free slots (and a
+ * spinning receiver for a run of published ones) before retrying, those waits are bounded:
+ * a sender on a full ring and a receiver on an empty one still end their spinning and
+ * queue, and one freed slot or one element then completes them. */
+static void test_spinning_waits_are_bounded(void **state)
+{
+    struct fixture *f = *state;
+    enum { CAP = 1024 };
+    band_chan *c = mk(f, CAP, 0);
+    for (uint64_t i = 0; i < CAP; i++)
+        assert_int_equal(try_send_u64(c, i, 1), 0);
+
+    struct worker_arg a = {
+        .c = c, .kind = W_SEND, .val = CAP, .bytes = 1, .deadline = BAND_FOREVER};
+    struct test_thread t;
+    assert_int_equal(test_thread_start(&t, worker_fn, &a), 0);
+    wait_for(c, 1, 0); /* it stopped spinning and queued */
+    expect_recv(c, 0, 1);
+    assert_int_equal(test_thread_join(&t), 0);
+    for (uint64_t i = 1; i <= CAP; i++)
+        expect_recv(c, i, 1);
+    assert_u64_equal(stats_of(c).len, 0);
+
+    struct worker_arg b = {.c = c, .kind = W_RECV, .deadline = BAND_FOREVER};
+    assert_int_equal(test_thread_start(&t, worker_fn, &b), 0);
+    wait_for(c, 0, 1);
+    assert_int_equal(try_send_u64(c, 7, 8), 0);
+    assert_int_equal(test_thread_join(&t), 0);
+    assert_u64_equal(b.out[0], 7);
+    assert_u64_equal(b.out_bytes, 8);
+    band_chan_stats st = stats_of(c);
+    assert_u64_equal(st.len, 0);
+    assert_u64_equal(st.sent, CAP + 2);
+    assert_u64_equal(st.received, CAP + 2);
+}
+
 static void test_blocking_deadlines(void **state)
 {
     struct fixture *f = *state;
@@ -2768,6 +2804,7 @@ int main(void)
         T(test_destroy_busy),
         T(test_wakes_call_back),
         T(test_blocking_send_and_recv),
+        T(test_spinning_waits_are_bounded),
         T(test_blocking_deadlines),
         T(test_blocking_close_wakes),
         T(test_blocking_reserve_and_recv_many),
