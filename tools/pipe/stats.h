@@ -32,51 +32,51 @@ struct stats_budget {
     uint64_t waiting;   /* tiles waiting for it now */
     uint64_t peak_in_use;
     uint64_t peak_waiting;
-    uint64_t acquired;  /* grants so far */
-    band_time waited;   /* total time tiles waited for it */
+    uint64_t acquired;                   /* grants so far */
+    band_time waited;                    /* total time tiles waited for it */
     band_time t_waiting, t_busy, t_idle; /* time in each state since the run began */
-    band_time in_use_integral; /* integral of in_use over time, in unit-nanoseconds / 1e6
-                                  (unit-milliseconds), for the mean utilisation */
-    band_time since;    /* when the current state began */
+    band_time in_use_integral;           /* integral of in_use over time, in unit-nanoseconds / 1e6
+                                            (unit-milliseconds), for the mean utilisation */
+    band_time since;                     /* when the current state began */
 };
 
 /* One row of the time series, taken every STATS_SAMPLE_NS by the loop's timer. */
 struct stats_sample {
-    band_time t;                       /* since the run began */
-    uint64_t in_use[BUDGET_COUNT];     /* as stats_budget.in_use */
-    uint64_t limit[BUDGET_COUNT];      /* as stats_budget.limit */
+    band_time t;                   /* since the run began */
+    uint64_t in_use[BUDGET_COUNT]; /* as stats_budget.in_use */
+    uint64_t limit[BUDGET_COUNT];  /* as stats_budget.limit */
     uint64_t stage_in_flight[STAGE_COUNT];
-    uint64_t done;                     /* tiles finished so far (any result) */
-    double request_rate;               /* requests started per second over the last second */
-    uint64_t open_fds;                 /* entries of /proc/self/fd, 0 when unknown */
-    uint64_t rss;                      /* resident set size in bytes, 0 when unknown */
+    uint64_t done;       /* tiles finished so far (any result) */
+    double request_rate; /* requests started per second over the last second */
+    uint64_t open_fds;   /* entries of /proc/self/fd, 0 when unknown */
+    uint64_t rss;        /* resident set size in bytes, 0 when unknown */
 };
 
 #define STATS_SAMPLE_NS (100 * BAND_MSEC)
 
 struct pipe_stats {
-    band_time t0;         /* band_now() when the run began */
-    band_time t_end;      /* when it ended (0 while running) */
-    size_t total;         /* tiles in the input */
+    band_time t0;    /* band_now() when the run began */
+    band_time t_end; /* when it ended (0 while running) */
+    size_t total;    /* tiles in the input */
     size_t done, failed, skipped, abandoned, pending;
     size_t failed_by_reason[REASON_COUNT];
-    uint64_t bytes_in;    /* body bytes fetched */
-    uint64_t bytes_out;   /* output bytes written */
-    uint64_t requests;    /* HTTP requests started (retries included) */
-    uint64_t throttled;   /* 429/503 answers received */
+    uint64_t bytes_in;                          /* body bytes fetched */
+    uint64_t bytes_out;                         /* output bytes written */
+    uint64_t requests;                          /* HTTP requests started (retries included) */
+    uint64_t throttled;                         /* 429/503 answers received */
     uint64_t throttled_after_first_retry_after; /* 429/503 received for a request started
                                                    after the first Retry-After was seen */
-    band_time first_retry_after; /* when the first Retry-After arrived, 0: never */
-    uint64_t stage_in_flight[STAGE_COUNT]; /* tiles inside each stage now */
+    band_time first_retry_after;                /* when the first Retry-After arrived, 0: never */
+    uint64_t stage_in_flight[STAGE_COUNT];      /* tiles inside each stage now */
     uint64_t stage_peak[STAGE_COUNT];
     struct stats_budget budget[BUDGET_COUNT];
-    uint64_t memory_by_count;  /* --memory-by-count: the count semaphore's slots, else 0 */
-    uint64_t peak_reserved;    /* peak bytes reserved from the memory budget */
-    uint64_t peak_allocated;   /* peak bytes really held in tile buffers (bodies, rasters):
-                                  with --memory-by-count this overshoots the byte budget */
-    uint64_t allocated;        /* bytes held in tile buffers now */
+    uint64_t memory_by_count; /* --memory-by-count: the count semaphore's slots, else 0 */
+    uint64_t peak_reserved;   /* peak bytes reserved from the memory budget */
+    uint64_t peak_allocated;  /* peak bytes really held in tile buffers (bodies, rasters):
+                                 with --memory-by-count this overshoots the byte budget */
+    uint64_t allocated;       /* bytes held in tile buffers now */
     uint64_t peak_fds, peak_rss;
-    int interrupted;           /* 0, 1 (stopped admitting) or 2 (abandoned in-flight tiles) */
+    int interrupted; /* 0, 1 (stopped admitting) or 2 (abandoned in-flight tiles) */
 
     struct stats_sample *samples; /* the time series; grows by doubling */
     size_t nsamples, samples_cap;

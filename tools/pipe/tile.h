@@ -66,30 +66,30 @@ const char *tile_reason_name(int reason);
 #define TILE_DETAIL_MAX 160
 
 struct tile {
-    size_t index;    /* position in the input list */
-    char *source;    /* URL (http://, https://, file://) or local path, as given */
-    char *name;      /* output base name without extension, unique in the run */
-    char *out_path;  /* final output path: <outdir>/<name>.tif */
-    int result;      /* enum tile_result */
-    int reason;      /* enum tile_reason when TILE_FAILED */
+    size_t index;                 /* position in the input list */
+    char *source;                 /* URL (http://, https://, file://) or local path, as given */
+    char *name;                   /* output base name without extension, unique in the run */
+    char *out_path;               /* final output path: <outdir>/<name>.tif */
+    int result;                   /* enum tile_result */
+    int reason;                   /* enum tile_reason when TILE_FAILED */
     char detail[TILE_DETAIL_MAX]; /* human-readable detail of a failure ("HTTP 404") */
 
     /* sizes, in bytes (0 until known) */
-    uint64_t body_bytes;    /* Content-Length or file size: reserved before the read */
-    uint64_t decoded_bytes; /* width x height x bands x type size, from the header */
-    uint64_t warped_bytes;  /* the reprojected raster's size, from the suggested output */
-    uint64_t output_bytes;  /* size of the written file */
-    uint64_t reserved;      /* bytes of the memory budget this tile holds now */
+    uint64_t body_bytes;           /* Content-Length or file size: reserved before the read */
+    uint64_t decoded_bytes;        /* width x height x bands x type size, from the header */
+    uint64_t warped_bytes;         /* the reprojected raster's size, from the suggested output */
+    uint64_t output_bytes;         /* size of the written file */
+    uint64_t reserved;             /* bytes of the memory budget this tile holds now */
     unsigned width, height, bands; /* of the source raster, from its header */
 
     /* times on band's clock (band_now()), 0 when not reached */
-    band_time t_start;                 /* took its descriptor unit */
+    band_time t_start; /* took its descriptor unit */
     band_time t_stage_start[STAGE_COUNT];
     band_time t_stage_end[STAGE_COUNT];
-    band_time t_end;                   /* finished (any result) */
-    band_time waited[BUDGET_COUNT];    /* total time spent waiting for each budget */
-    unsigned attempts;                 /* fetch attempts (retries after 429/503/errors) */
-    unsigned throttled;                /* 429/503 answers received for this tile */
+    band_time t_end;                /* finished (any result) */
+    band_time waited[BUDGET_COUNT]; /* total time spent waiting for each budget */
+    unsigned attempts;              /* fetch attempts (retries after 429/503/errors) */
+    unsigned throttled;             /* 429/503 answers received for this tile */
 };
 
 #endif /* PIPE_TILE_H */
