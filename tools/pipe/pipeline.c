@@ -922,7 +922,7 @@ out:
                 st->peak_rss = vr.peak_rss;
             if (vr.violations > 0) {
                 res->verify_failed = 1;
-                snprintf(res->verify_text, sizeof(res->verify_text), "%s", vr.first);
+                snprintf(res->verify_text, sizeof(res->verify_text), "%s", vr.first_violation);
             }
         }
     }
