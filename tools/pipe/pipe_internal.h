@@ -60,6 +60,8 @@ struct tctx {
 
     struct tctx *self; /* the element sent into the channels (a pointer to this) */
     band_chan_send_op send;
+    band_uv_op send_op;  /* the send into a channel: its callback may still be due when
+                            the next stage already received the tile and waits for a budget */
     band_uv_op op; /* the one budget wait in progress */
     band_waiter w; /* its waiter (semaphores, budgets) */
     band_rate_ticket ticket;

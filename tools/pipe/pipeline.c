@@ -270,14 +270,14 @@ static void send_to(struct tctx *c, struct dispatch *d, uint64_t bytes, int stat
         bytes = cs.byte_capacity;
     c->state = state;
     c->self = c;
-    c->op.data = c;
-    int rc = band_uv_bind(p->bu, &c->op, &c->send.w, on_sent, BAND_FOREVER, p->abandon);
+    c->send_op.data = c;
+    int rc = band_uv_bind(p->bu, &c->send_op, &c->send.w, on_sent, BAND_FOREVER, p->abandon);
     if (rc != 0) {
         pipe_finish(c, TILE_PENDING);
         return;
     }
     rc = band_chan_send_async(d->chan, &c->self, bytes, &c->send);
-    (void)band_uv_start(&c->op, rc);
+    (void)band_uv_start(&c->send_op, rc);
 }
 
 void pipe_fetched(struct tctx *c)
