@@ -38,8 +38,7 @@ void pipe_wait_end(struct tctx *c, int acquired)
     struct stats_budget *b = &c->p->st->budget[c->wait_budget];
     c->t->waited[c->wait_budget] += waited;
     b->waited += waited;
-    if (acquired)
-        b->acquired++;
+    (void)acquired; /* grants are counted where the units are taken */
     stats_budget_change(c->p->st, c->wait_budget, 0, -1, now);
     c->wait_budget = -1;
 }
@@ -81,11 +80,18 @@ void pipe_alloc_sub(struct pipe *p, uint64_t n)
 void pipe_memory_changed(struct pipe *p)
 {
     struct stats_budget *b = &p->st->budget[BUDGET_MEMORY];
-    uint64_t in_use;
-    if (p->bytes_budgeted)
-        in_use = band_budget_capacity(p->memory) - band_budget_available(p->memory);
-    else
-        in_use = (p->mem_slots_size ? p->mem_slots_size : 1) - band_sem_available(p->mem_slots);
+    /* Units held, not capacity - available: a large request at the head of the queue has
+     * units set aside for it that nobody holds yet. */
+    uint64_t in_use = 0;
+    if (p->bytes_budgeted) {
+        band_budget_stats bs;
+        if (band_budget_get_stats(p->memory, &bs) == 0)
+            in_use = bs.in_use;
+    } else {
+        band_sem_stats ss;
+        if (band_sem_get_stats(p->mem_slots, &ss) == 0)
+            in_use = ss.in_use;
+    }
     stats_budget_change(p->st, BUDGET_MEMORY, (int64_t)in_use - (int64_t)b->in_use, 0, band_now());
     if (p->bytes_budgeted && in_use > p->st->peak_reserved)
         p->st->peak_reserved = in_use;
