@@ -250,6 +250,21 @@ static void test_probe(const struct dataset_entry *e, size_t n)
     CHECK(raster_decode(buf, len, &r, &bytes, err, sizeof err) == -1);
     CHECK(r == NULL && bytes == 0 && STARTS(err, "corrupt raster data: "));
     free(buf);
+    /* A VRT pointing at a local file: formats that read other files are refused. */
+    const struct dataset_entry *s0 = find_kind(e, n, DATASET_SMALL, 0);
+    char vrt[8192];
+    int vlen = snprintf(vrt, sizeof vrt,
+                        "<VRTDataset rasterXSize=\"8\" rasterYSize=\"8\">"
+                        "<SRS>EPSG:4326</SRS><GeoTransform>5, 0.01, 0, 48, 0, -0.01</GeoTransform>"
+                        "<VRTRasterBand dataType=\"Byte\" band=\"1\"><SimpleSource>"
+                        "<SourceFilename relativeToVRT=\"0\">%s</SourceFilename>"
+                        "<SourceBand>1</SourceBand></SimpleSource></VRTRasterBand></VRTDataset>",
+                        tile_path(s0));
+    CHECK(vlen > 0 && (size_t)vlen < sizeof vrt);
+    CHECK(raster_probe(vrt, (size_t)vlen, "EPSG:3857", &ri, err, sizeof err) == -1);
+    CHECK(STARTS(err, "not a raster GDAL can read: "));
+    CHECK(raster_decode(vrt, (size_t)vlen, &r, &bytes, err, sizeof err) == -1);
+    CHECK(r == NULL && STARTS(err, "not a raster GDAL can read: "));
     /* A GeoTIFF without georeferencing. */
     GDALDatasetH ds =
         GDALCreate(GDALGetDriverByName("GTiff"), at("%s", "plain.tif"), 8, 8, 1, GDT_Byte, NULL);

@@ -45,6 +45,35 @@ struct raster {
 
 static atomic_ullong raster_counter;
 
+/* The drivers sources may be opened with, set once by raster_init(): every raster driver
+ * except those whose files name other files, URLs or databases to read from (a VRT in a
+ * fetched body could otherwise copy any local file into an output). */
+static const char **raster_drivers;
+
+static const char *const raster_denied[] = {"VRT",
+                                            "DERIVED",
+                                            "MEM",
+                                            "RPFTOC",
+                                            "ECRGTOC",
+                                            "WCS",
+                                            "WMS",
+                                            "WMTS",
+                                            "KMLSUPEROVERLAY",
+                                            "PLMOSAIC",
+                                            "PLSCENES",
+                                            "EEDAI",
+                                            "DAAS",
+                                            "OGCAPI",
+                                            "STACTA",
+                                            "STACIT",
+                                            "PostGISRaster",
+                                            "NGW",
+                                            "HTTP",
+                                            "ESRIC",
+                                            "GTI",
+                                            "GDALG",
+                                            NULL};
+
 /* ---- messages ---------------------------------------------------------------------- */
 
 __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
@@ -116,11 +145,34 @@ int raster_init(uint64_t cache_bytes, char *err, size_t errlen)
         set_err(err, errlen, "GDAL has no GTiff or MEM driver");
         return -1;
     }
+    int count = GDALGetDriverCount();
+    free(raster_drivers);
+    raster_drivers = calloc((size_t)count + 1, sizeof *raster_drivers);
+    if (raster_drivers == NULL) {
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    for (int i = 0; i < count; i++) {
+        GDALDriverH d = GDALGetDriver(i);
+        const char *name = GDALGetDriverShortName(d);
+        if (name == NULL || GDALGetMetadataItem(d, GDAL_DCAP_RASTER, NULL) == NULL)
+            continue;
+        int denied = 0;
+        for (size_t k = 0; raster_denied[k] != NULL; k++)
+            if (strcmp(name, raster_denied[k]) == 0)
+                denied = 1;
+        if (!denied)
+            raster_drivers[n++] = name;
+    }
+    raster_drivers[n] = NULL;
     return 0;
 }
 
 void raster_shutdown(void)
 {
+    free(raster_drivers);
+    raster_drivers = NULL;
     GDALDestroyDriverManager();
 }
 
@@ -174,7 +226,8 @@ static GDALDatasetH mem_open(const void *buf, size_t len, char *name, size_t nam
     if (fp == NULL)
         return NULL;
     VSIFCloseL(fp);
-    GDALDatasetH ds = GDALOpenEx(name, GDAL_OF_RASTER | GDAL_OF_READONLY, NULL, NULL, NULL);
+    GDALDatasetH ds = GDALOpenEx(name, GDAL_OF_RASTER | GDAL_OF_READONLY,
+                                 (const char *const *)raster_drivers, NULL, NULL);
     if (ds == NULL)
         VSIUnlink(name);
     return ds;

@@ -21,7 +21,8 @@
 #include <stdint.h>
 
 /*
- * Once, before any thread calls another raster_* function: registers GDAL's drivers, sets
+ * Once, before any thread calls another raster_* function (they rely on it): registers
+ * GDAL's drivers, chooses the ones sources may be opened with, sets
  * its block cache to @cache_bytes (0: 16 MiB), keeps GDAL's default error handler quiet and
  * makes GDAL single-threaded inside each call (GDAL_NUM_THREADS=1, no directory listing on
  * open, no sidecar .aux.xml files). Returns 0, or -1 with the reason in @err (no GDAL
@@ -52,7 +53,9 @@ struct raster_info {
  * and fills @out, the reprojected size included, without decoding a pixel.
  *
  * Returns 0, or -1 with @err starting with one of:
- *   "not a raster GDAL can read: ..."  garbage, unknown format, a broken header
+ *   "not a raster GDAL can read: ..."  garbage, unknown format, a broken header, or a
+ *                                      format whose file names other files or URLs to
+ *                                      read (VRT, WMS, ...), which a source may not use
  *   "raster has no bands" / "raster too large: ..." (sizes overflow 64 bits)
  *   "no georeferencing"                no geotransform or no CRS
  *   "unknown CRS ..."                  @dst_crs is not a CRS
