@@ -12,8 +12,10 @@
 
 #include "raster.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,7 +34,6 @@
 #include <gdalwarper.h>
 #include <ogr_srs_api.h>
 
-#define RASTER_WARP_MEMORY   (16.0 * 1024 * 1024)
 #define RASTER_DEFAULT_CACHE ((uint64_t)16 * 1024 * 1024)
 #define RASTER_MAX_BANDS     4096
 
@@ -593,7 +594,7 @@ int raster_warp(const struct raster *src, const char *dst_crs, struct raster **o
         }
     }
     wo->eResampleAlg = GRA_Bilinear;
-    wo->dfWarpMemoryLimit = RASTER_WARP_MEMORY;
+    wo->dfWarpMemoryLimit = (double)RASTER_WARP_MEMORY;
     wo->pfnTransformer = GDALGenImgProjTransform;
     wo->pTransformerArg = tr;
     wo->papszWarpOptions = CSLSetNameValue(wo->papszWarpOptions, "INIT_DEST", "NO_DATA");
@@ -766,6 +767,57 @@ done:
     errcap_pop();
     free(dir);
     free(tmp);
+    return rc;
+}
+
+/* 1 when @name is "." <base> ".tmp." <pid> "." <n> with <pid> not running. */
+static int stale_temp(const char *name)
+{
+    if (name[0] != '.')
+        return 0;
+    const char *t = NULL;
+    for (const char *p = strstr(name + 1, ".tmp."); p != NULL; p = strstr(p + 1, ".tmp."))
+        t = p; /* the last ".tmp." */
+    if (t == NULL || t == name + 1)
+        return 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(t + 5, &end, 10);
+    if (errno != 0 || end == t + 5 || *end != '.' || pid <= 0)
+        return 0;
+    const char *q = end + 1;
+    if (*q == '\0')
+        return 0;
+    for (; *q != '\0'; q++)
+        if (*q < '0' || *q > '9')
+            return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+int raster_remove_stale_temps(const char *dir, unsigned *removed, char *err, size_t errlen)
+{
+    if (removed != NULL)
+        *removed = 0;
+    DIR *d = dir != NULL ? opendir(dir) : NULL;
+    if (d == NULL) {
+        set_err(err, errlen, "cannot read directory %s: %s", dir != NULL ? dir : "(null)",
+                strerror(dir != NULL ? errno : EINVAL));
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!stale_temp(e->d_name))
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
+            set_err(err, errlen, "cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (removed != NULL)
+            (*removed)++;
+    }
+    closedir(d);
     return rc;
 }
 

@@ -13,12 +13,20 @@
  *
  * CRS strings (@dst_crs) are anything GDAL's OSRSetFromUserInput() accepts ("EPSG:3857",
  * a WKT, a PROJ string).
+ *
+ * Memory: a struct raster holds exactly the pixel bytes its functions report. Beyond
+ * those, GDAL's block cache (raster_init()'s @cache_bytes, shared by all threads) holds
+ * blocks read from sources and written files, and each raster_warp() call uses up to
+ * RASTER_WARP_MEMORY bytes of working buffers; a body being decoded stays the caller's.
  */
 #ifndef PIPE_RASTER_H
 #define PIPE_RASTER_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The working memory one raster_warp() call may use for its buffers. */
+#define RASTER_WARP_MEMORY (16u * 1024 * 1024)
 
 /*
  * Once, before any thread calls another raster_* function (they rely on it): registers
@@ -83,7 +91,7 @@ int raster_decode(const void *buf, size_t len, struct raster **out, uint64_t *by
 
 /*
  * Reprojects @src into a new struct raster in @dst_crs, at the size GDAL suggests (the one
- * raster_probe() reports), bilinear, single-threaded, with a 16 MiB warp buffer; areas
+ * raster_probe() reports), bilinear, single-threaded, in RASTER_WARP_MEMORY; areas
  * outside the source are 0 (or the source band's nodata value, which the output keeps).
  * On success *@out owns the new raster and *@bytes = its pixel bytes (the probe's
  * warped_bytes). Returns 0, or -1 with *@out = NULL, *@bytes = 0 and the reason in @err
@@ -104,6 +112,15 @@ int raster_warp(const struct raster *src, const char *dst_crs, struct raster **o
  */
 int raster_write(const struct raster *r, const char *final_path, uint64_t *file_bytes, char *err,
                  size_t errlen);
+
+/*
+ * Removes from @dir the temporary files raster_write() left behind when its process died
+ * before renaming them (".<base>.tmp.<pid>.<n>" whose <pid> no longer runs); files of a
+ * process still running are kept. *@removed (may be NULL) = how many were removed.
+ * Returns 0, or -1 with the reason in @err (the directory cannot be read, a file cannot be
+ * removed; those before it are removed already).
+ */
+int raster_remove_stale_temps(const char *dir, unsigned *removed, char *err, size_t errlen);
 
 /*
  * For --resume: 1 when @path exists, opens as a GeoTIFF, its last row of every band reads
