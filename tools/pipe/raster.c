@@ -207,6 +207,10 @@ static OGRSpatialReferenceH crs_parse(const char *text, char **wkt)
 /* "EPSG:4326" when @srs has an authority code, else its name. */
 static void crs_short(OGRSpatialReferenceH srs, char *out, size_t outlen)
 {
+    if (srs == NULL) {
+        snprintf(out, outlen, "no CRS");
+        return;
+    }
     const char *auth = OSRGetAuthorityName(srs, NULL);
     const char *code = OSRGetAuthorityCode(srs, NULL);
     if (auth != NULL && code != NULL) {
