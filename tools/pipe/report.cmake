@@ -4,4 +4,6 @@
 target_sources(band_pipe_core PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/names.c
     ${CMAKE_CURRENT_LIST_DIR}/stats.c
-    ${CMAKE_CURRENT_LIST_DIR}/procfs.c)
+    ${CMAKE_CURRENT_LIST_DIR}/procfs.c
+    ${CMAKE_CURRENT_LIST_DIR}/progress.c
+    ${CMAKE_CURRENT_LIST_DIR}/jlog.c)
