@@ -6,4 +6,7 @@ target_sources(band_pipe_core PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/stats.c
     ${CMAKE_CURRENT_LIST_DIR}/procfs.c
     ${CMAKE_CURRENT_LIST_DIR}/progress.c
-    ${CMAKE_CURRENT_LIST_DIR}/jlog.c)
+    ${CMAKE_CURRENT_LIST_DIR}/jlog.c
+    ${CMAKE_CURRENT_LIST_DIR}/summary.c
+    ${CMAKE_CURRENT_LIST_DIR}/plot.c
+    ${CMAKE_CURRENT_LIST_DIR}/verify.c)
