@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -501,10 +503,44 @@ static void test_summary_progress(void)
     CHECK(text != NULL);
     if (text) {
         printf("progress line: %s\n", text + 1);
-        CHECK(strcmp(text, "\r3/6 tiles (1 failed)  fetch 8/8 decode 2/2 write 1/3  mem 412M/1.0G"
+        CHECK(strcmp(text, "\r3/6 tiles, 1 failed  fetch 8/8 decode 2/2 write 1/3  mem 412M/1.0G"
                            "  47 req/s  1:15\033[K\r\033[K") == 0);
         free(text);
     }
+    /* on a terminal of 80 and of 50 columns: the last parts go first */
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    CHECK(master >= 0);
+    if (master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0) {
+        FILE *tty = fopen(ptsname(master), "w");
+        CHECK(tty != NULL);
+        static const unsigned short cols[2] = {80, 50};
+        static const char *const want[2] = {
+            "\r3/6 tiles, 1 failed  fetch 8/8 decode 2/2 write 1/3  mem 412M/1.0G  47 req/s\033[K",
+            "\r3/6 tiles, 1 failed\033[K"};
+        for (int i = 0; tty != NULL && i < 2; i++) {
+            struct winsize ws = {0};
+            ws.ws_row = 24;
+            ws.ws_col = cols[i];
+            CHECK_EQ(ioctl(master, TIOCSWINSZ, &ws), 0);
+            progress_draw(tty, &s, 75 * BAND_SEC);
+            char got[256];
+            size_t len = 0, wlen = strlen(want[i]);
+            while (len < wlen) { /* the pty may deliver the line in pieces */
+                ssize_t r = read(master, got + len, sizeof got - 1 - len);
+                if (r <= 0)
+                    break;
+                len += (size_t)r;
+            }
+            got[len] = '\0';
+            CHECK(strcmp(got, want[i]) == 0);
+            if (strcmp(got, want[i]) != 0)
+                fprintf(stderr, "progress at %u columns: \"%s\"\n", cols[i], got + 1);
+        }
+        if (tty)
+            fclose(tty);
+    }
+    if (master >= 0)
+        close(master);
     stats_free(&s);
 }
 

@@ -40,12 +40,13 @@ static int tty_width(FILE *tty)
     return w - 1; /* never the last column: some terminals wrap there */
 }
 
-/* Append @part (with a separating blank when @line is not empty) if it still fits. */
-static void add_part(char *line, size_t *used, size_t width, const char *part)
+/* Append @part (after two blanks when @line is not empty) if it fits in @width, and
+ * return 1; else leave @line alone and return 0, so the parts after it are dropped too. */
+static int add_part(char *line, size_t *used, size_t width, const char *part)
 {
     size_t n = strlen(part), sep = *used > 0 ? 2 : 0;
     if (*used + sep + n > width)
-        return;
+        return 0;
     if (sep) {
         memcpy(line + *used, "  ", 2);
         *used += 2;
@@ -53,53 +54,57 @@ static void add_part(char *line, size_t *used, size_t width, const char *part)
     memcpy(line + *used, part, n);
     *used += n;
     line[*used] = '\0';
+    return 1;
 }
 
 void progress_draw(FILE *tty, const struct pipe_stats *s, band_time now)
 {
-    char line[PROGRESS_MAX_COLUMNS + 1] = "", part[128], a[16], b[16];
-    size_t used = 0, width = (size_t)tty_width(tty);
+    enum { NPARTS = 5 };
+    char part[NPARTS][96], a[16], b[16];
     static const int stage_budget[STAGE_COUNT] = {BUDGET_CONNECTIONS, BUDGET_CPU, BUDGET_DISK};
 
     size_t finished = s->done + s->skipped + s->failed + s->abandoned;
     if (s->failed > 0)
-        snprintf(part, sizeof part, "%zu/%zu tiles (%zu failed)", finished, s->total, s->failed);
+        snprintf(part[0], sizeof part[0], "%zu/%zu tiles, %zu failed", finished, s->total,
+                 s->failed);
     else
-        snprintf(part, sizeof part, "%zu/%zu tiles", finished, s->total);
-    if (strlen(part) > width) /* a very narrow terminal: cut rather than wrap */
-        part[width] = '\0';
-    add_part(line, &used, width, part);
+        snprintf(part[0], sizeof part[0], "%zu/%zu tiles", finished, s->total);
 
     int n = 0;
     for (int st = 0; st < STAGE_COUNT; st++) {
-        int w = snprintf(part + n, sizeof part - (size_t)n, "%s%s %llu/%llu", st ? " " : "",
+        int w = snprintf(part[1] + n, sizeof part[1] - (size_t)n, "%s%s %llu/%llu", st ? " " : "",
                          pipe_stage_name(st), (unsigned long long)s->stage_in_flight[st],
                          (unsigned long long)s->budget[stage_budget[st]].limit);
-        if (w > 0 && (size_t)w < sizeof part - (size_t)n)
+        if (w > 0 && (size_t)w < sizeof part[1] - (size_t)n)
             n += w;
     }
-    add_part(line, &used, width, part);
 
     const struct stats_budget *mem = &s->budget[BUDGET_MEMORY];
     if (s->memory_by_count)
-        snprintf(part, sizeof part, "mem %llu/%llu slots, %s held", (unsigned long long)mem->in_use,
-                 (unsigned long long)s->memory_by_count,
+        snprintf(part[2], sizeof part[2], "mem %llu/%llu slots, %s held",
+                 (unsigned long long)mem->in_use, (unsigned long long)s->memory_by_count,
                  progress_human_bytes(a, sizeof a, s->allocated));
     else
-        snprintf(part, sizeof part, "mem %s/%s", progress_human_bytes(a, sizeof a, mem->in_use),
+        snprintf(part[2], sizeof part[2], "mem %s/%s",
+                 progress_human_bytes(a, sizeof a, mem->in_use),
                  progress_human_bytes(b, sizeof b, mem->limit));
-    add_part(line, &used, width, part);
 
     double rate = s->nsamples > 0 ? s->samples[s->nsamples - 1].request_rate : 0.0;
-    snprintf(part, sizeof part, "%.0f req/s", rate);
-    add_part(line, &used, width, part);
+    snprintf(part[3], sizeof part[3], "%.0f req/s", rate);
 
     long long secs = now > s->t0 ? (long long)((now - s->t0) / BAND_SEC) : 0;
     if (secs >= 3600)
-        snprintf(part, sizeof part, "%lld:%02lld:%02lld", secs / 3600, secs / 60 % 60, secs % 60);
+        snprintf(part[4], sizeof part[4], "%lld:%02lld:%02lld", secs / 3600, secs / 60 % 60,
+                 secs % 60);
     else
-        snprintf(part, sizeof part, "%lld:%02lld", secs / 60, secs % 60);
-    add_part(line, &used, width, part);
+        snprintf(part[4], sizeof part[4], "%lld:%02lld", secs / 60, secs % 60);
+
+    char line[PROGRESS_MAX_COLUMNS + 1] = "";
+    size_t used = 0, width = (size_t)tty_width(tty);
+    if (strlen(part[0]) > width) /* a very narrow terminal: cut rather than wrap */
+        part[0][width] = '\0';
+    for (int i = 0; i < NPARTS && add_part(line, &used, width, part[i]); i++)
+        ;
 
     fprintf(tty, "\r%s\033[K", line);
     fflush(tty);

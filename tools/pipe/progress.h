@@ -16,8 +16,8 @@
 
 /* Redraw the progress line on @tty: carriage return, the line, clear to end of line, then
  * fflush. The line fits in min(100, terminal width from TIOCGWINSZ) - 1 columns (100 when
- * the width is unknown), dropping its last parts first, e.g.
- *   "412/1000 tiles (3 failed)  fetch 8/8 decode 2/2 write 1/3  mem 412M/1.0G  47 req/s  0:12"
+ * the width is unknown): its parts are, in this order, and the last ones are dropped first,
+ *   "412/1000 tiles, 3 failed  fetch 8/8 decode 2/2 write 1/3  mem 412M/1.0G  47 req/s  0:12"
  * finished/total (done, skipped, failed, abandoned), tiles in each stage against the limit
  * of its budget (fetch: connections, decode: cpu, write: disk), memory reserved against
  * the memory budget (with --memory-by-count: slots in use, and the bytes really held), the
