@@ -38,6 +38,8 @@ struct stats_budget {
     band_time in_use_integral;           /* integral of in_use over time, in unit-nanoseconds / 1e6
                                             (unit-milliseconds), for the mean utilisation */
     band_time since;                     /* when the current state began */
+    uint64_t in_use_frac;                /* the integral's remainder below one unit-millisecond, in
+                                            unit-nanoseconds (kept so short intervals are not lost) */
 };
 
 /* One row of the time series, taken every STATS_SAMPLE_NS by the loop's timer. */
@@ -50,6 +52,7 @@ struct stats_sample {
     double request_rate; /* requests started per second over the last second */
     uint64_t open_fds;   /* entries of /proc/self/fd, 0 when unknown */
     uint64_t rss;        /* resident set size in bytes, 0 when unknown */
+    uint64_t allocated;  /* as pipe_stats.allocated */
 };
 
 #define STATS_SAMPLE_NS (100 * BAND_MSEC)
@@ -76,26 +79,40 @@ struct pipe_stats {
                                  with --memory-by-count this overshoots the byte budget */
     uint64_t allocated;       /* bytes held in tile buffers now */
     uint64_t peak_fds, peak_rss;
-    int interrupted; /* 0, 1 (stopped admitting) or 2 (abandoned in-flight tiles) */
+    uint64_t fd_budget; /* open descriptors the descriptor budget stands for in all
+                           (what --verify checks), 0: unknown (then 2 per unit) */
+    int interrupted;    /* 0, 1 (stopped admitting) or 2 (abandoned in-flight tiles) */
 
     struct stats_sample *samples; /* the time series; grows by doubling */
     size_t nsamples, samples_cap;
 };
 
-/* Set up @s for @total tiles at time @t0 (zeroes it; names the budgets). 0 or -1 (ENOMEM). */
+/* Set up @s for @total tiles at time @t0 (zeroes it; names the budgets; every budget's
+ * state begins, idle, at @t0; origin is "" until the caller sets it). Reserves room for
+ * the first samples. 0, or -1 with errno ENOMEM (then @s is zeroed and holds nothing). */
 int stats_init(struct pipe_stats *s, size_t total, band_time t0);
+/* Free the samples and zero @s. NULL or a zeroed @s is fine; safe to call twice. */
 void stats_free(struct pipe_stats *s);
 
 /* Apply a change to budget @b at @now: @d_in_use units more (negative: fewer) held and
- * @d_waiting tiles more (negative: fewer) waiting. Integrates the state times first and
- * keeps the peaks. */
+ * @d_waiting tiles more (negative: fewer) waiting. Integrates first, over [since, now) in
+ * the state the budget was in: that state's time (t_waiting / t_busy / t_idle), waited
+ * (+= waiting x dt: the caller must not add tiles' waits to it) and in_use_integral
+ * (+= in_use x dt, in unit-milliseconds, exact across calls). Then applies the change,
+ * counts a grant (acquired) when @d_in_use > 0, and keeps peak_in_use and peak_waiting.
+ * A @now before `since` integrates nothing (the clock is monotonic: a caller bug). A change
+ * that would take in_use or waiting below zero is a caller bug: it stops at 0. A @b out of
+ * range is ignored. */
 void stats_budget_change(struct pipe_stats *s, int b, int64_t d_in_use, int64_t d_waiting,
                          band_time now);
 
-/* Close the state intervals of every budget at @now (call before reading the shares). */
+/* Close the state intervals of every budget at @now (call before reading the shares):
+ * the same integration as stats_budget_change() with no change. */
 void stats_settle(struct pipe_stats *s, band_time now);
 
-/* Append a time-series row (the caller fills everything but t). 0 or -1 (ENOMEM). */
+/* Append a time-series row (the caller fills everything but t, which becomes
+ * band_now() - t0). Raises peak_fds and peak_rss to the row's open_fds and rss. The array
+ * grows by doubling. 0, or -1 with errno ENOMEM (nothing appended, the earlier rows kept). */
 int stats_sample_add(struct pipe_stats *s, const struct stats_sample *row);
 
 #endif /* PIPE_STATS_H */
