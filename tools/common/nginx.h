@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nginx.h - run a private nginx on 127.0.0.1 for the download example.
+ * nginx.h - run a private nginx on 127.0.0.1 for the programs and examples.
  *
- * The server is a child process of the example (never a daemon), with a generated
+ * The server is a child process of its caller (never a daemon), with a generated
  * configuration and every file it writes (pid, logs, temp paths) inside one directory that
- * the example owns. It listens on a free port of 127.0.0.1 and serves one document root.
+ * the caller owns. It listens on a free port of 127.0.0.1 and serves one document root.
  */
-#ifndef DOWNLOAD_NGINX_H
-#define DOWNLOAD_NGINX_H
+#ifndef BAND_TOOLS_NGINX_H
+#define BAND_TOOLS_NGINX_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -34,7 +34,7 @@ int nginx_find(char *out, size_t outlen);
  * @dir, each connection limited to @rate bytes per second (0: no limit).
  *
  * Picks a free port, writes @dir/nginx.conf, starts the server in the foreground as a
- * child (its own process group; on Linux it is sent SIGTERM if the example dies) and waits
+ * child (its own process group; on Linux it is sent SIGTERM if the caller dies) and waits
  * until it serves a probe file from @docroot. Retries with another port if the one it
  * picked was taken meanwhile. Returns 0 with @ng->pid and @ng->port set, or -1 after
  * printing why (with the server's error log); no server is left running then.
@@ -53,4 +53,4 @@ int nginx_stop(struct nginx *ng);
 /** nginx_print_log() - copy the tail of the server's error log to stderr. */
 void nginx_print_log(const struct nginx *ng);
 
-#endif /* DOWNLOAD_NGINX_H */
+#endif /* BAND_TOOLS_NGINX_H */

@@ -4,9 +4,9 @@
  *
  * The configuration keeps nginx inside its directory: pid file, error and access logs
  * and the five temp paths of the http modules all live there, so it runs without root
- * and touches nothing under /var or /run. When the example runs as root, a "user"
+ * and touches nothing under /var or /run. When the caller runs as root, a "user"
  * directive names root's own user, because nginx's default worker user ("nobody") could
- * not read the example's private (0700) temp directory; as any other user the directive
+ * not read the caller's private (0700) temp directory; as any other user the directive
  * would only draw a warning, so it is left out.
  */
 #ifndef _POSIX_C_SOURCE
@@ -116,13 +116,13 @@ static int write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
-        fprintf(stderr, "download: cannot create %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "nginx: cannot create %s: %s\n", path, strerror(errno));
         return -1;
     }
     int ok = fputs(text, f) >= 0;
     ok = (fclose(f) == 0) && ok;
     if (!ok)
-        fprintf(stderr, "download: writing %s failed\n", path);
+        fprintf(stderr, "nginx: writing %s failed\n", path);
     return ok ? 0 : -1;
 }
 
@@ -137,12 +137,12 @@ static int write_conf(const struct nginx *ng, const char *conf, const char *docr
     }
     FILE *f = fopen(conf, "w");
     if (f == NULL) {
-        fprintf(stderr, "download: cannot create %s: %s\n", conf, strerror(errno));
+        fprintf(stderr, "nginx: cannot create %s: %s\n", conf, strerror(errno));
         return -1;
     }
     const char *d = ng->dir;
     fprintf(f,
-            "# Written by band's download example; removed with this directory.\n"
+            "# Written by band (tools/common/nginx.c); removed with this directory.\n"
             "worker_processes 2;\n"
             "pid \"%s/nginx.pid\";\n"
             "error_log \"%s/error.log\" warn;\n"
@@ -167,7 +167,7 @@ static int write_conf(const struct nginx *ng, const char *conf, const char *docr
             "}\n",
             d, d, user, d, d, d, d, d, d, ng->port, docroot, rate);
     if (fclose(f) != 0) {
-        fprintf(stderr, "download: writing %s failed\n", conf);
+        fprintf(stderr, "nginx: writing %s failed\n", conf);
         return -1;
     }
     return 0;
@@ -185,14 +185,14 @@ static pid_t spawn(const struct nginx *ng, const char *conf)
 #endif
     pid_t pid = fork();
     if (pid < 0) {
-        fprintf(stderr, "download: fork: %s\n", strerror(errno));
+        fprintf(stderr, "nginx: fork: %s\n", strerror(errno));
         return -1;
     }
     if (pid == 0) {
         /* The child: only async-signal-safe calls until exec. */
-        setpgid(0, 0); /* a ^C in the terminal reaches the example, which stops nginx */
+        setpgid(0, 0); /* a ^C in the terminal reaches the caller, which stops nginx */
 #ifdef __linux__
-        prctl(PR_SET_PDEATHSIG, SIGTERM); /* if the example dies, so does the server */
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* if the caller dies, so does the server */
         if (getppid() != parent)
             _exit(127);
 #endif
@@ -303,19 +303,19 @@ int nginx_start(struct nginx *ng, const char *dir, const char *docroot, uint64_t
     ng->pid = 0;
     ng->port = 0;
     if (nginx_find(ng->bin, sizeof(ng->bin)) != 0) {
-        fprintf(stderr, "download: nginx not found on PATH, in /usr/sbin or in /sbin "
+        fprintf(stderr, "nginx: not found on PATH, in /usr/sbin or in /sbin "
                         "(Debian: apt-get install nginx-light, or run 'make deps')\n");
         return -1;
     }
     if (!conf_safe(dir) || !conf_safe(docroot)) {
         fprintf(stderr,
-                "download: the temporary path '%s' has a character nginx.conf would need "
+                "nginx: the temporary path '%s' has a character nginx.conf would need "
                 "escaped (\" \\ $ or a control character); set TMPDIR to a plainer path\n",
                 dir);
         return -1;
     }
     if (snprintf(ng->dir, sizeof(ng->dir), "%s", dir) >= (int)sizeof(ng->dir)) {
-        fprintf(stderr, "download: path too long: %s\n", dir);
+        fprintf(stderr, "nginx: path too long: %s\n", dir);
         return -1;
     }
     char path[NGINX_PATH_MAX + 32], conf[NGINX_PATH_MAX + 32];
@@ -323,7 +323,7 @@ int nginx_start(struct nginx *ng, const char *dir, const char *docroot, uint64_t
     for (size_t i = 0; i < 2; i++) {
         snprintf(path, sizeof(path), "%s%s", dir, subdirs[i]);
         if (mkdir(path, 0700) != 0) {
-            fprintf(stderr, "download: cannot create %s: %s\n", path, strerror(errno));
+            fprintf(stderr, "nginx: cannot create %s: %s\n", path, strerror(errno));
             return -1;
         }
     }
@@ -343,8 +343,7 @@ int nginx_start(struct nginx *ng, const char *dir, const char *docroot, uint64_t
     for (int attempt = 1; attempt <= START_TRIES; attempt++) {
         ng->port = free_port();
         if (ng->port == 0) {
-            fprintf(stderr, "download: cannot find a free port on 127.0.0.1: %s\n",
-                    strerror(errno));
+            fprintf(stderr, "nginx: cannot find a free port on 127.0.0.1: %s\n", strerror(errno));
             return -1;
         }
         if (write_conf(ng, conf, docroot, rate) != 0)
@@ -359,7 +358,7 @@ int nginx_start(struct nginx *ng, const char *dir, const char *docroot, uint64_t
             return 0;
         if (r == 1 && port_was_taken(ng) && attempt < START_TRIES)
             continue; /* someone took the port between our check and nginx's bind */
-        fprintf(stderr, "download: nginx (%s) %s\n", ng->bin,
+        fprintf(stderr, "nginx: %s %s\n", ng->bin,
                 r == 1 ? "exited during start-up" : "did not answer within 15 s");
         nginx_print_log(ng);
         nginx_stop(ng);
@@ -383,8 +382,7 @@ int nginx_stop(struct nginx *ng)
                 return 0;
             if (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)
                 return 0; /* SIGTERM arrived before nginx installed its handler */
-            fprintf(stderr, "download: nginx ended with %s %d\n",
-                    WIFEXITED(status) ? "exit code" : "signal",
+            fprintf(stderr, "nginx: ended with %s %d\n", WIFEXITED(status) ? "exit code" : "signal",
                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
             return -1;
         }
@@ -392,7 +390,7 @@ int nginx_stop(struct nginx *ng)
             break;
         sleep_ms(10);
     }
-    fprintf(stderr, "download: nginx did not stop within %d s; killing it\n", STOP_SECONDS);
+    fprintf(stderr, "nginx: did not stop within %d s; killing it\n", STOP_SECONDS);
     kill(-pid, SIGKILL); /* its own process group: master and workers */
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
