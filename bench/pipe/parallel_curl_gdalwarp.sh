@@ -24,10 +24,11 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/band-bench-parallel-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 # {#} is the job's sequence number (a unique temporary name), {/.} the URL's last path
-# element without its extension.
+# element without its extension. A gdalwarp that fails may leave a partial output: it is
+# removed, so the outputs are the tiles that succeeded.
 grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$urls" |
     parallel --will-cite -j "$jobs" \
-        "curl -sf {} -o $tmp/{#}.tif && gdalwarp -q -t_srs $crs -co COMPRESS=DEFLATE $tmp/{#}.tif $out/{/.}.tif; rc=\$?; rm -f $tmp/{#}.tif; exit \$rc" \
+        "curl -sf {} -o $tmp/{#}.tif && gdalwarp -q -t_srs $crs -co COMPRESS=DEFLATE $tmp/{#}.tif $out/{/.}.tif; rc=\$?; rm -f $tmp/{#}.tif; if [ \$rc -ne 0 ]; then rm -f $out/{/.}.tif; fi; exit \$rc" \
         >/dev/null 2>&1
 rc=$?
 if ((rc > 101)); then # parallel's own error; up to 101 it counts failed jobs
