@@ -158,10 +158,14 @@ static void req_limit_conf(const struct nginx_opts *o, char *zone, size_t zonele
              "    limit_req_status 429;\n"
              "    limit_req_log_level info;\n",
              o->req_rate);
+    /* nginx refuses "burst=0"; leaving burst out means no burst. */
+    char burst[32] = "";
+    if (o->req_burst > 0)
+        snprintf(burst, sizeof(burst), " burst=%u nodelay", o->req_burst);
     snprintf(loc, loclen,
-             "            limit_req zone=band_requests burst=%u nodelay;\n"
+             "            limit_req zone=band_requests%s;\n"
              "            error_page 429 @throttled;\n",
-             o->req_burst);
+             burst);
     snprintf(named, namedlen,
              "        location @throttled {\n"
              "            add_header Retry-After %u always;\n"
