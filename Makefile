@@ -19,6 +19,11 @@
 #   make bench-peers   release build, then the peer suite (PEERS_DIR, default
 #                  ../shared/peers-bench beside this checkout) from a writable copy with
 #                  band's harness in the same rounds (scripts/bench_peers.sh) [PEERS_ONLY=...]
+#   make bench-pipe    release build, then band-pipe beside the stage-limits text's asyncio
+#                  pipeline, GNU parallel running curl + gdalwarp, and gdalwarp -multi, on
+#                  the same generated tiles and rate-limited nginx (scripts/bench_pipe.sh,
+#                  bench/pipe/README.md; not a test): medians and ratios, every run in
+#                  build/release/bench/pipe.tsv [BENCH_PIPE_ARGS="--tiles N --ulimit 64"]
 #   make install   build the libraries alone in BUILD_ROOT/install (Release; no tests, bench,
 #                  examples or fuzz; no `deps`: a C compiler and CMake are enough), then
 #                  cmake --install into PREFIX (default /usr/local; DESTDIR is honoured).
@@ -34,7 +39,8 @@
 #
 # Knobs: JOBS=2 (compile jobs), CTEST_JOBS=2, BAND_GENERATOR (default: Ninja if installed,
 # else Unix Makefiles), KEEP_GOING=1 (check: run every suite even after a failure),
-# BAND_FUZZ_SECONDS=30, BAND_SKIP_DEPS=1 (do not check packages), PEERS_DIR, PEERS_ONLY.
+# BAND_FUZZ_SECONDS=30, BAND_SKIP_DEPS=1 (do not check packages), PEERS_DIR, PEERS_ONLY,
+# BENCH_PIPE_ARGS.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -46,6 +52,7 @@ PREFIX ?= /usr/local
 BAND_BUILD_UV ?= AUTO
 BAND_BUILD_FD ?= AUTO
 BENCH_ARGS ?=
+BENCH_PIPE_ARGS ?=
 PEERS_DIR ?= ../shared/peers-bench
 BUILD_ROOT ?= build
 export JOBS CTEST_JOBS BUILD_ROOT
@@ -60,7 +67,7 @@ LIB := source scripts/lib.sh &&
 
 CHECK_SUITES := lint plain clang asan fuzz deb tsan
 
-.PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench bench-peers install \
+.PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench bench-peers bench-pipe install \
 	uninstall format lint clean help
 
 all: release
@@ -118,6 +125,9 @@ bench: release
 
 bench-peers: release
 	@PEERS_DIR="$(PEERS_DIR)" BUILD_DIR="$(RELEASE_DIR)" bash scripts/bench_peers.sh
+
+bench-pipe: release
+	@BUILD_DIR="$(RELEASE_DIR)" bash scripts/bench_pipe.sh $(BENCH_PIPE_ARGS)
 
 # make install needs no `deps`: only the libraries are built, in a tree of their own.
 INSTALL_DIR := $(BUILD_ROOT)/install

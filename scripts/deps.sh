@@ -40,6 +40,11 @@ packages=(
     doxygen            # the API reference and man pages (BAND_BUILD_DOCS, ctest api_reference)
     curl               # ctest uv_metrics_scrape: scrapes the /metrics endpoint
     prometheus         # ctest uv_metrics_scrape: `promtool check metrics` lints the text
+    python3-aiohttp    # make bench-pipe: the asyncio pipeline (bench/pipe/asyncio_pipeline.py)
+    python3-rasterio   # make bench-pipe: the asyncio pipeline's decode, reproject and write
+    parallel           # make bench-pipe: GNU parallel running curl + gdalwarp per tile
+    gdal-bin           # make bench-pipe: gdalwarp, for two of the contenders
+    time               # make bench-pipe: /usr/bin/time -f %M, each run's peak RSS
 )
 pkgs=("${packages[@]}")
 

@@ -369,7 +369,12 @@ int main(int argc, char **argv)
 
     /* The server. */
     snprintf(path, sizeof(path), "%s/nginx", tmp);
-    if (nginx_start(&ng, path, tree.root, o.rate) != 0) {
+    struct nginx_opts nopts = {.conn_rate = o.rate};
+    char nerr[1024];
+    if (nginx_start(&ng, path, tree.root, &nopts, nerr, sizeof(nerr)) != 0) {
+        fprintf(stderr, "band_download: %s\n", nerr);
+        if (ng.dir[0] != '\0')
+            nginx_print_log(&ng);
         setup_failed = 1;
         goto cleanup;
     }

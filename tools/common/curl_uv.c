@@ -205,13 +205,13 @@ int curl_uv_create(uv_loop_t *loop, struct curl_uv **out)
 {
     struct curl_uv *cu = calloc(1, sizeof(*cu));
     if (cu == NULL) {
-        fprintf(stderr, "download: out of memory\n");
+        fprintf(stderr, "curl_uv: out of memory\n");
         return -1;
     }
     cu->loop = loop;
     cu->multi = curl_multi_init();
     if (cu->multi == NULL) {
-        fprintf(stderr, "download: curl_multi_init failed\n");
+        fprintf(stderr, "curl_uv: curl_multi_init failed\n");
         free(cu);
         return -1;
     }

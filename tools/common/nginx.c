@@ -4,10 +4,16 @@
  *
  * The configuration keeps nginx inside its directory: pid file, error and access logs
  * and the five temp paths of the http modules all live there, so it runs without root
- * and touches nothing under /var or /run. When the example runs as root, a "user"
+ * and touches nothing under /var or /run. When the caller runs as root, a "user"
  * directive names root's own user, because nginx's default worker user ("nobody") could
- * not read the example's private (0700) temp directory; as any other user the directive
+ * not read the caller's private (0700) temp directory; as any other user the directive
  * would only draw a warning, so it is left out.
+ *
+ * The request rate limit is one limit_req zone keyed by the server's name, a constant, so
+ * every client shares one allowance. Requests beyond it and its burst are answered 429 by
+ * a named location that adds Retry-After and RateLimit-Policy (add_header ... always: an
+ * error status gets them too). The readiness probe is served from the private directory
+ * in a location of its own, outside the limit and the access log.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -23,6 +29,7 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +47,19 @@
 #define START_TRIES   5
 #define READY_SECONDS 15
 #define STOP_SECONDS  10
+
+/* Formats the reason into @err (always terminated when @errlen > 0). */
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
 
 static void sleep_ms(long ms)
 {
@@ -112,21 +132,51 @@ static unsigned free_port(void)
     return port;
 }
 
-static int write_text(const char *path, const char *text)
+static int write_text(const char *path, const char *text, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
-        fprintf(stderr, "download: cannot create %s: %s\n", path, strerror(errno));
+        set_err(err, errlen, "nginx: cannot create %s: %s", path, strerror(errno));
         return -1;
     }
     int ok = fputs(text, f) >= 0;
     ok = (fclose(f) == 0) && ok;
     if (!ok)
-        fprintf(stderr, "download: writing %s failed\n", path);
+        set_err(err, errlen, "nginx: writing %s failed", path);
     return ok ? 0 : -1;
 }
 
-static int write_conf(const struct nginx *ng, const char *conf, const char *docroot, uint64_t rate)
+/* The limit_req part of the server block, or "" when @o sets no request rate. */
+static void req_limit_conf(const struct nginx_opts *o, char *zone, size_t zonelen, char *loc,
+                           size_t loclen, char *named, size_t namedlen)
+{
+    zone[0] = loc[0] = named[0] = '\0';
+    if (o->req_rate == 0)
+        return;
+    snprintf(zone, zonelen,
+             "    limit_req_zone $server_name zone=band_requests:1m rate=%ur/s;\n"
+             "    limit_req_status 429;\n"
+             "    limit_req_log_level info;\n",
+             o->req_rate);
+    /* nginx refuses "burst=0"; leaving burst out means no burst. */
+    char burst[32] = "";
+    if (o->req_burst > 0)
+        snprintf(burst, sizeof(burst), " burst=%u nodelay", o->req_burst);
+    snprintf(loc, loclen,
+             "            limit_req zone=band_requests%s;\n"
+             "            error_page 429 @throttled;\n",
+             burst);
+    snprintf(named, namedlen,
+             "        location @throttled {\n"
+             "            add_header Retry-After %u always;\n"
+             "            add_header RateLimit-Policy \"%u;w=1\" always;\n"
+             "            return 429;\n"
+             "        }\n",
+             o->retry_after, o->req_rate);
+}
+
+static int write_conf(const struct nginx *ng, const char *conf, const char *docroot,
+                      const struct nginx_opts *o, char *err, size_t errlen)
 {
     char user[300] = "";
     if (geteuid() == 0) {
@@ -135,21 +185,24 @@ static int write_conf(const struct nginx *ng, const char *conf, const char *docr
         if (pw != NULL && gr != NULL && conf_safe(pw->pw_name) && conf_safe(gr->gr_name))
             snprintf(user, sizeof(user), "user \"%s\" \"%s\";\n", pw->pw_name, gr->gr_name);
     }
+    char zone[256], loc[256], named[512];
+    req_limit_conf(o, zone, sizeof(zone), loc, sizeof(loc), named, sizeof(named));
     FILE *f = fopen(conf, "w");
     if (f == NULL) {
-        fprintf(stderr, "download: cannot create %s: %s\n", conf, strerror(errno));
+        set_err(err, errlen, "nginx: cannot create %s: %s", conf, strerror(errno));
         return -1;
     }
     const char *d = ng->dir;
     fprintf(f,
-            "# Written by band's download example; removed with this directory.\n"
+            "# Written by band (tools/common/nginx.c); removed with this directory.\n"
             "worker_processes 2;\n"
             "pid \"%s/nginx.pid\";\n"
             "error_log \"%s/error.log\" warn;\n"
             "%s"
             "events { worker_connections 256; }\n"
             "http {\n"
-            "    access_log \"%s/access.log\";\n"
+            "    log_format band '$status $body_bytes_sent $request_time \"$request\"';\n"
+            "    access_log \"%s\" band;\n"
             "    client_body_temp_path \"%s/temp/body\";\n"
             "    proxy_temp_path \"%s/temp/proxy\";\n"
             "    fastcgi_temp_path \"%s/temp/fastcgi\";\n"
@@ -158,23 +211,34 @@ static int write_conf(const struct nginx *ng, const char *conf, const char *docr
             "    default_type application/octet-stream;\n"
             "    sendfile on;\n"
             "    keepalive_requests 100000;\n"
+            "%s"
             "    server {\n"
             "        listen 127.0.0.1:%u;\n"
             "        server_name localhost;\n"
             "        root \"%s\";\n"
             "        limit_rate %" PRIu64 ";\n"
+            "        location = /" READY_FILE " {\n"
+            "            root \"%s\";\n"
+            "            access_log off;\n"
+            "        }\n"
+            "        location / {\n"
+            "            log_not_found off;\n"
+            "%s"
+            "        }\n"
+            "%s"
             "    }\n"
             "}\n",
-            d, d, user, d, d, d, d, d, d, ng->port, docroot, rate);
+            d, d, user, ng->access_log, d, d, d, d, d, zone, ng->port, docroot, o->conn_rate, d,
+            loc, named);
     if (fclose(f) != 0) {
-        fprintf(stderr, "download: writing %s failed\n", conf);
+        set_err(err, errlen, "nginx: writing %s failed", conf);
         return -1;
     }
     return 0;
 }
 
 /* Starts the master process. Returns its pid, or -1. */
-static pid_t spawn(const struct nginx *ng, const char *conf)
+static pid_t spawn(const struct nginx *ng, const char *conf, char *err, size_t errlen)
 {
     char out[NGINX_PATH_MAX + 16];
     snprintf(out, sizeof(out), "%s/stderr.log", ng->dir);
@@ -185,14 +249,14 @@ static pid_t spawn(const struct nginx *ng, const char *conf)
 #endif
     pid_t pid = fork();
     if (pid < 0) {
-        fprintf(stderr, "download: fork: %s\n", strerror(errno));
+        set_err(err, errlen, "nginx: fork: %s", strerror(errno));
         return -1;
     }
     if (pid == 0) {
         /* The child: only async-signal-safe calls until exec. */
-        setpgid(0, 0); /* a ^C in the terminal reaches the example, which stops nginx */
+        setpgid(0, 0); /* a ^C in the terminal reaches the caller, which stops nginx */
 #ifdef __linux__
-        prctl(PR_SET_PDEATHSIG, SIGTERM); /* if the example dies, so does the server */
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* if the caller dies, so does the server */
         if (getppid() != parent)
             _exit(127);
 #endif
@@ -298,24 +362,66 @@ void nginx_print_log(const struct nginx *ng)
     }
 }
 
-int nginx_start(struct nginx *ng, const char *dir, const char *docroot, uint64_t rate)
+/* The last non-empty line of the server's error log (else of its stderr), without the
+ * newline, into @out; "" when there is none. */
+static void last_log_line(const struct nginx *ng, char *out, size_t outlen)
 {
+    static const char *const logs[] = {"error.log", "stderr.log"};
+    char path[NGINX_PATH_MAX + 16], line[1024];
+    out[0] = '\0';
+    for (size_t i = 0; i < 2 && out[0] == '\0'; i++) {
+        snprintf(path, sizeof(path), "%s/%s", ng->dir, logs[i]);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        while (fgets(line, sizeof(line), f) != NULL) {
+            line[strcspn(line, "\r\n")] = '\0';
+            if (line[0] != '\0')
+                snprintf(out, outlen, "%s", line);
+        }
+        fclose(f);
+    }
+}
+
+int nginx_start(struct nginx *ng, const char *dir, const char *docroot,
+                const struct nginx_opts *opts, char *err, size_t errlen)
+{
+    static const struct nginx_opts none = {0, 0, 0, 0, NULL};
+    const struct nginx_opts *o = opts != NULL ? opts : &none;
+    set_err(err, errlen, "%s", "");
     ng->pid = 0;
     ng->port = 0;
+    ng->dir[0] = ng->access_log[0] = '\0';
+    if (dir == NULL || docroot == NULL || dir[0] == '\0' || docroot[0] == '\0') {
+        set_err(err, errlen, "nginx: no %s directory given",
+                dir == NULL || dir[0] == '\0' ? "private" : "document root");
+        return -1;
+    }
     if (nginx_find(ng->bin, sizeof(ng->bin)) != 0) {
-        fprintf(stderr, "download: nginx not found on PATH, in /usr/sbin or in /sbin "
-                        "(Debian: apt-get install nginx-light, or run 'make deps')\n");
+        set_err(err, errlen,
+                "nginx: not found on PATH, in /usr/sbin or in /sbin "
+                "(Debian: apt-get install nginx-light, or run 'make deps')");
         return -1;
     }
-    if (!conf_safe(dir) || !conf_safe(docroot)) {
-        fprintf(stderr,
-                "download: the temporary path '%s' has a character nginx.conf would need "
-                "escaped (\" \\ $ or a control character); set TMPDIR to a plainer path\n",
-                dir);
-        return -1;
+    const char *const paths[] = {dir, docroot, o->access_log};
+    for (size_t i = 0; i < 3; i++) {
+        if (paths[i] != NULL && !conf_safe(paths[i])) {
+            set_err(err, errlen,
+                    "nginx: the path '%s' has a character nginx.conf would need escaped "
+                    "(\" \\ $ or a control character); use a plainer path (TMPDIR for "
+                    "temporary ones)",
+                    paths[i]);
+            return -1;
+        }
     }
-    if (snprintf(ng->dir, sizeof(ng->dir), "%s", dir) >= (int)sizeof(ng->dir)) {
-        fprintf(stderr, "download: path too long: %s\n", dir);
+    int n1 = snprintf(ng->dir, sizeof(ng->dir), "%s", dir);
+    int n2 = o->access_log != NULL
+                 ? snprintf(ng->access_log, sizeof(ng->access_log), "%s", o->access_log)
+                 : snprintf(ng->access_log, sizeof(ng->access_log), "%s/access.log", dir);
+    if (n1 < 0 || n2 < 0 || (size_t)n1 >= sizeof(ng->dir) || (size_t)n2 >= sizeof(ng->access_log)) {
+        set_err(err, errlen, "nginx: path too long: %s",
+                (size_t)n1 >= sizeof(ng->dir) ? dir : o->access_log);
+        ng->dir[0] = ng->access_log[0] = '\0';
         return -1;
     }
     char path[NGINX_PATH_MAX + 32], conf[NGINX_PATH_MAX + 32];
@@ -323,7 +429,7 @@ int nginx_start(struct nginx *ng, const char *dir, const char *docroot, uint64_t
     for (size_t i = 0; i < 2; i++) {
         snprintf(path, sizeof(path), "%s%s", dir, subdirs[i]);
         if (mkdir(path, 0700) != 0) {
-            fprintf(stderr, "download: cannot create %s: %s\n", path, strerror(errno));
+            set_err(err, errlen, "nginx: cannot create %s: %s", path, strerror(errno));
             return -1;
         }
     }
@@ -335,21 +441,21 @@ int nginx_start(struct nginx *ng, const char *dir, const char *docroot, uint64_t
     clock_gettime(CLOCK_MONOTONIC, &now);
     snprintf(token, sizeof(token), "band-%ld-%ld-%ld\n", (long)getpid(), (long)now.tv_sec,
              now.tv_nsec);
-    snprintf(path, sizeof(path), "%s/" READY_FILE, docroot);
-    if (write_text(path, token) != 0)
+    snprintf(path, sizeof(path), "%s/" READY_FILE, dir);
+    if (write_text(path, token, err, errlen) != 0)
         return -1;
 
     snprintf(conf, sizeof(conf), "%s/nginx.conf", dir);
     for (int attempt = 1; attempt <= START_TRIES; attempt++) {
         ng->port = free_port();
         if (ng->port == 0) {
-            fprintf(stderr, "download: cannot find a free port on 127.0.0.1: %s\n",
+            set_err(err, errlen, "nginx: cannot find a free port on 127.0.0.1: %s",
                     strerror(errno));
             return -1;
         }
-        if (write_conf(ng, conf, docroot, rate) != 0)
+        if (write_conf(ng, conf, docroot, o, err, errlen) != 0)
             return -1;
-        ng->pid = spawn(ng, conf);
+        ng->pid = spawn(ng, conf, err, errlen);
         if (ng->pid < 0) {
             ng->pid = 0;
             return -1;
@@ -359,9 +465,11 @@ int nginx_start(struct nginx *ng, const char *dir, const char *docroot, uint64_t
             return 0;
         if (r == 1 && port_was_taken(ng) && attempt < START_TRIES)
             continue; /* someone took the port between our check and nginx's bind */
-        fprintf(stderr, "download: nginx (%s) %s\n", ng->bin,
-                r == 1 ? "exited during start-up" : "did not answer within 15 s");
-        nginx_print_log(ng);
+        char last[512];
+        last_log_line(ng, last, sizeof(last));
+        set_err(err, errlen, "nginx: %s %s%s%s", ng->bin,
+                r == 1 ? "exited during start-up" : "did not answer within 15 s",
+                last[0] != '\0' ? ": " : "", last);
         nginx_stop(ng);
         return -1;
     }
@@ -383,8 +491,7 @@ int nginx_stop(struct nginx *ng)
                 return 0;
             if (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)
                 return 0; /* SIGTERM arrived before nginx installed its handler */
-            fprintf(stderr, "download: nginx ended with %s %d\n",
-                    WIFEXITED(status) ? "exit code" : "signal",
+            fprintf(stderr, "nginx: ended with %s %d\n", WIFEXITED(status) ? "exit code" : "signal",
                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
             return -1;
         }
@@ -392,7 +499,7 @@ int nginx_stop(struct nginx *ng)
             break;
         sleep_ms(10);
     }
-    fprintf(stderr, "download: nginx did not stop within %d s; killing it\n", STOP_SECONDS);
+    fprintf(stderr, "nginx: did not stop within %d s; killing it\n", STOP_SECONDS);
     kill(-pid, SIGKILL); /* its own process group: master and workers */
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);

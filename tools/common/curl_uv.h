@@ -8,8 +8,8 @@
  * reported once through its done function, on the loop thread. Everything here runs on the
  * loop's thread; nothing is thread-safe.
  */
-#ifndef DOWNLOAD_CURL_UV_H
-#define DOWNLOAD_CURL_UV_H
+#ifndef BAND_TOOLS_CURL_UV_H
+#define BAND_TOOLS_CURL_UV_H
 
 #include <curl/curl.h>
 #include <uv.h>
@@ -48,4 +48,4 @@ void curl_uv_remove(struct curl_uv *cu, struct curl_uv_xfer *x);
  */
 void curl_uv_close(struct curl_uv *cu, void (*on_closed)(void *data), void *data);
 
-#endif /* DOWNLOAD_CURL_UV_H */
+#endif /* BAND_TOOLS_CURL_UV_H */
