@@ -255,3 +255,8 @@ void curl_uv_close(struct curl_uv *cu, void (*on_closed)(void *data), void *data
         finish_close(cu);
     }
 }
+
+CURLM *curl_uv_multi(struct curl_uv *cu)
+{
+    return cu->multi;
+}

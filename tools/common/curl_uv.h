@@ -41,6 +41,9 @@ int curl_uv_add(struct curl_uv *cu, struct curl_uv_xfer *x);
  *  Must not be called from inside a curl callback. */
 void curl_uv_remove(struct curl_uv *cu, struct curl_uv_xfer *x);
 
+/** curl_uv_multi() - the multi handle, for curl_multi_setopt() (connection cache size, ...). */
+CURLM *curl_uv_multi(struct curl_uv *cu);
+
 /**
  * curl_uv_close() - clean up the multi handle (remove every transfer first) and close the
  * uv handles; @on_closed(@data) runs on the loop once they are all closed and @cu is freed.

@@ -36,12 +36,11 @@ void fetch_free_body(struct tctx *c)
 {
     if (c->body == NULL)
         return;
-    if (c->p->bytes_budgeted)
-        band_budget_free(c->body); /* returns the body's reservation */
-    else
-        free(c->body);
-    pipe_alloc_sub(c->p, c->body_size);
+    free(c->body);
     c->body = NULL;
+    pipe_alloc_sub(c->p, c->body_size);
+    if (c->body_grant.n > 0)
+        band_admit_release(&c->body_grant); /* its bytes, and its share of the bodies' */
 }
 
 /* The easy handle is done with (ended, failed, or removed). */
@@ -86,54 +85,65 @@ void fetch_abandon(struct tctx *c)
 
 /* ---- the body's bytes -------------------------------------------------------------- */
 
-/* Reserve @c->body_size bytes and allocate the buffer against them. Returns 0 (the body
- * has its buffer), 1 (the reservation waits: on_body_bytes continues), or -1 (failed,
- * reason set in the tile context). */
+/* The body's buffer once its bytes are granted. 0, or -1 with the reason set. */
+static int body_alloc(struct tctx *c, size_t n)
+{
+    struct pipe *p = c->p;
+    c->body = malloc(n);
+    if (c->body == NULL) {
+        if (c->body_grant.n > 0)
+            band_admit_release(&c->body_grant);
+        c->fail_reason = REASON_TOO_LARGE;
+        snprintf(c->fail_detail, sizeof(c->fail_detail), "out of memory for %zu bytes", n);
+        return -1;
+    }
+    pipe_alloc_add(p, c->body_size);
+    if (p->bytes_budgeted) {
+        c->t->reserved += n;
+        pipe_memory_changed(p);
+    }
+    return 0;
+}
+
+/* Reserve @c->body_size bytes, then allocate the buffer. The bytes come from the memory
+ * budget and, in the same admission, from the share of it that fetched bodies may hold
+ * until they are decoded (a third): decoding always finds the rest, so bodies waiting for
+ * the decoders can never hold the memory the decoders need. Returns 0 (the body has its
+ * buffer), 1 (the reservation waits: on_body_bytes continues), or -1 (failed, reason set
+ * in the tile context). */
 static int body_reserve(struct tctx *c)
 {
     struct pipe *p = c->p;
     size_t n = c->body_size > 0 ? c->body_size : 1;
-    if (!p->bytes_budgeted) {
-        /* Memory by count: the body is outside any byte bound. */
-        c->body = malloc(n);
-        if (c->body == NULL) {
-            c->fail_reason = REASON_TOO_LARGE;
-            snprintf(c->fail_detail, sizeof(c->fail_detail), "out of memory for %zu bytes", n);
-            return -1;
-        }
-        pipe_alloc_add(p, c->body_size);
-        return 0;
-    }
-    uint64_t cap = band_budget_capacity(p->memory);
-    if ((uint64_t)n > cap) {
-        char h1[32], h2[32];
+    if (!p->bytes_budgeted)
+        return body_alloc(c, n); /* memory by count: the body is outside any byte bound */
+    uint64_t share = p->z->body_share;
+    if ((uint64_t)n > share) {
+        char h1[32], h2[32], h3[32];
         c->fail_reason = REASON_TOO_LARGE;
         snprintf(c->fail_detail, sizeof(c->fail_detail),
-                 "body of %s is larger than the whole memory budget of %s",
-                 sizing_human(n, h1, sizeof(h1)), sizing_human(cap, h2, sizeof(h2)));
+                 "body of %s is larger than the %s of the %s memory budget that fetched "
+                 "bodies may hold",
+                 sizing_human(n, h1, sizeof(h1)), sizing_human(share, h2, sizeof(h2)),
+                 sizing_human(band_budget_capacity(p->memory), h3, sizeof(h3)));
         return -1;
     }
-    int rc = band_budget_try_acquire(p->memory, (uint64_t)n);
+    band_admit_req_init(&c->body_req, NULL, NULL);
+    (void)band_admit_req_add(&c->body_req, p->bodies, (uint64_t)n);
+    (void)band_admit_req_add(&c->body_req, band_budget_sem(p->memory), (uint64_t)n);
+    int rc = band_admit_try_acquire(&c->body_req, &c->body_grant);
+    if (rc == 0)
+        return body_alloc(c, n);
     if (rc == BAND_EAGAIN) {
         c->op.data = c;
         pipe_wait_begin(c, BUDGET_MEMORY);
-        rc = band_uv_bind(p->bu, &c->op, &c->w, on_body_bytes, BAND_FOREVER, p->abandon);
+        rc = band_uv_bind(p->bu, &c->op, &c->body_req.w, on_body_bytes, BAND_FOREVER, p->abandon);
         if (rc == 0) {
-            rc = band_budget_acquire_async(p->memory, (uint64_t)n, &c->w);
+            rc = band_admit_acquire_async(&c->body_req);
             (void)band_uv_start(&c->op, rc);
             return 1;
         }
         pipe_wait_end(c, 0);
-    }
-    if (rc == 0) {
-        rc = band_budget_alloc_reserved(p->memory, n, (void **)&c->body);
-        if (rc == 0) {
-            pipe_alloc_add(p, c->body_size);
-            c->t->reserved += n;
-            pipe_memory_changed(p);
-            return 0;
-        }
-        (void)band_budget_release(p->memory, (uint64_t)n);
     }
     c->fail_reason = REASON_TOO_LARGE;
     snprintf(c->fail_detail, sizeof(c->fail_detail), "reserving %zu bytes: %s", n,
@@ -327,15 +337,10 @@ static void on_body_bytes(band_uv_op *op, int status)
     size_t n = c->body_size > 0 ? c->body_size : 1;
     pipe_wait_end(c, status == 0);
     if (status == 0) {
-        int rc = band_budget_alloc_reserved(p->memory, n, (void **)&c->body);
-        if (rc != 0) {
-            (void)band_budget_release(p->memory, (uint64_t)n);
-            status = rc;
-        } else {
-            pipe_alloc_add(p, c->body_size);
-            c->t->reserved += n;
-            pipe_memory_changed(p);
-        }
+        if (band_admit_req_grant(&c->body_req, &c->body_grant) != 0)
+            status = BAND_EINVAL;
+        else if (body_alloc(c, n) != 0)
+            status = BAND_ENOMEM;
     }
     if (c->local) {
         if (status == BAND_ECANCELED) {

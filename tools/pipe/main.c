@@ -347,6 +347,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "band-pipe: GDAL: %s\n", err);
         goto out;
     }
+    unsigned stale = 0;
+    if (raster_remove_stale_temps(outdir, &stale, err, sizeof(err)) != 0)
+        fprintf(stderr, "band-pipe: %s\n", err);
+    else if (stale > 0 && !o.quiet)
+        printf("removed %u temporary files left by an earlier run that was killed\n", stale);
     if (o.resume)
         mark_resumed(&in, o.crs);
 

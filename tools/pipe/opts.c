@@ -113,7 +113,7 @@ void opts_usage(FILE *out)
           "  --tiles N, --seed S   its size (48) and seed (1)\n"
           "  --serve DIR           serve DIR (from --generate) with the private nginx, write\n"
           "                        DIR/urls.txt, run until SIGINT or SIGTERM\n"
-          "  --server-rate R, --server-burst B   its request limit (200/s, burst 20)\n"
+          "  --server-rate R, --server-burst B   its request limit (40/s, burst 10)\n"
           "\n"
           "exit status: 0 every tile done or skipped, 1 some tile failed, 2 bad usage or\n"
           "set-up failure, 3 --verify saw a budget exceeded, 130 interrupted\n",
@@ -186,8 +186,8 @@ int opts_parse(int argc, char **argv, struct pipe_opts *o, char *err, size_t err
     o->retries = 3;
     o->tiles = 48;
     o->seed = 1;
-    o->server_rate = 200;
-    o->server_burst = 20;
+    o->server_rate = 40;
+    o->server_burst = 10;
 
     int c;
     int64_t v;

@@ -60,10 +60,10 @@ struct tctx {
 
     struct tctx *self; /* the element sent into the channels (a pointer to this) */
     band_chan_send_op send;
-    band_uv_op send_op;  /* the send into a channel: its callback may still be due when
-                            the next stage already received the tile and waits for a budget */
-    band_uv_op op; /* the one budget wait in progress */
-    band_waiter w; /* its waiter (semaphores, budgets) */
+    band_uv_op send_op; /* the send into a channel: its callback may still be due when
+                           the next stage already received the tile and waits for a budget */
+    band_uv_op op;      /* the one budget wait in progress */
+    band_waiter w;      /* its waiter (semaphores, budgets) */
     band_rate_ticket ticket;
     band_permit unit;    /* descriptors */
     band_permit conn;    /* connections (also the adaptive limit's semaphore) */
@@ -77,7 +77,9 @@ struct tctx {
     uint64_t policy_q, policy_w; /* RateLimit-Policy q;w= of the current attempt */
     int fail_reason;             /* set by a callback that aborted the transfer */
     char fail_detail[TILE_DETAIL_MAX];
-    char *body; /* the buffer (from the budget, or malloc'd by count) */
+    char *body;              /* the buffer */
+    band_admit_req body_req; /* its bytes: the memory budget and the bodies' share */
+    band_admit_grant body_grant;
     size_t body_len, body_size;
     uv_work_t read_work; /* a local file read on libuv's pool */
     int read_errno;
@@ -133,6 +135,7 @@ struct pipe {
     uint64_t requests_rate;    /* per second, 0 = unlimited */
     band_time requests_resume; /* no request starts before this (Retry-After) */
     band_budget *memory;
+    band_sem *bodies;        /* the share of memory fetched bodies may hold until decoded */
     band_permit gdal_cache;  /* GDAL's block cache, reserved at start */
     band_sem *mem_slots;     /* --memory-by-count */
     uint64_t mem_slots_size; /* slots after the first tile was measured, 0 before */
@@ -152,7 +155,6 @@ struct pipe {
     uint64_t req_bucket[10]; /* requests started in each of the last ten sample periods */
     uint64_t ok_bucket[10];  /* requests answered 2xx in each of them */
     size_t bucket;
-    char requests_origin[SIZING_ORIGIN_MAX];
 
     struct jlog *log;
     struct verify *verify;

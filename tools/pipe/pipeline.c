@@ -224,7 +224,7 @@ void pipe_throttled(struct tctx *c)
     if (c->policy_q > 0) {
         tokens = c->policy_q * 9;
         secs = c->policy_w * 10;
-        snprintf(p->requests_origin, sizeof(p->requests_origin),
+        snprintf(st->requests_origin, sizeof(st->requests_origin),
                  "the server's pace: RateLimit-Policy %" PRIu64 ";w=%" PRIu64 ", less 10%%",
                  c->policy_q, c->policy_w);
     } else {
@@ -236,7 +236,7 @@ void pipe_throttled(struct tctx *c)
             tokens = p->requests_rate / 2;
         if (tokens < 1)
             tokens = 1;
-        snprintf(p->requests_origin, sizeof(p->requests_origin),
+        snprintf(st->requests_origin, sizeof(st->requests_origin),
                  "throttled: %" PRIu64 "/s, from the 2xx answers of the last second", tokens);
     }
     uint64_t per_sec = tokens / secs > 0 ? tokens / secs : 1;
@@ -249,7 +249,7 @@ void pipe_throttled(struct tctx *c)
         (void)band_rate_set_name(p->requests, "requests");
         p->requests_rate = per_sec;
         st->budget[BUDGET_REQUESTS].limit = per_sec;
-        st->budget[BUDGET_REQUESTS].origin = p->requests_origin;
+        st->budget[BUDGET_REQUESTS].origin = st->requests_origin;
     }
 }
 
@@ -299,14 +299,15 @@ static void decode_admit(struct tctx *c)
     uint64_t need = t->decoded_bytes + t->warped_bytes + p->z->warp_work;
     band_sem *mem = p->bytes_budgeted ? band_budget_sem(p->memory) : p->mem_slots;
     uint64_t amount = p->bytes_budgeted ? need : 1;
-    if (p->bytes_budgeted && need > band_budget_capacity(p->memory)) {
-        char h1[32], h2[32];
+    if (p->bytes_budgeted && need > p->z->decode_share) {
+        char h1[32], h2[32], h3[32];
         p->to_decode.busy = 0;
         pipe_fail(c, REASON_TOO_LARGE,
-                  "raster %ux%ux%u needs %s decoded and reprojected, more than the whole "
-                  "memory budget of %s",
+                  "raster %ux%ux%u needs %s decoded and reprojected, more than the %s of "
+                  "the %s memory budget that decoding may hold",
                   t->width, t->height, t->bands, sizing_human(need, h1, sizeof(h1)),
-                  sizing_human(band_budget_capacity(p->memory), h2, sizeof(h2)));
+                  sizing_human(p->z->decode_share, h2, sizeof(h2)),
+                  sizing_human(band_budget_capacity(p->memory), h3, sizeof(h3)));
         dispatch_next(&p->to_decode);
         return;
     }
@@ -733,7 +734,10 @@ static int make_prims(struct pipe *p, char *err, size_t errlen)
     (void)band_sem_set_name(p->disk, "disk");
     TRY(band_budget_create(&p->memory, z->limit[BUDGET_MEMORY], NULL), "memory");
     (void)band_budget_set_name(p->memory, "memory");
-    if (!p->bytes_budgeted) {
+    if (p->bytes_budgeted) {
+        TRY(band_sem_create(&p->bodies, z->body_share, NULL), "the bodies' share of memory");
+        (void)band_sem_set_name(p->bodies, "memory (fetched bodies)");
+    } else {
         TRY(band_sem_create(&p->mem_slots, 1, NULL), "memory slots");
         (void)band_sem_set_name(p->mem_slots, "memory");
     }
@@ -781,6 +785,7 @@ static void free_prims(struct pipe *p)
         (void)band_permit_release(&p->gdal_cache);
     (void)band_budget_destroy(p->memory);
     (void)band_sem_destroy(p->mem_slots);
+    (void)band_sem_destroy(p->bodies);
     (void)band_sem_destroy(p->cpu);
     (void)band_sem_destroy(p->disk);
     (void)band_rate_destroy(p->requests);
@@ -822,6 +827,7 @@ int pipe_run(const struct pipe_run_config *cfg, struct pipe_stats *st, struct pi
     p->done_tail = &p->done_head;
     p->ctx = calloc(cfg->ntiles > 0 ? cfg->ntiles : 1, sizeof(*p->ctx));
     pthread_mutex_init(&p->done_lock, NULL);
+    st->fd_budget = p->z->fd_budget;
     for (int b = 0; b < BUDGET_COUNT; b++) {
         st->budget[b].limit = p->z->limit[b];
         st->budget[b].origin = p->z->origin[b];
@@ -845,6 +851,7 @@ int pipe_run(const struct pipe_run_config *cfg, struct pipe_stats *st, struct pi
         c->unit = (band_permit)BAND_PERMIT_INIT;
         c->conn = (band_permit)BAND_PERMIT_INIT;
         c->grant = (band_admit_grant)BAND_ADMIT_GRANT_INIT;
+        c->body_grant = (band_admit_grant)BAND_ADMIT_GRANT_INIT;
         c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT;
         c->url = c->t->source;
         c->local = is_local(c->t->source, &path);

@@ -8,6 +8,8 @@
 
 #include "sizing.h"
 
+#include "raster.h"
+
 #include <dirent.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -194,10 +196,11 @@ int sizing_compute(const struct pipe_opts *o, int http, const char *outdir, stru
     /* GDAL's block cache and each job's warp buffers are reserved from the same budget:
      * they are bytes the pipeline holds, just not tile buffers. */
     z->gdal_cache = mem / 8 < 64 * MIB ? mem / 8 : 64 * MIB;
-    z->warp_work =
-        mem / (16 * z->limit[BUDGET_CPU]) < 16 * MIB ? mem / (16 * z->limit[BUDGET_CPU]) : 16 * MIB;
-    if (z->warp_work < MIB)
-        z->warp_work = MIB;
+    z->warp_work = RASTER_WARP_MEMORY; /* the warp's own working buffers (raster.c) */
+    /* Bodies waiting for the decoders never hold more than a third, so a decode always
+     * finds the rest once the decodes and writes ahead of it are done: no wait cycle. */
+    z->body_share = (mem - z->gdal_cache) / 3;
+    z->decode_share = mem - z->gdal_cache - z->body_share;
 
     /* disk: small and flat; the device serialises writes anyway. */
     if (o->disk != OPT_UNSET) {
@@ -306,11 +309,14 @@ void sizing_print(FILE *out, const struct pipe_sizes *z, int memory_by_count)
             snprintf(value, sizeof(value), "%" PRIu64, z->limit[b]);
         fprintf(out, "  %-12s %10s   %s\n", pipe_budget_name(b), value, z->origin[b]);
     }
+    char h3[32], h4[32];
     fprintf(out,
-            "  (memory includes GDAL's block cache, %s, and %s of warp buffers per job;\n"
+            "  (memory: GDAL's block cache %s; fetched bodies hold at most %s until decoded,\n"
+            "   so decoding always has %s, warp buffers of %s per job included;\n"
             "   descriptors: at most %" PRIu64 " open, of RLIMIT_NOFILE %" PRIu64 ")\n",
-            sizing_human(z->gdal_cache, h, sizeof(h)), sizing_human(z->warp_work, h2, sizeof(h2)),
-            z->fd_budget, z->nofile);
+            sizing_human(z->gdal_cache, h, sizeof(h)), sizing_human(z->body_share, h3, sizeof(h3)),
+            sizing_human(z->decode_share, h4, sizeof(h4)),
+            sizing_human(z->warp_work, h2, sizeof(h2)), z->fd_budget, z->nofile);
     if (memory_by_count)
         fprintf(out, "  --memory-by-count: memory is a count of tiles, the budget divided by the\n"
                      "   first tile's working set, instead of bytes reserved per tile\n");

@@ -32,6 +32,10 @@ struct pipe_sizes {
     uint64_t fd_budget;           /* what may be open at once: fd_reserved + units x per tile */
     uint64_t gdal_cache;          /* GDAL's block cache, reserved from memory at start */
     uint64_t warp_work;           /* warp working memory, reserved by each decode job */
+    uint64_t body_share;          /* the most bytes fetched bodies may hold until decoded: a third
+                                     of memory after GDAL's cache */
+    uint64_t decode_share;        /* the rest: one tile's decode (decoded + reprojected + warp
+                                     buffers) may need at most this */
     char note[SIZING_ORIGIN_MAX]; /* a remark printed with the table ("" for none) */
 };
 

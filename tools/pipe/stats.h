@@ -58,9 +58,11 @@ struct stats_sample {
 #define STATS_SAMPLE_NS (100 * BAND_MSEC)
 
 struct pipe_stats {
-    band_time t0;    /* band_now() when the run began */
-    band_time t_end; /* when it ended (0 while running) */
-    size_t total;    /* tiles in the input */
+    char requests_origin[200]; /* where the request rate came from once the server set it
+                                  (budget[BUDGET_REQUESTS].origin points here then) */
+    band_time t0;              /* band_now() when the run began */
+    band_time t_end;           /* when it ended (0 while running) */
+    size_t total;              /* tiles in the input */
     size_t done, failed, skipped, abandoned, pending;
     size_t failed_by_reason[REASON_COUNT];
     uint64_t bytes_in;                          /* body bytes fetched */
