@@ -4,7 +4,10 @@
 #
 #   make deps      install missing Debian packages (scripts/deps.sh)
 #   make           release build in build/release
-#   make demo      release build, then run build/release/examples/band_demo, which writes what
+#   make demo      release build, then band-pipe with no arguments (tools/pipe: a generated
+#                  raster set served by a private nginx, fetched, reprojected and written
+#                  under per-resource budgets; log and plot in build/release/demo/pipe.*),
+#                  then build/release/examples/band_demo, which writes what
 #                  it measured to build/release/demo/*.tsv, draw its plots there with gnuplot
 #                  (scripts/demo_plot.sh: in-flight, overload, tenants; PNG and SVG), then
 #                  the download example (a local nginx, libcurl on libuv, one band semaphore)
@@ -85,6 +88,15 @@ release: deps
 DEMO_DIR := $(RELEASE_DIR)/demo
 
 demo: release
+	@if [ ! -x $(RELEASE_DIR)/tools/pipe/band-pipe ]; then \
+	    echo "demo: $(RELEASE_DIR)/tools/pipe/band-pipe was not built (needs libband-uv," \
+	         "libcurl and GDAL: make deps)" >&2; exit 1; fi
+	@mkdir -p $(DEMO_DIR)
+	@# The generated set has broken and missing tiles on purpose: exit 1 says they failed.
+	$(RELEASE_DIR)/tools/pipe/band-pipe --log $(DEMO_DIR)/pipe.jsonl --plot $(DEMO_DIR)/pipe.svg \
+	    || { rc=$$?; [ $$rc -eq 1 ] || exit $$rc; \
+	         echo "demo: band-pipe exit 1: the broken and missing tiles failed, as planned"; }
+	@echo
 	@if [ ! -x $(RELEASE_DIR)/examples/band_demo ]; then \
 	    echo "demo: $(RELEASE_DIR)/examples/band_demo was not built (examples/CMakeLists.txt" \
 	         "must define target band_demo)" >&2; exit 1; fi

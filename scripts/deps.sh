@@ -34,7 +34,8 @@ packages=(
     clang-tidy         # the `clang-tidy` command
     libuv1-dev         # libband-uv and the download example
     liburing-dev       # libband-fd's io_uring test
-    libcurl4-openssl-dev # the download example's HTTP client
+    libcurl4-openssl-dev # the download example's and band-pipe's HTTP client
+    libgdal-dev        # band-pipe (tools/pipe): decode, reproject and write rasters
     nginx-light        # the download example's HTTP server on 127.0.0.1
     gnuplot-nox        # scripts/bench_plot.sh: make bench's plots, ctest bench_plot_smoke
     doxygen            # the API reference and man pages (BAND_BUILD_DOCS, ctest api_reference)

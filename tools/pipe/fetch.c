@@ -57,6 +57,7 @@ static void conn_release(struct tctx *c, int outcome)
     struct pipe *p = c->p;
     if (c->conn.count == 0)
         return;
+    pipe_stage_end(c, STAGE_FETCH);
     if (c->conn_limit_held) {
         /* The adaptive limit takes its permit back itself with the sample. */
         (void)band_permit_forget(&c->conn);
@@ -222,6 +223,7 @@ static void on_done(struct curl_uv_xfer *x, CURLcode result)
                   c->errbuf[0] ? ": " : "", c->errbuf, t->attempts);
         return;
     }
+    t->body_bytes = c->body_len; /* for the fetch's stage_end event */
     conn_release(c, BAND_LIMIT_OK);
     p->ok_bucket[p->bucket]++;
     if (c->body == NULL) {
@@ -514,6 +516,7 @@ static void on_conn(band_uv_op *op, int status)
         c->conn_limit_held = 1;
     }
     pipe_use(p, BUDGET_CONNECTIONS, 1);
+    pipe_stage_begin(c, STAGE_FETCH);
     rate_wait(c);
 }
 
@@ -604,6 +607,7 @@ static void read_done(uv_work_t *req, int status)
 
 void fetch_read_local(struct tctx *c)
 {
+    pipe_stage_begin(c, STAGE_FETCH);
     c->state = TS_TRANSFER;
     c->read_work.data = c;
     if (uv_queue_work(&c->p->loop, &c->read_work, read_work, read_done) != 0)
@@ -638,7 +642,6 @@ static void fetch_local(struct tctx *c)
 
 void fetch_start(struct tctx *c)
 {
-    pipe_stage_begin(c, STAGE_FETCH);
     if (c->local)
         fetch_local(c);
     else

@@ -49,11 +49,12 @@ struct tctx {
     struct curl_uv_xfer xfer; /* first member: curl_uv hands it back */
     struct pipe *p;
     struct tile *t;
-    int state;   /* enum tctx_state */
-    int local;   /* a local file (file:// or a path): no connection, no request rate */
-    char *url;   /* what curl fetches */
-    char *path;  /* the local path for a local file */
-    int abandon; /* a second interruption came while a worker had it */
+    int state;         /* enum tctx_state */
+    int local;         /* a local file (file:// or a path): no connection, no request rate */
+    char *url;         /* what curl fetches */
+    char *path;        /* the local path for a local file */
+    int abandon;       /* a second interruption came while a worker had it */
+    unsigned in_stage; /* bit per stage: inside it now */
 
     band_time wait_since; /* when the current budget wait began */
     int wait_budget;      /* which budget it waits for, -1 none */

@@ -43,20 +43,30 @@ void pipe_wait_end(struct tctx *c, int acquired)
     c->wait_budget = -1;
 }
 
+/* A tile is inside a stage while it holds the stage's budget: fetch from its connection
+ * (or, for a local file, its read) to the whole body, decode while a cpu worker has it,
+ * write while a disk worker has it. A fetch retried after a 429 leaves the stage while it
+ * waits again, so the stage's count never passes its budget. */
 void pipe_stage_begin(struct tctx *c, int stage)
 {
     struct pipe_stats *st = c->p->st;
-    c->t->t_stage_start[stage] = band_now();
+    if (c->in_stage & (1u << stage))
+        return;
+    c->in_stage |= 1u << stage;
+    band_time now = band_now();
+    if (c->t->t_stage_start[stage] == 0)
+        c->t->t_stage_start[stage] = now;
     if (++st->stage_in_flight[stage] > st->stage_peak[stage])
         st->stage_peak[stage] = st->stage_in_flight[stage];
-    jlog_event(c->p->log, c->t, "stage_start", stage, c->t->t_stage_start[stage], c->p->t0);
+    jlog_event(c->p->log, c->t, "stage_start", stage, now, c->p->t0);
 }
 
 void pipe_stage_end(struct tctx *c, int stage)
 {
     struct pipe_stats *st = c->p->st;
-    if (c->t->t_stage_start[stage] == 0 || c->t->t_stage_end[stage] != 0)
+    if (!(c->in_stage & (1u << stage)))
         return;
+    c->in_stage &= ~(1u << stage);
     c->t->t_stage_end[stage] = band_now();
     st->stage_in_flight[stage]--;
     jlog_event(c->p->log, c->t, "stage_end", stage, c->t->t_stage_end[stage], c->p->t0);
@@ -318,7 +328,11 @@ static void decode_admit(struct tctx *c)
     (void)band_admit_req_add(&c->req, mem, amount);
     c->op.data = c;
     /* Counted as waiting for whichever of the two is short now. */
-    pipe_wait_begin(c, band_sem_available(p->cpu) == 0 ? BUDGET_CPU : BUDGET_MEMORY);
+    pipe_wait_begin(c, p->bytes_budgeted && band_budget_available(p->memory) < need
+                           ? BUDGET_MEMORY
+                           : (!p->bytes_budgeted && band_sem_available(p->mem_slots) == 0
+                                  ? BUDGET_MEMORY
+                                  : BUDGET_CPU));
     int rc = band_uv_bind(p->bu, &c->op, &c->req.w, on_decode_admit, BAND_FOREVER, p->abandon);
     if (rc != 0) {
         pipe_wait_end(c, 0);
@@ -588,6 +602,7 @@ static void on_sample(uv_timer_t *tm)
     p->ok_bucket[p->bucket] = 0;
     row.open_fds = procfs_open_fds();
     row.rss = procfs_rss();
+    row.allocated = atomic_load(&p->allocated);
     if (row.open_fds > st->peak_fds)
         st->peak_fds = row.open_fds;
     if (row.rss > st->peak_rss)
