@@ -725,11 +725,14 @@ static int make_prims(struct pipe *p, char *err, size_t errlen)
     if (z->connections_auto) {
         band_limit_opts lo;
         memset(&lo, 0, sizeof(lo));
-        lo.algorithm = BAND_LIMIT_GRADIENT;
+        /* Additive increase while answers come back, multiplicative decrease on a 429,
+         * a 503, a 5xx or a transport error. Round trips say little here: on a
+         * heavy-tailed set they follow the tiles' sizes, not the server's queue. */
+        lo.algorithm = BAND_LIMIT_AIMD;
         lo.initial = z->limit[BUDGET_CONNECTIONS];
         lo.min = 1;
         lo.max = z->connections_max;
-        lo.tolerance = 1.5;
+        lo.backoff = 0.75;
         TRY(band_limit_create(&p->conn_limit, &lo), "connections (adaptive)");
         (void)band_limit_set_name(p->conn_limit, "connections");
         p->connections = band_limit_sem(p->conn_limit);

@@ -269,7 +269,7 @@ int sizing_compute(const struct pipe_opts *o, int http, const char *outdir, stru
         z->connections_max = max;
         snprintf(z->origin[BUDGET_CONNECTIONS], SIZING_ORIGIN_MAX,
                  "auto: adaptive limit from %" PRIu64 ", at most %" PRIu64
-                 ", raised while throughput grows, cut on throttling",
+                 ", +1 per window of answers, cut by a quarter on throttling or errors",
                  conn, max);
     }
     z->limit[BUDGET_CONNECTIONS] = conn;
