@@ -14,6 +14,10 @@
 #                and report whether any EMFILE ("Too many open files") happened
 #   --resampling R   the other contenders' resampling: nearest, bilinear (default: band-pipe's,
 #                so every contender does the same work per tile), cubic, lanczos, average
+#   --pipe-args "ARGS"   more options for band-pipe's runs, split on spaces (e.g.
+#                "--memory 256M --verify")
+#   --timeout S  stop a run after S seconds (TERM, then KILL 5 s later; default 600): it is
+#                recorded with exit 124
 #   --keep       keep the work directory (dataset, outputs, logs)
 #
 # Environment:
@@ -46,6 +50,8 @@ rounds=3
 only=a,b,c,d
 nofile=
 resampling=bilinear
+pipe_args=()
+run_timeout=600
 keep=0
 die() {
     echo "bench-pipe: $*" >&2
@@ -58,6 +64,8 @@ while (($# > 0)); do
     --only) only=${2:?--only needs a list}; shift 2 ;;
     --ulimit) nofile=${2:?--ulimit needs a descriptor limit}; shift 2 ;;
     --resampling) resampling=${2:?--resampling needs a method}; shift 2 ;;
+    --pipe-args) read -r -a pipe_args <<<"${2?--pipe-args needs options}"; shift 2 ;;
+    --timeout) run_timeout=${2:?--timeout needs seconds}; shift 2 ;;
     --keep) keep=1; shift ;;
     -h | --help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
@@ -66,6 +74,7 @@ done
 [[ $tiles =~ ^[1-9][0-9]*$ ]] || die "--tiles: '$tiles' is not a positive count"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds: '$rounds' is not a positive count"
 [[ -z $nofile || $nofile =~ ^[1-9][0-9]*$ ]] || die "--ulimit: '$nofile' is not a count"
+[[ $run_timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout: '$run_timeout' is not a count of seconds"
 case $resampling in
 nearest) gdal_resampling=near ;; # gdalwarp's name for it
 bilinear | cubic | lanczos | average) gdal_resampling=$resampling ;;
@@ -121,7 +130,25 @@ echo "bench-pipe: $BAND_PIPE --generate $data --tiles $tiles"
 rm -f "$data/urls.txt"
 "$BAND_PIPE" --serve "$data" >"$work/serve.out" 2>"$work/serve.err" &
 server=$!
+kill_tree() { # signal $2 (default TERM) to process $1 and its descendants, children first
+    local c kids=()
+    read -r -a kids <<<"$(cat /proc/"$1"/task/*/children 2>/dev/null | tr '\n' ' ')"
+    for c in "${kids[@]}"; do kill_tree "$c" "${2:-TERM}"; done
+    kill -"${2:-TERM}" "$1" 2>/dev/null || true
+}
+kill_below() { # signal $2 to the descendants of $1 (not $1: /usr/bin/time stays to report)
+    local c kids=()
+    read -r -a kids <<<"$(cat /proc/"$1"/task/*/children 2>/dev/null | tr '\n' ' ')"
+    for c in "${kids[@]}"; do kill_tree "$c" "$2"; done
+}
+running= # the /usr/bin/time of the run in progress
 cleanup() {
+    if [[ -n ${running:-} ]]; then
+        kill_below "$running" TERM
+        sleep 1
+        kill_below "$running" KILL
+        running=
+    fi
     if [[ -n ${server:-} ]]; then
         kill -TERM "$server" 2>/dev/null || true
         wait "$server" 2>/dev/null || true
@@ -154,7 +181,7 @@ echo "bench-pipe: $total URLs, $(awk -v b="$in_bytes" 'BEGIN { printf "%.1f", b 
 set_command() { # cmd=(the command line of contender $1 writing to $2)
     local out=$2
     case $1 in
-    band-pipe) cmd=("$BAND_PIPE" --quiet "$urls" "$out") ;;
+    band-pipe) cmd=("$BAND_PIPE" --quiet "${pipe_args[@]}" "$urls" "$out") ;;
     asyncio) cmd=("$py" "$top/bench/pipe/asyncio_pipeline.py" "$urls" "$out"
         --resampling "$resampling") ;;
     parallel) cmd=(bash "$top/bench/pipe/parallel_curl_gdalwarp.sh" "$urls" "$out"
@@ -162,7 +189,7 @@ set_command() { # cmd=(the command line of contender $1 writing to $2)
     gdalwarp) cmd=(bash "$top/bench/pipe/gdalwarp_multi.sh" "$data/tiles" "$out" EPSG:3857
         "$gdal_resampling") ;;
     ulimit-*) cmd=(bash -c 'ulimit -n "$0" && exec "$@"' "${1#ulimit-}" "$BAND_PIPE" --quiet
-        "$urls" "$out") ;;
+        "${pipe_args[@]}" "$urls" "$out") ;;
     esac
 }
 
@@ -180,12 +207,30 @@ run_one() { # contender, round
     t0=$(date +%s%N)
     /usr/bin/time -f '%M %U %S' -o "$work/time-$name-$round" "${cmd[@]}" >"$log" 2>&1 &
     local tpid=$!
+    running=$tpid
     "$py" "$top/bench/pipe/sampler.py" "$tpid" "$work/sample-$name-$round" 10 &
     local spid=$!
+    local flag=$work/timed-out-$name-$round
+    (
+        sleep "$run_timeout"
+        : >"$flag"
+        kill_below "$tpid" TERM
+        sleep 5
+        kill_below "$tpid" KILL
+    ) &
+    local wpid=$!
     wait "$tpid" || rc=$?
     t1=$(date +%s%N)
+    running=
+    kill_tree "$wpid"
+    wait "$wpid" 2>/dev/null || true
     kill -TERM "$spid" 2>/dev/null || true
     wait "$spid" 2>/dev/null || true
+    local note=
+    if [[ -e $flag ]]; then
+        rc=124
+        note="  TIMED OUT after ${run_timeout} s"
+    fi
     local done_ fds tree after emfile
     done_=$(find "$out" -maxdepth 1 -name '*.tif' | wc -l)
     local rss=0 usr=0 sys=0
@@ -201,10 +246,10 @@ run_one() { # contender, round
             printf "%s\t%s\t%.3f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d\n",
                 n, r, s, d, tot, d / s, b / 1e6 / s, usr + sys, rss, tree, fds, c, rc, em
         }' >>"$runs"
-    printf '  round %d %-10s %7.2f s  %5.2f cpu s  %4d/%d tiles  exit %d  429s %d\n' \
+    printf '  round %d %-10s %7.2f s  %5.2f cpu s  %4d/%d tiles  exit %d  429s %d%s\n' \
         "$round" "$name" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a) / 1e9 }')" \
         "$(awk -v u="$usr" -v s="$sys" 'BEGIN { print u + s }')" "$done_" "$total" "$rc" \
-        "$((after - before))"
+        "$((after - before))" "$note"
     rm -rf "$out"
     sleep 1.5 # let the server's request allowance refill between runs
 }
