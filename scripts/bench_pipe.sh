@@ -12,6 +12,12 @@
 #                names band-pipe, asyncio, parallel, gdalwarp); default all four
 #   --ulimit N   also run band-pipe under `ulimit -n N` each round (contender "ulimit-N")
 #                and report whether any EMFILE ("Too many open files") happened
+#   --resampling R   the other contenders' resampling: nearest, bilinear (default: band-pipe's,
+#                so every contender does the same work per tile), cubic, lanczos, average
+#   --pipe-args "ARGS"   more options for band-pipe's runs, split on spaces (e.g.
+#                "--memory 256M --verify")
+#   --timeout S  stop a run after S seconds (TERM, then KILL 5 s later; default 600): it is
+#                recorded with exit 124
 #   --keep       keep the work directory (dataset, outputs, logs)
 #
 # Environment:
@@ -22,7 +28,9 @@
 #
 # Each run gets a fresh output directory and is measured from outside: wall time, tiles
 # written (*.tif in the output), tiles/s, MB/s (bytes of the dataset's tiles / wall time),
-# peak RSS of its largest process (/usr/bin/time -f %M), peak RSS and open descriptors
+# CPU time (user + system, of the whole tree: /usr/bin/time), which the machine's noise
+# disturbs far less than wall time, peak RSS of its largest process (/usr/bin/time -f
+# %M), peak RSS and open descriptors
 # summed over its process tree (bench/pipe/sampler.py, every 10 ms), and the 429s the
 # server sent it (the access log's delta). Prints a table of medians with ratios against
 # band-pipe and writes every run and the medians to $BUILD_DIR/bench/pipe.tsv.
@@ -41,6 +49,9 @@ tiles=200
 rounds=3
 only=a,b,c,d
 nofile=
+resampling=bilinear
+pipe_args=()
+run_timeout=600
 keep=0
 die() {
     echo "bench-pipe: $*" >&2
@@ -52,6 +63,9 @@ while (($# > 0)); do
     --rounds) rounds=${2:?--rounds needs a count}; shift 2 ;;
     --only) only=${2:?--only needs a list}; shift 2 ;;
     --ulimit) nofile=${2:?--ulimit needs a descriptor limit}; shift 2 ;;
+    --resampling) resampling=${2:?--resampling needs a method}; shift 2 ;;
+    --pipe-args) read -r -a pipe_args <<<"${2?--pipe-args needs options}"; shift 2 ;;
+    --timeout) run_timeout=${2:?--timeout needs seconds}; shift 2 ;;
     --keep) keep=1; shift ;;
     -h | --help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
@@ -60,6 +74,12 @@ done
 [[ $tiles =~ ^[1-9][0-9]*$ ]] || die "--tiles: '$tiles' is not a positive count"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds: '$rounds' is not a positive count"
 [[ -z $nofile || $nofile =~ ^[1-9][0-9]*$ ]] || die "--ulimit: '$nofile' is not a count"
+[[ $run_timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout: '$run_timeout' is not a count of seconds"
+case $resampling in
+nearest) gdal_resampling=near ;; # gdalwarp's name for it
+bilinear | cubic | lanczos | average) gdal_resampling=$resampling ;;
+*) die "--resampling: '$resampling' is not nearest, bilinear, cubic, lanczos or average" ;;
+esac
 
 contenders=()
 IFS=, read -r -a picked <<<"$only"
@@ -110,7 +130,25 @@ echo "bench-pipe: $BAND_PIPE --generate $data --tiles $tiles"
 rm -f "$data/urls.txt"
 "$BAND_PIPE" --serve "$data" >"$work/serve.out" 2>"$work/serve.err" &
 server=$!
+kill_tree() { # signal $2 (default TERM) to process $1 and its descendants, children first
+    local c kids=()
+    read -r -a kids <<<"$(cat /proc/"$1"/task/*/children 2>/dev/null | tr '\n' ' ')"
+    for c in "${kids[@]}"; do kill_tree "$c" "${2:-TERM}"; done
+    kill -"${2:-TERM}" "$1" 2>/dev/null || true
+}
+kill_below() { # signal $2 to the descendants of $1 (not $1: /usr/bin/time stays to report)
+    local c kids=()
+    read -r -a kids <<<"$(cat /proc/"$1"/task/*/children 2>/dev/null | tr '\n' ' ')"
+    for c in "${kids[@]}"; do kill_tree "$c" "$2"; done
+}
+running= # the /usr/bin/time of the run in progress
 cleanup() {
+    if [[ -n ${running:-} ]]; then
+        kill_below "$running" TERM
+        sleep 1
+        kill_below "$running" KILL
+        running=
+    fi
     if [[ -n ${server:-} ]]; then
         kill -TERM "$server" 2>/dev/null || true
         wait "$server" 2>/dev/null || true
@@ -143,17 +181,20 @@ echo "bench-pipe: $total URLs, $(awk -v b="$in_bytes" 'BEGIN { printf "%.1f", b 
 set_command() { # cmd=(the command line of contender $1 writing to $2)
     local out=$2
     case $1 in
-    band-pipe) cmd=("$BAND_PIPE" --quiet "$urls" "$out") ;;
-    asyncio) cmd=("$py" "$top/bench/pipe/asyncio_pipeline.py" "$urls" "$out") ;;
-    parallel) cmd=(bash "$top/bench/pipe/parallel_curl_gdalwarp.sh" "$urls" "$out" "$((cores * 2))") ;;
-    gdalwarp) cmd=(bash "$top/bench/pipe/gdalwarp_multi.sh" "$data/tiles" "$out") ;;
+    band-pipe) cmd=("$BAND_PIPE" --quiet "${pipe_args[@]}" "$urls" "$out") ;;
+    asyncio) cmd=("$py" "$top/bench/pipe/asyncio_pipeline.py" "$urls" "$out"
+        --resampling "$resampling") ;;
+    parallel) cmd=(bash "$top/bench/pipe/parallel_curl_gdalwarp.sh" "$urls" "$out"
+        "$((cores * 2))" EPSG:3857 "$gdal_resampling") ;;
+    gdalwarp) cmd=(bash "$top/bench/pipe/gdalwarp_multi.sh" "$data/tiles" "$out" EPSG:3857
+        "$gdal_resampling") ;;
     ulimit-*) cmd=(bash -c 'ulimit -n "$0" && exec "$@"' "${1#ulimit-}" "$BAND_PIPE" --quiet
-        "$urls" "$out") ;;
+        "${pipe_args[@]}" "$urls" "$out") ;;
     esac
 }
 
 runs=$work/runs.tsv
-printf 'contender\tround\twall_s\ttiles_done\ttiles_total\ttiles_per_s\tmb_per_s\tpeak_rss_kb\tpeak_tree_rss_kb\tpeak_fds\thttp_429\texit\temfile\n' >"$runs"
+printf 'contender\tround\twall_s\ttiles_done\ttiles_total\ttiles_per_s\tmb_per_s\tcpu_s\tpeak_rss_kb\tpeak_tree_rss_kb\tpeak_fds\thttp_429\texit\temfile\n' >"$runs"
 
 run_one() { # contender, round
     local name=$1 round=$2 out=$work/out-$1 log=$work/log-$1-$2.txt
@@ -164,30 +205,51 @@ run_one() { # contender, round
     local before t0 t1 rc=0
     before=$(count_429)
     t0=$(date +%s%N)
-    /usr/bin/time -f %M -o "$work/time-$name-$round" "${cmd[@]}" >"$log" 2>&1 &
+    /usr/bin/time -f '%M %U %S' -o "$work/time-$name-$round" "${cmd[@]}" >"$log" 2>&1 &
     local tpid=$!
+    running=$tpid
     "$py" "$top/bench/pipe/sampler.py" "$tpid" "$work/sample-$name-$round" 10 &
     local spid=$!
+    local flag=$work/timed-out-$name-$round
+    (
+        sleep "$run_timeout"
+        : >"$flag"
+        kill_below "$tpid" TERM
+        sleep 5
+        kill_below "$tpid" KILL
+    ) &
+    local wpid=$!
     wait "$tpid" || rc=$?
     t1=$(date +%s%N)
+    running=
+    kill_tree "$wpid"
+    wait "$wpid" 2>/dev/null || true
     kill -TERM "$spid" 2>/dev/null || true
     wait "$spid" 2>/dev/null || true
-    local done_ rss fds tree after emfile
+    local note=
+    if [[ -e $flag ]]; then
+        rc=124
+        note="  TIMED OUT after ${run_timeout} s"
+    fi
+    local done_ fds tree after emfile
     done_=$(find "$out" -maxdepth 1 -name '*.tif' | wc -l)
-    rss=$(tail -n1 "$work/time-$name-$round" 2>/dev/null | grep -E '^[0-9]+$' || echo 0)
+    local rss=0 usr=0 sys=0
+    read -r rss usr sys < <(tail -n1 "$work/time-$name-$round" 2>/dev/null) || true
+    [[ $rss =~ ^[0-9]+$ ]] || { rss=0; usr=0; sys=0; }
     read -r fds tree _ <"$work/sample-$name-$round" || { fds=0; tree=0; }
     after=$(count_429)
     emfile=$(grep -ciE 'EMFILE|too many open files' "$log" || true)
     awk -v n="$name" -v r="$round" -v t0="$t0" -v t1="$t1" -v d="$done_" -v tot="$total" \
-        -v b="$in_bytes" -v rss="$rss" -v tree="$tree" -v fds="$fds" -v c="$((after - before))" \
-        -v rc="$rc" -v em="$emfile" 'BEGIN {
+        -v b="$in_bytes" -v rss="$rss" -v usr="$usr" -v sys="$sys" -v tree="$tree" \
+        -v fds="$fds" -v c="$((after - before))" -v rc="$rc" -v em="$emfile" 'BEGIN {
             s = (t1 - t0) / 1e9
-            printf "%s\t%s\t%.3f\t%d\t%d\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d\n",
-                n, r, s, d, tot, d / s, b / 1e6 / s, rss, tree, fds, c, rc, em
+            printf "%s\t%s\t%.3f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%d\t%d\n",
+                n, r, s, d, tot, d / s, b / 1e6 / s, usr + sys, rss, tree, fds, c, rc, em
         }' >>"$runs"
-    printf '  round %d %-10s %7.2f s  %4d/%d tiles  exit %d  429s %d\n' "$round" "$name" \
-        "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a) / 1e9 }')" "$done_" "$total" \
-        "$rc" "$((after - before))"
+    printf '  round %d %-10s %7.2f s  %5.2f cpu s  %4d/%d tiles  exit %d  429s %d%s\n' \
+        "$round" "$name" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a) / 1e9 }')" \
+        "$(awk -v u="$usr" -v s="$sys" 'BEGIN { print u + s }')" "$done_" "$total" "$rc" \
+        "$((after - before))" "$note"
     rm -rf "$out"
     sleep 1.5 # let the server's request allowance refill between runs
 }
@@ -227,20 +289,21 @@ def ratio(c, key):
     return f"{med[c][i[key]] / base[i[key]]:.2f}x"
 print()
 print("medians of %d rounds" % max(len(v) for v in by.values()))
-print(f"{'contender':<11}{'wall s':>8}{'tiles':>10}{'tiles/s':>9}{'MB/s':>8}"
+print(f"{'contender':<11}{'wall s':>8}{'cpu s':>7}{'tiles':>10}{'tiles/s':>9}{'MB/s':>8}"
       f"{'RSS MB':>8}{'tree MB':>9}{'fds':>6}{'429s':>6}{'EMFILE':>7}"
-      f"{'tiles/s':>10}{'tree MB':>9}")
-print(f"{'':<11}{'':>8}{'':>10}{'':>9}{'':>8}{'(max 1)':>8}{'(sum)':>9}{'(sum)':>6}"
-      f"{'':>6}{'':>7}{'÷ band-pipe':>19}")
+      f"{'tiles/s':>10}{'cpu s':>7}{'tree MB':>9}")
+print(f"{'':<11}{'':>8}{'':>7}{'':>10}{'':>9}{'':>8}{'(max 1)':>8}{'(sum)':>9}{'(sum)':>6}"
+      f"{'':>6}{'':>7}{'(each ÷ band-pipe)':>26}")
 for c in order:
     m = med[c]
-    print(f"{c:<11}{m[i['wall_s']]:>8.2f}"
+    print(f"{c:<11}{m[i['wall_s']]:>8.2f}{m[i['cpu_s']]:>7.2f}"
           f"{'%d/%d' % (m[i['tiles_done']], m[i['tiles_total']]):>10}"
           f"{m[i['tiles_per_s']]:>9.1f}{m[i['mb_per_s']]:>8.1f}"
           f"{m[i['peak_rss_kb']] / 1024:>8.0f}{m[i['peak_tree_rss_kb']] / 1024:>9.0f}"
           f"{m[i['peak_fds']]:>6.0f}{m[i['http_429']]:>6.0f}"
           f"{max(x[i['emfile']] for x in by[c]):>7.0f}"
-          f"{ratio(c, 'tiles_per_s'):>10}{ratio(c, 'peak_tree_rss_kb'):>9}")
+          f"{ratio(c, 'tiles_per_s'):>10}{ratio(c, 'cpu_s'):>7}"
+          f"{ratio(c, 'peak_tree_rss_kb'):>9}")
 if base is None:
     print("(band-pipe was not run: no ratios)")
 for c in order:

@@ -3,26 +3,28 @@
 # gdalwarp_multi.sh - gdalwarp over the local files, one tile after the other, each with
 # GDAL's own parallelism (-multi -wo NUM_THREADS=ALL_CPUS): no network, no pipeline.
 #
-#   bench/pipe/gdalwarp_multi.sh TILESDIR OUTDIR [CRS]
+#   bench/pipe/gdalwarp_multi.sh TILESDIR OUTDIR [CRS] [RESAMPLING]
 #
-# Warps every TILESDIR/*.tif to OUTDIR/<name>.tif (CRS default EPSG:3857, DEFLATE).
+# Warps every TILESDIR/*.tif to OUTDIR/<name>.tif (CRS default EPSG:3857, RESAMPLING
+# default bilinear as band-pipe's, DEFLATE).
 # Prints one line: "gdalwarp: done D failed F"; exits 0 when every tile was written.
 set -uo pipefail
 
 if (($# < 2)); then
-    echo "usage: $0 TILESDIR OUTDIR [CRS]" >&2
+    echo "usage: $0 TILESDIR OUTDIR [CRS] [RESAMPLING]" >&2
     exit 2
 fi
 tiles=$1
 out=$2
 crs=${3:-EPSG:3857}
+resampling=${4:-bilinear}
 mkdir -p "$out"
 done_=0
 failed=0
 shopt -s nullglob
 for f in "$tiles"/*.tif; do
     name=$(basename "$f" .tif)
-    if gdalwarp -q -multi -wo NUM_THREADS=ALL_CPUS -t_srs "$crs" -co COMPRESS=DEFLATE \
+    if gdalwarp -q -multi -wo NUM_THREADS=ALL_CPUS -t_srs "$crs" -r "$resampling" -co COMPRESS=DEFLATE \
         "$f" "$out/$name.tif" >/dev/null 2>&1; then
         done_=$((done_ + 1))
     else
