@@ -18,6 +18,9 @@
 #                "--memory 256M --verify")
 #   --timeout S  stop a run after S seconds (TERM, then KILL 5 s later; default 600): it is
 #                recorded with exit 124
+#   --server-rate R, --server-burst B   the server's request limit for everyone together
+#                (default: band-pipe --serve's, the demonstration's 40/s with a burst of 10);
+#                a low rate makes the remote quota, not the cores, the bound
 #   --keep       keep the work directory (dataset, outputs, logs)
 #
 # Environment:
@@ -53,6 +56,7 @@ resampling=bilinear
 pipe_args=()
 run_timeout=600
 keep=0
+serve_args=()
 die() {
     echo "bench-pipe: $*" >&2
     exit 1
@@ -66,6 +70,8 @@ while (($# > 0)); do
     --resampling) resampling=${2:?--resampling needs a method}; shift 2 ;;
     --pipe-args) read -r -a pipe_args <<<"${2?--pipe-args needs options}"; shift 2 ;;
     --timeout) run_timeout=${2:?--timeout needs seconds}; shift 2 ;;
+    --server-rate) serve_args+=(--server-rate "${2:?--server-rate needs a rate}"); shift 2 ;;
+    --server-burst) serve_args+=(--server-burst "${2:?--server-burst needs a count}"); shift 2 ;;
     --keep) keep=1; shift ;;
     -h | --help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
@@ -128,7 +134,7 @@ echo "bench-pipe: $BAND_PIPE --generate $data --tiles $tiles"
 
 # The server, in the background until the end.
 rm -f "$data/urls.txt"
-"$BAND_PIPE" --serve "$data" >"$work/serve.out" 2>"$work/serve.err" &
+"$BAND_PIPE" --serve "$data" "${serve_args[@]}" >"$work/serve.out" 2>"$work/serve.err" &
 server=$!
 kill_tree() { # signal $2 (default TERM) to process $1 and its descendants, children first
     local c kids=()
