@@ -62,6 +62,13 @@ e2e_init()
 # The test passed: its directory goes when the script exits.
 e2e_pass()
 {
+    if [[ -n "$E2E_SERVE_PID" ]]; then # the server too ends cleanly (a sanitizer report fails it)
+        kill -TERM "$E2E_SERVE_PID" 2>/dev/null || true
+        local rc=0
+        wait "$E2E_SERVE_PID" || rc=$?
+        E2E_SERVE_PID=
+        [[ $rc -eq 0 ]] || fail "band-pipe --serve exited $rc on SIGTERM: $(cat "$W/serve.err")"
+    fi
     E2E_PASSED=1
     echo "PASS: $(basename "$0" .sh)"
 }
