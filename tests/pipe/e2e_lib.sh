@@ -350,3 +350,16 @@ summary_memory()
     allocated) human_bytes "$a" ;;
     esac
 }
+
+# summary_positions NAME LABEL: the tile names of the summary's "  LABEL (N, input
+# positions from 0): a-b, c" line, sorted (the inputs are the dataset's, in order, so
+# position i is tile-000i).
+summary_positions()
+{
+    sed -nE "s/^  $2 \\([0-9]+, input positions from 0\\): (.*)$/\\1/p" "$W/$1.out" | tr ',' '\n' |
+        while read -r r; do
+            [[ -n "$r" ]] || continue
+            local a=${r%-*} b=${r#*-} i
+            for ((i = a; i <= b; i++)); do printf 'tile-%04d\n' "$i"; done
+        done | sort
+}

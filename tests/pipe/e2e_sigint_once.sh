@@ -36,6 +36,13 @@ ndone1=$(wc -w <<<"$done1")
 [[ $ndone1 -ge 2 ]] || fail "fewer than 2 tiles done in the log"
 completed=$(sed -nE 's/^  completed \(([0-9]+),.*/\1/p' "$W/run1.out")
 [[ "$completed" == "$ndone1" ]] || fail "the summary lists $completed completed, the log $ndone1 tile_done"
+[[ "$(summary_positions run1 completed)" == "$done1" ]] ||
+    fail "the summary's completed positions are not the log's done tiles:
+$(diff <(echo "$done1") <(summary_positions run1 completed) || true)"
+[[ $(summary_positions run1 pending | wc -l) -eq $(sed -nE 's/^  pending \(([0-9]+),.*/\1/p' "$W/run1.out") ]] ||
+    fail "the summary's pending positions do not add up to its pending count"
+[[ -z "$(comm -12 <(summary_positions run1 pending) <(log_names "$LOG" tile_done; log_names "$LOG" tile_failed))" ]] ||
+    fail "the summary lists as pending a tile the log says done or failed"
 pending=$(sed -nE 's/^  pending \(([0-9]+),.*/\1/p' "$W/run1.out")
 nfailed1=$(log_names "$LOG" tile_failed | wc -l)
 [[ $((ndone1 + nfailed1 + pending)) -eq $E2E_TILES ]] ||
@@ -45,6 +52,12 @@ nfailed1=$(log_names "$LOG" tile_failed | wc -l)
 [[ $(jq -s '[.[] | select(.event == "tile_started")] | length' "$LOG") -eq \
     $(jq -s '[.[] | select(.event | IN("tile_done", "tile_failed", "tile_stopped"))] | length' "$LOG") ]] ||
     fail "some tile started but has no end event"
+
+# The tiles in flight finished: every tile that reached the decoders ended done or failed.
+jq -e -s '[.[] | select(.event == "stage_start" and .stage == "decode") | .tile] as $dec |
+    [.[] | select(.event == "tile_stopped") | .tile] as $stopped |
+    ($dec - ($dec - $stopped)) == []' "$LOG" >/dev/null ||
+    fail "a tile stopped after it reached the decoders (in flight, it should have finished)"
 
 # Outputs: exactly the done tiles, each complete, no temporary.
 # shellcheck disable=SC2086
