@@ -58,6 +58,14 @@ done
 [[ $(jq -s '[.[] | select(.event | IN("tile_abandoned", "tile_stopped", "tile_skipped"))] | length' "$LOG") -eq 0 ]] ||
     fail "the log has abandoned, stopped or skipped tiles in an uninterrupted run"
 
+# Each write's logged bytes are its output's size.
+for n in $good; do
+    logged=$(jq -s --arg n "$n" '[.[] | select(.tile == $n and .event == "stage_end" and .stage == "write")] |
+        if length == 1 then .[0].bytes else -1 end' "$LOG")
+    [[ "$logged" -eq "$(stat -c %s "$W/out/$n.tif")" ]] ||
+        fail "$n: the write's stage_end logs $logged bytes, the output has $(stat -c %s "$W/out/$n.tif")"
+done
+
 # Throttled requests: none after the first Retry-After (the run keeps the server's pace).
 req=$(grep '^requests: ' "$W/run.out") || fail "the summary has no requests line"
 throttled=$(sed -E 's/^requests: [0-9]+ started, ([0-9]+) throttled.*/\1/' <<<"$req")

@@ -35,4 +35,11 @@ $(show run)"
 tiles=$(log_max_concurrent "$LOG" tile)
 [[ $tiles -le $desc ]] || fail "$tiles tiles in flight at once, the descriptors budget is $desc"
 note "at most $tiles tiles in flight"
+# Too few descriptors for even one tile besides what the program keeps: a set-up error.
+ulimit -n 32
+run_pipe few "$URLS" "$W/out-few"
+expect_rc few 2
+grep -q '^band-pipe: RLIMIT_NOFILE is 32, and [0-9]* descriptors are needed outside the tiles: raise it (ulimit -n)$' "$W/few.err" ||
+    fail "ulimit -n 32 did not give the RLIMIT_NOFILE message:
+$(show few)"
 e2e_pass
