@@ -66,8 +66,26 @@ expect_outputs "$OUT" $done1
 expect_only_outputs "$OUT" $done1
 note "first run: $ndone1 done, $nfailed1 failed, $pending pending"
 
+# Before resuming, what a killed run leaves: a temporary of a process that is gone (to be
+# removed), one of a process still running (kept: it may be writing), and a damaged output
+# of a tile not done (not complete: written again, not skipped).
+dead=$(sh -c 'echo $$')
+live=$$
+broken=$(comm -23 <(kind_names small | sort) <(echo "$done1") | head -n 1)
+echo "half a file" >"$OUT/.$broken.tif.tmp.$dead.3"
+echo "another writer" >"$OUT/.$broken.tif.tmp.$live.4"
+echo "not a tiff" >"$OUT/$broken.tif"
+
 # --resume: the done tiles are skipped, the rest run; the bad tiles fail again.
 run_pipe run2 "$URLS" "$OUT" --log "$W/run2.jsonl" --resume --cpu 2
+grep -q '^removed 1 temporary files left by an earlier run that was killed$' "$W/run2.out" ||
+    fail "--resume did not remove the dead process's temporary:
+$(show run2)"
+[[ ! -e "$OUT/.$broken.tif.tmp.$dead.3" ]] || fail "the dead process's temporary is still there"
+[[ -e "$OUT/.$broken.tif.tmp.$live.4" ]] || fail "a running process's temporary was removed"
+rm -f "$OUT/.$broken.tif.tmp.$live.4"
+grep -q "\"event\":\"tile_done\",\"tile\":\"$broken\"" "$W/run2.jsonl" ||
+    fail "the damaged output $broken.tif was not written again"
 expect_rc run2 1
 good=$(kind_names small large)
 ngood=$(wc -w <<<"$good")
