@@ -44,7 +44,9 @@ packages=(
     python3-aiohttp    # make bench-pipe: the asyncio pipeline (bench/pipe/asyncio_pipeline.py)
     python3-rasterio   # make bench-pipe: the asyncio pipeline's decode, reproject and write
     parallel           # make bench-pipe: GNU parallel running curl + gdalwarp per tile
-    gdal-bin           # make bench-pipe: gdalwarp, for two of the contenders
+    gdal-bin           # make bench-pipe: gdalwarp, for two of the contenders; the pipe_e2e_*
+                       # tests (tests/pipe/e2e_*.sh): gdalinfo -json reads band-pipe's outputs
+    jq                 # the pipe_e2e_* tests: checks band-pipe's JSON lines log
     time               # make bench-pipe: /usr/bin/time -f %M, each run's peak RSS
 )
 pkgs=("${packages[@]}")

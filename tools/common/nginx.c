@@ -376,8 +376,11 @@ static void last_log_line(const struct nginx *ng, char *out, size_t outlen)
             continue;
         while (fgets(line, sizeof(line), f) != NULL) {
             line[strcspn(line, "\r\n")] = '\0';
-            if (line[0] != '\0')
-                snprintf(out, outlen, "%s", line);
+            if (line[0] != '\0') { /* cut to @outlen (gcc -O2 flags a snprintf here) */
+                size_t l = strlen(line) < outlen - 1 ? strlen(line) : outlen - 1;
+                memcpy(out, line, l);
+                out[l] = '\0';
+            }
         }
         fclose(f);
     }

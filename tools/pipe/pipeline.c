@@ -846,6 +846,7 @@ int pipe_run(const struct pipe_run_config *cfg, struct pipe_stats *st, struct pi
     p->ctx = calloc(cfg->ntiles > 0 ? cfg->ntiles : 1, sizeof(*p->ctx));
     pthread_mutex_init(&p->done_lock, NULL);
     st->fd_budget = p->z->fd_budget;
+    st->memory_bytes = p->z->limit[BUDGET_MEMORY];
     for (int b = 0; b < BUDGET_COUNT; b++) {
         st->budget[b].limit = p->z->limit[b];
         st->budget[b].origin = p->z->origin[b];

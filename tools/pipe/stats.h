@@ -76,6 +76,9 @@ struct pipe_stats {
     uint64_t stage_peak[STAGE_COUNT];
     struct stats_budget budget[BUDGET_COUNT];
     uint64_t memory_by_count; /* --memory-by-count: the count semaphore's slots, else 0 */
+    uint64_t memory_bytes;    /* the memory budget in bytes (--memory or sized), also with
+                                 --memory-by-count, where budget[BUDGET_MEMORY].limit is the
+                                 slot count; 0: take budget[BUDGET_MEMORY].limit */
     uint64_t peak_reserved;   /* peak bytes reserved from the memory budget */
     uint64_t peak_allocated;  /* peak bytes really held in tile buffers (bodies, rasters):
                                  with --memory-by-count this overshoots the byte budget */

@@ -265,17 +265,19 @@ int summary_print(FILE *out, const struct pipe_stats *s, const struct tile *tile
     fputc('\n', out);
 
     const struct stats_budget *mem = &s->budget[BUDGET_MEMORY];
+    /* By count, the budget's limit is its slots: the overshoot is against the bytes. */
+    uint64_t mem_bytes = s->memory_bytes ? s->memory_bytes : mem->limit;
     uint64_t reserved = s->peak_reserved;
     if (reserved == 0 && !s->memory_by_count)
         reserved = mem->peak_in_use;
     fprintf(out, "memory: peak reserved %s of the %s budget, peak allocated %s",
             progress_human_bytes(a, sizeof a, reserved),
-            progress_human_bytes(b, sizeof b, mem->limit),
+            progress_human_bytes(b, sizeof b, mem_bytes),
             progress_human_bytes(c, sizeof c, s->peak_allocated));
-    if (s->memory_by_count && mem->limit > 0)
+    if (s->memory_by_count && mem_bytes > 0)
         fprintf(out, "\n  --memory-by-count (%llu slots): allocated reached %.2fx the byte budget",
                 (unsigned long long)s->memory_by_count,
-                (double)s->peak_allocated / (double)mem->limit);
+                (double)s->peak_allocated / (double)mem_bytes);
     fputc('\n', out);
     fprintf(out, "requests: %llu started, %llu throttled (429/503)",
             (unsigned long long)s->requests, (unsigned long long)s->throttled);

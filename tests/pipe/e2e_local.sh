@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# pipe_e2e_local: local inputs without a server: a directory of rasters, a file of
+# file:// URLs, and paths on standard input ('-'). The good tiles' outputs are valid, the
+# broken ones fail corrupt, and a local path that does not exist fails not_found.
+# shellcheck source=tests/pipe/e2e_lib.sh
+source "$(dirname "$0")/e2e_lib.sh"
+e2e_init "$@"
+e2e_generate
+TILES=$W/data/tiles
+good=$(kind_names small large)
+
+# 1. The tiles directory (the missing tiles are simply not there).
+run_pipe dir "$TILES" "$W/out-dir" --log "$W/dir.jsonl" --cpu 2
+expect_rc dir 1
+# shellcheck disable=SC2012
+[[ $(grep -c '"event":"tile_started"' "$W/dir.jsonl") -eq $(ls "$TILES" | wc -l) ]] ||
+    fail "the directory run did not start one tile per file of $TILES"
+[[ "$(log_names "$W/dir.jsonl" tile_done)" == "$(sort <<<"$good")" ]] ||
+    fail "the directory run did not do exactly the good tiles:
+$(show dir)"
+for n in $(kind_names corrupt truncated); do
+    jq -e -s --arg n "$n" 'any(.[]; .tile == $n and .event == "tile_failed" and .reason == "corrupt")' \
+        "$W/dir.jsonl" >/dev/null || fail "$n did not fail corrupt in the directory run"
+done
+# shellcheck disable=SC2086
+expect_outputs "$W/out-dir" $good
+# shellcheck disable=SC2086
+expect_only_outputs "$W/out-dir" $good
+
+# 2. A file of file:// URLs, the missing tiles' included.
+tail -n +2 "$MANIFEST" | cut -f1 | sed "s|^|file://$TILES/|" >"$W/list.txt"
+echo "# a comment, then a blank line" >>"$W/list.txt"
+echo >>"$W/list.txt"
+run_pipe list "$W/list.txt" "$W/out-list" --log "$W/list.jsonl" --cpu 2
+expect_rc list 1
+[[ "$(log_names "$W/list.jsonl" tile_done)" == "$(sort <<<"$good")" ]] ||
+    fail "the file:// run did not do exactly the good tiles:
+$(show list)"
+for n in $(kind_names missing); do
+    jq -e -s --arg n "$n" --arg p "$TILES/$n.tif" '[.[] | select(.tile == $n and .event == "tile_failed")] |
+        length == 1 and .[0].reason == "not_found" and (.[0].detail | startswith($p))' \
+        "$W/list.jsonl" >/dev/null ||
+        fail "the missing $n did not fail not_found with its path in the detail:
+$(jq -c --arg n "$n" 'select(.tile == $n and (.event | startswith("tile_")))' "$W/list.jsonl")"
+done
+nmissing=$(kind_names missing | wc -l)
+grep -q "^  failed by reason: not_found $nmissing, corrupt 2$" "$W/list.out" ||
+    fail "the file:// run's failures are not not_found $nmissing, corrupt 2:
+$(show list)"
+# shellcheck disable=SC2086
+expect_outputs "$W/out-list" $good
+# shellcheck disable=SC2086
+expect_only_outputs "$W/out-list" $good
+
+# 3. Plain paths on standard input: three small tiles, all good, so exit 0.
+some=$(kind_names small | head -n 3)
+for n in $some; do echo "$TILES/$n.tif"; done >"$W/stdin.txt"
+run_pipe stdin - "$W/out-stdin" --cpu 2 <"$W/stdin.txt"
+expect_rc stdin 0
+grep -q "^band-pipe: 3 tiles in .* s: 3 done, 0 skipped, 0 failed$" "$W/stdin.out" ||
+    fail "the stdin run did not do its 3 tiles:
+$(show stdin)"
+# shellcheck disable=SC2086
+expect_outputs "$W/out-stdin" $some
+# shellcheck disable=SC2086
+expect_only_outputs "$W/out-stdin" $some
+e2e_pass
