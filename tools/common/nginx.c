@@ -43,6 +43,8 @@
 #include <sys/prctl.h>
 #endif
 
+#include "errtext.h"
+
 #define READY_FILE    "band-ready.txt"
 #define START_TRIES   5
 #define READY_SECONDS 15
@@ -136,7 +138,7 @@ static int write_text(const char *path, const char *text, char *err, size_t errl
 {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
-        set_err(err, errlen, "nginx: cannot create %s: %s", path, strerror(errno));
+        set_err(err, errlen, "nginx: cannot create %s: %s", path, errtext(errno));
         return -1;
     }
     int ok = fputs(text, f) >= 0;
@@ -189,7 +191,7 @@ static int write_conf(const struct nginx *ng, const char *conf, const char *docr
     req_limit_conf(o, zone, sizeof(zone), loc, sizeof(loc), named, sizeof(named));
     FILE *f = fopen(conf, "w");
     if (f == NULL) {
-        set_err(err, errlen, "nginx: cannot create %s: %s", conf, strerror(errno));
+        set_err(err, errlen, "nginx: cannot create %s: %s", conf, errtext(errno));
         return -1;
     }
     const char *d = ng->dir;
@@ -249,7 +251,7 @@ static pid_t spawn(const struct nginx *ng, const char *conf, char *err, size_t e
 #endif
     pid_t pid = fork();
     if (pid < 0) {
-        set_err(err, errlen, "nginx: fork: %s", strerror(errno));
+        set_err(err, errlen, "nginx: fork: %s", errtext(errno));
         return -1;
     }
     if (pid == 0) {
@@ -432,7 +434,7 @@ int nginx_start(struct nginx *ng, const char *dir, const char *docroot,
     for (size_t i = 0; i < 2; i++) {
         snprintf(path, sizeof(path), "%s%s", dir, subdirs[i]);
         if (mkdir(path, 0700) != 0) {
-            set_err(err, errlen, "nginx: cannot create %s: %s", path, strerror(errno));
+            set_err(err, errlen, "nginx: cannot create %s: %s", path, errtext(errno));
             return -1;
         }
     }
@@ -452,8 +454,7 @@ int nginx_start(struct nginx *ng, const char *dir, const char *docroot,
     for (int attempt = 1; attempt <= START_TRIES; attempt++) {
         ng->port = free_port();
         if (ng->port == 0) {
-            set_err(err, errlen, "nginx: cannot find a free port on 127.0.0.1: %s",
-                    strerror(errno));
+            set_err(err, errlen, "nginx: cannot find a free port on 127.0.0.1: %s", errtext(errno));
             return -1;
         }
         if (write_conf(ng, conf, docroot, o, err, errlen) != 0)

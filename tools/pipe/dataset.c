@@ -26,6 +26,8 @@
 #include <gdal.h>
 #include <ogr_srs_api.h>
 
+#include "errtext.h"
+
 #define TILE_DEG      0.25
 #define GRID_WEST     5.0
 #define GRID_NORTH    48.0
@@ -195,12 +197,12 @@ static int write_garbage(const char *path, uint64_t seed, char *err, size_t errl
     FILE *f = fopen(path, "wb");
     int rc = -1;
     if (f == NULL) {
-        set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        set_err(err, errlen, "cannot create %s: %s", path, errtext(errno));
     } else if (fwrite(b, 1, n, f) != n) {
-        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        set_err(err, errlen, "cannot write %s: %s", path, errtext(errno));
         fclose(f);
     } else if (fclose(f) != 0) {
-        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        set_err(err, errlen, "cannot write %s: %s", path, errtext(errno));
     } else {
         rc = 0;
     }
@@ -211,7 +213,7 @@ static int write_garbage(const char *path, uint64_t seed, char *err, size_t errl
 static int make_dir(const char *path, char *err, size_t errlen)
 {
     if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-        set_err(err, errlen, "cannot create directory %s: %s", path, strerror(errno));
+        set_err(err, errlen, "cannot create directory %s: %s", path, errtext(errno));
         return -1;
     }
     return 0;
@@ -315,7 +317,7 @@ int dataset_generate(const char *dir, const struct dataset_opts *o, char *err, s
         switch (p->kind) {
         case DATASET_MISSING:
             if (unlink(path) != 0 && errno != ENOENT) {
-                set_err(err, errlen, "cannot remove %s: %s", path, strerror(errno));
+                set_err(err, errlen, "cannot remove %s: %s", path, errtext(errno));
                 goto done;
             }
             continue;
@@ -332,13 +334,13 @@ int dataset_generate(const char *dir, const struct dataset_opts *o, char *err, s
         }
         struct stat st;
         if (stat(path, &st) != 0) {
-            set_err(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+            set_err(err, errlen, "cannot stat %s: %s", path, errtext(errno));
             goto done;
         }
         if (p->kind == DATASET_TRUNCATED) {
             off_t cut = st.st_size / 3;
             if (truncate(path, cut) != 0) {
-                set_err(err, errlen, "cannot truncate %s: %s", path, strerror(errno));
+                set_err(err, errlen, "cannot truncate %s: %s", path, errtext(errno));
                 goto done;
             }
             st.st_size = cut;
@@ -350,7 +352,7 @@ int dataset_generate(const char *dir, const struct dataset_opts *o, char *err, s
     snprintf(path, plen, "%s/manifest.tsv", dir);
     mf = fopen(tmp, "w");
     if (mf == NULL) {
-        set_err(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        set_err(err, errlen, "cannot create %s: %s", tmp, errtext(errno));
         goto done;
     }
     fprintf(mf, "%s\n", MANIFEST_HEAD);
@@ -360,13 +362,13 @@ int dataset_generate(const char *dir, const struct dataset_opts *o, char *err, s
     int bad = ferror(mf);
     if (fclose(mf) != 0 || bad) {
         mf = NULL;
-        set_err(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        set_err(err, errlen, "cannot write %s: %s", tmp, errtext(errno));
         unlink(tmp);
         goto done;
     }
     mf = NULL;
     if (rename(tmp, path) != 0) {
-        set_err(err, errlen, "cannot rename %s: %s", tmp, strerror(errno));
+        set_err(err, errlen, "cannot rename %s: %s", tmp, errtext(errno));
         unlink(tmp);
         goto done;
     }
@@ -416,7 +418,7 @@ int dataset_read_manifest(const char *dir, struct dataset_entry **out, size_t *n
     snprintf(path, plen, "%s/manifest.tsv", dir);
     FILE *f = fopen(path, "r");
     if (f == NULL) {
-        set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        set_err(err, errlen, "cannot open %s: %s", path, errtext(errno));
         free(path);
         return -1;
     }
@@ -487,7 +489,7 @@ int dataset_read_manifest(const char *dir, struct dataset_entry **out, size_t *n
         v[len++] = e;
     }
     if (ferror(f)) {
-        set_err(err, errlen, "cannot read manifest.tsv: %s", strerror(errno));
+        set_err(err, errlen, "cannot read manifest.tsv: %s", errtext(errno));
         goto done;
     }
     if (lineno == 0) {

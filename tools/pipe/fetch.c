@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errtext.h"
+
 #define THROTTLE_TRIES 20 /* 429/503 answers one tile accepts before it gives up */
 
 static void conn_acquire(struct tctx *c);
@@ -598,7 +600,7 @@ static void read_done(uv_work_t *req, int status)
     }
     if (c->read_errno != 0) {
         pipe_fail(c, c->read_errno == ENOENT ? REASON_NOT_FOUND : REASON_CORRUPT, "%s: %s", c->path,
-                  strerror(c->read_errno));
+                  errtext(c->read_errno));
         return;
     }
     c->t->attempts = 1;
@@ -619,7 +621,7 @@ static void fetch_local(struct tctx *c)
     struct stat st;
     if (stat(c->path, &st) != 0) {
         pipe_fail(c, errno == ENOENT ? REASON_NOT_FOUND : REASON_CORRUPT, "%s: %s", c->path,
-                  strerror(errno));
+                  errtext(errno));
         return;
     }
     if (!S_ISREG(st.st_mode)) {

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "errtext.h"
+
 struct jlog {
     FILE *f;
     int failed;
@@ -27,7 +29,7 @@ struct jlog *jlog_open(const char *path, char *err, size_t errlen)
     }
     j->f = fopen(path, "w");
     if (j->f == NULL) {
-        snprintf(err, errlen, "log %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "log %s: %s", path, errtext(errno));
         free(j);
         return NULL;
     }

@@ -22,6 +22,7 @@
 #include <band/band.h>
 
 #include "dataset.h"
+#include "errtext.h"
 #include "opts.h"
 #include "pipeline.h"
 #include "plot.h"
@@ -273,7 +274,7 @@ int main(int argc, char **argv)
         const char *base = getenv("TMPDIR");
         snprintf(tmp, sizeof(tmp), "%s/band-pipe.XXXXXX", base && *base ? base : "/tmp");
         if (mkdtemp(tmp) == NULL) {
-            fprintf(stderr, "band-pipe: mkdtemp %s: %s\n", tmp, strerror(errno));
+            fprintf(stderr, "band-pipe: mkdtemp %s: %s\n", tmp, errtext(errno));
             goto out;
         }
         snprintf(data, sizeof(data), "%s/data", tmp);
@@ -314,18 +315,18 @@ int main(int argc, char **argv)
     } else {
         FILE *f = fopen(input, "r");
         if (f == NULL) {
-            fprintf(stderr, "band-pipe: %s: %s\n", input, strerror(errno));
+            fprintf(stderr, "band-pipe: %s: %s\n", input, errtext(errno));
             goto out;
         }
         rc = read_list(f, &in);
         fclose(f);
     }
     if (rc != 0) {
-        fprintf(stderr, "band-pipe: reading %s: %s\n", input, strerror(errno));
+        fprintf(stderr, "band-pipe: reading %s: %s\n", input, errtext(errno));
         goto out;
     }
     if (mkdir_p(outdir) != 0) {
-        fprintf(stderr, "band-pipe: cannot create %s: %s\n", outdir, strerror(errno));
+        fprintf(stderr, "band-pipe: cannot create %s: %s\n", outdir, errtext(errno));
         goto out;
     }
     if (name_tiles(&in, outdir) != 0) {

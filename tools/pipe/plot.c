@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "errtext.h"
+
 extern char **environ;
 
 static int have_gnuplot(void)
@@ -52,7 +54,7 @@ static int write_tsv(const char *tsv, const struct pipe_stats *s, char *err, siz
 {
     FILE *f = fopen(tsv, "w");
     if (f == NULL) {
-        snprintf(err, errlen, "plot data %s: %s", tsv, strerror(errno));
+        snprintf(err, errlen, "plot data %s: %s", tsv, errtext(errno));
         return -1;
     }
     const double mib = 1024.0 * 1024.0;
@@ -148,7 +150,7 @@ int plot_write(const char *path, const struct pipe_stats *s, char *err, size_t e
     }
     FILE *g = fopen(gp, "w");
     if (g == NULL) {
-        snprintf(err, errlen, "plot script %s: %s", gp, strerror(errno));
+        snprintf(err, errlen, "plot script %s: %s", gp, errtext(errno));
         goto out;
     }
     int rows = s->nsamples > 0;
@@ -176,7 +178,7 @@ int plot_write(const char *path, const struct pipe_stats *s, char *err, size_t e
     pid_t pid;
     int e = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);
     if (e != 0) {
-        snprintf(err, errlen, "plot %s: cannot run gnuplot: %s", path, strerror(e));
+        snprintf(err, errlen, "plot %s: cannot run gnuplot: %s", path, errtext(e));
         unlink(gp);
         goto out;
     }
@@ -186,7 +188,7 @@ int plot_write(const char *path, const struct pipe_stats *s, char *err, size_t e
         ;
     unlink(gp);
     if (w == -1) {
-        snprintf(err, errlen, "plot %s: waiting for gnuplot: %s", path, strerror(errno));
+        snprintf(err, errlen, "plot %s: waiting for gnuplot: %s", path, errtext(errno));
         goto out;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

@@ -34,6 +34,8 @@
 #include <gdalwarper.h>
 #include <ogr_srs_api.h>
 
+#include "errtext.h"
+
 #define RASTER_DEFAULT_CACHE ((uint64_t)16 * 1024 * 1024)
 #define RASTER_MAX_BANDS     4096
 
@@ -768,14 +770,14 @@ fail_gdal:
         set_err(err, errlen, "disk full (No space left on device)");
     } else {
         set_err(err, errlen, "cannot write %s: %s", final_path,
-                errcap_msg(&cap, e != 0 ? strerror(e) : "GDAL failed"));
+                errcap_msg(&cap, e != 0 ? errtext(e) : "GDAL failed"));
     }
     goto done;
 fail:
     if (is_disk_full(e) || (e == EIO && dir_full(dir)))
         set_err(err, errlen, "disk full (No space left on device)");
     else
-        set_err(err, errlen, "cannot write %s: %s", final_path, strerror(e));
+        set_err(err, errlen, "cannot write %s: %s", final_path, errtext(e));
 done:
     if (created)
         unlink(tmp);
@@ -816,7 +818,7 @@ int raster_remove_stale_temps(const char *dir, unsigned *removed, char *err, siz
     DIR *d = dir != NULL ? opendir(dir) : NULL;
     if (d == NULL) {
         set_err(err, errlen, "cannot read directory %s: %s", dir != NULL ? dir : "(null)",
-                strerror(dir != NULL ? errno : EINVAL));
+                errtext(dir != NULL ? errno : EINVAL));
         return -1;
     }
     int rc = 0;
@@ -825,7 +827,7 @@ int raster_remove_stale_temps(const char *dir, unsigned *removed, char *err, siz
         if (!stale_temp(e->d_name))
             continue;
         if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
-            set_err(err, errlen, "cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
+            set_err(err, errlen, "cannot remove %s/%s: %s", dir, e->d_name, errtext(errno));
             rc = -1;
             break;
         }

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errtext.h"
+
 /* Formats the reason into @err (always terminated when @errlen > 0). */
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -85,7 +87,7 @@ static int read_manifest(const char *path, struct names *nm, char *err, size_t e
 {
     FILE *f = fopen(path, "r");
     if (f == NULL) {
-        set_err(err, errlen, "serve: cannot open %s: %s", path, strerror(errno));
+        set_err(err, errlen, "serve: cannot open %s: %s", path, errtext(errno));
         return -1;
     }
     char *line = NULL;
@@ -165,7 +167,7 @@ static int write_urls(const struct serve *s, const struct names *nm, char *err, 
     snprintf(tmp, sizeof(tmp), "%s.tmp", s->urls);
     FILE *f = fopen(tmp, "w");
     if (f == NULL) {
-        set_err(err, errlen, "serve: cannot create %s: %s", tmp, strerror(errno));
+        set_err(err, errlen, "serve: cannot create %s: %s", tmp, errtext(errno));
         return -1;
     }
     for (size_t i = 0; i < nm->n; i++) {
@@ -180,7 +182,7 @@ static int write_urls(const struct serve *s, const struct names *nm, char *err, 
     int ok = !ferror(f);
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, s->urls) != 0) {
-        set_err(err, errlen, "serve: writing %s failed: %s", s->urls, strerror(errno));
+        set_err(err, errlen, "serve: writing %s failed: %s", s->urls, errtext(errno));
         unlink(tmp);
         return -1;
     }
@@ -193,7 +195,7 @@ static int rm_entry(const char *path, const struct stat *st, int type, struct FT
     (void)ftw;
     int rc = (type == FTW_DP) ? rmdir(path) : unlink(path);
     if (rc != 0 && errno != ENOENT) {
-        fprintf(stderr, "serve: cannot remove %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "serve: cannot remove %s: %s\n", path, errtext(errno));
         return -1;
     }
     return 0;
@@ -227,7 +229,7 @@ int serve_start(struct serve *s, const char *dataset_dir, const struct serve_opt
         return -1;
     }
     if (realpath(path, docroot) == NULL) {
-        set_err(err, errlen, "serve: %s: %s", path, strerror(errno));
+        set_err(err, errlen, "serve: %s: %s", path, errtext(errno));
         return -1;
     }
     if (snprintf(s->urls, sizeof(s->urls), "%s/urls.txt", dataset_dir) >= (int)sizeof(s->urls)) {
@@ -248,7 +250,7 @@ int serve_start(struct serve *s, const char *dataset_dir, const struct serve_opt
         tmpdir = "/tmp";
     if (snprintf(s->tmp, sizeof(s->tmp), "%s/band-serve-XXXXXX", tmpdir) >= (int)sizeof(s->tmp) ||
         mkdtemp(s->tmp) == NULL) {
-        set_err(err, errlen, "serve: cannot create a directory in %s: %s", tmpdir, strerror(errno));
+        set_err(err, errlen, "serve: cannot create a directory in %s: %s", tmpdir, errtext(errno));
         s->tmp[0] = s->urls[0] = '\0';
         names_free(&nm);
         return -1;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "errtext.h"
 #include "procfs.h"
 
 struct verify {
@@ -111,13 +112,13 @@ int verify_start(struct verify **out, const struct verify_limits *l, char *err, 
         pthread_condattr_destroy(&ca);
     }
     if (e != 0) {
-        snprintf(err, errlen, "verify: condition variable: %s", strerror(e));
+        snprintf(err, errlen, "verify: condition variable: %s", errtext(e));
         free(v);
         return -1;
     }
     e = pthread_mutex_init(&v->mu, NULL);
     if (e != 0) {
-        snprintf(err, errlen, "verify: mutex: %s", strerror(e));
+        snprintf(err, errlen, "verify: mutex: %s", errtext(e));
         pthread_cond_destroy(&v->cv);
         free(v);
         return -1;
@@ -125,7 +126,7 @@ int verify_start(struct verify **out, const struct verify_limits *l, char *err, 
     sample(v); /* before the thread exists: no race on v->r */
     e = pthread_create(&v->thread, NULL, run, v);
     if (e != 0) {
-        snprintf(err, errlen, "verify: cannot start the sampler thread: %s", strerror(e));
+        snprintf(err, errlen, "verify: cannot start the sampler thread: %s", errtext(e));
         pthread_mutex_destroy(&v->mu);
         pthread_cond_destroy(&v->cv);
         free(v);
