@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # pipe_e2e_usage: bad command lines exit 2 with a message saying what is wrong, and start
-# nothing; --help and --version exit 0.
+# nothing; --help and --version exit 0, or 2 when their output cannot be written.
 # shellcheck source=tests/pipe/e2e_lib.sh
 source "$(dirname "$0")/e2e_lib.sh"
 e2e_init "$@"
@@ -54,5 +54,16 @@ grep -q 'exit status: 0 every tile done or skipped, 1 some tile failed, 2 bad us
 run_pipe version --version
 expect_rc version 0
 grep -q '^band-pipe (band [0-9]' "$W/version.out" || fail "--version prints no version"
+
+# A failed write of stdout is caught at exit: exit 2 and a message on stderr.
+if [[ -w /dev/full ]]; then
+    RC=0
+    timeout -s KILL "$E2E_RUN_TIMEOUT" "$BIN" --help >/dev/full 2>"$W/full.err" || RC=$?
+    [[ $RC -eq 2 ]] || fail "band-pipe --help >/dev/full exited $RC, expected 2"
+    grep -q -F 'band-pipe: writing the standard output failed: No space left on device' \
+        "$W/full.err" || fail "band-pipe --help >/dev/full: stderr says $(cat "$W/full.err")"
+else
+    echo "pipe_e2e_usage: no writable /dev/full: the failed-write case is not checked"
+fi
 cd /
 e2e_pass

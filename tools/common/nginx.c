@@ -177,16 +177,43 @@ static void req_limit_conf(const struct nginx_opts *o, char *zone, size_t zonele
              o->retry_after, o->req_rate);
 }
 
+/* The "user" directive naming the effective user and group into @out, or "" when either
+ * is unknown or its name would need escaping. getpwuid_r and getgrgid_r, not getpwuid and
+ * getgrgid: the caller may have threads of its own. */
+static void user_directive(char *out, size_t outlen)
+{
+    out[0] = '\0';
+    char *buf = NULL;
+    for (size_t cap = 2048; cap <= ((size_t)1 << 20); cap *= 2) {
+        char *nb = realloc(buf, cap);
+        if (nb == NULL)
+            break;
+        buf = nb;
+        struct passwd pw, *pwp = NULL;
+        struct group gr, *grp = NULL;
+        size_t half = cap / 2; /* the user's entry in the first half, the group's after it */
+        int e = getpwuid_r(geteuid(), &pw, buf, half, &pwp);
+        if (e == 0 && pwp != NULL)
+            e = getgrgid_r(getegid(), &gr, buf + half, cap - half, &grp);
+        if (e == ERANGE)
+            continue; /* an entry larger than its half: try again with twice the room */
+        if (e == 0 && pwp != NULL && grp != NULL && conf_safe(pw.pw_name) &&
+            conf_safe(gr.gr_name)) {
+            int n = snprintf(out, outlen, "user \"%s\" \"%s\";\n", pw.pw_name, gr.gr_name);
+            if (n < 0 || (size_t)n >= outlen)
+                out[0] = '\0'; /* a cut directive would not parse */
+        }
+        break;
+    }
+    free(buf);
+}
+
 static int write_conf(const struct nginx *ng, const char *conf, const char *docroot,
                       const struct nginx_opts *o, char *err, size_t errlen)
 {
     char user[300] = "";
-    if (geteuid() == 0) {
-        struct passwd *pw = getpwuid(geteuid());
-        struct group *gr = getgrgid(getegid());
-        if (pw != NULL && gr != NULL && conf_safe(pw->pw_name) && conf_safe(gr->gr_name))
-            snprintf(user, sizeof(user), "user \"%s\" \"%s\";\n", pw->pw_name, gr->gr_name);
-    }
+    if (geteuid() == 0)
+        user_directive(user, sizeof(user));
     char zone[256], loc[256], named[512];
     req_limit_conf(o, zone, sizeof(zone), loc, sizeof(loc), named, sizeof(named));
     FILE *f = fopen(conf, "w");
@@ -232,7 +259,8 @@ static int write_conf(const struct nginx *ng, const char *conf, const char *docr
             "}\n",
             d, d, user, ng->access_log, d, d, d, d, d, zone, ng->port, docroot, o->conn_rate, d,
             loc, named);
-    if (fclose(f) != 0) {
+    int bad = ferror(f); /* a write that failed before fclose's flush */
+    if (fclose(f) != 0 || bad) {
         set_err(err, errlen, "nginx: writing %s failed", conf);
         return -1;
     }

@@ -193,7 +193,8 @@ static int write_garbage(const char *path, uint64_t seed, char *err, size_t errl
     }
     for (size_t i = 0; i < n; i++)
         b[i] = (unsigned char)rng_next(&s);
-    memcpy(b, "JUNK", 4); /* no format's magic */
+    static const unsigned char junk[4] = {'J', 'U', 'N', 'K'}; /* no format's magic */
+    memcpy(b, junk, sizeof(junk));
     FILE *f = fopen(path, "wb");
     int rc = -1;
     if (f == NULL) {

@@ -72,8 +72,7 @@ static int read_list(FILE *f, struct input *in)
 {
     char *line = NULL;
     size_t cap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &cap, f)) >= 0) {
+    while (getline(&line, &cap, f) >= 0) {
         char *s = line;
         while (*s == ' ' || *s == '\t')
             s++;
@@ -134,7 +133,9 @@ static int name_tiles(struct input *in, const char *outdir)
             char ch = s[j];
             int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.';
-            name[k++] = ok ? ch : '_';
+            if (!ok)
+                ch = '_';
+            name[k++] = ch;
         }
         name[k] = '\0';
         char *dot = strrchr(name, '.');
@@ -192,9 +193,10 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return remove(path);
 }
 
-static void rm_rf(const char *dir)
+/* 0, or -1 when something in @dir could not be removed (nftw stops there). */
+static int rm_rf(const char *dir)
 {
-    (void)nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }
 
 /* ---- --serve ------------------------------------------------------------------------ */
@@ -234,7 +236,7 @@ static void mark_resumed(struct input *in, const char *crs)
             in->tiles[i].result = TILE_SKIPPED;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     struct pipe_opts o;
     char err[512];
@@ -405,10 +407,26 @@ out:
     if (tmp[0] != '\0') {
         if (o.keep)
             printf("kept %s\n", tmp);
-        else
-            rm_rf(tmp);
+        else if (rm_rf(tmp) != 0)
+            fprintf(stderr, "band-pipe: %s was left behind: %s\n", tmp, errtext(errno));
     }
     input_free(&in);
     curl_global_cleanup();
+    return status;
+}
+
+/* What band-pipe prints on stdout (the summary, the sizes, --help) is written with stdio
+ * and its errors are not checked call by call: a failed write there (a full disk, say)
+ * is caught once, here, and makes the exit status 2. */
+int main(int argc, char **argv)
+{
+    int status = run(argc, argv);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        fprintf(stderr, "band-pipe: writing the standard output failed%s%s\n", e != 0 ? ": " : "",
+                e != 0 ? errtext(e) : "");
+        status = EXIT_SETUP;
+    }
     return status;
 }

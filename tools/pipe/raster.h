@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 /* The working memory one raster_warp() call may use for its buffers. */
-#define RASTER_WARP_MEMORY (16u * 1024 * 1024)
+#define RASTER_WARP_MEMORY ((uint64_t)16 * 1024 * 1024)
 
 /*
  * Once, before any thread calls another raster_* function (they rely on it): registers

@@ -42,7 +42,7 @@ struct pipe_sizes {
 /* Size every budget for a run writing into @outdir (NULL: not known yet; the disk budget
  * then assumes an SSD). @http: the input has http(s) URLs. Returns 0, or -1 with the
  * reason in @err (a budget that cannot be sized, e.g. RLIMIT_NOFILE too low). */
-int sizing_compute(const struct pipe_opts *o, int http, const char *outdir, struct pipe_sizes *out,
+int sizing_compute(const struct pipe_opts *o, int http, const char *outdir, struct pipe_sizes *z,
                    char *err, size_t errlen);
 
 /* The table printed at start: one line per budget with its size and origin. */
