@@ -8,8 +8,9 @@
 #   scripts/lint.sh format-check | tidy | docs | licence
 #
 # clang-format covers every *.c/*.h under include src tests bench examples fuzz adapters
-# tools. clang-tidy covers src/ (the library), using the compile_commands.json of the
-# plain build tree build/check, which is configured here when it is missing. The docs
+# tools. clang-tidy covers src/ (the library), adapters/ and tools/ (the programs; not
+# their tests), using the compile_commands.json of the plain build tree build/check, which
+# is configured here when it is missing. The docs
 # check is scripts/check_errors_doc.sh: docs/errors.md against the error table and the
 # headers (ctest runs it too, as errors_doc). The licence check is scripts/spdx.sh: every
 # source file carries an SPDX-License-Identifier line.
@@ -66,8 +67,9 @@ tidy()
         return 1
     }
     local files=()
-    mapfile -d '' files < <(find src adapters -type f -name '*.c' -not -path '*/tests/*' -print0 | sort -z)
-    echo "-- $($ct --version | grep -m1 -i version | sed 's/^ *//'): ${#files[@]} files in src/ and adapters/"
+    # tools/ has a .clang-tidy of its own (its comments say what it changes and why).
+    mapfile -d '' files < <(find src adapters tools -type f -name '*.c' -not -path '*/tests/*' -print0 | sort -z)
+    echo "-- $($ct --version | grep -m1 -i version | sed 's/^ *//'): ${#files[@]} files in src/, adapters/ and tools/"
     ((${#files[@]})) || return 0
     local out
     out=$(mktemp -d)

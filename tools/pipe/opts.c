@@ -193,6 +193,7 @@ int opts_parse(int argc, char **argv, struct pipe_opts *o, char *err, size_t err
     int64_t v;
     uint64_t size;
     optind = 1;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): getopt's globals; main parses before any thread
     while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'o':

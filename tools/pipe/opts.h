@@ -39,7 +39,8 @@ struct pipe_opts {
 };
 
 /* Parse argv into @o (defaults first). Returns 0, 1 when --help or --version printed what
- * was asked (exit 0), or -1 with the reason in @err (exit 2). */
+ * was asked (exit 0), or -1 with the reason in @err (exit 2). Not thread-safe (getopt_long
+ * keeps its state in globals): main calls it before any other thread starts. */
 int opts_parse(int argc, char **argv, struct pipe_opts *o, char *err, size_t errlen);
 
 void opts_usage(FILE *out);

@@ -823,7 +823,7 @@ int raster_remove_stale_temps(const char *dir, unsigned *removed, char *err, siz
     }
     int rc = 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
+    while ((e = readdir(d)) != NULL) { // NOLINT(concurrency-mt-unsafe): d is ours alone
         if (!stale_temp(e->d_name))
             continue;
         if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {

@@ -129,7 +129,7 @@ static uint64_t open_fds(void)
         return 8; /* stdin, stdout, stderr and a few more: a guess when /proc is missing */
     uint64_t n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL)
+    while ((e = readdir(d)) != NULL) // NOLINT(concurrency-mt-unsafe): d is ours alone
         if (e->d_name[0] != '.')
             n++;
     closedir(d);
