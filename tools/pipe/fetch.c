@@ -221,8 +221,8 @@ static void on_done(struct curl_uv_xfer *x, CURLcode result)
             retry_later(c, (band_time)(200 * BAND_MSEC) << (t->attempts - 1));
             return;
         }
-        pipe_fail(c, REASON_UNREACHABLE, "%s%s%s (after %u attempts)", curl_easy_strerror(result),
-                  c->errbuf[0] ? ": " : "", c->errbuf, t->attempts);
+        pipe_fail(c, REASON_UNREACHABLE, "%s%s%s (after %u attempt%s)", curl_easy_strerror(result),
+                  c->errbuf[0] ? ": " : "", c->errbuf, t->attempts, t->attempts == 1 ? "" : "s");
         return;
     }
     t->body_bytes = c->body_len; /* for the fetch's stage_end event */

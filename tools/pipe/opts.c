@@ -115,8 +115,9 @@ void opts_usage(FILE *out)
           "                        DIR/urls.txt, run until SIGINT or SIGTERM\n"
           "  --server-rate R, --server-burst B   its request limit (40/s, burst 10)\n"
           "\n"
-          "exit status: 0 every tile done or skipped, 1 some tile failed, 2 bad usage or\n"
-          "set-up failure, 3 --verify saw a budget exceeded, 130 interrupted\n",
+          "exit status: 0 every tile done or skipped, 1 some tile failed, 2 bad usage, a\n"
+          "set-up failure or an unwritable standard output, 3 --verify saw a budget\n"
+          "exceeded, 130 interrupted\n",
           out);
 }
 
