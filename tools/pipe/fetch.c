@@ -426,8 +426,6 @@ static void send_request(struct tctx *c)
     }
 }
 
-static void rate_wait(struct tctx *c);
-
 static void on_rate(band_uv_op *op, int status)
 {
     struct tctx *c = op->data;
@@ -440,17 +438,11 @@ static void on_rate(band_uv_op *op, int status)
         pipe_finish(c, c->p->stopping >= 2 ? TILE_ABANDONED : TILE_PENDING);
         return;
     }
-    if (c->p->requests_resume > band_now()) {
-        /* A Retry-After came while this slot was booked: its token goes back, and the
-         * request waits for the pause to end, then books again at the new pace. */
-        (void)band_rate_ticket_cancel(&c->ticket);
-        c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT;
-        rate_wait(c);
-        return;
-    }
     c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT; /* due: its token is spent */
     send_request(c);
 }
+
+static void rate_wait(struct tctx *c);
 
 static void on_resume(band_uv_op *op, int status)
 {
