@@ -39,7 +39,13 @@ extern "C" {
     X(EALREADY, -114, "operation already completed")                                               \
     X(EBUSY, -16, "primitive still has pending operations")                                        \
     X(ECLOSED, -4001, "primitive was closed")                                                      \
-    X(ELAGGED, -4002, "receiver fell behind")
+    X(ELAGGED, -4002, "receiver fell behind")                                                      \
+    X(ENOENT, -2, "no such object")                                                                \
+    X(EEXIST, -17, "object already exists")                                                        \
+    X(EACCES, -13, "permission denied")                                                            \
+    X(ENOSPC, -28, "no space left for the object")                                                 \
+    X(EBADSEG, -4003, "not a valid band segment")                                                  \
+    X(EVERSION, -4004, "segment has another layout version")
 
 /**
  * @brief The result codes: BAND_OK, BAND_PENDING and one negative BAND_E* code per entry
