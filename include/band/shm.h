@@ -374,10 +374,13 @@ typedef struct band_shm_req {
 /**
  * @brief Make @p r an empty request; its waiter gets @p wake and @p data.
  *
+ * @p r may be uninitialised memory, so it is not read: like band_waiter_init(), never
+ * call it on a request that is pending.
+ *
  * @param r     The request.
  * @param wake  The wake for band_shm_admit_async(), or NULL when it is only used blocking.
  * @param data  The owner's pointer, stored in @p r->w.data.
- * @return 0, or BAND_EINVAL for NULL @p r or a request still pending.
+ * @return 0, or BAND_EINVAL for NULL @p r.
  */
 BAND_API int band_shm_req_init(band_shm_req *r, band_wake_fn *wake, void *data);
 

@@ -173,6 +173,9 @@ void band__shm_futex_wake_only(uint32_t *word);    /* wake every sleeper */
 int band__shm_futex_wait(uint32_t *word, uint32_t val, band_time timeout_ns);
 
 /* shm_lock.c: the lock, the undo log, recovery. */
+#ifdef BAND_TESTING
+extern long band__shm_crash_countdown; /* > 0: SIGKILL at that many logged stores on */
+#endif
 int band__shm_lock(struct band__shm_op *op, band_shm *s);        /* 0 or BAND_EBADSEG */
 void band__shm_unlock(struct band__shm_op *op);                  /* then runs the deferred wakes */
 void band__shm_set(band_shm *s, uint64_t *word, uint64_t value); /* logged store */

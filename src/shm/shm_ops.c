@@ -429,8 +429,8 @@ int band_shm_reclaim(band_shm *s, unsigned *dead)
 
 int band_shm_req_init(band_shm_req *r, band_wake_fn *wake, void *data)
 {
-    if (r == NULL || band_waiter_is_pending(&r->w))
-        return BAND_EINVAL;
+    if (r == NULL)
+        return BAND_EINVAL; /* r may be uninitialised memory: nothing else is read */
     memset(r, 0, sizeof *r);
     band_waiter_init(&r->w, wake, data);
     return 0;
