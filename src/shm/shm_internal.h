@@ -147,9 +147,15 @@ struct band_shm {
     struct band__shm_hdr *h;
     struct band__shm_record *rec;
     struct band__shm_slot *slot;
-    uint32_t self;    /* this handle's record */
-    uint32_t nbounds; /* the segment's, copied: the fast paths read no shared line */
-    uint64_t gen;     /* the fork generation self belongs to */
+    uint32_t self; /* this handle's record */
+    /* The segment's sizes as checked when it was opened. Every index into the segment is
+     * bounded by these copies, never by the shared header, which another process could
+     * overwrite. The fast paths also read no shared line for them. */
+    uint32_t nbounds;
+    uint32_t nrecords;
+    uint32_t nslots;
+    uint64_t gen; /* the fork generation self belongs to */
+    int inspect;  /* opened to look only: no record, so no units */
     struct band__shm_local local;
 };
 

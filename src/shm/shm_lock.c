@@ -98,12 +98,12 @@ void band__shm_repair(band_shm *s)
 {
     struct band__shm_hdr *h = s->h;
     uint32_t nw = 0;
-    uint32_t *order = malloc(sizeof(uint32_t) * h->nslots);
+    uint32_t *order = malloc(sizeof(uint32_t) * s->nslots);
     uint64_t held[BAND_SHM_MAX_BOUNDS] = {0};
     uint64_t waiters[BAND_SHM_MAX_BOUNDS] = {0}, wunits[BAND_SHM_MAX_BOUNDS] = {0};
     uint64_t nhandles = 0;
 
-    for (uint32_t r = 0; r < h->nrecords; r++) {
+    for (uint32_t r = 0; r < s->nrecords; r++) {
         struct band__shm_record *rec = &s->rec[r];
         if (rec->state != BAND__REC_LIVE) {
             rec->state = BAND__REC_FREE;
@@ -111,13 +111,13 @@ void band__shm_repair(band_shm *s)
             continue;
         }
         nhandles++;
-        for (uint32_t b = 0; b < h->nbounds; b++)
+        for (uint32_t b = 0; b < s->nbounds; b++)
             held[b] += rec->held[b];
     }
-    for (uint32_t i = 0; i < h->nslots; i++) {
+    for (uint32_t i = 0; i < s->nslots; i++) {
         struct band__shm_slot *sl = &s->slot[i];
         if (sl->state != BAND__SLOT_FREE &&
-            (sl->record >= h->nrecords || s->rec[sl->record].state != BAND__REC_LIVE)) {
+            (sl->record >= s->nrecords || s->rec[sl->record].state != BAND__REC_LIVE)) {
             sl->state = BAND__SLOT_FREE; /* its owner is gone */
             continue;
         }
@@ -125,7 +125,7 @@ void band__shm_repair(band_shm *s)
             if (order != NULL)
                 order[nw] = i;
             nw++;
-            for (uint32_t b = 0; b < h->nbounds; b++) {
+            for (uint32_t b = 0; b < s->nbounds; b++) {
                 if (sl->want[b] != 0) {
                     waiters[b]++;
                     wunits[b] += sl->want[b];
@@ -147,7 +147,7 @@ void band__shm_repair(band_shm *s)
     }
     h->nwaiting = nw;
     h->nhandles = nhandles;
-    for (uint32_t b = 0; b < h->nbounds; b++) {
+    for (uint32_t b = 0; b < s->nbounds; b++) {
         struct band__shm_bound *bd = &h->bounds[b];
         bd->waiters = waiters[b];
         bd->waiting_units = wunits[b];

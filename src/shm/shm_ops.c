@@ -17,7 +17,7 @@
 
 static int band__shm_bad_bound(const band_shm *s, unsigned bound)
 {
-    return s == NULL || bound >= s->h->nbounds;
+    return s == NULL || bound >= s->nbounds;
 }
 
 static int band__shm_single(const band_shm *s, unsigned bound, uint64_t n, struct band__shm_want *w)
@@ -32,7 +32,7 @@ static int band__shm_single(const band_shm *s, unsigned bound, uint64_t n, struc
 
 static void band__shm_count_refusal(band_shm *s, const struct band__shm_want *want)
 {
-    for (uint32_t b = 0; b < s->h->nbounds; b++)
+    for (uint32_t b = 0; b < s->nbounds; b++)
         if (want->units[b] != 0)
             s->h->bounds[b].try_refusals++;
 }
@@ -245,14 +245,14 @@ static int band__shm_release_want(band_shm *s, const struct band__shm_want *want
     rc = band__shm_self_locked(&op);
     if (rc == 0) {
         const struct band__shm_record *rec = &s->rec[s->self];
-        for (uint32_t b = 0; b < s->h->nbounds; b++)
+        for (uint32_t b = 0; b < s->nbounds; b++)
             if (want->units[b] > rec->held[b] - band__shm_cached(s, s->self, b))
                 rc = BAND_EOVERFLOW;
     }
     if (rc == 0 && want->mask != 0) {
         band__shm_give_back_locked(&op, s->self, want->units);
         band__shm_grant_pass_locked(&op);
-        for (uint32_t b = 0; b < s->h->nbounds; b++)
+        for (uint32_t b = 0; b < s->nbounds; b++)
             if (want->units[b] != 0)
                 band__shm_thaw_self_locked(s, b);
     }
@@ -376,7 +376,7 @@ uint64_t band_shm_available(const band_shm *s, unsigned bound)
     if (band__shm_bad_bound(s, bound))
         return 0;
     uint64_t n = band__shm_load(&s->h->bounds[bound].available);
-    for (uint32_t r = 0; r < s->h->nrecords; r++)
+    for (uint32_t r = 0; r < s->nrecords; r++)
         if (band__shm_load(&s->rec[r].state) == BAND__REC_LIVE)
             n += band__shm_cached(s, r, bound);
     return n;
