@@ -355,8 +355,8 @@ BAND_API int band_shm_reclaim(band_shm *s, unsigned *dead);
  * same request.
  */
 typedef struct band_shm_req {
-    band_waiter w; /**< the operation, for band_shm_admit_async() */
-    uint32_t n;    /**< parts in use */
+    band_waiter w;                    /**< the operation, for band_shm_admit_async() */
+    uint32_t n;                       /**< parts in use */
     uint32_t bound[BAND_SHM_REQ_MAX]; /**< the bound of each part */
     uint64_t units[BAND_SHM_REQ_MAX]; /**< the units of each part */
     /** @privatesection */
@@ -447,17 +447,17 @@ typedef struct band_shm_bound_stats {
 
 /** @brief A snapshot of a segment. */
 typedef struct band_shm_stats {
-    uint32_t version;       /**< layout version */
-    uint32_t nbounds;       /**< bounds in use in @p bounds */
-    uint32_t max_handles;   /**< handle records */
-    uint32_t max_waiters;   /**< waiter slots */
-    uint32_t handles;       /**< records in use */
-    uint32_t waiters;       /**< requests queued */
-    int closed;             /**< 1 after band_shm_close() */
-    uint64_t size;          /**< bytes of the segment */
-    uint64_t recoveries;    /**< times the lock was taken over from a dead owner */
-    uint64_t dead_handles;  /**< records of dead processes recovered */
-    uint64_t dead_waiters;  /**< queued requests of dead processes removed */
+    uint32_t version;      /**< layout version */
+    uint32_t nbounds;      /**< bounds in use in @p bounds */
+    uint32_t max_handles;  /**< handle records */
+    uint32_t max_waiters;  /**< waiter slots */
+    uint32_t handles;      /**< records in use */
+    uint32_t waiters;      /**< requests queued */
+    int closed;            /**< 1 after band_shm_close() */
+    uint64_t size;         /**< bytes of the segment */
+    uint64_t recoveries;   /**< times the lock was taken over from a dead owner */
+    uint64_t dead_handles; /**< records of dead processes recovered */
+    uint64_t dead_waiters; /**< queued requests of dead processes removed */
     band_shm_bound_stats bounds[BAND_SHM_MAX_BOUNDS]; /**< per bound */
 } band_shm_stats;
 
@@ -472,18 +472,18 @@ BAND_API int band_shm_get_stats(const band_shm *s, band_shm_stats *out);
 
 /** @brief One handle record, for band_shm_list_holders(). */
 typedef struct band_shm_holder {
-    int32_t pid;           /**< its process */
-    uint64_t start_time;   /**< the process's start time (clock ticks since boot) */
-    int alive;             /**< 1 when the process was alive at the snapshot */
+    int32_t pid;                        /**< its process */
+    uint64_t start_time;                /**< the process's start time (clock ticks since boot) */
+    int alive;                          /**< 1 when the process was alive at the snapshot */
     uint64_t held[BAND_SHM_MAX_BOUNDS]; /**< units held per bound */
 } band_shm_holder;
 
 /** @brief One queued request, for band_shm_list_waiters(). */
 typedef struct band_shm_waiter_info {
-    int32_t pid;       /**< its process */
-    uint64_t seq;      /**< its place in the arrival order (smaller is earlier) */
-    band_time waited;  /**< how long it has waited, ns */
-    int async;         /**< 1 for an asynchronous request */
+    int32_t pid;                        /**< its process */
+    uint64_t seq;                       /**< its place in the arrival order (smaller is earlier) */
+    band_time waited;                   /**< how long it has waited, ns */
+    int async;                          /**< 1 for an asynchronous request */
     uint64_t want[BAND_SHM_MAX_BOUNDS]; /**< units asked per bound */
 } band_shm_waiter_info;
 

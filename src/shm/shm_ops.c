@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm_ops.c - acquisitions, releases and capacity changes on a shared segment's bounds.
+ *
+ * Every operation is one critical section under the segment's robust lock, except the
+ * blocking wait, which sleeps on its own slot's futex word outside it and takes the lock
+ * again only to collect its result, to give up at its deadline or token, and once per
+ * liveness period to look for dead holders.
+ */
+#include <string.h>
+
+#include "shm/shm_internal.h"
+
+/* Short enough that a hand-off from a running releaser is caught without a system call,
+ * short enough not to matter when it is not. */
+#define BAND__SHM_SPIN 256
+
+static int band__shm_bad_bound(const band_shm *s, unsigned bound)
+{
+    return s == NULL || bound >= s->h->nbounds;
+}
+
+static int band__shm_single(const band_shm *s, unsigned bound, uint64_t n, struct band__shm_want *w)
+{
+    if (band__shm_bad_bound(s, bound) || n > BAND_MAX_UNITS)
+        return BAND_EINVAL;
+    memset(w, 0, sizeof *w);
+    w->units[bound] = n;
+    w->mask = n != 0 ? UINT64_C(1) << bound : 0;
+    return 0;
+}
+
+static void band__shm_count_refusal(band_shm *s, const struct band__shm_want *want)
+{
+    for (uint32_t b = 0; b < s->h->nbounds; b++)
+        if (want->units[b] != 0)
+            s->h->bounds[b].try_refusals++;
+}
+
+static int band__shm_try(band_shm *s, const struct band__shm_want *want)
+{
+    struct band__shm_op op;
+    int rc = band__shm_lock(&op, s);
+    if (rc != 0)
+        return rc;
+    rc = band__shm_self_locked(&op);
+    if (rc == 0)
+        rc = band__shm_try_locked(&op, want);
+    /* A refusal is the moment a dead holder costs something: look, at most once a period. */
+    if (rc == BAND_EAGAIN && band__shm_sweep_locked(&op, 0) != 0)
+        rc = band__shm_try_locked(&op, want);
+    if (rc == BAND_EAGAIN)
+        band__shm_count_refusal(s, want);
+    band__shm_unlock(&op);
+    return rc;
+}
+
+int band_shm_try_acquire(band_shm *s, unsigned bound, uint64_t n)
+{
+    struct band__shm_want want;
+    int rc = band__shm_single(s, bound, n, &want);
+    return rc != 0 ? rc : band__shm_try(s, &want);
+}
+
+int band_shm_try_admit(band_shm *s, const band_shm_req *r)
+{
+    if (s == NULL || r == NULL)
+        return BAND_EINVAL;
+    struct band__shm_want want;
+    int rc = band__shm_want_from(s, r, &want);
+    return rc != 0 ? rc : band__shm_try(s, &want);
+}
+
+static void band__shm_on_cancel(band_cancel_hook *hk)
+{
+    band__shm_futex_wake(hk->data); /* async-signal-safe: an atomic add and a syscall */
+}
+
+/* Collect slot @i's result, or withdraw it with @giveup when it still waits (0: do not). */
+static int band__shm_finish(band_shm *s, uint32_t i, int giveup, int *done)
+{
+    struct band__shm_op op;
+    int rc = band__shm_lock(&op, s);
+    if (rc != 0)
+        return rc;
+    struct band__shm_slot *sl = &s->slot[i];
+    /* A dead-holder sweep by another process cannot have freed it: we are alive. */
+    if (sl->state == BAND__SLOT_DONE) {
+        rc = (int)sl->status;
+        band__shm_slot_free_locked(s, i);
+        *done = 1;
+    } else if (giveup != 0) {
+        band__shm_withdraw_locked(&op, i, giveup);
+        /* Leaving may unblock the requests behind. */
+        band__shm_grant_pass_locked(&op);
+        rc = giveup;
+        *done = 1;
+    } else {
+        (void)band__shm_sweep_locked(&op, 0);
+        *done = 0;
+    }
+    band__shm_unlock(&op);
+    return rc;
+}
+
+static int band__shm_wait(band_shm *s, uint32_t i, band_time deadline, band_cancel *cancel)
+{
+    struct band__shm_slot *sl = &s->slot[i];
+    band_cancel_hook hook;
+    int hooked = 0, rc = 0, done = 0;
+    if (cancel != NULL) {
+        band_cancel_hook_init(&hook, band__shm_on_cancel, &sl->futex);
+        hooked = band_cancel_hook_add(cancel, &hook) == 0;
+    }
+    for (unsigned spin = 0; spin < BAND__SHM_SPIN; spin++) {
+        if (band__shm_load(&sl->state) != BAND__SLOT_WAITING)
+            break;
+        band__cpu_relax();
+    }
+    band_time next_check = band_now() + BAND__SHM_CHECK_NS;
+    while (!done) {
+        uint32_t f = __atomic_load_n(&sl->futex, __ATOMIC_ACQUIRE);
+        int giveup = 0;
+        band_time now = band_now();
+        if (band__shm_load(&sl->state) != BAND__SLOT_WAITING)
+            giveup = 0;
+        else if (cancel != NULL && band_cancel_is_requested(cancel))
+            giveup = BAND_ECANCELED;
+        else if (now >= deadline)
+            giveup = BAND_ETIMEDOUT;
+        else if (now < next_check) {
+            band_time until = deadline < next_check ? deadline : next_check;
+            (void)band__shm_futex_wait(&sl->futex, f, until - now);
+            continue;
+        }
+        if (giveup == 0 && band__shm_load(&sl->state) == BAND__SLOT_WAITING)
+            next_check = now + BAND__SHM_CHECK_NS; /* a liveness look, then sleep again */
+        if (hooked && (giveup != 0 || band__shm_load(&sl->state) != BAND__SLOT_WAITING)) {
+            (void)band_cancel_hook_remove(&hook);
+            hooked = 0;
+        }
+        rc = band__shm_finish(s, i, giveup, &done);
+        if (rc == BAND_EBADSEG)
+            break;
+    }
+    if (hooked)
+        (void)band_cancel_hook_remove(&hook);
+    return rc;
+}
+
+static int band__shm_admit_want(band_shm *s, const struct band__shm_want *want, band_time deadline,
+                                band_cancel *cancel)
+{
+    struct band__shm_op op;
+    int rc = band__shm_lock(&op, s);
+    if (rc != 0)
+        return rc;
+    rc = band__shm_self_locked(&op);
+    if (rc == 0)
+        rc = band__shm_try_locked(&op, want);
+    if (rc != BAND_EAGAIN) {
+        band__shm_unlock(&op);
+        return rc;
+    }
+    if (deadline <= band_now() || (cancel != NULL && band_cancel_is_requested(cancel))) {
+        if (band__shm_sweep_locked(&op, 0) != 0)
+            rc = band__shm_try_locked(&op, want);
+        band__shm_unlock(&op);
+        if (rc != BAND_EAGAIN)
+            return rc;
+        return cancel != NULL && band_cancel_is_requested(cancel) ? BAND_ECANCELED : BAND_ETIMEDOUT;
+    }
+    uint32_t i;
+    rc = band__shm_enqueue_locked(&op, want, 0, &i);
+    band__shm_unlock(&op);
+    if (rc != 0)
+        return rc;
+    return band__shm_wait(s, i, deadline, cancel);
+}
+
+int band_shm_acquire(band_shm *s, unsigned bound, uint64_t n, band_time deadline,
+                     band_cancel *cancel)
+{
+    struct band__shm_want want;
+    int rc = band__shm_single(s, bound, n, &want);
+    return rc != 0 ? rc : band__shm_admit_want(s, &want, deadline, cancel);
+}
+
+int band_shm_admit(band_shm *s, const band_shm_req *r, band_time deadline, band_cancel *cancel)
+{
+    if (s == NULL || r == NULL)
+        return BAND_EINVAL;
+    struct band__shm_want want;
+    int rc = band__shm_want_from(s, r, &want);
+    return rc != 0 ? rc : band__shm_admit_want(s, &want, deadline, cancel);
+}
+
+int band_shm_acquire_async(band_shm *s, unsigned bound, uint64_t n, band_waiter *w)
+{
+    struct band__shm_want want;
+    int rc = band__shm_single(s, bound, n, &want);
+    if (rc != 0)
+        return rc;
+    uint32_t slot;
+    return band__shm_async_submit(s, &want, w, &slot);
+}
+
+int band_shm_admit_async(band_shm *s, band_shm_req *r)
+{
+    if (s == NULL || r == NULL)
+        return BAND_EINVAL;
+    struct band__shm_want want;
+    int rc = band__shm_want_from(s, r, &want);
+    if (rc != 0)
+        return rc;
+    return band__shm_async_submit(s, &want, &r->w, &r->_slot);
+}
+
+/* Return @units of this handle's holdings: all or nothing. */
+static int band__shm_release_want(band_shm *s, const struct band__shm_want *want)
+{
+    struct band__shm_op op;
+    int rc = band__shm_lock(&op, s);
+    if (rc != 0)
+        return rc;
+    rc = band__shm_self_locked(&op);
+    if (rc == 0) {
+        const struct band__shm_record *rec = &s->rec[s->self];
+        for (uint32_t b = 0; b < s->h->nbounds; b++)
+            if (want->units[b] > rec->held[b])
+                rc = BAND_EOVERFLOW;
+    }
+    if (rc == 0 && want->mask != 0) {
+        band__shm_give_back_locked(&op, s->self, want->units);
+        band__shm_grant_pass_locked(&op);
+    }
+    band__shm_unlock(&op);
+    return rc;
+}
+
+int band_shm_release(band_shm *s, unsigned bound, uint64_t n)
+{
+    if (band__shm_bad_bound(s, bound))
+        return BAND_EINVAL;
+    if (n > BAND_MAX_UNITS)
+        return BAND_EOVERFLOW; /* nobody holds that much */
+    struct band__shm_want want;
+    (void)band__shm_single(s, bound, n, &want);
+    return band__shm_release_want(s, &want);
+}
+
+int band_shm_release_req(band_shm *s, const band_shm_req *r)
+{
+    if (s == NULL || r == NULL)
+        return BAND_EINVAL;
+    struct band__shm_want want;
+    int rc = band__shm_want_from(s, r, &want);
+    if (rc == BAND_EOVERFLOW)
+        return rc;
+    return rc != 0 ? rc : band__shm_release_want(s, &want);
+}
+
+int band_shm_reduce(band_shm *s, unsigned bound, uint64_t n)
+{
+    if (band__shm_bad_bound(s, bound))
+        return BAND_EINVAL;
+    struct band__shm_op op;
+    int rc = band__shm_lock(&op, s);
+    if (rc != 0)
+        return rc;
+    struct band__shm_bound *bd = &s->h->bounds[bound];
+    uint64_t take = band__min_u64(bd->available, n);
+    if (n > bd->capacity) {
+        rc = BAND_EINVAL;
+    } else if (bd->debt + (n - take) > BAND_MAX_UNITS) {
+        rc = BAND_EOVERFLOW;
+    } else if (n != 0) {
+        band__shm_set(s, &bd->capacity, bd->capacity - n);
+        band__shm_set(s, &bd->available, bd->available - take);
+        band__shm_set(s, &bd->debt, bd->debt + (n - take));
+        band__shm_commit(s);
+        band__shm_fail_too_big_locked(&op, bound);
+        band__shm_grant_pass_locked(&op); /* a failed head may have been blocking others */
+    }
+    band__shm_unlock(&op);
+    return rc;
+}
+
+int band_shm_grow(band_shm *s, unsigned bound, uint64_t n)
+{
+    if (band__shm_bad_bound(s, bound))
+        return BAND_EINVAL;
+    struct band__shm_op op;
+    int rc = band__shm_lock(&op, s);
+    if (rc != 0)
+        return rc;
+    struct band__shm_bound *bd = &s->h->bounds[bound];
+    if (n > BAND_MAX_UNITS || bd->capacity + n > BAND_MAX_UNITS) {
+        rc = BAND_EOVERFLOW;
+    } else if (n != 0) {
+        uint64_t repay = band__min_u64(bd->debt, n);
+        band__shm_set(s, &bd->capacity, bd->capacity + n);
+        band__shm_set(s, &bd->debt, bd->debt - repay);
+        band__shm_set(s, &bd->available, bd->available + (n - repay));
+        band__shm_commit(s);
+        band__shm_grant_pass_locked(&op);
+    }
+    band__shm_unlock(&op);
+    return rc;
+}
+
+uint64_t band_shm_drain(band_shm *s, unsigned bound, uint64_t up_to)
+{
+    if (band__shm_bad_bound(s, bound))
+        return 0;
+    struct band__shm_op op;
+    if (band__shm_lock(&op, s) != 0)
+        return 0;
+    uint64_t took = 0;
+    if (band__shm_self_locked(&op) == 0) {
+        struct band__shm_bound *bd = &s->h->bounds[bound];
+        struct band__shm_record *rec = &s->rec[s->self];
+        took = band__min_u64(bd->available, up_to);
+        took = band__min_u64(took, BAND_MAX_UNITS - rec->held[bound]);
+        if (took != 0) {
+            band__shm_set(s, &bd->available, bd->available - took);
+            band__shm_set(s, &rec->held[bound], rec->held[bound] + took);
+            band__shm_commit(s);
+        }
+    }
+    band__shm_unlock(&op);
+    return took;
+}
+
+uint64_t band_shm_available(const band_shm *s, unsigned bound)
+{
+    if (band__shm_bad_bound(s, bound))
+        return 0;
+    return band__shm_load(&s->h->bounds[bound].available);
+}
+
+uint64_t band_shm_held(const band_shm *s, unsigned bound)
+{
+    if (band__shm_bad_bound(s, bound))
+        return 0;
+    if (__atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != band__shm_generation())
+        return 0; /* a forked child that has not used the handle yet holds nothing */
+    return band__shm_load(&s->rec[s->self].held[bound]);
+}
+
+int band_shm_close(band_shm *s)
+{
+    if (s == NULL)
+        return BAND_EINVAL;
+    struct band__shm_op op;
+    int rc = band__shm_lock(&op, s);
+    if (rc != 0)
+        return rc;
+    band__shm_close_locked(&op);
+    band__shm_unlock(&op);
+    return 0;
+}
+
+int band_shm_is_closed(const band_shm *s)
+{
+    return s != NULL && band__shm_load(&s->h->closed) != 0;
+}
+
+int band_shm_reclaim(band_shm *s, unsigned *dead)
+{
+    if (s == NULL)
+        return BAND_EINVAL;
+    struct band__shm_op op;
+    int rc = band__shm_lock(&op, s);
+    if (rc != 0)
+        return rc;
+    unsigned n = band__shm_sweep_locked(&op, 1);
+    band__shm_unlock(&op);
+    if (dead != NULL)
+        *dead = n;
+    return 0;
+}
+
+int band_shm_req_init(band_shm_req *r, band_wake_fn *wake, void *data)
+{
+    if (r == NULL || band_waiter_is_pending(&r->w))
+        return BAND_EINVAL;
+    memset(r, 0, sizeof *r);
+    band_waiter_init(&r->w, wake, data);
+    return 0;
+}
+
+int band_shm_req_add(band_shm_req *r, unsigned bound, uint64_t units)
+{
+    if (r == NULL || band_waiter_is_pending(&r->w) || bound >= BAND_SHM_MAX_BOUNDS)
+        return BAND_EINVAL;
+    if (units > BAND_MAX_UNITS)
+        return BAND_EOVERFLOW;
+    for (uint32_t k = 0; k < r->n && k < BAND_SHM_REQ_MAX; k++) {
+        if (r->bound[k] != bound)
+            continue;
+        if (r->units[k] + units > BAND_MAX_UNITS)
+            return BAND_EOVERFLOW;
+        r->units[k] += units;
+        return 0;
+    }
+    if (r->n >= BAND_SHM_REQ_MAX)
+        return BAND_EINVAL;
+    r->bound[r->n] = bound;
+    r->units[r->n] = units;
+    r->n++;
+    return 0;
+}
