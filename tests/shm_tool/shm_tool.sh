@@ -218,15 +218,24 @@ has "$T/out" "^  PID +ALIVE +connections +memory\$"
 has "$T/out" "^  $H1 +yes +3 +524288\$"
 
 kill_helper "$H1"
+# Opening a segment runs the library's liveness sweep (at most once per 50 ms), so the
+# show that follows the kill either still finds the dead holder (a sweep ran less than
+# 50 ms before) or has already recovered it; both are right, the end state is the same.
 run 0 show "$SEG" --json
-jeq "$T/out" '.holders | length' 1
-jeq "$T/out" '.holders[0].pid' "$H1"
-jeq "$T/out" '.holders[0].alive' false
-jeq "$T/out" '.bounds[0].available' 1
-run 0 show "$SEG"
-has "$T/out" "^  $H1 +dead +3 +524288\$"
-run 0 reclaim "$SEG"
-has "$T/out" "^$SEG: 1 dead handle recovered\$"
+if [ "$HAVE_JQ" -eq 1 ] && [ "$(jq -r '.holders | length' "$T/out")" = 1 ]; then
+    echo "show found the dead holder before any sweep"
+    jeq "$T/out" '.holders[0].pid' "$H1"
+    jeq "$T/out" '.holders[0].alive' false
+    jeq "$T/out" '.holders[0].held.connections' 3
+    jeq "$T/out" '.bounds[0].available' 1
+    run 0 reclaim "$SEG"
+    has "$T/out" "^$SEG: [01] dead handles? recovered \\(1 since creation\\)\$"
+else
+    echo "show's own open recovered the dead holder"
+    jeq "$T/out" '.holders | length' 0
+    run 0 reclaim "$SEG"
+    has "$T/out" "^$SEG: 0 dead handles recovered \\(1 since creation\\)\$"
+fi
 run 0 show "$SEG" --json
 jeq "$T/out" '.holders | length' 0
 jeq "$T/out" '.dead_handles' 1
@@ -234,7 +243,7 @@ jeq "$T/out" '[.bounds[] | .available == .capacity and .in_use == 0] | all' true
 jeq "$T/out" '.bounds[0].counters.reclaimed' 3
 jeq "$T/out" '.bounds[1].counters.reclaimed' 524288
 run 0 reclaim "$SEG"
-has "$T/out" "^$SEG: 0 dead handles recovered\$"
+has "$T/out" "^$SEG: 0 dead handles recovered \\(1 since creation\\)\$"
 
 # --- a queued request, in FIFO order behind the head; a holder's death lets it in ---------
 start_helper "$T/h2" "$SEG" connections=3
