@@ -173,6 +173,7 @@ valid "$T/list.json"
 J=".segments[] | select(.name == \"$SEG\")"
 jeq "$T/list.json" "$J | .version" 1
 jeq "$T/list.json" "$J | .handles" 0
+jeq "$T/list.json" "$J | .waiting" 0
 jeq "$T/list.json" "$J | .closed" false
 jeq "$T/list.json" "$J | .bounds | length" 2
 jeq "$T/list.json" "$J | .bounds[0] | [.name, .kind, .capacity, .available] | join(\" \")" \

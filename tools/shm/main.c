@@ -321,6 +321,7 @@ static int cmd_create(int argc, char **argv)
     unsigned nbounds = 0;
     band_shm_opts opts = {0};
     int c;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): getopt's globals; band-shm has one thread
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         uint64_t v;
         switch (c) {
@@ -460,7 +461,9 @@ static int scan(struct entry **out, size_t *count)
 {
     DIR *d = opendir(SHM_DIR);
     if (!d) {
-        fprintf(stderr, PROG ": list: %s: %s\n", SHM_DIR, strerror(errno));
+        int e = errno;
+        // NOLINTNEXTLINE(concurrency-mt-unsafe): band-shm has one thread
+        fprintf(stderr, PROG ": list: %s: %s\n", SHM_DIR, strerror(e));
         return -1;
     }
     struct magic magic;
@@ -468,7 +471,7 @@ static int scan(struct entry **out, size_t *count)
     struct entry *v = NULL;
     size_t n = 0, cap = 0;
     struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
+    while ((de = readdir(d)) != NULL) { // NOLINT(concurrency-mt-unsafe): d is ours alone
         struct stat st;
         if (de->d_name[0] == '.')
             continue;
@@ -595,7 +598,7 @@ static void list_json(const struct entry *v, size_t n)
         json_u64(&j, "version", st->version);
         json_u64(&j, "size", st->size);
         json_u64(&j, "handles", st->handles);
-        json_u64(&j, "waiters", st->waiters);
+        json_u64(&j, "waiting", st->waiters);
         json_bool(&j, "closed", st->closed);
         json_array(&j, "bounds");
         for (uint32_t b = 0; b < st->nbounds; b++) {
@@ -621,6 +624,7 @@ static int parse_view_opts(const char *cmd, int argc, char **argv, int *json)
     };
     int c;
     *json = 0;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): getopt's globals; band-shm has one thread
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 'j':
@@ -881,6 +885,7 @@ static int parse_no_opts(const char *cmd, int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     int c;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): getopt's globals; band-shm has one thread
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
