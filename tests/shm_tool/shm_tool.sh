@@ -136,6 +136,7 @@ run 2 create "$SEG" --bound memory=1M,kilos
 has "$T/err" 'the kind is bytes or units'
 run 2 create "$SEG" --bound a=1 --mode 0999
 has "$T/err" 'octal mode'
+run 2 create "$SEG" --bound a=1 --mode 4755
 run 2 create "$SEG" --bound a=1 --max-handles 5000
 run 2 create "$SEG" --bound a=1 --bound b=1 --bound c=1 --bound d=1 --bound e=1 \
     --bound f=1 --bound g=1 --bound h=1 --bound i=1
@@ -301,6 +302,37 @@ has "$T/err" "^band-shm: reduce $SEG connections: .*\\(BAND_EINVAL\\)\$"
 run 1 grow "$SEG" nosuch 1
 has "$T/err" '\(BAND_ENOENT\)$'
 
+# --- a reduction below what is held leaves a debt, which the dead holder's units repay --
+run 0 create "/$P-debt" --bound slots=4
+start_helper "$T/h3" "/$P-debt" slots=3
+H3=$HPID
+wait_line "$T/h3" held
+run 0 reduce "/$P-debt" slots 2
+has "$T/out" "^/$P-debt slots: capacity 2, available 0, debt 1\$"
+kill_helper "$H3"
+run 0 reclaim "/$P-debt"
+has "$T/out" "^/$P-debt: [01] dead handles? recovered \\(1 since creation\\)\$"
+run 0 show "/$P-debt" --json
+jeq "$T/out" '.bounds[0] | [.capacity, .available, .debt, .in_use] | join(" ")' "2 2 0 0"
+jeq "$T/out" '.bounds[0].counters.reclaimed' 3
+run 0 remove "/$P-debt"
+
+# --- every handle record taken: show fails with BAND_EBUSY, list names the error ---------
+run 0 create "/$P-full" --bound slots=1 --max-handles 1
+start_helper "$T/h4" "/$P-full" slots=1
+H4=$HPID
+wait_line "$T/h4" held
+run 1 show "/$P-full"
+has "$T/err" "^band-shm: show /$P-full: .*\\(BAND_EBUSY\\)\$"
+run 0 list
+has "$T/out" "^/$P-full +- +- +- +- +error: BAND_EBUSY "
+kill_helper "$H4"
+# Opening a full segment checks for the dead at once, whatever the time since the last look.
+run 0 show "/$P-full" --json
+jeq "$T/out" '.bounds[0].available' 1
+jeq "$T/out" '.dead_handles' 1
+run 0 remove "/$P-full"
+
 # --- error paths: a missing segment, a foreign file, a damaged segment --------------------
 run 1 show "/$P-missing"
 has "$T/err" "^band-shm: show /$P-missing: no such object \\(BAND_ENOENT\\)\$"
@@ -332,6 +364,16 @@ jeq "$T/out" "[.segments[] | select(.name | startswith(\"/$P-damaged-\"))][0].er
 jeq "$T/out" "[.segments[] | select(.name | startswith(\"/$P-damaged-\"))][0].name" \
     "/$P-damaged-ÿ"
 run 0 remove "/$BADNAME"
+
+# A segment of another layout version: the version is the 32-bit word after the 8-byte
+# magic (the one part of the layout every version keeps). Listed with its error.
+cp "/dev/shm/$P-seg" "/dev/shm/$P-v2"
+printf '\002' | dd of="/dev/shm/$P-v2" bs=1 seek=8 conv=notrunc status=none
+run 1 show "/$P-v2"
+has "$T/err" '\(BAND_EVERSION\)$'
+run 0 list
+has "$T/out" "^/$P-v2 +- +- +- +- +error: BAND_EVERSION "
+run 0 remove "/$P-v2"
 [ ! -e "/dev/shm/$BADNAME" ] || fail "the damaged segment was not removed"
 
 # --- remove ------------------------------------------------------------------------------

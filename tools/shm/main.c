@@ -366,9 +366,9 @@ static int cmd_create(int argc, char **argv)
             char *end;
             errno = 0;
             unsigned long m = strtoul(optarg, &end, 8);
-            if (errno != 0 || *end != '\0' || optarg[0] == '\0' || optarg[0] == '-' || m > 07777 ||
+            if (errno != 0 || *end != '\0' || optarg[0] == '\0' || optarg[0] == '-' || m > 0777 ||
                 m == 0)
-                return usage_error("create: --mode %s: an octal mode from 1 to 7777", optarg);
+                return usage_error("create: --mode %s: an octal mode from 1 to 777", optarg);
             opts.mode = (unsigned)m;
             break;
         }
