@@ -4,6 +4,8 @@
 #
 # Every segment and file this script makes under /dev/shm is named band-test-<pid>-*,
 # and the EXIT trap kills the helper processes and removes those names however it ends.
+# Its list commands name that pattern, so they never open another program's segments
+# (an open takes a handle record there for a moment).
 # JSON is checked with jq when installed (fields and values), else only for validity
 # with python3 -m json.tool. Bounded: every wait polls at most 5 s.
 set -u
@@ -146,7 +148,6 @@ has "$T/err" 'bad segment name'
 run 2 show
 has "$T/err" 'show: expected NAME'
 run 2 show "$SEG" extra
-run 2 list extra
 run 2 list --bogus
 has "$T/err" 'unknown option'
 run 2 grow "$SEG" connections
@@ -164,11 +165,11 @@ has "$T/err" "^band-shm: create $SEG: .*\\(BAND_EEXIST\\)$"
 run 0 create "$P-plain" --bound 'q"uote\back=7'
 
 # --- list --------------------------------------------------------------------------------
-run 0 list
+run 0 list "$P-*"
 has "$T/out" '^NAME +VERSION +SIZE +HANDLES +WAITERS +BOUNDS'
 has "$T/out" "^$SEG +1 +[0-9]+ +0 +0 +connections=4/4 memory=1048576/1048576B\$"
 has "$T/out" "^/$P-plain +1 "
-run 0 list --json
+run 0 list --json "/$P-*"
 cp "$T/out" "$T/list.json"
 valid "$T/list.json"
 J=".segments[] | select(.name == \"$SEG\")"
@@ -183,6 +184,14 @@ jeq "$T/list.json" "$J | .bounds[1] | [.name, .kind, .capacity, .available] | jo
     "memory bytes 1048576 1048576"
 jeq "$T/list.json" ".segments[] | select(.name == \"/$P-plain\") | .bounds[0].name" \
     'q"uote\back'
+
+# Patterns pick the segments (without one, list shows and opens every band segment of
+# the host; this test never opens another program's).
+run 0 list "$P-pl*"
+has "$T/out" "^/$P-plain "
+lacks "$T/out" "^$SEG "
+run 0 list "/$P-nothing-*"
+[ "$(wc -l <"$T/out")" -eq 1 ] || fail "list of no match printed more than its header"
 
 # --- show, idle --------------------------------------------------------------------------
 run 0 show "$SEG"
@@ -324,7 +333,7 @@ H4=$HPID
 wait_line "$T/h4" held
 run 1 show "/$P-full"
 has "$T/err" "^band-shm: show /$P-full: .*\\(BAND_EBUSY\\)\$"
-run 0 list
+run 0 list "$P-*"
 has "$T/out" "^/$P-full +- +- +- +- +error: BAND_EBUSY "
 kill_helper "$H4"
 # Opening a full segment checks for the dead at once, whatever the time since the last look.
@@ -352,11 +361,11 @@ has "$T/err" '\(BAND_EBADSEG\)$'
 # holds a byte that is not UTF-8, which the JSON must still carry validly.
 BADNAME=$(printf '%s-damaged-\377' "$P")
 head -c 64 "/dev/shm/$P-seg" >"/dev/shm/$BADNAME"
-run 0 list
+run 0 list "$P-*"
 lacks "$T/out" "^/$P-junk "
 has "$T/out" "^/$P-damaged-.* +- +- +- +- +error: BAND_EBADSEG "
 has "$T/out" "^$SEG +1 "
-run 0 list --json
+run 0 list --json "/$P-*"
 valid "$T/out"
 jeq "$T/out" "[.segments[] | select(.name == \"/$P-junk\")] | length" 0
 jeq "$T/out" "[.segments[] | select(.name | startswith(\"/$P-damaged-\"))][0].error.code" \
@@ -371,7 +380,7 @@ cp "/dev/shm/$P-seg" "/dev/shm/$P-v2"
 printf '\002' | dd of="/dev/shm/$P-v2" bs=1 seek=8 conv=notrunc status=none
 run 1 show "/$P-v2"
 has "$T/err" '\(BAND_EVERSION\)$'
-run 0 list
+run 0 list "$P-*"
 has "$T/out" "^/$P-v2 +- +- +- +- +error: BAND_EVERSION "
 run 0 remove "/$P-v2"
 [ ! -e "/dev/shm/$BADNAME" ] || fail "the damaged segment was not removed"

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -49,9 +50,11 @@ static void usage(FILE *out)
           "                        create a segment with up to 8 bounds; CAP of a bytes bound\n"
           "                        may end in K, M or G (powers of 1024); MODE is octal\n"
           "                        (default 0600), exactly the file's mode\n"
-          "  list [--json]         every band segment under /dev/shm: name, version, size,\n"
-          "                        handles and bounds; a damaged one or one of another version\n"
-          "                        is listed with its error; other files are skipped\n"
+          "  list [--json] [PATTERN ...]\n"
+          "                        every band segment under /dev/shm (or those whose names\n"
+          "                        match a glob PATTERN): name, version, size, handles and\n"
+          "                        bounds; a damaged one or one of another version is listed\n"
+          "                        with its error; other files are skipped, never opened\n"
           "  show NAME [--json]    each bound's state and counters, the holders (pid, alive,\n"
           "                        units held) and the queued requests in FIFO order\n"
           "  reclaim NAME          recover the handles of dead processes now; prints how many\n"
@@ -456,8 +459,25 @@ static int entry_cmp(const void *a, const void *b)
     return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
 }
 
-/* Every band segment under SHM_DIR into *@out (sorted by name). 0 or -1 (printed). */
-static int scan(struct entry **out, size_t *count)
+/* 1 when @name ("/x") matches one of the @npat glob patterns, or there are none. */
+static int name_matches(const char *name, char **pat, int npat)
+{
+    if (npat == 0)
+        return 1;
+    for (int i = 0; i < npat; i++) {
+        char full[SHM_NAME_MAX + 1];
+        /* A pattern may leave out the leading slash, as NAME may. */
+        (void)snprintf(full, sizeof(full), "%s%s", pat[i][0] == '/' ? "" : "/", pat[i]);
+        if (fnmatch(full, name, 0) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Every band segment under SHM_DIR whose name matches one of the @npat patterns (all
+ * when none) into *@out, sorted by name. A file is opened only when it begins with a
+ * segment's magic, so other programs' objects are never touched. 0 or -1 (printed). */
+static int scan(char **pat, int npat, struct entry **out, size_t *count)
 {
     DIR *d = opendir(SHM_DIR);
     if (!d) {
@@ -479,6 +499,15 @@ static int scan(struct entry **out, size_t *count)
             continue;
         if (strlen(de->d_name) + 2 > SHM_NAME_MAX)
             continue;
+        char name[SHM_NAME_MAX];
+        char path[sizeof(SHM_DIR) + SHM_NAME_MAX];
+        (void)snprintf(name, sizeof(name), "/%s", de->d_name);
+        (void)snprintf(path, sizeof(path), "%s%s", SHM_DIR, name);
+        if (!name_matches(name, pat, npat))
+            continue;
+        /* Without the magic (no memfd here) every file is opened and the library judges. */
+        if (magic.have && !magic_matches(&magic, path))
+            continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
             void *p = realloc(v, cap * sizeof(*v));
@@ -494,17 +523,12 @@ static int scan(struct entry **out, size_t *count)
         }
         struct entry *e = &v[n];
         memset(e, 0, sizeof(*e));
-        (void)snprintf(e->name, sizeof(e->name), "/%s", de->d_name);
+        memcpy(e->name, name, sizeof(e->name));
         e->rc = snapshot_take(e->name, 0, &e->sn);
         if (e->rc == BAND_ENOENT)
             continue; /* removed meanwhile */
-        if (e->rc == BAND_EBADSEG || e->rc == BAND_EACCES) {
-            /* Damaged, or not ours at all: only a file that starts as a segment is one. */
-            char path[sizeof(SHM_DIR) + SHM_NAME_MAX];
-            (void)snprintf(path, sizeof(path), "%s%s", SHM_DIR, e->name);
-            if (!magic_matches(&magic, path))
-                continue;
-        }
+        if (!magic.have && e->rc == BAND_EBADSEG)
+            continue;
         n++;
     }
     closedir(d);
@@ -646,11 +670,9 @@ static int cmd_list(int argc, char **argv)
     int rc = parse_view_opts("list", argc, argv, &json);
     if (rc >= 0)
         return rc;
-    if (optind != argc)
-        return usage_error("list: takes no arguments");
     struct entry *v = NULL;
     size_t n = 0;
-    if (scan(&v, &n) != 0)
+    if (scan(argv + optind, argc - optind, &v, &n) != 0)
         return EXIT_FAILED;
     if (json)
         list_json(v, n);
