@@ -282,16 +282,28 @@ if [ "$HAVE_JQ" -eq 1 ]; then
     run 0 show "$SEG"
     has "$T/out" '^waiters \(first in line first\): 2$'
     has "$T/out" "^  [0-9]+ +$W1 +[0-9.]+s +blocking +2 +1024\$"
-    # The holder dies; a waiter's liveness check recovers it and both are granted in order.
-    kill_helper "$H2"
-    wait_line "$T/w1" granted
-    wait_line "$T/w2" granted
-    show_until '.waiting' 0
-    jeq "$T/out" '.bounds[0].available' 1
-    jeq "$T/out" '.bounds[0].counters.grants' 2
-    jeq "$T/out" '.dead_handles' 2
+    # The head dies while it waits: it leaves the queue, the next one gets the free
+    # connection, and the one behind keeps its place.
+    start_helper "$T/w3" --wait "$SEG" connections=1
+    W3=$HPID
+    wait_line "$T/w3" waiting
+    show_until '.waiting' 3
+    jeq "$T/out" '[.waiters[].pid] | map(tostring) | join(" ")' "$W1 $W2 $W3"
     kill_helper "$W1"
+    wait_line "$T/w2" granted
+    show_until '.waiting' 1
+    jeq "$T/out" '.waiters[0].pid' "$W3"
+    jeq "$T/out" '.dead_waiters' 1
+    jeq "$T/out" '.bounds[0].available' 0
+    # The holder dies: a waiter's liveness check recovers it and the last one is granted.
+    kill_helper "$H2"
+    wait_line "$T/w3" granted
+    show_until '.waiting' 0
+    jeq "$T/out" '.bounds[0].available' 2
+    jeq "$T/out" '.bounds[0].counters.grants' 2
+    jeq "$T/out" '.dead_handles' 3
     kill_helper "$W2"
+    kill_helper "$W3"
 else
     kill_helper "$H2"
     wait_line "$T/w1" granted
