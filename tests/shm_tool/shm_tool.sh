@@ -313,6 +313,27 @@ run 0 reclaim "$SEG"
 run 0 show "$SEG" --json
 jeq "$T/out" '[.bounds[] | .available == .capacity] | all' true
 
+# --- an asynchronous request is listed as one, and its wake comes when the holder dies ---
+if [ "$HAVE_JQ" -eq 1 ]; then
+    run 0 create "/$P-async" --bound slots=1
+    start_helper "$T/h5" "/$P-async" slots=1
+    H5=$HPID
+    wait_line "$T/h5" held
+    start_helper "$T/w5" --async "/$P-async" slots=1
+    W5=$HPID
+    wait_line "$T/w5" waiting
+    run 0 show "/$P-async" --json
+    jeq "$T/out" '.waiters | length' 1
+    jeq "$T/out" '.waiters[0] | [.pid, .async, .want.slots] | map(tostring) | join(" ")' \
+        "$W5 true 1"
+    run 0 show "/$P-async"
+    has "$T/out" "^  [0-9]+ +$W5 +[0-9.]+s +async +1\$"
+    kill_helper "$H5"
+    wait_line "$T/w5" granted
+    kill_helper "$W5"
+    run 0 remove "/$P-async"
+fi
+
 # --- grow and reduce ---------------------------------------------------------------------
 run 0 grow "$SEG" connections 2
 has "$T/out" "^$SEG connections: capacity 6, available 6, debt 0\$"
