@@ -161,6 +161,10 @@ run 0 create "$SEG" --bound connections=4 --bound memory=1M,bytes --mode 0640 \
 [ "$(stat -c %a "/dev/shm/$P-seg")" = 640 ] || fail "mode is $(stat -c %a "/dev/shm/$P-seg")"
 run 1 create "$SEG" --bound a=1
 has "$T/err" "^band-shm: create $SEG: .*\\(BAND_EEXIST\\)$"
+# What only the library refuses fails with its error, and leaves nothing behind.
+run 1 create "/$P-dup" --bound a=1 --bound a=2
+has "$T/err" "^band-shm: create /$P-dup: invalid argument \\(BAND_EINVAL\\)\$"
+[ ! -e "/dev/shm/$P-dup" ] || fail "a refused create left /dev/shm/$P-dup"
 # The leading slash is optional.
 run 0 create "$P-plain" --bound 'q"uote\back=7'
 
