@@ -10,10 +10,27 @@
  * record at once: the owner that died is almost always one of them.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shm/shm_internal.h"
+
+#ifdef BAND_TESTING
+long band__shm_crash_countdown;
+
+/* Tests kill the process at the n-th logged store or commit from now, to land a death at
+ * every point of a transaction in turn. */
+static void band__shm_crash_point(void)
+{
+    if (band__shm_crash_countdown > 0 && --band__shm_crash_countdown == 0)
+        (void)raise(SIGKILL);
+}
+#else
+static inline void band__shm_crash_point(void)
+{
+}
+#endif
 
 void band__shm_set(band_shm *s, uint64_t *word, uint64_t value)
 {
@@ -25,11 +42,13 @@ void band__shm_set(band_shm *s, uint64_t *word, uint64_t value)
     h->log[n].old = __atomic_load_n(word, __ATOMIC_RELAXED);
     /* The entry is complete before the count says so, and the count before the word. */
     __atomic_store_n(&h->log_count, n + 1, __ATOMIC_RELEASE);
+    band__shm_crash_point();
     __atomic_store_n(word, value, __ATOMIC_RELEASE);
 }
 
 void band__shm_commit(band_shm *s)
 {
+    band__shm_crash_point();
     __atomic_store_n(&s->h->log_count, 0, __ATOMIC_RELEASE);
 }
 

@@ -24,7 +24,7 @@
 
 #include "shm/shm_internal.h"
 
-static uint64_t band__shm_gen = 1;
+uint64_t band__shm_gen = 1;
 static pthread_once_t band__shm_once = PTHREAD_ONCE_INIT;
 static uint32_t band__self_pid;
 static uint64_t band__self_start;

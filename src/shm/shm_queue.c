@@ -35,8 +35,12 @@ int band__shm_register_locked(struct band__shm_op *op, uint32_t *out)
                 continue;
             rec->pid = pid;
             rec->start = start;
-            for (uint32_t b = 0; b < BAND_SHM_MAX_BOUNDS; b++)
+            for (uint32_t b = 0; b < BAND_SHM_MAX_BOUNDS; b++) {
+                const struct band__shm_bound *bd = &h->bounds[b];
+                int quiet = b < h->nbounds && bd->waiters == 0 && bd->debt == 0 && !h->closed;
                 rec->held[b] = 0;
+                __atomic_store_n(&rec->cache[b], quiet ? 0 : BAND__CACHE_FROZEN, __ATOMIC_RELEASE);
+            }
             band__shm_set(s, &h->nhandles, h->nhandles + 1);
             band__shm_set(s, &rec->state, BAND__REC_LIVE);
             band__shm_commit(s);
@@ -179,6 +183,10 @@ void band__shm_reclaim_record_locked(struct band__shm_op *op, uint32_t r)
         }
     }
     struct band__shm_record *rec = &s->rec[r];
+    for (uint32_t b = 0; b < h->nbounds; b++) {
+        __atomic_fetch_or(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+        band__shm_set(s, &rec->cache[b], BAND__CACHE_FROZEN);
+    }
     uint64_t held[BAND_SHM_MAX_BOUNDS];
     memcpy(held, rec->held, sizeof held);
     for (uint32_t b = 0; b < h->nbounds; b++)
@@ -297,6 +305,8 @@ void band__shm_close_locked(struct band__shm_op *op)
         return;
     band__shm_set(op->s, &h->closed, 1);
     band__shm_commit(op->s);
+    for (uint32_t b = 0; b < h->nbounds; b++)
+        band__shm_steal_locked(op->s, b);
     band__shm_fail_locked(op, h->nbounds, BAND_ECLOSED);
 }
 
@@ -340,13 +350,24 @@ int band__shm_try_locked(struct band__shm_op *op, const struct band__shm_want *w
             h->bounds[b].too_big++;
             return BAND_E2BIG;
         }
-        if (bd->waiters != 0 || u > bd->available)
-            again = 1;
+        if (bd->waiters != 0)
+            again = 1; /* never past a waiter */
         if (rec->held[b] + u > BAND_MAX_UNITS)
             return BAND_EOVERFLOW;
     }
     if (again)
         return BAND_EAGAIN;
+    /* Units idle in caches are available too: a refusal while they sit there would be
+     * wrong, so a short pool takes them back first. */
+    for (uint32_t b = 0; b < h->nbounds; b++) {
+        uint64_t u = want->units[b];
+        if (u == 0)
+            continue;
+        if (u > h->bounds[b].available)
+            band__shm_steal_locked(s, b);
+        if (u > h->bounds[b].available)
+            return BAND_EAGAIN;
+    }
     for (uint32_t b = 0; b < h->nbounds; b++) {
         uint64_t u = want->units[b];
         if (u == 0)
@@ -356,7 +377,54 @@ int band__shm_try_locked(struct band__shm_op *op, const struct band__shm_want *w
         band__shm_set(s, &rec->held[b], rec->held[b] + u);
     }
     band__shm_commit(s);
+    for (uint32_t b = 0; b < h->nbounds; b++)
+        if (want->units[b] != 0)
+            band__shm_thaw_self_locked(s, b);
     return 0;
+}
+
+uint64_t band__shm_cached(const band_shm *s, uint32_t r, uint32_t b)
+{
+    return __atomic_load_n(&s->rec[r].cache[b], __ATOMIC_ACQUIRE) >> BAND__CACHE_SHIFT;
+}
+
+void band__shm_steal_locked(band_shm *s, uint32_t b)
+{
+    struct band__shm_hdr *h = s->h;
+    struct band__shm_bound *bd = &h->bounds[b];
+    for (uint32_t r = 0; r < h->nrecords; r++) {
+        struct band__shm_record *rec = &s->rec[r];
+        if (rec->state != BAND__REC_LIVE)
+            continue;
+        /* Frozen, the word is the lock holder's alone: its owner's fast paths refuse a
+         * frozen word and its slow paths wait for this lock. Freezing alone is harmless
+         * to leave behind, so it needs no log entry; the move of the units does. */
+        uint64_t w = __atomic_or_fetch(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+        uint64_t c = w >> BAND__CACHE_SHIFT;
+        if (c == 0)
+            continue;
+        uint64_t repay = band__min_u64(bd->debt, c);
+        band__shm_set(s, &rec->cache[b], BAND__CACHE_FROZEN);
+        band__shm_set(s, &rec->held[b], rec->held[b] - c);
+        if (repay != 0)
+            band__shm_set(s, &bd->debt, bd->debt - repay);
+        if (c != repay)
+            band__shm_set(s, &bd->available, bd->available + (c - repay));
+        band__shm_commit(s);
+    }
+}
+
+void band__shm_thaw_self_locked(band_shm *s, uint32_t b)
+{
+    struct band__shm_hdr *h = s->h;
+    const struct band__shm_bound *bd = &h->bounds[b];
+    uint64_t *word = &s->rec[s->self].cache[b];
+    uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    if ((w & BAND__CACHE_FROZEN) == 0 || bd->waiters != 0 || bd->debt != 0 || h->closed)
+        return;
+    /* Committed at once: from this store on the owner's threads change the word again. */
+    band__shm_set(s, word, w & ~BAND__CACHE_FROZEN);
+    band__shm_commit(s);
 }
 
 int band__shm_enqueue_locked(struct band__shm_op *op, const struct band__shm_want *want,
@@ -372,6 +440,10 @@ int band__shm_enqueue_locked(struct band__shm_op *op, const struct band__shm_wan
         i++;
     if (i == h->nslots)
         return BAND_EBUSY;
+    /* While it waits, every release of its bounds must reach the pool, in order. */
+    for (uint32_t b = 0; b < h->nbounds; b++)
+        if (want->units[b] != 0)
+            band__shm_steal_locked(s, b);
     /* A free slot's fields other than its state and links mean nothing until it waits,
      * so they are written directly; only what makes it wait is logged. */
     struct band__shm_slot *sl = &s->slot[i];
@@ -402,5 +474,7 @@ int band__shm_enqueue_locked(struct band__shm_op *op, const struct band__shm_wan
     band__shm_set(s, &sl->state, BAND__SLOT_WAITING);
     band__shm_commit(s);
     *slot = i;
+    /* The steal above may have freed enough for the requests ahead, or for this one. */
+    band__shm_grant_pass_locked(op);
     return 0;
 }

@@ -313,6 +313,7 @@ static int band__shm_attach(band_shm **out, int fd, size_t size)
         free(s);
         return rc;
     }
+    s->nbounds = s->h->nbounds;
     s->gen = band__shm_generation();
     *out = s;
     return 0;

@@ -49,13 +49,17 @@ int band_shm_get_stats(const band_shm *s, band_shm_stats *out)
     for (uint32_t b = 0; b < h->nbounds; b++) {
         const struct band__shm_bound *bd = &h->bounds[b];
         band_shm_bound_stats *o = &out->bounds[b];
+        uint64_t cached = 0; /* idle in handles' caches: available to anyone */
+        for (uint32_t r = 0; r < h->nrecords; r++)
+            if (s->rec[r].state == BAND__REC_LIVE)
+                cached += band__shm_cached(s, r, b);
         memcpy(o->name, bd->name, sizeof o->name);
         o->name[sizeof o->name - 1] = '\0';
         o->kind = (int)bd->kind;
         o->capacity = bd->capacity;
-        o->available = bd->available;
+        o->available = bd->available + cached;
         o->debt = bd->debt;
-        o->in_use = bd->capacity + bd->debt - bd->available;
+        o->in_use = bd->capacity + bd->debt - o->available;
         o->waiters = bd->waiters;
         o->waiting_units = bd->waiting_units;
         o->queued = bd->queued;
@@ -90,7 +94,8 @@ int band_shm_list_holders(const band_shm *s, band_shm_holder *out, size_t cap, s
             o->pid = (int32_t)rec->pid;
             o->start_time = rec->start;
             o->alive = band__shm_alive((uint32_t)rec->pid, rec->start);
-            memcpy(o->held, rec->held, sizeof o->held);
+            for (uint32_t b = 0; b < s->h->nbounds; b++)
+                o->held[b] = rec->held[b] - band__shm_cached(s, r, b);
         }
         n++;
     }
