@@ -142,7 +142,7 @@ static void *band__shm_doorbell(void *arg)
         uint32_t pending = l->pending;
         pthread_mutex_unlock(&l->mu);
         band__wakelist_run(&wl);
-        if (band__shm_futex_wait(bell, seen, BAND__SHM_CHECK_NS) == BAND_ETIMEDOUT &&
+        if (band__shm_futex_sleep(bell, seen, BAND__SHM_CHECK_NS) == BAND_ETIMEDOUT &&
             pending != 0) {
             struct band__shm_op op;
             if (band__shm_lock(&op, s) == 0) {

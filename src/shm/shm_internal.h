@@ -168,8 +168,17 @@ uint64_t band__shm_generation(void); /* bumped in every forked child; installs t
 extern uint64_t band__shm_gen;       /* its value, for the fast paths once installed */
 int band__shm_self_identity(uint32_t *pid, uint64_t *start);
 int band__shm_alive(uint32_t pid, uint64_t start); /* 1 alive, 0 dead */
-void band__shm_futex_wake(uint32_t *word);         /* bump, then wake every sleeper */
-void band__shm_futex_wake_only(uint32_t *word);    /* wake every sleeper */
+/*
+ * Futex words count completions above bit 0 and have bit 0 set while someone sleeps on
+ * them, so a completion makes the wake system call only when a sleeper said it sleeps:
+ * a waiter still spinning is handed its grant with no system call on either side.
+ */
+#define BAND__FUTEX_SLEEPER 1u
+#define BAND__FUTEX_BUMP    2u
+void band__shm_futex_wake(uint32_t *word); /* bump, then wake every sleeper */
+/* Sleep on @word unless it changed since @seen was read: 0 or BAND_ETIMEDOUT. */
+int band__shm_futex_sleep(uint32_t *word, uint32_t seen, band_time timeout_ns);
+void band__shm_futex_wake_only(uint32_t *word); /* wake every sleeper */
 int band__shm_futex_wait(uint32_t *word, uint32_t val, band_time timeout_ns);
 
 /* shm_lock.c: the lock, the undo log, recovery. */

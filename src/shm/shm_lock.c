@@ -194,11 +194,14 @@ void band__shm_unlock(struct band__shm_op *op)
 {
     /* Bump the words under the lock, so that a waiter that rechecks after the unlock sees
      * the change; make the system calls after it, so the woken do not meet a held lock. */
-    unsigned n = op->nwake;
-    for (unsigned i = 0; i < n; i++)
-        __atomic_add_fetch(op->wake_word[i], 1, __ATOMIC_RELEASE);
+    unsigned n = op->nwake, sleepers = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t old = __atomic_fetch_add(op->wake_word[i], BAND__FUTEX_BUMP, __ATOMIC_ACQ_REL);
+        if (old & BAND__FUTEX_SLEEPER)
+            op->wake_word[sleepers++] = op->wake_word[i];
+    }
     (void)pthread_mutex_unlock(&op->s->h->lock.m);
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < sleepers; i++)
         band__shm_futex_wake_only(op->wake_word[i]);
     op->nwake = 0;
 }

@@ -149,7 +149,7 @@ static int band__shm_wait(band_shm *s, uint32_t i, band_time deadline, band_canc
             giveup = BAND_ETIMEDOUT;
         else if (now < next_check) {
             band_time until = deadline < next_check ? deadline : next_check;
-            (void)band__shm_futex_wait(&sl->futex, f, until - now);
+            (void)band__shm_futex_sleep(&sl->futex, f, until - now);
             continue;
         }
         if (giveup == 0 && band__shm_load(&sl->state) == BAND__SLOT_WAITING)

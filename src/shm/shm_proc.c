@@ -153,8 +153,20 @@ void band__shm_futex_wake_only(uint32_t *word)
 
 void band__shm_futex_wake(uint32_t *word)
 {
-    __atomic_add_fetch(word, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(word, BAND__FUTEX_BUMP, __ATOMIC_ACQ_REL);
     band__shm_futex_wake_only(word);
+}
+
+int band__shm_futex_sleep(uint32_t *word, uint32_t seen, band_time timeout_ns)
+{
+    /* Say so before sleeping; a bump in between fails the swap and nobody sleeps. */
+    if ((seen & BAND__FUTEX_SLEEPER) == 0) {
+        if (!__atomic_compare_exchange_n(word, &seen, seen | BAND__FUTEX_SLEEPER, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return 0;
+        seen |= BAND__FUTEX_SLEEPER;
+    }
+    return band__shm_futex_wait(word, seen, timeout_ns);
 }
 
 int band__shm_futex_wait(uint32_t *word, uint32_t val, band_time timeout_ns)
