@@ -221,7 +221,7 @@ static void table_free(struct table *t)
 
 struct snapshot {
     band_shm_stats st;
-    band_shm_holder *holders; /* without band-shm's own record */
+    band_shm_holder *holders;
     size_t nholders;
     band_shm_waiter_info *waiters; /* FIFO order */
     size_t nwaiters;
@@ -234,7 +234,7 @@ static void snapshot_free(struct snapshot *sn)
     memset(sn, 0, sizeof(*sn));
 }
 
-/* The holders of @s into @sn, without the record of this process. */
+/* The holders of @s into @sn (band-shm opens to look only, so none is its own). */
 static int take_holders(band_shm *s, struct snapshot *sn)
 {
     size_t cap = 0;
@@ -244,11 +244,7 @@ static int take_holders(band_shm *s, struct snapshot *sn)
         if (rc != 0)
             return rc;
         if (count <= cap) {
-            size_t k = 0;
-            for (size_t i = 0; i < count; i++)
-                if (sn->holders[i].pid != (int32_t)getpid())
-                    sn->holders[k++] = sn->holders[i];
-            sn->nholders = k;
+            sn->nholders = count;
             return 0;
         }
         cap = count + 16; /* more may open meanwhile */
@@ -287,7 +283,9 @@ static int snapshot_take(const char *name, int full, struct snapshot *sn)
 {
     band_shm *s = NULL;
     memset(sn, 0, sizeof(*sn));
-    int rc = band_shm_open(&s, name, NULL);
+    /* Looking changes nothing: no record of our own, no recovery of the dead. */
+    const band_shm_opts look = {.inspect = 1};
+    int rc = band_shm_open(&s, name, &look);
     if (rc != 0)
         return rc;
     rc = band_shm_get_stats(s, &sn->st);
@@ -300,9 +298,6 @@ static int snapshot_take(const char *name, int full, struct snapshot *sn)
         snapshot_free(sn);
         return rc;
     }
-    /* Our own record is in the count while the handle is open. */
-    if (sn->st.handles > 0)
-        sn->st.handles--;
     return 0;
 }
 
@@ -957,7 +952,8 @@ static int cmd_reclaim(int argc, char **argv)
     if (rc >= 0)
         return rc;
     band_shm *s = NULL;
-    rc = band_shm_open(&s, name, NULL);
+    const band_shm_opts look = {.inspect = 1};
+    rc = band_shm_open(&s, name, &look);
     if (rc != 0)
         return band_error("reclaim", name, rc);
     unsigned dead = 0;
@@ -968,9 +964,8 @@ static int cmd_reclaim(int argc, char **argv)
     (void)band_shm_destroy(s);
     if (rc != 0)
         return band_error("reclaim", name, rc);
-    /* Opening the segment already ran the library's rate-limited sweep, which may have
-     * recovered some of the dead before band_shm_reclaim() looked: the total since the
-     * segment's creation tells those too. */
+    /* Other processes' own liveness checks may have recovered some of the dead before
+     * this one looked: the total since the segment's creation tells those too. */
     printf("%s: %u dead handle%s recovered (%" PRIu64 " since creation)\n", name, dead,
            dead == 1 ? "" : "s", st.dead_handles);
     return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILED;
@@ -991,7 +986,8 @@ static int cmd_resize(const char *cmd, int grow, int argc, char **argv)
         return usage_error("%s: %s: a number from 0 to %" PRIu64 " (K, M, G allowed)", cmd,
                            argv[optind + 2], (uint64_t)BAND_MAX_UNITS);
     band_shm *s = NULL;
-    rc = band_shm_open(&s, name, NULL);
+    const band_shm_opts look = {.inspect = 1};
+    rc = band_shm_open(&s, name, &look);
     if (rc != 0)
         return band_error(cmd, name, rc);
     unsigned idx;
