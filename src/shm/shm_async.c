@@ -167,7 +167,7 @@ int band__shm_async_submit(band_shm *s, const struct band__shm_want *want, band_
     struct band__shm_local *l = &s->local;
     pthread_mutex_lock(&l->mu);
     if (l->by_slot == NULL) {
-        l->by_slot = calloc(s->nslots, sizeof *l->by_slot);
+        l->by_slot = calloc(s->nslots, sizeof(band_waiter *));
         if (l->by_slot == NULL) {
             pthread_mutex_unlock(&l->mu);
             band__waiter_finish_now(w, BAND_ENOMEM);

@@ -32,6 +32,7 @@ static inline void band__shm_crash_point(void)
 }
 #endif
 
+// NOLINTNEXTLINE(readability-non-const-parameter): @word is stored through __atomic_store_n
 void band__shm_set(band_shm *s, uint64_t *word, uint64_t value)
 {
     struct band__shm_hdr *h = s->h;

@@ -129,11 +129,8 @@ int band__shm_alive(uint32_t pid, uint64_t start)
         return 0;
     char st;
     uint64_t t;
-    int alive = 1;
-    if (band__proc_stat(pid, &st, &t) != 0)
-        alive = 0; /* gone between the two looks */
-    else if (t != start || st == 'Z' || st == 'X')
-        alive = 0; /* a successor with the same PID, or a zombie */
+    /* Dead: gone between the two looks, a successor with the same PID, or a zombie. */
+    int alive = band__proc_stat(pid, &st, &t) == 0 && t == start && st != 'Z' && st != 'X';
     if (pidfd >= 0) {
         /* The pidfd refers to the process that existed when it was opened: readable
          * means that one has exited, whatever /proc shows for the PID now. */
