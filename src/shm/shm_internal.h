@@ -165,6 +165,7 @@ struct band_shm {
 /* One operation's lock scope and the wakes it owes after unlocking. */
 struct band__shm_op {
     band_shm *s;
+    unsigned recovered; /* dead records the lock's takeover recovered */
     unsigned nwake;
     uint32_t *wake_word[BAND__SHM_WAKE_BATCH];
 };

@@ -166,6 +166,7 @@ void band__shm_repair(band_shm *s)
 int band__shm_lock(struct band__shm_op *op, band_shm *s)
 {
     op->s = s;
+    op->recovered = 0;
     op->nwake = 0;
     int rc = pthread_mutex_lock(&s->h->lock.m);
     if (band__likely(rc == 0))
@@ -179,7 +180,7 @@ int band__shm_lock(struct band__shm_op *op, band_shm *s)
         (void)pthread_mutex_unlock(&s->h->lock.m);
         return BAND_EBADSEG;
     }
-    (void)band__shm_sweep_locked(op, 1);
+    op->recovered = band__shm_sweep_locked(op, 1);
     return 0;
 }
 

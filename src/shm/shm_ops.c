@@ -359,7 +359,10 @@ uint64_t band_shm_drain(band_shm *s, unsigned bound, uint64_t up_to)
         if (up_to != 0)
             band__shm_steal_locked(s, bound);
         took = band__min_u64(bd->available, up_to);
-        took = band__min_u64(took, BAND_MAX_UNITS - rec->held[bound]);
+        /* Its cache went to the pool above, so held is what it uses. */
+        took = rec->held[bound] >= BAND_MAX_UNITS
+                   ? 0
+                   : band__min_u64(took, BAND_MAX_UNITS - rec->held[bound]);
         if (took != 0) {
             band__shm_set(s, &bd->available, bd->available - took);
             band__shm_set(s, &rec->held[bound], rec->held[bound] + took);
@@ -420,7 +423,8 @@ int band_shm_reclaim(band_shm *s, unsigned *dead)
     int rc = band__shm_lock(&op, s);
     if (rc != 0)
         return rc;
-    unsigned n = band__shm_sweep_locked(&op, 1);
+    /* Those a takeover of the lock recovered on the way in count too. */
+    unsigned n = op.recovered + band__shm_sweep_locked(&op, 1);
     band__shm_unlock(&op);
     if (dead != NULL)
         *dead = n;

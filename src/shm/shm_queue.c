@@ -201,13 +201,13 @@ void band__shm_reclaim_record_locked(struct band__shm_op *op, uint32_t r)
     }
     struct band__shm_record *rec = &s->rec[r];
     for (uint32_t b = 0; b < s->nbounds; b++) {
-        __atomic_fetch_or(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+        /* Counted are the units it was using; its cache was free for the taking. */
+        uint64_t w = __atomic_or_fetch(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+        h->bounds[b].reclaimed += rec->held[b] - (w >> BAND__CACHE_SHIFT);
         band__shm_set(s, &rec->cache[b], BAND__CACHE_FROZEN);
     }
     uint64_t held[BAND_SHM_MAX_BOUNDS];
     memcpy(held, rec->held, sizeof held);
-    for (uint32_t b = 0; b < s->nbounds; b++)
-        h->bounds[b].reclaimed += held[b];
     band__shm_give_back_locked(op, r, held);
     band__shm_set(s, &h->nhandles, h->nhandles - 1);
     band__shm_set(s, &rec->state, BAND__REC_FREE);
@@ -379,8 +379,8 @@ int band__shm_try_locked(struct band__shm_op *op, const struct band__shm_want *w
         }
         if (bd->waiters != 0)
             again = 1; /* never past a waiter */
-        if (rec->held[b] + u > BAND_MAX_UNITS)
-            return BAND_EOVERFLOW;
+        if (rec->held[b] - band__shm_cached(s, s->self, b) + u > BAND_MAX_UNITS)
+            return BAND_EOVERFLOW; /* what it would use; its idle cache does not count */
     }
     if (again)
         return BAND_EAGAIN;
