@@ -83,6 +83,7 @@ struct band__shm_hdr {
     uint64_t nwaiting;
     uint64_t nhandles;
     /* plain */
+    uint64_t rec_hwm;       /* records ever used: loops over records stop here (never lowered) */
     uint64_t last_check_ns; /* band_now() of the last liveness sweep */
     uint64_t recoveries, dead_handles, dead_waiters;
     /* the undo log */
@@ -211,7 +212,8 @@ void band__shm_give_back_locked(struct band__shm_op *op, uint32_t r, const uint6
 int band__shm_ensure_self(band_shm *s); /* re-registers after fork; 0 or an error */
 void band__shm_close_locked(struct band__shm_op *op);
 void band__shm_fail_too_big_locked(struct band__shm_op *op, uint32_t b);
-void band__shm_steal_locked(band_shm *s, uint32_t b);     /* every cache of @b to the pool */
+/* Every cache of @b to the pool (freezing them); returns what other handles had cached. */
+uint64_t band__shm_steal_locked(band_shm *s, uint32_t b);
 void band__shm_thaw_self_locked(band_shm *s, uint32_t b); /* when @b is quiet */
 uint64_t band__shm_cached(const band_shm *s, uint32_t r, uint32_t b);
 
@@ -238,6 +240,13 @@ int band__shm_async_submit(band_shm *s, const struct band__shm_want *want, band_
 static inline uint64_t band__shm_load(const uint64_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* How many records to look at: those ever used, bounded by the handle's checked count. */
+static inline uint32_t band__shm_nrec(const band_shm *s)
+{
+    uint64_t hwm = __atomic_load_n(&s->h->rec_hwm, __ATOMIC_ACQUIRE);
+    return hwm < s->nrecords ? (uint32_t)hwm : s->nrecords;
 }
 
 #endif /* BAND_SHM_INTERNAL_H */

@@ -104,7 +104,7 @@ void band__shm_repair(band_shm *s)
     uint64_t waiters[BAND_SHM_MAX_BOUNDS] = {0}, wunits[BAND_SHM_MAX_BOUNDS] = {0};
     uint64_t nhandles = 0;
 
-    for (uint32_t r = 0; r < s->nrecords; r++) {
+    for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++) {
         struct band__shm_record *rec = &s->rec[r];
         if (rec->state != BAND__REC_LIVE) {
             rec->state = BAND__REC_FREE;
