@@ -1237,7 +1237,7 @@ static void usage(const char *argv0)
             "usage: %s [--quick] [--reps N] [--only abcdefghijklms] [--tsv FILE]\n"
             "  --quick    small counts (CI smoke test, a few seconds)\n"
             "  --reps N   rounds per workload (default 5, quick 3; max %d)\n"
-            "  --only S   run only the sections named by letters in S (a b c d e f g h i j k l m s)\n"
+            "  --only S   run only the sections with letters in S (a b c d e f g h i j k l m s)\n"
             "  --tsv FILE also write every figure and target, tab-separated, to FILE\n",
             argv0, MAX_REPS);
 }

@@ -450,12 +450,13 @@ static int bench_shm_reap(pid_t pid, uint64_t deadline)
 struct bench_shm_out {
     double ns;        /* ns per operation (M2) or per round trip (M3) */
     double overtaken; /* M2: share of acquisitions that overtook a pending earlier call */
+    double queued;    /* band_shm: share of acquisitions that queued (its own counters) */
 };
 
 /* One run of @workload on @mech for @ms milliseconds. */
 static struct bench_shm_out bench_shm_duo(int mech, int workload, long ms, long *failures)
 {
-    struct bench_shm_out out = {0, 0};
+    struct bench_shm_out out = {0, 0, 0};
     struct bench_shm_ctl *c = bench_shm_map(sizeof *c);
     long bad = 0;
     if (c == NULL) {
@@ -537,6 +538,14 @@ static struct bench_shm_out bench_shm_duo(int mech, int workload, long ms, long 
         out.ns = ops > 0 ? (double)(e - s) / ops : 0;
         if (ops <= 0)
             bad++;
+        band_shm_stats st;
+        if (mech == BENCH_SHM_BAND && ops > 0 && band_shm_get_stats(c->obj.shm, &st) == 0) {
+            double q = (double)st.bounds[0].queued;
+            if (workload == BENCH_SHM_PINGPONG)
+                q += (double)st.bounds[1].queued;
+            /* M3: two acquisitions a round trip */
+            out.queued = q / (workload == BENCH_SHM_PINGPONG ? 2.0 * ops : ops);
+        }
     }
     bench_shm_obj_destroy(&c->obj);
     (void)munmap(c, sizeof *c);
@@ -577,11 +586,27 @@ static void bench_shm_print(int wl, const char *tsv_wl, int threads, double ns[]
     }
 }
 
+/* One variant's figure in every round, in round order (@queued: band_shm's queued share),
+ * so that a bimodal workload shows. */
+static void bench_shm_per_round(const char *what, const double *ns, const double *queued, int reps,
+                                int per_s)
+{
+    printf("  %s:", what);
+    for (int r = 0; r < reps; r++) {
+        double v = per_s ? (ns[r] > 0 ? 1e3 / ns[r] : 0) : ns[r];
+        printf(per_s ? " %.2f" : " %.0f", v);
+        if (queued != NULL)
+            printf(" (%.0f%%)", 100.0 * queued[r]);
+    }
+    printf("\n");
+}
+
 /* Section (m). Returns the number of failed calls or checks. */
 static long bench_shm_section(int quick, int reps)
 {
     static double un[BENCH_SHM_NMECH][BENCH_SHM_REPS], co[BENCH_SHM_NMECH][BENCH_SHM_REPS],
-        pp[BENCH_SHM_NMECH][BENCH_SHM_REPS], ov[BENCH_SHM_NMECH][BENCH_SHM_REPS];
+        pp[BENCH_SHM_NMECH][BENCH_SHM_REPS], ov[BENCH_SHM_NMECH][BENCH_SHM_REPS],
+        qc[BENCH_SHM_REPS], qp[BENCH_SHM_REPS];
     long failures = 0;
     long un_iters = quick ? 20000 : 2000000;
     long ms = quick ? 10 : 200;
@@ -606,7 +631,12 @@ static long bench_shm_section(int quick, int reps)
             struct bench_shm_out o = bench_shm_duo(m, BENCH_SHM_CONTEND, ms, &failures);
             co[m][r] = o.ns;
             ov[m][r] = o.overtaken;
-            pp[m][r] = bench_shm_duo(m, BENCH_SHM_PINGPONG, ms, &failures).ns;
+            if (m == BENCH_SHM_BAND)
+                qc[r] = o.queued;
+            o = bench_shm_duo(m, BENCH_SHM_PINGPONG, ms, &failures);
+            pp[m][r] = o.ns;
+            if (m == BENCH_SHM_BAND)
+                qp[r] = o.queued;
         }
 
     printf("\n(m) budgets shared by processes (band_shm, anonymous segment) beside SysV semop "
@@ -624,10 +654,14 @@ static long bench_shm_section(int quick, int reps)
     bench_shm_print(1, "shm 2 procs 1 permit", 2, co, ovm, reps, 1, "M ops/s", xc);
     printf("    (overtaken: acquisitions that returned while the other worker's earlier call "
            "was pending, median)\n");
+    bench_shm_per_round("band_shm per round, M ops/s (queued%)", co[BENCH_SHM_BAND], qc, reps, 1);
+    bench_shm_per_round("POSIX per round, M ops/s", co[BENCH_SHM_POSIX], NULL, reps, 1);
     printf("  M3 ping-pong through two objects at 0, two processes (band_sem: threads): ns per "
            "round trip (%ld ms/run, SysV at most %d round trips)\n",
            ms, BENCH_SHM_SYSV_ROUNDS);
     bench_shm_print(2, "shm ping-pong", 2, pp, NULL, reps, 0, "ns/rt", xp);
+    bench_shm_per_round("band_shm per round, ns/rt (queued%)", pp[BENCH_SHM_BAND], qp, reps, 0);
+    bench_shm_per_round("POSIX per round, ns/rt", pp[BENCH_SHM_POSIX], NULL, reps, 0);
 
     bench_target('m', xu[BENCH_SHM_BSEM] <= 1.5, xu[BENCH_SHM_BSEM], "x", "<= 1.50",
                  "shm uncontended pair / in-process band_sem pair");
