@@ -84,6 +84,13 @@ typedef struct band_shm_opts {
     /** create: how many requests can wait at once over all processes; 0 means 256, at
         most 65536. Ignored by open. */
     uint32_t max_waiters;
+    /** open: 1 opens the segment only to look at it and administer it, changing nothing
+        by opening: no handle record is taken and no liveness check runs. Such a handle
+        serves band_shm_get_stats(), band_shm_list_holders(), band_shm_list_waiters(),
+        band_shm_reclaim(), band_shm_grow(), band_shm_reduce() and band_shm_close();
+        operations that take or return units answer BAND_EINVAL. 0 (the default): a
+        normal handle. Any other value is refused with BAND_EINVAL. Ignored by create. */
+    int inspect;
 } band_shm_opts;
 
 /**
@@ -121,12 +128,12 @@ BAND_API int band_shm_create(band_shm **out, const char *name, const band_shm_bo
  * @param[out] out  Receives the handle.
  * @param name      The object name ("/conns").
  * @param opts      Options (none apply yet), or NULL.
- * @return 0; BAND_EINVAL (NULL argument, a bad name); BAND_ENOENT when there is no such
- *         object; BAND_EACCES when its mode refuses this process read and write access;
- *         BAND_EBADSEG when it is not a band segment (wrong magic, truncated, sizes that
- *         disagree, garbage); BAND_EVERSION for a segment of another layout version;
- *         BAND_EBUSY when all its handle records are in use by live processes;
- *         BAND_ENOMEM. On failure *@p out is unchanged.
+ * @return 0; BAND_EINVAL (NULL argument, a bad name, @p opts->inspect neither 0 nor 1);
+ *         BAND_ENOENT when there is no such object; BAND_EACCES when its mode refuses this
+ *         process read and write access; BAND_EBADSEG when it is not a band segment (wrong
+ *         magic, truncated, sizes that disagree, garbage, a directory or a symlink); BAND_EVERSION
+ * for a segment of another layout version; BAND_EBUSY when all its handle records are in use by
+ * live processes; BAND_ENOMEM. On failure *@p out is unchanged.
  */
 BAND_API int band_shm_open(band_shm **out, const char *name, const band_shm_opts *opts);
 
@@ -374,10 +381,13 @@ typedef struct band_shm_req {
 /**
  * @brief Make @p r an empty request; its waiter gets @p wake and @p data.
  *
+ * @p r may be uninitialised memory, so it is not read: like band_waiter_init(), never
+ * call it on a request that is pending.
+ *
  * @param r     The request.
  * @param wake  The wake for band_shm_admit_async(), or NULL when it is only used blocking.
  * @param data  The owner's pointer, stored in @p r->w.data.
- * @return 0, or BAND_EINVAL for NULL @p r or a request still pending.
+ * @return 0, or BAND_EINVAL for NULL @p r.
  */
 BAND_API int band_shm_req_init(band_shm_req *r, band_wake_fn *wake, void *data);
 
