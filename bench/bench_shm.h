@@ -336,7 +336,8 @@ static void bench_shm_worker(struct bench_shm_ctl *c, int id)
         sched_yield();
     c->w[id].t_start = bench_now();
     if (c->workload == BENCH_SHM_CONTEND) {
-        while (atomic_load_explicit(&c->stop, memory_order_relaxed) == 0) {
+        /* at least one acquisition each, however late the scheduler starts the worker */
+        do {
             uint64_t t = atomic_fetch_add_explicit(&c->ticket, 1, memory_order_relaxed) + 1;
             atomic_store_explicit(&c->p[id].pending, t, memory_order_relaxed);
             if (bench_shm_wait(o, 0) != 0) {
@@ -352,15 +353,9 @@ static void bench_shm_worker(struct bench_shm_ctl *c, int id)
                 break;
             }
             ops++;
-        }
+        } while (atomic_load_explicit(&c->stop, memory_order_relaxed) == 0);
     } else if (id == 0) {
-        for (;;) {
-            if (atomic_load_explicit(&c->stop, memory_order_relaxed) != 0 ||
-                (c->max_rounds != 0 && ops >= c->max_rounds)) {
-                atomic_store_explicit(&c->done, 1, memory_order_release);
-                fails += bench_shm_post(o, 1, 1) != 0; /* lets worker 1 see done */
-                break;
-            }
+        for (;;) { /* at least one round trip */
             if (bench_shm_post(o, 1, 1) != 0 || bench_shm_wait(o, 0) != 0) {
                 fails++;
                 atomic_store_explicit(&c->done, 1, memory_order_release);
@@ -368,6 +363,12 @@ static void bench_shm_worker(struct bench_shm_ctl *c, int id)
                 break;
             }
             ops++;
+            if (atomic_load_explicit(&c->stop, memory_order_relaxed) != 0 ||
+                (c->max_rounds != 0 && ops >= c->max_rounds)) {
+                atomic_store_explicit(&c->done, 1, memory_order_release);
+                fails += bench_shm_post(o, 1, 1) != 0; /* lets worker 1 see done */
+                break;
+            }
         }
     } else {
         for (;;) {
@@ -522,22 +523,36 @@ static struct bench_shm_out bench_shm_duo(int mech, int workload, long ms, long 
         uint64_t s = c->w[0].t_start < c->w[1].t_start ? c->w[0].t_start : c->w[1].t_start;
         uint64_t e = c->w[0].t_end > c->w[1].t_end ? c->w[0].t_end : c->w[1].t_end;
         double ops;
-        bad += (long)(c->w[0].fails + c->w[1].fails);
+        const char *what = bench_shm_names[workload + 1][mech];
+        if (c->w[0].fails + c->w[1].fails != 0) {
+            fprintf(stderr, "bench_shm: %s: %llu failed calls in the workers\n", what,
+                    (unsigned long long)(c->w[0].fails + c->w[1].fails));
+            bad += (long)(c->w[0].fails + c->w[1].fails);
+        }
         if (workload == BENCH_SHM_CONTEND) {
             ops = (double)(c->w[0].ops + c->w[1].ops);
-            if (bench_shm_obj_value(&c->obj) != 1)
+            long left = bench_shm_obj_value(&c->obj);
+            if (left != 1) {
+                fprintf(stderr, "bench_shm: %s: %ld units available after the run, not 1\n", what,
+                        left);
                 bad++;
+            }
             out.overtaken = ops > 0 ? (double)(c->w[0].overtakes + c->w[1].overtakes) / ops : 0;
         } else {
             ops = (double)c->w[0].ops; /* round trips */
-            if (c->w[1].ops != c->w[0].ops)
+            if (c->w[1].ops != c->w[0].ops) {
+                fprintf(stderr, "bench_shm: %s: %llu round trips by worker 0, %llu by 1\n", what,
+                        (unsigned long long)c->w[0].ops, (unsigned long long)c->w[1].ops);
                 bad++;
+            }
             e = c->w[0].t_end; /* worker 1's end waits for worker 0's last signal */
             s = c->w[0].t_start;
         }
         out.ns = ops > 0 ? (double)(e - s) / ops : 0;
-        if (ops <= 0)
+        if (ops <= 0) {
+            fprintf(stderr, "bench_shm: %s: no operations\n", what);
             bad++;
+        }
         band_shm_stats st;
         if (mech == BENCH_SHM_BAND && ops > 0 && band_shm_get_stats(c->obj.shm, &st) == 0) {
             double q = (double)st.bounds[0].queued;
