@@ -30,7 +30,9 @@
  *       count). SysV and POSIX barge by design; band_shm queues in FIFO order but only
  *       once its caller holds the segment's lock, so a caller still waiting for that lock
  *       can be overtaken. The bookkeeping (one shared fetch_add and two stores) is in every
- *       variant's loop.
+ *       variant's loop. Printed beside: every round's figure of band_shm with the share of
+ *       its acquisitions that queued (band_shm_get_stats()), and POSIX's rounds, because
+ *       the workload is bimodal.
  *   M3  ping-pong: two processes (threads) pass a turn through two objects at 0: worker 0
  *       signals B and waits on A, worker 1 waits on B and signals A, so every wait sleeps
  *       or spins until the other side's signal: ns per round trip (two hand-offs). A
@@ -38,9 +40,10 @@
  *       band_shm_grow(1) of the bound the other waits on (capacity and holdings rise by
  *       one a round; the workers' destroy returns them); a bound "at 0" has capacity 1
  *       and its unit drained by the parent, because a request above the capacity fails
- *       at once instead of waiting. SysV's SEM_UNDO keeps a per-process
- *       adjustment that a one-way wait moves by one a round and that saturates at 32767,
- *       so its runs stop after BENCH_SHM_SYSV_ROUNDS round trips.
+ *       at once instead of waiting. SysV's SEM_UNDO keeps a per-process adjustment that a
+ *       one-way wait moves by one a round and that saturates at 32767, so its runs stop
+ *       after BENCH_SHM_SYSV_ROUNDS round trips; the workers wait for each other before
+ *       they exit, because a SysV process's exit undoes its last signal.
  * M2 and M3 run for a fixed time (full 200 ms, quick 10 ms), not a count: a FIFO
  * hand-off can be hundreds of times slower than a barging one on a loaded machine.
  * Every figure is the median of @reps rounds; within a round the variants run in an
