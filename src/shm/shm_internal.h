@@ -141,18 +141,28 @@ struct band__shm_local {
     pthread_t thread;
 };
 
+/*
+ * The fast paths' view of a handle (struct band_shm_fast_view, band/shm.h) lives on a
+ * private page marked MADV_WIPEONFORK: a forked child finds it zeroed, so its first
+ * acquire or release cannot touch the parent's cache and takes the slow path, which gives
+ * the child a record of its own and fills the page in again. One load replaces a check
+ * of the fork generation.
+ */
 struct band_shm {
+    /* struct band_shm_prefix: the inline fast paths' view, frozen */
+    struct band_shm_fast_view *fast;
+    uint32_t nbounds;
     int fd;
+    int fast_ok; /* the page is wiped on fork: the fast paths may be used */
     size_t size;
     unsigned char *base;
     struct band__shm_hdr *h;
     struct band__shm_record *rec;
     struct band__shm_slot *slot;
     uint32_t self; /* this handle's record */
-    /* The segment's sizes as checked when it was opened. Every index into the segment is
-     * bounded by these copies, never by the shared header, which another process could
-     * overwrite. The fast paths also read no shared line for them. */
-    uint32_t nbounds;
+    /* The segment's sizes as checked when it was opened (nbounds above too). Every index
+     * into the segment is bounded by these copies, never by the shared header, which
+     * another process could overwrite. The fast paths also read no shared line for them. */
     uint32_t nrecords;
     uint32_t nslots;
     uint64_t gen; /* the fork generation self belongs to */
@@ -209,7 +219,8 @@ void band__shm_grant_pass_locked(struct band__shm_op *op);
 void band__shm_withdraw_locked(struct band__shm_op *op, uint32_t i, int reason);
 void band__shm_slot_free_locked(band_shm *s, uint32_t i);
 void band__shm_give_back_locked(struct band__shm_op *op, uint32_t r, const uint64_t *units);
-int band__shm_ensure_self(band_shm *s); /* re-registers after fork; 0 or an error */
+int band__shm_ensure_self(band_shm *s);   /* re-registers after fork; 0 or an error */
+void band__shm_fast_publish(band_shm *s); /* point the fast view at this record */
 void band__shm_close_locked(struct band__shm_op *op);
 void band__shm_fail_too_big_locked(struct band__shm_op *op, uint32_t b);
 /* Every cache of @b to the pool (freezing them); returns what other handles had cached. */

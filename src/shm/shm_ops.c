@@ -56,15 +56,14 @@ static int band__shm_try(band_shm *s, const struct band__shm_want *want)
     return rc;
 }
 
-/* The cache word of this handle for @bound when the fast paths may use it, else NULL. */
-static inline uint64_t *band__shm_fast_word(band_shm *s, unsigned bound)
+/* This process's cache words of @s when the fast paths may use them for @bound, else NULL.
+ * The inline versions in band/shm.h do the same; these serve calls through the exported
+ * symbols and the library's own blocking and asynchronous acquisitions. */
+static inline uint64_t *band__shm_fast_cache(band_shm *s, unsigned bound)
 {
     if (band__unlikely(s == NULL || bound >= s->nbounds))
         return NULL;
-    if (band__unlikely(__atomic_load_n(&s->gen, __ATOMIC_RELAXED) !=
-                       __atomic_load_n(&band__shm_gen, __ATOMIC_RELAXED)))
-        return NULL; /* a forked child's first use: the slow path gives it a record */
-    return &s->rec[s->self].cache[bound];
+    return __atomic_load_n(&s->fast->cache, __ATOMIC_ACQUIRE);
 }
 
 /* Take @n from this handle's cache: 1 when taken. A cache that is not frozen means the
@@ -72,8 +71,9 @@ static inline uint64_t *band__shm_fast_word(band_shm *s, unsigned bound)
  * close; every acquisition tries it first. */
 static inline int band__shm_take_cached(band_shm *s, unsigned bound, uint64_t n)
 {
-    uint64_t *word = band__shm_fast_word(s, bound);
-    if (band__likely(word != NULL && n - 1 < BAND_MAX_UNITS)) { /* 1 <= n <= max */
+    uint64_t *cache = band__shm_fast_cache(s, bound);
+    if (band__likely(cache != NULL && n - 1 < BAND_MAX_UNITS)) { /* 1 <= n <= max */
+        uint64_t *word = &cache[bound];
         uint64_t w = __atomic_load_n(word, __ATOMIC_RELAXED);
         if ((w & BAND__CACHE_FROZEN) == 0 && (w >> BAND__CACHE_SHIFT) >= n &&
             __atomic_compare_exchange_n(word, &w, w - (n << BAND__CACHE_SHIFT), 0, __ATOMIC_ACQUIRE,
@@ -282,12 +282,13 @@ static int band__shm_release_want(band_shm *s, const struct band__shm_want *want
 
 int band_shm_release(band_shm *s, unsigned bound, uint64_t n)
 {
-    uint64_t *word = band__shm_fast_word(s, bound);
-    if (band__likely(word != NULL && n - 1 < BAND_MAX_UNITS)) {
+    uint64_t *cache = band__shm_fast_cache(s, bound);
+    if (band__likely(cache != NULL && n - 1 < BAND_MAX_UNITS)) {
         /* The cache word's compare-and-swap also validates the held units read between:
          * whoever lowers them (a steal) changes the word first. */
+        uint64_t *word = &cache[bound];
         uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-        uint64_t held = __atomic_load_n(&s->rec[s->self].held[bound], __ATOMIC_ACQUIRE);
+        uint64_t held = __atomic_load_n(&s->fast->held[bound], __ATOMIC_ACQUIRE);
         uint64_t c = w >> BAND__CACHE_SHIFT;
         if ((w & BAND__CACHE_FROZEN) == 0 && held - c >= n && c + n <= BAND_MAX_UNITS &&
             __atomic_compare_exchange_n(word, &w, w + (n << BAND__CACHE_SHIFT), 0, __ATOMIC_RELEASE,

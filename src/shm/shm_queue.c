@@ -83,7 +83,17 @@ int band__shm_self_locked(struct band__shm_op *op)
     band__shm_local_after_fork(s);
     s->self = r;
     __atomic_store_n(&s->gen, gen, __ATOMIC_RELEASE);
+    band__shm_fast_publish(s);
     return 0;
+}
+
+void band__shm_fast_publish(band_shm *s)
+{
+    if (!s->fast_ok || s->inspect)
+        return; /* the fast paths stay off */
+    struct band__shm_record *rec = &s->rec[s->self];
+    __atomic_store_n(&s->fast->held, rec->held, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->fast->cache, rec->cache, __ATOMIC_RELEASE); /* last: it enables */
 }
 
 int band__shm_ensure_self(band_shm *s)
