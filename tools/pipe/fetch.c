@@ -227,7 +227,7 @@ static void on_done(struct curl_uv_xfer *x, CURLcode result)
     }
     t->body_bytes = c->body_len; /* for the fetch's stage_end event */
     conn_release(c, BAND_LIMIT_OK);
-    p->ok_bucket[p->bucket]++;
+    pipe_policy_seen(c); /* a server that states its pace is kept to before any 429 */
     if (c->body == NULL) {
         pipe_fail(c, REASON_CORRUPT, "empty body");
         return;
@@ -270,6 +270,8 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
     if (strncmp(line, "HTTP/", 5) == 0) { /* a new response (after a redirect too) */
         const char *sp = strchr(line, ' ');
         c->status = sp != NULL ? strtol(sp + 1, NULL, 10) : 0;
+        if (c->status >= 200 && c->status < 300) /* accepted: counted as soon as known */
+            c->p->ok_bucket[c->p->bucket]++;
         c->retry_after = 0;
         c->policy_q = c->policy_w = 0;
     } else if (strncasecmp(line, "Retry-After:", 12) == 0) {

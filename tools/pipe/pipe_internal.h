@@ -155,6 +155,8 @@ struct pipe {
     _Atomic uint64_t allocated_peak;
     uint64_t req_bucket[10]; /* requests started in each of the last ten sample periods */
     uint64_t ok_bucket[10];  /* requests answered 2xx in each of them */
+    int pace_probing;        /* the pace is an estimate (no RateLimit-Policy): probe upward */
+    band_time pace_changed;  /* when the pace last changed */
     size_t bucket;
 
     struct jlog *log;
@@ -173,6 +175,7 @@ void pipe_fail(struct tctx *c, int reason, const char *fmt, ...)
 void pipe_finish(struct tctx *c, int result); /* TILE_DONE, TILE_PENDING, TILE_ABANDONED */
 void pipe_use(struct pipe *p, int budget, int64_t delta);
 void pipe_throttled(struct tctx *c);      /* a 429 or 503 answer: slow the request rate */
+void pipe_policy_seen(struct tctx *c);    /* an answer stated the server's pace */
 void pipe_fetched(struct tctx *c);        /* the body is whole and probed: on to the decoders */
 void pipe_release_memory(struct tctx *c); /* everything the tile holds of memory */
 void pipe_alloc_add(struct pipe *p, uint64_t n);
