@@ -316,7 +316,7 @@ static void test_nginx_refuses_unsafe_paths(void **state)
     if (!have_nginx())
         skip();
     struct nginx ng;
-    struct nginx_opts o = {0, 0, 0, 0, "/tmp/log$x"};
+    struct nginx_opts o = {.access_log = "/tmp/log$x"};
     char err[512];
     assert_int_equal(nginx_start(&ng, "/tmp/band-test-unused", "/tmp", &o, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "'/tmp/log$x' has a character"));
