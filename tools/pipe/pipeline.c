@@ -116,10 +116,6 @@ static void feed(struct pipe *p);
 static void release_all(struct tctx *c)
 {
     struct pipe *p = c->p;
-    if (c->ticket.rate != NULL) {
-        (void)band_rate_ticket_cancel(&c->ticket);
-        c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT;
-    }
     if (c->conn.count != 0) { /* only on paths that failed before the transfer ended */
         if (c->conn_limit_held) {
             (void)band_permit_forget(&c->conn);
@@ -666,6 +662,7 @@ static void on_signal(uv_signal_t *sig, int signum)
         fprintf(stderr, "band-pipe: interrupted: no new tile starts, tiles in flight finish "
                         "(interrupt again to abandon them)\n");
         (void)band_cancel_request(p->stop);
+        fetch_stop_waiting(p);
         maybe_end(p);
         return;
     }
@@ -718,6 +715,8 @@ static void maybe_end(struct pipe *p)
     on_sample(&p->sampler); /* the last row */
     uv_timer_stop(&p->sampler);
     uv_close((uv_handle_t *)&p->sampler, on_closed);
+    uv_timer_stop(&p->pacer);
+    uv_close((uv_handle_t *)&p->pacer, on_closed);
     uv_signal_stop(&p->sigint);
     uv_signal_stop(&p->sigterm);
     uv_close((uv_handle_t *)&p->sigint, on_closed);
@@ -911,7 +910,6 @@ int pipe_run(const struct pipe_run_config *cfg, struct pipe_stats *st, struct pi
         c->conn = (band_permit)BAND_PERMIT_INIT;
         c->grant = (band_admit_grant)BAND_ADMIT_GRANT_INIT;
         c->body_grant = (band_admit_grant)BAND_ADMIT_GRANT_INIT;
-        c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT;
         c->url = c->t->source;
         c->local = is_local(c->t->source, &path);
         c->path = (char *)path;
@@ -960,6 +958,9 @@ int pipe_run(const struct pipe_run_config *cfg, struct pipe_stats *st, struct pi
     uv_signal_start(&p->sigterm, on_signal, SIGTERM);
     uv_timer_init(&p->loop, &p->sampler);
     p->sampler.data = p;
+    uv_timer_init(&p->loop, &p->pacer);
+    p->pacer.data = p;
+    p->rate_tail = &p->rate_head;
     uv_timer_start(&p->sampler, on_sample, STATS_SAMPLE_NS / BAND_MSEC,
                    STATS_SAMPLE_NS / BAND_MSEC);
     p->to_decode.p = p;
