@@ -430,7 +430,8 @@ static void send_request(struct tctx *c)
     c->xfer.done = on_done;
     t->attempts++;
     p->st->requests++;
-    p->requests_sent++;
+    if (p->requests_sent++ == 0)
+        p->first_sent = band_now();
     c->throttle_seen = 0;
     p->req_bucket[p->bucket]++;
     c->req_start = band_now();
@@ -449,8 +450,11 @@ static void send_request(struct tctx *c)
  * runs. No slot is ever booked ahead: a loop that stalls (a busy machine, a sanitizer)
  * sends, when it catches up, what the bucket holds now, never every slot that fell due
  * meanwhile, a burst the server would answer with 429 again. Until the first answer's
- * headers arrive only one request is out: they say the server's pace (RateLimit-Policy),
- * which a first wave sent blind would overrun, and a 429 costs a whole Retry-After. */
+ * headers arrive (for at most FIRST_ANSWER_WAIT) only one request is out: they say the
+ * server's pace (RateLimit-Policy), which a first wave sent blind would overrun, and a 429
+ * costs a whole Retry-After. */
+
+#define FIRST_ANSWER_WAIT BAND_SEC /* a server slow to answer delays the rest no longer */
 
 static void on_pace(uv_timer_t *tm);
 
@@ -473,13 +477,13 @@ static struct tctx *pace_pop(struct pipe *p)
 }
 
 /* What the head of the queue waits for now: 0 (it may be sent), or the nanoseconds until
- * it may (-1: until the first answer). A budget error is returned as *@rc. */
+ * it may. A budget error is returned as *@rc. */
 static band_time pace_wait(struct pipe *p, int *rc)
 {
     band_time now = band_now();
     *rc = 0;
-    if (!p->answered && p->requests_sent > 0)
-        return -1;
+    if (!p->answered && p->requests_sent > 0 && now - p->first_sent < FIRST_ANSWER_WAIT)
+        return p->first_sent + FIRST_ANSWER_WAIT - now; /* the first answer runs it sooner */
     if (p->requests_resume > now)
         return p->requests_resume - now;
     if (p->requests == NULL)
@@ -498,10 +502,6 @@ static void pace_run(struct pipe *p)
     while (p->rate_head != NULL) {
         int rc = 0;
         band_time wait = pace_wait(p, &rc);
-        if (wait < 0) {
-            uv_timer_stop(&p->pacer); /* the first answer runs the pacer */
-            return;
-        }
         if (wait > 0) {
             pace_after(p, wait);
             return;

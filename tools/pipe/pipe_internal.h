@@ -139,6 +139,7 @@ struct pipe {
     struct tctx *rate_head, **rate_tail; /* requests waiting for the pace, oldest first */
     uv_timer_t pacer;                    /* sends from rate_head when the pace allows */
     uint64_t requests_sent;              /* requests sent so far */
+    band_time first_sent;                /* when the first was */
     int answered;                        /* the first answer (headers or failure) came */
     band_budget *memory;
     band_sem *bodies;        /* the share of memory fetched bodies may hold until decoded */
