@@ -287,6 +287,8 @@ static int band__shm_check_header(int fd, struct band__shm_dims *d)
     if (h.rec_off != rec_off || h.slot_off != slot_off || h.size != size ||
         (uint64_t)st.st_size != size)
         return BAND_EBADSEG;
+    if (h.log_count > BAND__SHM_LOG_MAX)
+        return BAND_EBADSEG;
     for (uint32_t b = 0; b < h.nbounds; b++) {
         const struct band__shm_bound *bd = &h.bounds[b];
         if (memchr(bd->name, '\0', sizeof bd->name) == NULL || bd->kind > BAND_SHM_BYTES ||
