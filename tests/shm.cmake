@@ -1,0 +1,7 @@
+# SPDX-License-Identifier: MIT
+# tests/shm.cmake - the shared-memory budgets (band/shm.h): unit tests (the contract,
+# bad segments), the SIGKILL torture, the two-process model, and the replay of the
+# fuzz_shm corpus in every build.
+
+set(_shm_unit "${CMAKE_CURRENT_SOURCE_DIR}/unit")
+band_add_test(NAME test_shm SOURCES "${_shm_unit}/test_shm.c" TIMEOUT 120 LABELS unit)
