@@ -5,3 +5,6 @@
 
 set(_shm_unit "${CMAKE_CURRENT_SOURCE_DIR}/unit")
 band_add_test(NAME test_shm SOURCES "${_shm_unit}/test_shm.c" TIMEOUT 120 LABELS unit)
+# Damaged segments, no permission (as root, opening as uid 65534) and a full /dev/shm (a
+# private mount namespace); the last two skip with a message where they cannot run.
+band_add_test(NAME test_shm_bad SOURCES "${_shm_unit}/test_shm_bad.c" TIMEOUT 60 LABELS unit)
