@@ -8,3 +8,9 @@ band_add_test(NAME test_shm SOURCES "${_shm_unit}/test_shm.c" TIMEOUT 120 LABELS
 # Damaged segments, no permission (as root, opening as uid 65534) and a full /dev/shm (a
 # private mount namespace); the last two skip with a message where they cannot run.
 band_add_test(NAME test_shm_bad SOURCES "${_shm_unit}/test_shm_bad.c" TIMEOUT 60 LABELS unit)
+
+# Rounds of worker processes SIGKILLed at random moments (many inside the library), each
+# round recovered and checked; 20 s of wall time (15 s under a sanitizer) or 1000 rounds.
+band_add_test(NAME stress_shm_torture
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_shm_torture.c"
+    TIMEOUT 120 LABELS stress)
