@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "band/shm.h"
+#include "shm/shm_internal.h"
 
 #define NBOUNDS   3
 #define NCHILD    5
@@ -369,6 +370,79 @@ static void parent_submit(band_shm *s, struct pwait *pw, uint64_t *rng)
     }
 }
 
+/*
+ * Under the segment's lock (white box: the stats derive in_use from the bound's words, so
+ * only the records can contradict them): per bound, the units the live records hold ==
+ * capacity + debt - available, never both available and debt; the queue's links, its
+ * count and each bound's waiters and waiting_units agree with the waiting slots. Returns
+ * 0 or the number of the first broken rule, with a message in @why.
+ */
+static int check_locked(band_shm *s, char *why, size_t cap)
+{
+    struct band__shm_op op;
+    if (band__shm_lock(&op, s) != 0) {
+        snprintf(why, cap, "lock not recoverable");
+        return 1;
+    }
+    struct band__shm_hdr *h = s->h;
+    int bad = 0;
+    uint64_t held[NBOUNDS] = {0}, wunits[NBOUNDS] = {0}, wcount[NBOUNDS] = {0};
+    uint64_t live = 0;
+    for (uint32_t r = 0; r < h->nrecords; r++) {
+        if (s->rec[r].state != BAND__REC_LIVE)
+            continue;
+        live++;
+        for (unsigned b = 0; b < NBOUNDS; b++)
+            held[b] += s->rec[r].held[b];
+    }
+    uint64_t n = 0, prev = 0, link = h->qhead;
+    while (link != 0 && n <= h->nslots) {
+        const struct band__shm_slot *sl = &s->slot[link - 1];
+        if (sl->state != BAND__SLOT_WAITING || sl->prev != prev) {
+            snprintf(why, cap, "queue link %llu: state %llu prev %llu (expected %llu)",
+                     (unsigned long long)link, (unsigned long long)sl->state,
+                     (unsigned long long)sl->prev, (unsigned long long)prev);
+            bad = 2;
+            break;
+        }
+        for (unsigned b = 0; b < NBOUNDS; b++) {
+            wunits[b] += sl->want[b];
+            wcount[b] += sl->want[b] != 0;
+        }
+        n++;
+        prev = link;
+        link = sl->next;
+    }
+    if (!bad && (prev != h->qtail || n != h->nwaiting)) {
+        snprintf(why, cap, "queue: %llu linked, nwaiting %llu, tail %llu/%llu",
+                 (unsigned long long)n, (unsigned long long)h->nwaiting, (unsigned long long)prev,
+                 (unsigned long long)h->qtail);
+        bad = 3;
+    }
+    if (!bad && live != h->nhandles) {
+        snprintf(why, cap, "%llu live records, nhandles %llu", (unsigned long long)live,
+                 (unsigned long long)h->nhandles);
+        bad = 4;
+    }
+    for (unsigned b = 0; b < NBOUNDS && !bad; b++) {
+        const struct band__shm_bound *bd = &h->bounds[b];
+        if (held[b] + bd->available != bd->capacity + bd->debt ||
+            (bd->available != 0 && bd->debt != 0)) {
+            snprintf(why, cap, "bound %u: held %llu + available %llu != capacity %llu + debt %llu",
+                     b, (unsigned long long)held[b], (unsigned long long)bd->available,
+                     (unsigned long long)bd->capacity, (unsigned long long)bd->debt);
+            bad = 5;
+        } else if (bd->waiters != wcount[b] || bd->waiting_units != wunits[b]) {
+            snprintf(why, cap, "bound %u: waiters %llu/%llu waiting_units %llu/%llu", b,
+                     (unsigned long long)bd->waiters, (unsigned long long)wcount[b],
+                     (unsigned long long)bd->waiting_units, (unsigned long long)wunits[b]);
+            bad = 6;
+        }
+    }
+    band__shm_unlock(&op);
+    return bad;
+}
+
 static void test_torture(void **state)
 {
     (void)state;
@@ -437,6 +511,11 @@ static void test_torture(void **state)
             band_shm_stats st;
             if (test_rng_range(&rng, 0, 3) == 0 && band_shm_get_stats(s, &st) == 0) {
                 check_identity(&st, round, "while running");
+                char why[200];
+                int bad = check_locked(s, why, sizeof(why));
+                if (bad != 0)
+                    print_error("round %u, while running: %s\n", round, why);
+                assert_int_equal(bad, 0);
                 t.samples++;
             }
             usleep(100);
@@ -470,6 +549,11 @@ static void test_torture(void **state)
         band_shm_stats st;
         assert_int_equal(band_shm_get_stats(s, &st), 0);
         check_identity(&st, round, "after reclaim");
+        char why[200];
+        int bad = check_locked(s, why, sizeof(why));
+        if (bad != 0)
+            print_error("round %u, after reclaim: %s\n", round, why);
+        assert_int_equal(bad, 0);
         band_shm_holder h[16];
         size_t nh = 0;
         assert_int_equal(band_shm_list_holders(s, h, 16, &nh), 0);
