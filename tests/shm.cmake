@@ -14,3 +14,13 @@ band_add_test(NAME test_shm_bad SOURCES "${_shm_unit}/test_shm_bad.c" TIMEOUT 60
 band_add_test(NAME stress_shm_torture
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_shm_torture.c"
     TIMEOUT 120 LABELS stress)
+
+# The two-process reference model (tests/model/shm_model.c, shared with fuzz/fuzz_shm.c's
+# op-sequence mode): fixed seeds, then the op-sequence corpus of fuzz_shm.
+band_add_test(NAME model_shm
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/model/model_shm.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/shm_model.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_input.c"
+            "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
+    ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_shm_ops"
+    TIMEOUT 180 LABELS model)
