@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "band/shm.h"
+#include "shm/shm_internal.h" /* only to die holding the segment's lock */
 
 /* ---------------------------------------------------------------------------------- */
 /* Helpers                                                                             */
@@ -189,6 +190,8 @@ static void test_create_args(void **state)
     band_shm_opts o = {.max_handles = 4097};
     assert_int_equal(band_shm_create(&s, f->name, one_bound, 1, &o), BAND_EINVAL);
     o = (band_shm_opts){.max_waiters = 65537};
+    assert_int_equal(band_shm_create(&s, f->name, one_bound, 1, &o), BAND_EINVAL);
+    o = (band_shm_opts){.mode = 04600}; /* a mode is permission bits only */
     assert_int_equal(band_shm_create(&s, f->name, one_bound, 1, &o), BAND_EINVAL);
     static const char *const badnames[] = {"noslash", "/a/b", "/", "", "//x"};
     for (size_t i = 0; i < TEST_COUNTOF(badnames); i++)
@@ -1231,6 +1234,43 @@ static void test_kill_waiter(void **state)
     assert_int_equal(band_shm_destroy(s), 0);
 }
 
+static int child_die_locked(void *arg)
+{
+    struct fixture *f = arg;
+    band_shm *c = NULL;
+    if (band_shm_open(&c, f->name, NULL) != 0)
+        return 10;
+    if (band_shm_try_acquire(c, 0, 2) != 0)
+        return 11;
+    struct band__shm_op op;
+    if (band__shm_lock(&op, c) != 0)
+        return 12;
+    raise(SIGKILL); /* dies holding the robust lock */
+    return 13;
+}
+
+/* A process killed holding the lock: the next call takes the lock over (EOWNERDEAD),
+ * recovers the dead record, and band_shm_reclaim() reports it. */
+static void test_reclaim_after_lock_recovery(void **state)
+{
+    struct fixture *f = *state;
+    band_shm *s = make(f, one_bound, 1);
+    pid_t p = spawn(child_die_locked, f);
+    assert_int_equal(reap(p), 128 + SIGKILL);
+    unsigned dead = 99;
+    assert_int_equal(band_shm_reclaim(s, &dead), 0);
+    band_shm_stats st = stats_of(s);
+    assert_u64_equal(st.recoveries, 1);
+    assert_u64_equal(st.dead_handles, 1);
+    assert_int_equal(st.handles, 1);
+    assert_u64_equal(st.bounds[0].available, 10);
+    assert_u64_equal(st.bounds[0].reclaimed, 2);
+    /* CORE FINDING: the record was recovered inside this call (by the lock's recovery
+     * sweep), but *dead says 0. */
+    assert_int_equal(dead, 1);
+    assert_int_equal(band_shm_destroy(s), 0);
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* limits, stats, lists                                                                */
 
@@ -1397,6 +1437,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_async_cancel_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_holder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_waiter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_after_lock_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stats_lists, setup, teardown),
     };
