@@ -24,3 +24,9 @@ band_add_test(NAME model_shm
             "${CMAKE_CURRENT_SOURCE_DIR}/model/model_driver.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_shm_ops"
     TIMEOUT 180 LABELS model)
+
+# The segment-file corpus of fuzz_shm replayed through fuzz/fuzz_shm.c in every build.
+band_add_test(NAME test_shm_corpus
+    SOURCES "${_shm_unit}/test_shm_corpus.c" "${PROJECT_SOURCE_DIR}/fuzz/fuzz_shm.c"
+    ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_shm"
+    TIMEOUT 60 LABELS unit)
