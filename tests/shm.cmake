@@ -30,3 +30,18 @@ band_add_test(NAME test_shm_corpus
     SOURCES "${_shm_unit}/test_shm_corpus.c" "${PROJECT_SOURCE_DIR}/fuzz/fuzz_shm.c"
     ARGS "${PROJECT_SOURCE_DIR}/fuzz/corpus/fuzz_shm"
     TIMEOUT 60 LABELS unit)
+
+# Async shm acquisitions through the event-loop adapters. tests/ is configured before
+# adapters/, so these are registered at the end of the top-level directory, when the
+# adapters' test libraries exist (and only if they do).
+function(_band_shm_adapter_tests)
+    if(TARGET band_fd_testing)
+        band_add_test(NAME test_shm_fd SOURCES "${PROJECT_SOURCE_DIR}/tests/unit/test_shm_fd.c"
+            LIBRARIES band_fd_testing TIMEOUT 60 LABELS unit)
+    endif()
+    if(TARGET band_uv_testing)
+        band_add_test(NAME test_shm_uv SOURCES "${PROJECT_SOURCE_DIR}/tests/unit/test_shm_uv.c"
+            LIBRARIES band_uv_testing TIMEOUT 60 LABELS unit)
+    endif()
+endfunction()
+cmake_language(DEFER DIRECTORY "${PROJECT_SOURCE_DIR}" CALL _band_shm_adapter_tests)
