@@ -101,8 +101,18 @@ static void async_wake(band_waiter *w)
         _exit(3);                                                                                  \
     } while (0)
 
+/* A forked child dies of its own faults: cmocka's handlers would longjmp it back into
+ * the parent's test. */
+static void child_default_signals(void)
+{
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    for (size_t i = 0; i < TEST_COUNTOF(sigs); i++)
+        signal(sigs[i], SIG_DFL);
+}
+
 static void worker(int k, uint64_t seed, int fd)
 {
+    child_default_signals();
     struct child_log *log = &sh->child[k];
     band_shm *s = parent_s;
     if (k % 2 == 1) {
@@ -249,6 +259,7 @@ static void worker(int k, uint64_t seed, int fd)
 /* The survivor: holds units, queues one async wait, parks until told to check. */
 static void survivor(int fd, uint64_t seed)
 {
+    child_default_signals();
     band_shm *s = NULL;
     if (band_shm_open_fd(&s, fd, NULL) != 0)
         _exit(10);
@@ -459,6 +470,7 @@ static void die_in_transaction(band_shm *s, int fd, unsigned b, unsigned round)
     fflush(NULL);
     pid_t p = fork();
     if (p == 0) {
+        child_default_signals();
         band_shm *c = NULL;
         if (band_shm_open_fd(&c, fd, NULL) != 0)
             _exit(10);
