@@ -45,3 +45,12 @@ function(_band_shm_adapter_tests)
     endif()
 endfunction()
 cmake_language(DEFER DIRECTORY "${PROJECT_SOURCE_DIR}" CALL _band_shm_adapter_tests)
+
+# The forked children of these tests use handles, and so start the handle's doorbell
+# thread, after fork() in a process with threads - what shm.h allows. TSan refuses that by
+# default (die_after_fork); let it run.
+foreach(_shm_test test_shm test_shm_bad stress_shm_torture model_shm test_shm_corpus)
+    get_test_property(${_shm_test} ENVIRONMENT _shm_env)
+    list(TRANSFORM _shm_env REPLACE "^TSAN_OPTIONS=(.*)$" "TSAN_OPTIONS=\\1:die_after_fork=0")
+    set_tests_properties(${_shm_test} PROPERTIES ENVIRONMENT "${_shm_env}")
+endforeach()

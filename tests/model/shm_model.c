@@ -119,6 +119,10 @@ static struct resp exec_cmd(struct proc *pr, const struct cmd *c)
         r.rc = band_shm_acquire(pr->s, 0, c->a, band_deadline_after(BAND_MSEC), NULL);
         break;
     case X_ASYNC:
+        /* The wake of this waiter's last operation ran on the doorbell thread; reading
+         * what it wrote orders it before the new initialisation (the parent waited for it,
+         * but across processes no thread tool can see that). */
+        (void)atomic_load(&pr->rec[c->idx].wakes);
         if (!band_waiter_is_pending(&pr->w[c->idx]) &&
             band_waiter_status(&pr->w[c->idx]) != BAND_PENDING)
             band_waiter_init(&pr->w[c->idx], model_wake, &pr->rec[c->idx]);
@@ -137,6 +141,7 @@ static struct resp exec_cmd(struct proc *pr, const struct cmd *c)
         r.val = band_shm_drain(pr->s, 0, c->a);
         break;
     case X_CANCEL:
+        (void)atomic_load(&pr->rec[c->idx].wakes); /* as for X_ASYNC */
         r.rc = band_waiter_cancel(&pr->w[c->idx], c->reason);
         break;
     case X_CLOSE:
@@ -909,6 +914,8 @@ static int run(struct shm_model *m, uint64_t max_ops, band_time until)
 
 struct shm_model *shm_model_new(void)
 {
+    /* A child that died must be reported as a mismatch, not end this process. */
+    signal(SIGPIPE, SIG_IGN);
     struct shm_model *m = calloc(1, sizeof(*m));
     if (m == NULL)
         return NULL;
