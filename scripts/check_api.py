@@ -174,7 +174,7 @@ def main():
             problem(at, 'the deadline is a band_time')
         if verb.endswith('_async'):
             last = params[-1] if params else ''
-            if not re.match(r'(band_waiter \*\s*w|.*_op\s*\*\s*op|band_admit_req \*\s*r)$',
+            if not re.match(r'(band_waiter \*\s*w|.*_op\s*\*\s*op|(?:band_admit_req|band_shm_req) \*\s*r)$',
                             last):
                 problem(at, 'an _async call takes the op last (band_waiter *w or an _op *op)')
     for obj, verbs in objs.items():

@@ -31,6 +31,7 @@
 #include "band/permit.h"
 #include "band/rate.h"
 #include "band/sem.h"
+#include "band/shm.h"
 #include "band/shutdown.h"
 #include "band/version.h"
 #include "band/watch.h"

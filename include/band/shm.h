@@ -84,6 +84,13 @@ typedef struct band_shm_opts {
     /** create: how many requests can wait at once over all processes; 0 means 256, at
         most 65536. Ignored by open. */
     uint32_t max_waiters;
+    /** open: 1 opens the segment only to look at it and administer it, changing nothing
+        by opening: no handle record is taken and no liveness check runs. Such a handle
+        serves band_shm_get_stats(), band_shm_list_holders(), band_shm_list_waiters(),
+        band_shm_reclaim(), band_shm_grow(), band_shm_reduce() and band_shm_close();
+        operations that take or return units answer BAND_EINVAL. 0 (the default): a
+        normal handle. Any other value is refused with BAND_EINVAL. Ignored by create. */
+    int inspect;
 } band_shm_opts;
 
 /**
@@ -121,12 +128,12 @@ BAND_API int band_shm_create(band_shm **out, const char *name, const band_shm_bo
  * @param[out] out  Receives the handle.
  * @param name      The object name ("/conns").
  * @param opts      Options (none apply yet), or NULL.
- * @return 0; BAND_EINVAL (NULL argument, a bad name); BAND_ENOENT when there is no such
- *         object; BAND_EACCES when its mode refuses this process read and write access;
- *         BAND_EBADSEG when it is not a band segment (wrong magic, truncated, sizes that
- *         disagree, garbage); BAND_EVERSION for a segment of another layout version;
- *         BAND_EBUSY when all its handle records are in use by live processes;
- *         BAND_ENOMEM. On failure *@p out is unchanged.
+ * @return 0; BAND_EINVAL (NULL argument, a bad name, @p opts->inspect neither 0 nor 1);
+ *         BAND_ENOENT when there is no such object; BAND_EACCES when its mode refuses this
+ *         process read and write access; BAND_EBADSEG when it is not a band segment (wrong
+ *         magic, truncated, sizes that disagree, garbage, a directory or a symlink); BAND_EVERSION
+ * for a segment of another layout version; BAND_EBUSY when all its handle records are in use by
+ * live processes; BAND_ENOMEM. On failure *@p out is unchanged.
  */
 BAND_API int band_shm_open(band_shm **out, const char *name, const band_shm_opts *opts);
 
@@ -137,7 +144,8 @@ BAND_API int band_shm_open(band_shm **out, const char *name, const band_shm_opts
  * @param[out] out  Receives the handle.
  * @param fd        A descriptor of a segment.
  * @param opts      Options (none apply yet), or NULL.
- * @return As band_shm_open(), with BAND_EINVAL for a descriptor that is not open.
+ * @return 0, BAND_EINVAL (NULL @p out, a descriptor that is not open), BAND_EBADSEG,
+ *         BAND_EVERSION, BAND_EBUSY or BAND_ENOMEM, as for band_shm_open().
  */
 BAND_API int band_shm_open_fd(band_shm **out, int fd, const band_shm_opts *opts);
 
@@ -165,6 +173,9 @@ BAND_API int band_shm_unlink(const char *name);
 
 /**
  * @brief The descriptor of the segment behind @p s (-1 for NULL); it stays the handle's.
+ *
+ * It is close-on-exec: clear FD_CLOEXEC (fcntl) to hand an anonymous segment to a program
+ * that a child executes, or send it over a UNIX socket.
  *
  * @param s  The handle.
  * @return The descriptor, or -1 for NULL.
@@ -201,8 +212,9 @@ BAND_API unsigned band_shm_bound_count(const band_shm *s);
  * @param n      Units to take, 0 to BAND_MAX_UNITS.
  * @return 0 (held by this handle), BAND_EAGAIN, BAND_ECLOSED, BAND_E2BIG (@p n above
  *         the bound's capacity), BAND_EINVAL (NULL @p s, a bad index, @p n above
- *         BAND_MAX_UNITS) or BAND_EOVERFLOW (this handle would hold more than
- *         BAND_MAX_UNITS).
+ *         BAND_MAX_UNITS), BAND_EOVERFLOW (this handle would hold more than
+ *         BAND_MAX_UNITS), BAND_EBUSY (a forked child found no free handle record) or
+ *         BAND_EBADSEG (the segment's lock cannot be recovered).
  */
 BAND_API int band_shm_try_acquire(band_shm *s, unsigned bound, uint64_t n);
 
@@ -220,9 +232,10 @@ BAND_API int band_shm_try_acquire(band_shm *s, unsigned bound, uint64_t n);
  * @param deadline  Absolute (band_now() clock); BAND_FOREVER never expires; a past one
  *                  means "do not wait".
  * @param cancel    Cancellation token, or NULL.
- * @return 0, BAND_ETIMEDOUT, BAND_ECANCELED, BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL,
- *         BAND_EOVERFLOW as for band_shm_try_acquire(), or BAND_EBUSY when every waiter
- *         slot of the segment is taken (nothing queued).
+ * @return 0, BAND_ETIMEDOUT, BAND_ECANCELED, BAND_ECLOSED, BAND_E2BIG (also when a
+ *         reduction leaves the capacity below @p n while it waits), BAND_EINVAL,
+ *         BAND_EOVERFLOW, BAND_EBADSEG as for band_shm_try_acquire(), or BAND_EBUSY when
+ *         every waiter slot of the segment is taken (nothing queued).
  */
 BAND_API int band_shm_acquire(band_shm *s, unsigned bound, uint64_t n, band_time deadline,
                               band_cancel *cancel);
@@ -241,9 +254,11 @@ BAND_API int band_shm_acquire(band_shm *s, unsigned bound, uint64_t n, band_time
  * @param n      Units to take, 0 to BAND_MAX_UNITS.
  * @param w      The waiter, initialised and not pending; valid until it ends.
  * @return 0 (granted at once, no wake), BAND_PENDING (exactly one wake or one cancel
- *         that returns 0 ends it), BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW, BAND_EBUSY
- *         (no free waiter slot), BAND_ENOMEM (the doorbell thread could not start), or
- *         BAND_EINVAL (bad argument; @p w untouched).
+ *         that returns 0 ends it; the wake's status is 0, BAND_ECLOSED or BAND_E2BIG),
+ *         BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW, BAND_EBUSY (no free waiter slot),
+ *         BAND_ENOMEM (the doorbell thread could not start), BAND_EBADSEG, or BAND_EINVAL
+ *         (bad argument; @p w untouched). Every answer but BAND_EINVAL is also
+ *         band_waiter_status(@p w).
  */
 BAND_API int band_shm_acquire_async(band_shm *s, unsigned bound, uint64_t n, band_waiter *w);
 
@@ -257,7 +272,7 @@ BAND_API int band_shm_acquire_async(band_shm *s, unsigned bound, uint64_t n, ban
  * @param bound  The bound's index.
  * @param n      Units to return.
  * @return 0, BAND_EOVERFLOW - nothing changes - when this handle holds fewer than @p n,
- *         or BAND_EINVAL (NULL @p s, a bad index).
+ *         BAND_EINVAL (NULL @p s, a bad index) or BAND_EBADSEG.
  */
 BAND_API int band_shm_release(band_shm *s, unsigned bound, uint64_t n);
 
@@ -270,8 +285,8 @@ BAND_API int band_shm_release(band_shm *s, unsigned bound, uint64_t n);
  * @param s      The handle.
  * @param bound  The bound's index.
  * @param n      Units to remove, at most the capacity.
- * @return 0, BAND_EINVAL (NULL @p s, a bad index, @p n above the capacity) or
- *         BAND_EOVERFLOW (the debt would exceed BAND_MAX_UNITS).
+ * @return 0, BAND_EINVAL (NULL @p s, a bad index, @p n above the capacity),
+ *         BAND_EOVERFLOW (the debt would exceed BAND_MAX_UNITS) or BAND_EBADSEG.
  */
 BAND_API int band_shm_reduce(band_shm *s, unsigned bound, uint64_t n);
 
@@ -282,8 +297,8 @@ BAND_API int band_shm_reduce(band_shm *s, unsigned bound, uint64_t n);
  * @param s      The handle.
  * @param bound  The bound's index.
  * @param n      Units to add.
- * @return 0, BAND_EINVAL (NULL @p s, a bad index) or BAND_EOVERFLOW (the capacity would
- *         exceed BAND_MAX_UNITS; nothing changes).
+ * @return 0, BAND_EINVAL (NULL @p s, a bad index), BAND_EOVERFLOW (the capacity would
+ *         exceed BAND_MAX_UNITS; nothing changes) or BAND_EBADSEG.
  */
 BAND_API int band_shm_grow(band_shm *s, unsigned bound, uint64_t n);
 
@@ -321,7 +336,7 @@ BAND_API uint64_t band_shm_held(const band_shm *s, unsigned bound);
  * with BAND_ECLOSED; held units can still be released. Closing twice is harmless.
  *
  * @param s  The handle.
- * @return 0 or BAND_EINVAL for NULL.
+ * @return 0, BAND_EINVAL for NULL, or BAND_EBADSEG.
  */
 BAND_API int band_shm_close(band_shm *s);
 
@@ -366,10 +381,13 @@ typedef struct band_shm_req {
 /**
  * @brief Make @p r an empty request; its waiter gets @p wake and @p data.
  *
+ * @p r may be uninitialised memory, so it is not read: like band_waiter_init(), never
+ * call it on a request that is pending.
+ *
  * @param r     The request.
  * @param wake  The wake for band_shm_admit_async(), or NULL when it is only used blocking.
  * @param data  The owner's pointer, stored in @p r->w.data.
- * @return 0, or BAND_EINVAL for NULL @p r or a request still pending.
+ * @return 0, or BAND_EINVAL for NULL @p r.
  */
 BAND_API int band_shm_req_init(band_shm_req *r, band_wake_fn *wake, void *data);
 
@@ -389,7 +407,9 @@ BAND_API int band_shm_req_add(band_shm_req *r, unsigned bound, uint64_t units);
  *
  * @param s  The handle.
  * @param r  The request.
- * @return As band_shm_try_acquire() for any of its parts.
+ * @return 0, BAND_EAGAIN, BAND_ECLOSED, BAND_E2BIG (a part above its bound's capacity),
+ *         BAND_EINVAL (NULL argument, a bound index the segment does not have),
+ *         BAND_EOVERFLOW, BAND_EBUSY or BAND_EBADSEG, as for band_shm_try_acquire().
  */
 BAND_API int band_shm_try_admit(band_shm *s, const band_shm_req *r);
 
@@ -400,7 +420,8 @@ BAND_API int band_shm_try_admit(band_shm *s, const band_shm_req *r);
  * @param r         The request.
  * @param deadline  As band_shm_acquire().
  * @param cancel    Cancellation token, or NULL.
- * @return As band_shm_acquire().
+ * @return 0, BAND_ETIMEDOUT, BAND_ECANCELED, BAND_ECLOSED, BAND_E2BIG, BAND_EINVAL,
+ *         BAND_EOVERFLOW, BAND_EBUSY or BAND_EBADSEG, as for band_shm_acquire().
  */
 BAND_API int band_shm_admit(band_shm *s, const band_shm_req *r, band_time deadline,
                             band_cancel *cancel);
@@ -410,7 +431,8 @@ BAND_API int band_shm_admit(band_shm *s, const band_shm_req *r, band_time deadli
  *
  * @param s  The handle.
  * @param r  The request, with a wake; valid and untouched until it ends.
- * @return As band_shm_acquire_async().
+ * @return 0, BAND_PENDING, BAND_ECLOSED, BAND_E2BIG, BAND_EOVERFLOW, BAND_EBUSY,
+ *         BAND_ENOMEM, BAND_EBADSEG or BAND_EINVAL, as for band_shm_acquire_async().
  */
 BAND_API int band_shm_admit_async(band_shm *s, band_shm_req *r);
 
@@ -420,8 +442,8 @@ BAND_API int band_shm_admit_async(band_shm *s, band_shm_req *r);
  *
  * @param s  The handle.
  * @param r  The request that was granted.
- * @return 0, BAND_EOVERFLOW (this handle holds less than some part; nothing changes) or
- *         BAND_EINVAL.
+ * @return 0, BAND_EOVERFLOW (this handle holds less than some part; nothing changes),
+ *         BAND_EINVAL (NULL argument, a bound the segment does not have) or BAND_EBADSEG.
  */
 BAND_API int band_shm_release_req(band_shm *s, const band_shm_req *r);
 

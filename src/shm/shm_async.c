@@ -27,10 +27,10 @@ static void band__shm_cancel_locked(struct band__waitq *q, band_waiter *w, int r
     struct band__shm_local *l = band__container_of(q, struct band__shm_local, q);
     band_shm *s = band__container_of(l, band_shm, local);
     uint32_t i = 0;
-    while (i < s->h->nslots && l->by_slot[i] != w)
+    while (i < s->nslots && l->by_slot[i] != w)
         i++;
     band__waitq_unlink_locked(q, w);
-    if (i == s->h->nslots)
+    if (i == s->nslots)
         return;
     l->by_slot[i] = NULL;
     l->pending--;
@@ -107,7 +107,7 @@ int band__shm_local_fini(band_shm *s)
 static void band__shm_collect(band_shm *s, struct band__wakelist *wl)
 {
     struct band__shm_local *l = &s->local;
-    for (uint32_t i = 0; i < s->h->nslots && l->pending != 0; i++) {
+    for (uint32_t i = 0; i < s->nslots && l->pending != 0; i++) {
         band_waiter *w = l->by_slot[i];
         if (w == NULL || band__shm_load(&s->slot[i].state) != BAND__SLOT_DONE)
             continue;
@@ -142,7 +142,7 @@ static void *band__shm_doorbell(void *arg)
         uint32_t pending = l->pending;
         pthread_mutex_unlock(&l->mu);
         band__wakelist_run(&wl);
-        if (band__shm_futex_wait(bell, seen, BAND__SHM_CHECK_NS) == BAND_ETIMEDOUT &&
+        if (band__shm_futex_sleep(bell, seen, BAND__SHM_CHECK_NS) == BAND_ETIMEDOUT &&
             pending != 0) {
             struct band__shm_op op;
             if (band__shm_lock(&op, s) == 0) {
@@ -167,7 +167,7 @@ int band__shm_async_submit(band_shm *s, const struct band__shm_want *want, band_
     struct band__shm_local *l = &s->local;
     pthread_mutex_lock(&l->mu);
     if (l->by_slot == NULL) {
-        l->by_slot = calloc(s->h->nslots, sizeof *l->by_slot);
+        l->by_slot = calloc(s->nslots, sizeof(band_waiter *));
         if (l->by_slot == NULL) {
             pthread_mutex_unlock(&l->mu);
             band__waiter_finish_now(w, BAND_ENOMEM);
@@ -193,7 +193,7 @@ int band__shm_async_submit(band_shm *s, const struct band__shm_want *want, band_
                 l->pending++;
                 *slot_out = i;
                 uint64_t first = 0;
-                for (uint32_t b = 0; b < s->h->nbounds && first == 0; b++)
+                for (uint32_t b = 0; b < s->nbounds && first == 0; b++)
                     first = want->units[b];
                 band__waitq_push_locked(&l->q, w, first, band_now());
                 rc = BAND_PENDING;

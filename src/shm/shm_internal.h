@@ -83,6 +83,7 @@ struct band__shm_hdr {
     uint64_t nwaiting;
     uint64_t nhandles;
     /* plain */
+    uint64_t rec_hwm;       /* records ever used: loops over records stop here (never lowered) */
     uint64_t last_check_ns; /* band_now() of the last liveness sweep */
     uint64_t recoveries, dead_handles, dead_waiters;
     /* the undo log */
@@ -91,13 +92,29 @@ struct band__shm_hdr {
     struct band__shm_bound bounds[BAND_SHM_MAX_BOUNDS];
 };
 
+/*
+ * A record's cache. Units a handle returns while nobody waits stay with it, counted in its
+ * held units, in a word only its own process changes without the lock: units above
+ * BAND__CACHE_SHIFT, BAND__CACHE_FROZEN below. So an uncontended acquire and release are
+ * one compare-and-swap each on a line no other process writes, and a death at any point
+ * of them loses nothing: recovery returns held, which includes the cache. Another process
+ * that needs the units (a waiter, a try that would fail, a reduction) freezes the word
+ * (fetch_or, under the lock), after which it does not change until the lock is released,
+ * and moves the cached units to the pool in a logged transaction. A frozen cache sends
+ * its owner through the lock, which thaws it only when the bound has no waiter, no debt
+ * and is open: releases reach the queue in order while anyone waits.
+ */
+#define BAND__CACHE_FROZEN UINT64_C(1)
+#define BAND__CACHE_SHIFT  2
+
 struct band__shm_record {
     uint64_t state; /* logged */
     uint64_t pid;
     uint64_t start;
     uint32_t doorbell; /* futex word: bumped for every async grant to this record */
     uint32_t _pad;
-    uint64_t held[BAND_SHM_MAX_BOUNDS]; /* logged */
+    uint64_t held[BAND_SHM_MAX_BOUNDS];  /* logged; units held, the cache included */
+    uint64_t cache[BAND_SHM_MAX_BOUNDS]; /* atomic; see above */
 };
 
 struct band__shm_slot {
@@ -132,7 +149,14 @@ struct band_shm {
     struct band__shm_record *rec;
     struct band__shm_slot *slot;
     uint32_t self; /* this handle's record */
-    uint64_t gen;  /* the fork generation self belongs to */
+    /* The segment's sizes as checked when it was opened. Every index into the segment is
+     * bounded by these copies, never by the shared header, which another process could
+     * overwrite. The fast paths also read no shared line for them. */
+    uint32_t nbounds;
+    uint32_t nrecords;
+    uint32_t nslots;
+    uint64_t gen; /* the fork generation self belongs to */
+    int inspect;  /* opened to look only: no record, so no units */
     struct band__shm_local local;
 };
 
@@ -142,19 +166,33 @@ struct band_shm {
 /* One operation's lock scope and the wakes it owes after unlocking. */
 struct band__shm_op {
     band_shm *s;
+    unsigned recovered; /* dead records the lock's takeover recovered */
     unsigned nwake;
     uint32_t *wake_word[BAND__SHM_WAKE_BATCH];
 };
 
 /* shm_proc.c: process identity and liveness. */
-uint64_t band__shm_generation(void); /* bumped in every forked child */
+uint64_t band__shm_generation(void); /* bumped in every forked child; installs the hook */
+extern uint64_t band__shm_gen;       /* its value, for the fast paths once installed */
 int band__shm_self_identity(uint32_t *pid, uint64_t *start);
 int band__shm_alive(uint32_t pid, uint64_t start); /* 1 alive, 0 dead */
-void band__shm_futex_wake(uint32_t *word);         /* bump, then wake every sleeper */
-void band__shm_futex_wake_only(uint32_t *word);    /* wake every sleeper */
+/*
+ * Futex words count completions above bit 0 and have bit 0 set while someone sleeps on
+ * them, so a completion makes the wake system call only when a sleeper said it sleeps:
+ * a waiter still spinning is handed its grant with no system call on either side.
+ */
+#define BAND__FUTEX_SLEEPER 1u
+#define BAND__FUTEX_BUMP    2u
+void band__shm_futex_wake(uint32_t *word); /* bump, then wake every sleeper */
+/* Sleep on @word unless it changed since @seen was read: 0 or BAND_ETIMEDOUT. */
+int band__shm_futex_sleep(uint32_t *word, uint32_t seen, band_time timeout_ns);
+void band__shm_futex_wake_only(uint32_t *word); /* wake every sleeper */
 int band__shm_futex_wait(uint32_t *word, uint32_t val, band_time timeout_ns);
 
 /* shm_lock.c: the lock, the undo log, recovery. */
+#ifdef BAND_TESTING
+extern long band__shm_crash_countdown; /* > 0: SIGKILL at that many logged stores on */
+#endif
 int band__shm_lock(struct band__shm_op *op, band_shm *s);        /* 0 or BAND_EBADSEG */
 void band__shm_unlock(struct band__shm_op *op);                  /* then runs the deferred wakes */
 void band__shm_set(band_shm *s, uint64_t *word, uint64_t value); /* logged store */
@@ -174,6 +212,10 @@ void band__shm_give_back_locked(struct band__shm_op *op, uint32_t r, const uint6
 int band__shm_ensure_self(band_shm *s); /* re-registers after fork; 0 or an error */
 void band__shm_close_locked(struct band__shm_op *op);
 void band__shm_fail_too_big_locked(struct band__shm_op *op, uint32_t b);
+/* Every cache of @b to the pool (freezing them); returns what other handles had cached. */
+uint64_t band__shm_steal_locked(band_shm *s, uint32_t b);
+void band__shm_thaw_self_locked(band_shm *s, uint32_t b); /* when @b is quiet */
+uint64_t band__shm_cached(const band_shm *s, uint32_t r, uint32_t b);
 
 /* A request in internal form: units per bound (0: not named) and the bound mask. */
 struct band__shm_want {
@@ -198,6 +240,13 @@ int band__shm_async_submit(band_shm *s, const struct band__shm_want *want, band_
 static inline uint64_t band__shm_load(const uint64_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* How many records to look at: those ever used, bounded by the handle's checked count. */
+static inline uint32_t band__shm_nrec(const band_shm *s)
+{
+    uint64_t hwm = __atomic_load_n(&s->h->rec_hwm, __ATOMIC_ACQUIRE);
+    return hwm < s->nrecords ? (uint32_t)hwm : s->nrecords;
 }
 
 #endif /* BAND_SHM_INTERNAL_H */

@@ -10,11 +10,29 @@
  * record at once: the owner that died is almost always one of them.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shm/shm_internal.h"
 
+#ifdef BAND_TESTING
+long band__shm_crash_countdown;
+
+/* Tests kill the process at the n-th logged store or commit from now, to land a death at
+ * every point of a transaction in turn. */
+static void band__shm_crash_point(void)
+{
+    if (band__shm_crash_countdown > 0 && --band__shm_crash_countdown == 0)
+        (void)raise(SIGKILL);
+}
+#else
+static inline void band__shm_crash_point(void)
+{
+}
+#endif
+
+// NOLINTNEXTLINE(readability-non-const-parameter): @word is stored through __atomic_store_n
 void band__shm_set(band_shm *s, uint64_t *word, uint64_t value)
 {
     struct band__shm_hdr *h = s->h;
@@ -25,11 +43,13 @@ void band__shm_set(band_shm *s, uint64_t *word, uint64_t value)
     h->log[n].old = __atomic_load_n(word, __ATOMIC_RELAXED);
     /* The entry is complete before the count says so, and the count before the word. */
     __atomic_store_n(&h->log_count, n + 1, __ATOMIC_RELEASE);
+    band__shm_crash_point();
     __atomic_store_n(word, value, __ATOMIC_RELEASE);
 }
 
 void band__shm_commit(band_shm *s)
 {
+    band__shm_crash_point();
     __atomic_store_n(&s->h->log_count, 0, __ATOMIC_RELEASE);
 }
 
@@ -79,12 +99,12 @@ void band__shm_repair(band_shm *s)
 {
     struct band__shm_hdr *h = s->h;
     uint32_t nw = 0;
-    uint32_t *order = malloc(sizeof(uint32_t) * h->nslots);
+    uint32_t *order = malloc(sizeof(uint32_t) * s->nslots);
     uint64_t held[BAND_SHM_MAX_BOUNDS] = {0};
     uint64_t waiters[BAND_SHM_MAX_BOUNDS] = {0}, wunits[BAND_SHM_MAX_BOUNDS] = {0};
     uint64_t nhandles = 0;
 
-    for (uint32_t r = 0; r < h->nrecords; r++) {
+    for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++) {
         struct band__shm_record *rec = &s->rec[r];
         if (rec->state != BAND__REC_LIVE) {
             rec->state = BAND__REC_FREE;
@@ -92,13 +112,13 @@ void band__shm_repair(band_shm *s)
             continue;
         }
         nhandles++;
-        for (uint32_t b = 0; b < h->nbounds; b++)
+        for (uint32_t b = 0; b < s->nbounds; b++)
             held[b] += rec->held[b];
     }
-    for (uint32_t i = 0; i < h->nslots; i++) {
+    for (uint32_t i = 0; i < s->nslots; i++) {
         struct band__shm_slot *sl = &s->slot[i];
         if (sl->state != BAND__SLOT_FREE &&
-            (sl->record >= h->nrecords || s->rec[sl->record].state != BAND__REC_LIVE)) {
+            (sl->record >= s->nrecords || s->rec[sl->record].state != BAND__REC_LIVE)) {
             sl->state = BAND__SLOT_FREE; /* its owner is gone */
             continue;
         }
@@ -106,7 +126,7 @@ void band__shm_repair(band_shm *s)
             if (order != NULL)
                 order[nw] = i;
             nw++;
-            for (uint32_t b = 0; b < h->nbounds; b++) {
+            for (uint32_t b = 0; b < s->nbounds; b++) {
                 if (sl->want[b] != 0) {
                     waiters[b]++;
                     wunits[b] += sl->want[b];
@@ -128,7 +148,7 @@ void band__shm_repair(band_shm *s)
     }
     h->nwaiting = nw;
     h->nhandles = nhandles;
-    for (uint32_t b = 0; b < h->nbounds; b++) {
+    for (uint32_t b = 0; b < s->nbounds; b++) {
         struct band__shm_bound *bd = &h->bounds[b];
         bd->waiters = waiters[b];
         bd->waiting_units = wunits[b];
@@ -146,6 +166,7 @@ void band__shm_repair(band_shm *s)
 int band__shm_lock(struct band__shm_op *op, band_shm *s)
 {
     op->s = s;
+    op->recovered = 0;
     op->nwake = 0;
     int rc = pthread_mutex_lock(&s->h->lock.m);
     if (band__likely(rc == 0))
@@ -159,7 +180,7 @@ int band__shm_lock(struct band__shm_op *op, band_shm *s)
         (void)pthread_mutex_unlock(&s->h->lock.m);
         return BAND_EBADSEG;
     }
-    (void)band__shm_sweep_locked(op, 1);
+    op->recovered = band__shm_sweep_locked(op, 1);
     return 0;
 }
 
@@ -175,11 +196,14 @@ void band__shm_unlock(struct band__shm_op *op)
 {
     /* Bump the words under the lock, so that a waiter that rechecks after the unlock sees
      * the change; make the system calls after it, so the woken do not meet a held lock. */
-    unsigned n = op->nwake;
-    for (unsigned i = 0; i < n; i++)
-        __atomic_add_fetch(op->wake_word[i], 1, __ATOMIC_RELEASE);
+    unsigned n = op->nwake, sleepers = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t old = __atomic_fetch_add(op->wake_word[i], BAND__FUTEX_BUMP, __ATOMIC_ACQ_REL);
+        if (old & BAND__FUTEX_SLEEPER)
+            op->wake_word[sleepers++] = op->wake_word[i];
+    }
     (void)pthread_mutex_unlock(&op->s->h->lock.m);
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < sleepers; i++)
         band__shm_futex_wake_only(op->wake_word[i]);
     op->nwake = 0;
 }

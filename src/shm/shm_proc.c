@@ -24,7 +24,7 @@
 
 #include "shm/shm_internal.h"
 
-static uint64_t band__shm_gen = 1;
+uint64_t band__shm_gen = 1;
 static pthread_once_t band__shm_once = PTHREAD_ONCE_INIT;
 static uint32_t band__self_pid;
 static uint64_t band__self_start;
@@ -43,9 +43,14 @@ static void band__shm_install(void)
     (void)pthread_atfork(NULL, NULL, band__shm_child);
 }
 
+static int band__shm_installed;
+
 uint64_t band__shm_generation(void)
 {
-    (void)pthread_once(&band__shm_once, band__shm_install);
+    if (band__unlikely(!__atomic_load_n(&band__shm_installed, __ATOMIC_ACQUIRE))) {
+        (void)pthread_once(&band__shm_once, band__shm_install);
+        __atomic_store_n(&band__shm_installed, 1, __ATOMIC_RELEASE);
+    }
     return __atomic_load_n(&band__shm_gen, __ATOMIC_ACQUIRE);
 }
 
@@ -129,11 +134,8 @@ int band__shm_alive(uint32_t pid, uint64_t start)
         return 0;
     char st;
     uint64_t t;
-    int alive = 1;
-    if (band__proc_stat(pid, &st, &t) != 0)
-        alive = 0; /* gone between the two looks */
-    else if (t != start || st == 'Z' || st == 'X')
-        alive = 0; /* a successor with the same PID, or a zombie */
+    /* Dead: gone between the two looks, a successor with the same PID, or a zombie. */
+    int alive = band__proc_stat(pid, &st, &t) == 0 && t == start && st != 'Z' && st != 'X';
     if (pidfd >= 0) {
         /* The pidfd refers to the process that existed when it was opened: readable
          * means that one has exited, whatever /proc shows for the PID now. */
@@ -153,8 +155,20 @@ void band__shm_futex_wake_only(uint32_t *word)
 
 void band__shm_futex_wake(uint32_t *word)
 {
-    __atomic_add_fetch(word, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(word, BAND__FUTEX_BUMP, __ATOMIC_ACQ_REL);
     band__shm_futex_wake_only(word);
+}
+
+int band__shm_futex_sleep(uint32_t *word, uint32_t seen, band_time timeout_ns)
+{
+    /* Say so before sleeping; a bump in between fails the swap and nobody sleeps. */
+    if ((seen & BAND__FUTEX_SLEEPER) == 0) {
+        if (!__atomic_compare_exchange_n(word, &seen, seen | BAND__FUTEX_SLEEPER, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return 0;
+        seen |= BAND__FUTEX_SLEEPER;
+    }
+    return band__shm_futex_wait(word, seen, timeout_ns);
 }
 
 int band__shm_futex_wait(uint32_t *word, uint32_t val, band_time timeout_ns)

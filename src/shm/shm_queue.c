@@ -19,6 +19,17 @@ static inline struct band__shm_slot *band__slot(band_shm *s, uint64_t link)
     return &s->slot[link - 1];
 }
 
+/* Whether @link cannot be a queued slot: out of range, not waiting, or owned by no record.
+ * The walks check every link they follow, so a segment scribbled on by a broken process
+ * is rebuilt (band__shm_repair) instead of followed out of bounds. */
+static int band__shm_link_bad(const band_shm *s, uint64_t link)
+{
+    if (link == 0 || link > s->nslots)
+        return 1;
+    const struct band__shm_slot *sl = &s->slot[link - 1];
+    return sl->state != BAND__SLOT_WAITING || sl->record >= s->nrecords;
+}
+
 int band__shm_register_locked(struct band__shm_op *op, uint32_t *out)
 {
     band_shm *s = op->s;
@@ -29,14 +40,20 @@ int band__shm_register_locked(struct band__shm_op *op, uint32_t *out)
     if (rc != 0)
         return rc;
     for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t r = 0; r < h->nrecords; r++) {
+        for (uint32_t r = 0; r < s->nrecords; r++) { /* free ones above the mark too */
             struct band__shm_record *rec = &s->rec[r];
             if (rec->state != BAND__REC_FREE)
                 continue;
             rec->pid = pid;
             rec->start = start;
-            for (uint32_t b = 0; b < BAND_SHM_MAX_BOUNDS; b++)
+            for (uint32_t b = 0; b < BAND_SHM_MAX_BOUNDS; b++) {
+                const struct band__shm_bound *bd = &h->bounds[b];
+                int quiet = b < s->nbounds && bd->waiters == 0 && bd->debt == 0 && !h->closed;
                 rec->held[b] = 0;
+                __atomic_store_n(&rec->cache[b], quiet ? 0 : BAND__CACHE_FROZEN, __ATOMIC_RELEASE);
+            }
+            if (h->rec_hwm < r + 1)
+                __atomic_store_n(&h->rec_hwm, r + 1, __ATOMIC_RELEASE);
             band__shm_set(s, &h->nhandles, h->nhandles + 1);
             band__shm_set(s, &rec->state, BAND__REC_LIVE);
             band__shm_commit(s);
@@ -56,6 +73,8 @@ int band__shm_self_locked(struct band__shm_op *op)
     uint64_t gen = band__shm_generation();
     if (band__likely(__atomic_load_n(&s->gen, __ATOMIC_RELAXED) == gen))
         return 0;
+    if (s->inspect)
+        return BAND_EINVAL; /* a handle that looks only holds nothing and never will */
     /* A forked child's first use: its parent's record and waits are not its own. */
     uint32_t r;
     int rc = band__shm_register_locked(op, &r);
@@ -85,6 +104,10 @@ static void band__shm_unlink_locked(band_shm *s, uint32_t i)
     struct band__shm_hdr *h = s->h;
     struct band__shm_slot *sl = &s->slot[i];
     uint64_t prev = sl->prev, next = sl->next;
+    if (prev > s->nslots)
+        prev = 0; /* damaged; the next walk rebuilds the queue */
+    if (next > s->nslots)
+        next = 0;
     if (prev != 0)
         band__shm_set(s, &band__slot(s, prev)->next, next);
     else
@@ -96,7 +119,7 @@ static void band__shm_unlink_locked(band_shm *s, uint32_t i)
     band__shm_set(s, &sl->next, 0);
     band__shm_set(s, &sl->prev, 0);
     band__shm_set(s, &h->nwaiting, h->nwaiting - 1);
-    for (uint32_t b = 0; b < h->nbounds; b++) {
+    for (uint32_t b = 0; b < s->nbounds; b++) {
         if (sl->want[b] == 0)
             continue;
         struct band__shm_bound *bd = &h->bounds[b];
@@ -130,7 +153,7 @@ void band__shm_withdraw_locked(struct band__shm_op *op, uint32_t i, int reason)
     band_shm *s = op->s;
     struct band__shm_hdr *h = s->h;
     struct band__shm_slot *sl = &s->slot[i];
-    for (uint32_t b = 0; b < h->nbounds; b++) {
+    for (uint32_t b = 0; b < s->nbounds; b++) {
         if (sl->want[b] == 0)
             continue;
         if (reason == BAND_ETIMEDOUT)
@@ -148,7 +171,7 @@ void band__shm_give_back_locked(struct band__shm_op *op, uint32_t r, const uint6
     band_shm *s = op->s;
     struct band__shm_hdr *h = s->h;
     struct band__shm_record *rec = &s->rec[r];
-    for (uint32_t b = 0; b < h->nbounds; b++) {
+    for (uint32_t b = 0; b < s->nbounds; b++) {
         uint64_t u = units[b];
         if (u == 0)
             continue;
@@ -167,7 +190,7 @@ void band__shm_reclaim_record_locked(struct band__shm_op *op, uint32_t r)
 {
     band_shm *s = op->s;
     struct band__shm_hdr *h = s->h;
-    for (uint32_t i = 0; i < h->nslots; i++) {
+    for (uint32_t i = 0; i < s->nslots; i++) {
         struct band__shm_slot *sl = &s->slot[i];
         if (sl->state == BAND__SLOT_FREE || sl->record != r)
             continue;
@@ -179,10 +202,14 @@ void band__shm_reclaim_record_locked(struct band__shm_op *op, uint32_t r)
         }
     }
     struct band__shm_record *rec = &s->rec[r];
+    for (uint32_t b = 0; b < s->nbounds; b++) {
+        /* Counted are the units it was using; its cache was free for the taking. */
+        uint64_t w = __atomic_or_fetch(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+        h->bounds[b].reclaimed += rec->held[b] - (w >> BAND__CACHE_SHIFT);
+        band__shm_set(s, &rec->cache[b], BAND__CACHE_FROZEN);
+    }
     uint64_t held[BAND_SHM_MAX_BOUNDS];
     memcpy(held, rec->held, sizeof held);
-    for (uint32_t b = 0; b < h->nbounds; b++)
-        h->bounds[b].reclaimed += held[b];
     band__shm_give_back_locked(op, r, held);
     band__shm_set(s, &h->nhandles, h->nhandles - 1);
     band__shm_set(s, &rec->state, BAND__REC_FREE);
@@ -203,7 +230,7 @@ unsigned band__shm_sweep_locked(struct band__shm_op *op, int force)
     if (band__shm_self_identity(&mypid, &mystart) != 0)
         return 0;
     unsigned dead = 0;
-    for (uint32_t r = 0; r < h->nrecords; r++) {
+    for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++) {
         struct band__shm_record *rec = &s->rec[r];
         if (rec->state != BAND__REC_LIVE)
             continue;
@@ -218,9 +245,10 @@ unsigned band__shm_sweep_locked(struct band__shm_op *op, int force)
     return dead;
 }
 
-static int band__shm_fits(const struct band__shm_hdr *h, const struct band__shm_slot *sl)
+static int band__shm_fits(const band_shm *s, const struct band__shm_slot *sl)
 {
-    for (uint32_t b = 0; b < h->nbounds; b++)
+    const struct band__shm_hdr *h = s->h;
+    for (uint32_t b = 0; b < s->nbounds; b++)
         if (sl->want[b] > h->bounds[b].available)
             return 0;
     return 1;
@@ -232,7 +260,7 @@ static void band__shm_grant_locked(struct band__shm_op *op, uint32_t i)
     struct band__shm_hdr *h = s->h;
     struct band__shm_slot *sl = &s->slot[i];
     struct band__shm_record *rec = &s->rec[sl->record];
-    for (uint32_t b = 0; b < h->nbounds; b++) {
+    for (uint32_t b = 0; b < s->nbounds; b++) {
         uint64_t u = sl->want[b];
         if (u == 0)
             continue;
@@ -251,13 +279,17 @@ void band__shm_grant_pass_locked(struct band__shm_op *op)
     struct band__shm_hdr *h = s->h;
     if (h->closed)
         return;
-    uint64_t all = (UINT64_C(1) << h->nbounds) - 1, blocked = 0;
+    uint64_t all = (UINT64_C(1) << s->nbounds) - 1, blocked = 0;
     uint64_t link = h->qhead;
     while (link != 0 && blocked != all) {
+        if (band__shm_link_bad(s, link)) {
+            band__shm_repair(s);
+            return;
+        }
         uint32_t i = (uint32_t)(link - 1);
         struct band__shm_slot *sl = &s->slot[i];
         link = sl->next;
-        if ((sl->mask & blocked) == 0 && band__shm_fits(h, sl))
+        if ((sl->mask & blocked) == 0 && band__shm_fits(s, sl))
             band__shm_grant_locked(op, i);
         else
             blocked |= sl->mask;
@@ -272,12 +304,16 @@ static void band__shm_fail_locked(struct band__shm_op *op, uint32_t b, int statu
     struct band__shm_hdr *h = s->h;
     uint64_t link = h->qhead;
     while (link != 0) {
+        if (band__shm_link_bad(s, link)) {
+            band__shm_repair(s);
+            return;
+        }
         uint32_t i = (uint32_t)(link - 1);
         struct band__shm_slot *sl = &s->slot[i];
         link = sl->next;
-        if (b < h->nbounds && sl->want[b] <= h->bounds[b].capacity)
+        if (b < s->nbounds && sl->want[b] <= h->bounds[b].capacity)
             continue;
-        for (uint32_t k = 0; k < h->nbounds; k++) {
+        for (uint32_t k = 0; k < s->nbounds; k++) {
             if (sl->want[k] == 0)
                 continue;
             if (status == BAND_ECLOSED)
@@ -292,12 +328,15 @@ static void band__shm_fail_locked(struct band__shm_op *op, uint32_t b, int statu
 
 void band__shm_close_locked(struct band__shm_op *op)
 {
-    struct band__shm_hdr *h = op->s->h;
+    band_shm *s = op->s;
+    struct band__shm_hdr *h = s->h;
     if (h->closed)
         return;
     band__shm_set(op->s, &h->closed, 1);
     band__shm_commit(op->s);
-    band__shm_fail_locked(op, h->nbounds, BAND_ECLOSED);
+    for (uint32_t b = 0; b < s->nbounds; b++)
+        band__shm_steal_locked(op->s, b);
+    band__shm_fail_locked(op, s->nbounds, BAND_ECLOSED);
 }
 
 void band__shm_fail_too_big_locked(struct band__shm_op *op, uint32_t b)
@@ -312,7 +351,7 @@ int band__shm_want_from(const band_shm *s, const band_shm_req *r, struct band__s
         return BAND_EINVAL;
     for (uint32_t k = 0; k < r->n; k++) {
         uint32_t b = r->bound[k];
-        if (b >= s->h->nbounds || r->units[k] > BAND_MAX_UNITS)
+        if (b >= s->nbounds || r->units[k] > BAND_MAX_UNITS)
             return BAND_EINVAL;
         if (out->units[b] + r->units[k] > BAND_MAX_UNITS)
             return BAND_EOVERFLOW;
@@ -331,7 +370,7 @@ int band__shm_try_locked(struct band__shm_op *op, const struct band__shm_want *w
         return BAND_ECLOSED;
     struct band__shm_record *rec = &s->rec[s->self];
     int again = 0;
-    for (uint32_t b = 0; b < h->nbounds; b++) {
+    for (uint32_t b = 0; b < s->nbounds; b++) {
         uint64_t u = want->units[b];
         if (u == 0)
             continue;
@@ -340,14 +379,26 @@ int band__shm_try_locked(struct band__shm_op *op, const struct band__shm_want *w
             h->bounds[b].too_big++;
             return BAND_E2BIG;
         }
-        if (bd->waiters != 0 || u > bd->available)
-            again = 1;
-        if (rec->held[b] + u > BAND_MAX_UNITS)
-            return BAND_EOVERFLOW;
+        if (bd->waiters != 0)
+            again = 1; /* never past a waiter */
+        if (rec->held[b] - band__shm_cached(s, s->self, b) + u > BAND_MAX_UNITS)
+            return BAND_EOVERFLOW; /* what it would use; its idle cache does not count */
     }
     if (again)
         return BAND_EAGAIN;
-    for (uint32_t b = 0; b < h->nbounds; b++) {
+    /* Units idle in caches are available too: a refusal while they sit there would be
+     * wrong, so a short pool takes them back first. */
+    uint64_t stolen = 0;
+    for (uint32_t b = 0; b < s->nbounds; b++) {
+        uint64_t u = want->units[b];
+        if (u == 0)
+            continue;
+        if (u > h->bounds[b].available)
+            stolen += band__shm_steal_locked(s, b);
+        if (u > h->bounds[b].available)
+            return BAND_EAGAIN;
+    }
+    for (uint32_t b = 0; b < s->nbounds; b++) {
         uint64_t u = want->units[b];
         if (u == 0)
             continue;
@@ -356,7 +407,62 @@ int band__shm_try_locked(struct band__shm_op *op, const struct band__shm_want *w
         band__shm_set(s, &rec->held[b], rec->held[b] + u);
     }
     band__shm_commit(s);
+    /* Units just taken from another process's cache show the bound is shared right now:
+     * keep this cache frozen too, so the next release goes to the pool instead of
+     * making the other process steal it back. The next quiet slow path thaws it. */
+    if (stolen == 0)
+        for (uint32_t b = 0; b < s->nbounds; b++)
+            if (want->units[b] != 0)
+                band__shm_thaw_self_locked(s, b);
     return 0;
+}
+
+uint64_t band__shm_cached(const band_shm *s, uint32_t r, uint32_t b)
+{
+    return __atomic_load_n(&s->rec[r].cache[b], __ATOMIC_ACQUIRE) >> BAND__CACHE_SHIFT;
+}
+
+uint64_t band__shm_steal_locked(band_shm *s, uint32_t b)
+{
+    uint64_t others = 0;
+    struct band__shm_hdr *h = s->h;
+    struct band__shm_bound *bd = &h->bounds[b];
+    for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++) {
+        struct band__shm_record *rec = &s->rec[r];
+        if (rec->state != BAND__REC_LIVE)
+            continue;
+        /* Frozen, the word is the lock holder's alone: its owner's fast paths refuse a
+         * frozen word and its slow paths wait for this lock. Freezing alone is harmless
+         * to leave behind, so it needs no log entry; the move of the units does. */
+        uint64_t w = __atomic_or_fetch(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+        uint64_t c = w >> BAND__CACHE_SHIFT;
+        if (c == 0)
+            continue;
+        uint64_t repay = band__min_u64(bd->debt, c);
+        band__shm_set(s, &rec->cache[b], BAND__CACHE_FROZEN);
+        band__shm_set(s, &rec->held[b], rec->held[b] - c);
+        if (repay != 0)
+            band__shm_set(s, &bd->debt, bd->debt - repay);
+        if (c != repay)
+            band__shm_set(s, &bd->available, bd->available + (c - repay));
+        band__shm_commit(s);
+        if (r != s->self)
+            others += c;
+    }
+    return others;
+}
+
+void band__shm_thaw_self_locked(band_shm *s, uint32_t b)
+{
+    struct band__shm_hdr *h = s->h;
+    const struct band__shm_bound *bd = &h->bounds[b];
+    uint64_t *word = &s->rec[s->self].cache[b];
+    uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    if ((w & BAND__CACHE_FROZEN) == 0 || bd->waiters != 0 || bd->debt != 0 || h->closed)
+        return;
+    /* Committed at once: from this store on the owner's threads change the word again. */
+    band__shm_set(s, word, w & ~BAND__CACHE_FROZEN);
+    band__shm_commit(s);
 }
 
 int band__shm_enqueue_locked(struct band__shm_op *op, const struct band__shm_want *want,
@@ -364,14 +470,20 @@ int band__shm_enqueue_locked(struct band__shm_op *op, const struct band__shm_wan
 {
     band_shm *s = op->s;
     struct band__shm_hdr *h = s->h;
-    for (uint32_t b = 0; b < h->nbounds; b++)
+    for (uint32_t b = 0; b < s->nbounds; b++)
         if (h->bounds[b].waiting_units + want->units[b] < want->units[b])
             return BAND_EOVERFLOW;
+    if (h->qtail > s->nslots || h->qhead > s->nslots)
+        band__shm_repair(s);
     uint32_t i = 0;
-    while (i < h->nslots && s->slot[i].state != BAND__SLOT_FREE)
+    while (i < s->nslots && s->slot[i].state != BAND__SLOT_FREE)
         i++;
-    if (i == h->nslots)
+    if (i == s->nslots)
         return BAND_EBUSY;
+    /* While it waits, every release of its bounds must reach the pool, in order. */
+    for (uint32_t b = 0; b < s->nbounds; b++)
+        if (want->units[b] != 0)
+            band__shm_steal_locked(s, b);
     /* A free slot's fields other than its state and links mean nothing until it waits,
      * so they are written directly; only what makes it wait is logged. */
     struct band__shm_slot *sl = &s->slot[i];
@@ -391,7 +503,7 @@ int band__shm_enqueue_locked(struct band__shm_op *op, const struct band__shm_wan
         band__shm_set(s, &h->qhead, i + 1);
     band__shm_set(s, &h->qtail, i + 1);
     band__shm_set(s, &h->nwaiting, h->nwaiting + 1);
-    for (uint32_t b = 0; b < h->nbounds; b++) {
+    for (uint32_t b = 0; b < s->nbounds; b++) {
         if (want->units[b] == 0)
             continue;
         struct band__shm_bound *bd = &h->bounds[b];
@@ -402,5 +514,7 @@ int band__shm_enqueue_locked(struct band__shm_op *op, const struct band__shm_wan
     band__shm_set(s, &sl->state, BAND__SLOT_WAITING);
     band__shm_commit(s);
     *slot = i;
+    /* The steal above may have freed enough for the requests ahead, or for this one. */
+    band__shm_grant_pass_locked(op);
     return 0;
 }

@@ -169,7 +169,14 @@ static int band__shm_link(int fd, const char *tmp, const char *path)
     return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 }
 
-static int band__shm_attach(band_shm **out, int fd, size_t size);
+/* What an opener checked of a header, and trusts from then on. */
+struct band__shm_dims {
+    uint32_t nbounds, nrecords, nslots;
+    uint64_t rec_off, slot_off;
+    size_t size;
+};
+
+static int band__shm_attach(band_shm **out, int fd, const struct band__shm_dims *d, int inspect);
 
 int band_shm_create(band_shm **out, const char *name, const band_shm_bound *bounds,
                     unsigned nbounds, const band_shm_opts *opts)
@@ -227,7 +234,8 @@ int band_shm_create(band_shm **out, const char *name, const band_shm_bound *boun
         tmp[0] = '\0';
         goto fail_errno;
     }
-    rc = band__shm_attach(out, fd, size);
+    struct band__shm_dims d = {nbounds, nrec, nslots, rec_off, slot_off, size};
+    rc = band__shm_attach(out, fd, &d, 0);
     if (rc != 0) {
         if (name != NULL)
             (void)unlink(path);
@@ -245,7 +253,7 @@ fail:
 }
 
 /* Read and check the header of the segment behind @fd: 0 and its size, or an error. */
-static int band__shm_check_header(int fd, size_t *size_out)
+static int band__shm_check_header(int fd, struct band__shm_dims *d)
 {
     struct stat st;
     if (fstat(fd, &st) != 0)
@@ -275,12 +283,18 @@ static int band__shm_check_header(int fd, size_t *size_out)
             bd->capacity > BAND_MAX_UNITS)
             return BAND_EBADSEG;
     }
-    *size_out = (size_t)size;
+    d->nbounds = h.nbounds;
+    d->nrecords = h.nrecords;
+    d->nslots = h.nslots;
+    d->rec_off = rec_off;
+    d->slot_off = slot_off;
+    d->size = (size_t)size;
     return 0;
 }
 
-static int band__shm_attach(band_shm **out, int fd, size_t size)
+static int band__shm_attach(band_shm **out, int fd, const struct band__shm_dims *d, int inspect)
 {
+    size_t size = d->size;
     band_shm *s = calloc(1, sizeof *s);
     if (s == NULL)
         return BAND_ENOMEM;
@@ -294,9 +308,18 @@ static int band__shm_attach(band_shm **out, int fd, size_t size)
     s->size = size;
     s->base = base;
     s->h = base;
-    s->rec = (struct band__shm_record *)(void *)(s->base + s->h->rec_off);
-    s->slot = (struct band__shm_slot *)(void *)(s->base + s->h->slot_off);
+    s->rec = (struct band__shm_record *)(void *)(s->base + d->rec_off);
+    s->slot = (struct band__shm_slot *)(void *)(s->base + d->slot_off);
+    s->nbounds = d->nbounds;
+    s->nrecords = d->nrecords;
+    s->nslots = d->nslots;
+    s->inspect = inspect;
     int rc = band__shm_local_init(s);
+    if (rc == 0 && inspect) {
+        /* gen stays 0: no fast path, and every use of a record is refused. */
+        *out = s;
+        return 0;
+    }
     if (rc == 0) {
         struct band__shm_op op;
         rc = band__shm_lock(&op, s);
@@ -318,25 +341,27 @@ static int band__shm_attach(band_shm **out, int fd, size_t size)
     return 0;
 }
 
-static int band__shm_open_desc(band_shm **out, int fd)
+static int band__shm_open_desc(band_shm **out, int fd, const band_shm_opts *opts)
 {
-    size_t size;
-    int rc = band__shm_check_header(fd, &size);
+    int inspect = opts != NULL ? opts->inspect : 0;
+    if (inspect != 0 && inspect != 1)
+        return BAND_EINVAL;
+    struct band__shm_dims d;
+    int rc = band__shm_check_header(fd, &d);
     if (rc == 0)
-        rc = band__shm_attach(out, fd, size);
+        rc = band__shm_attach(out, fd, &d, inspect);
     return rc;
 }
 
 int band_shm_open(band_shm **out, const char *name, const band_shm_opts *opts)
 {
-    (void)opts;
     char path[300];
     if (out == NULL || !band__shm_name_ok(name) || !band__shm_path(path, sizeof path, name))
         return BAND_EINVAL;
     int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
-        return errno == ELOOP ? BAND_EBADSEG : band__errno_code(errno);
-    int rc = band__shm_open_desc(out, fd);
+        return errno == ELOOP || errno == EISDIR ? BAND_EBADSEG : band__errno_code(errno);
+    int rc = band__shm_open_desc(out, fd, opts);
     if (rc != 0)
         (void)close(fd);
     return rc;
@@ -344,13 +369,12 @@ int band_shm_open(band_shm **out, const char *name, const band_shm_opts *opts)
 
 int band_shm_open_fd(band_shm **out, int fd, const band_shm_opts *opts)
 {
-    (void)opts;
     if (out == NULL || fd < 0)
         return BAND_EINVAL;
     int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (dup < 0)
         return BAND_EINVAL;
-    int rc = band__shm_open_desc(out, dup);
+    int rc = band__shm_open_desc(out, dup, opts);
     if (rc != 0)
         (void)close(dup);
     return rc;
