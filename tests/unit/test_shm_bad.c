@@ -438,7 +438,7 @@ static void test_damaged_body(void **state)
     patch_u64(f, s0 + (off_t)offsetof(struct band__shm_slot, want), 1);
     int rc_slot = run_damaged(f);
 
-    /* CORE FINDING: the body is trusted; both end with SIGSEGV (or a sanitizer report). */
+    /* Trusting the body, both ended with SIGSEGV (or a sanitizer report). */
     assert_int_equal(rc_head, 0);
     assert_int_equal(rc_slot, 0);
 }
