@@ -489,10 +489,11 @@ static void die_in_transaction(band_shm *s, int fd, unsigned b, unsigned round)
     int status = 0;
     assert_int_equal(waitpid(p, &status, 0), p);
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    /* (the takeover of the lock inside this call recovers the dead record) */
+    /* The takeover of the lock recovers the dead record: inside this call, or first in
+     * this process's doorbell thread (then *dead is 0). */
     unsigned dead = 0;
     assert_int_equal(band_shm_reclaim(s, &dead), 0);
-    assert_int_equal(dead, 1);
+    assert_true(dead <= 1);
     assert_int_equal(band_shm_get_stats(s, &after), 0);
     assert_u64_equal(after.dead_handles, before.dead_handles + 1);
     const band_shm_bound_stats *x = &before.bounds[b], *y = &after.bounds[b];
