@@ -443,6 +443,27 @@ static void test_damaged_body(void **state)
     assert_int_equal(rc_slot, 0);
 }
 
+/*
+ * An undo log that claims more entries than it has room for, with no dead lock owner
+ * (found by fuzz_shm: the first logged store of the opener's registration aborted the
+ * process). Open must refuse it, or every operation must survive it.
+ */
+static void test_damaged_log(void **state)
+{
+    struct fixture *f = *state;
+    make_file(f);
+    patch_u64(f, (off_t)offsetof(struct band__shm_hdr, log_count), BAND__SHM_LOG_MAX);
+    int rc_full = run_damaged(f);
+    assert_int_equal(unlink(f->path), 0); /* a fresh file: the first child may have died
+                                             holding the lock */
+    make_file(f);
+    patch_u64(f, (off_t)offsetof(struct band__shm_hdr, log_count), UINT64_MAX);
+    int rc_huge = run_damaged(f);
+    /* CORE FINDING: both end with SIGABRT (band__shm_set: the log is "full"). */
+    assert_int_equal(rc_full, 0);
+    assert_int_equal(rc_huge, 0);
+}
+
 static void test_no_permission(void **state)
 {
     struct fixture *f = *state;
@@ -573,6 +594,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_while_mapped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_body, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_permission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_dev_shm, setup, teardown),
     };
