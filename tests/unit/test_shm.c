@@ -855,9 +855,9 @@ static void test_req_multi(void **state)
     assert_int_equal(band_shm_req_add(&ab, 1, 1), 0);
     assert_int_equal(band_shm_admit_async(s, &ab), BAND_PENDING);
     assert_int_equal(band_shm_req_add(&ab, 0, 1), BAND_EINVAL); /* pending */
-    assert_int_equal(band_shm_try_admit(s, &ra), BAND_EAGAIN); /* the async one waits on a */
-    assert_int_equal(band_shm_release(s, 1, 1), 0);            /* to the child, first in line */
-    assert_int_equal(reap(p), 0);                              /* it released its unit: now ours */
+    assert_int_equal(band_shm_try_admit(s, &ra), BAND_EAGAIN);  /* the async one waits on a */
+    assert_int_equal(band_shm_release(s, 1, 1), 0);             /* to the child, first in line */
+    assert_int_equal(reap(p), 0);                               /* it released its unit: now ours */
     assert_true(wake_sem_wait(&ws));
     assert_int_equal(atomic_load(&ws.status), 0);
     assert_u64_equal(band_shm_held(s, 0), 2);

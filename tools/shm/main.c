@@ -496,8 +496,10 @@ static int scan(char **pat, int npat, struct entry **out, size_t *count)
             continue;
         char name[SHM_NAME_MAX];
         char path[sizeof(SHM_DIR) + SHM_NAME_MAX];
-        (void)snprintf(name, sizeof(name), "/%s", de->d_name);
-        (void)snprintf(path, sizeof(path), "%s%s", SHM_DIR, name);
+        int nn = snprintf(name, sizeof(name), "/%s", de->d_name);
+        int np = snprintf(path, sizeof(path), "%s%s", SHM_DIR, name);
+        if (nn < 0 || (size_t)nn >= sizeof(name) || np < 0 || (size_t)np >= sizeof(path))
+            continue;
         if (!name_matches(name, pat, npat))
             continue;
         /* Without the magic (no memfd here) every file is opened and the library judges. */
