@@ -119,11 +119,15 @@ BAND_API int band_keyrate_set_name(band_keyrate *k, const char *name);
 /**
  * @brief Change the rate and the burst of every key at run time.
  *
- * Each key keeps what it has accrued, exactly as band_rate_set() does for one bucket: it
- * is brought to now under the old rate, the tokens it holds stay (clamped to a lower
- * burst), and from then on it refills at the new rate up to the new burst. A change of
- * burst alone mints nothing. Keys not in the table are full and stay full. The change
- * takes every shard's mutex (in order) and visits every key: O(max_keys).
+ * Each key is first brought to now under the old rate; then it keeps how many tokens it
+ * is short of full (re-counted in the new units rounding up, by less than 1/@p period of a
+ * token), at most the new burst, and from then on it refills at the new rate up to the
+ * new burst. So a key that is full stays full, as a key not in the table does, and a
+ * raise of the burst gives every key the extra tokens: a key 1 short of a burst of 3 is 1
+ * short of 20 after a raise to 20 (holding 19), and a key 10 short of 10 is 4 short of 4
+ * (empty) after a cut to 4. This differs from band_rate_set(), which keeps the tokens
+ * held: a table cannot keep tokens for the keys it does not hold. The change takes every
+ * shard's mutex (in order) and visits every key: O(max_keys).
  *
  * Returns 0, or BAND_EINVAL (also for a NULL @p k) or BAND_EOVERFLOW as
  * band_keyrate_create(); nothing changes on error. MT-safe.

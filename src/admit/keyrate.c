@@ -379,12 +379,13 @@ int band_keyrate_set(band_keyrate *k, uint64_t tokens, band_time period, uint64_
     band_time reading = k->clock(k->clock_ctx);
     for (unsigned s = 0; s < k->nshards; s++)
         pthread_mutex_lock(&k->shards[s].lock);
-    /* Each key keeps the tokens it holds, as band_rate_set(): tokens missing under the new
-     * burst, max(0, missing + (new burst - old burst) x old period), re-counted in the new
-     * units rounding up. gap <= new burst x old period < 2^126 / new period, so
-     * gap x new period fits, and the result is at most new burst x new period. */
-    u128 old_depth = (u128)k->burst * (uint64_t)k->period;
-    u128 new_at_old = (u128)burst * (uint64_t)k->period;
+    /* Each key keeps how many tokens it is short of full, re-counted in the new units
+     * rounding up and at most the new burst: missing' = min(ceil(missing x new period /
+     * old period), new depth). A key that is full stays full, as a key the table does not
+     * hold does; so a change never tells an idle key from an absent one. missing x new
+     * period < 2^63 x 2^63 fits in 128 bits. */
+    uint64_t op = (uint64_t)k->period;
+    uint64_t new_depth = burst * (uint64_t)period; /* <= INT64_MAX (checked) */
     for (unsigned s = 0; s < k->nshards; s++) {
         struct kr_shard *sh = &k->shards[s];
         band_time now = shard_time(sh, reading);
@@ -392,11 +393,9 @@ int band_keyrate_set(band_keyrate *k, uint64_t tokens, band_time period, uint64_
             for (uint32_t i = sh->heads[b]; i != NIL; i = sh->nodes[i].next) {
                 struct kr_node *n = &sh->nodes[i];
                 advance(n, now, k->tokens);
-                u128 gap = (u128)n->missing + new_at_old;
-                gap = gap > old_depth ? gap - old_depth : 0;
-                u128 num = gap * (uint64_t)period;
-                uint64_t op = (uint64_t)k->period;
-                n->missing = (uint64_t)(num / op + (num % op != 0));
+                u128 num = (u128)n->missing * (uint64_t)period;
+                u128 q = num / op + (num % op != 0);
+                n->missing = q > new_depth ? new_depth : (uint64_t)q;
             }
         }
     }

@@ -383,7 +383,7 @@ static void test_key_bytes(void **state)
     band_keyrate_destroy(k);
 }
 
-static void test_set_keeps_accrual(void **state)
+static void test_set_keeps_shortfall(void **state)
 {
     (void)state;
     struct fake_clock fc = {0};
@@ -398,15 +398,28 @@ static void test_set_keeps_accrual(void **state)
     assert_u64_equal(avail(k, "a"), 7);
     band_time ra = -1;
     assert_int_equal(take(k, "a", 10, &ra), BAND_EAGAIN);
-    assert_int_equal(ra, 150000000);                           /* three missing at 20/s */
-    assert_int_equal(band_keyrate_set(k, 20, BAND_SEC, 4), 0); /* clamped to the burst */
-    assert_u64_equal(avail(k, "a"), 4);
-    assert_int_equal(band_keyrate_set(k, 20, BAND_SEC, 8), 0); /* burst alone mints nothing */
-    assert_u64_equal(avail(k, "a"), 4);
+    assert_int_equal(ra, 150000000); /* three missing at 20/s */
+    /* A key keeps its shortfall: 3 short of 4 holds 1, 3 short of 8 holds 5. */
+    assert_int_equal(band_keyrate_set(k, 20, BAND_SEC, 4), 0);
+    assert_u64_equal(avail(k, "a"), 1);
+    assert_int_equal(band_keyrate_set(k, 20, BAND_SEC, 8), 0);
+    assert_u64_equal(avail(k, "a"), 5);
+    assert_u64_equal(avail(k, "b"), 8); /* full stays full, like a key never seen */
     assert_u64_equal(avail(k, "new"), 8);
+    assert_int_equal(take(k, "a", 8, NULL), BAND_EAGAIN);
+    assert_int_equal(take(k, "a", 5, NULL), 0);
+    assert_int_equal(band_keyrate_set(k, 20, BAND_SEC, 2), 0); /* 8 short, at most 2 */
+    assert_u64_equal(avail(k, "a"), 0);
+    assert_int_equal(band_keyrate_set(k, 20, BAND_SEC, 8), 0);
+    assert_u64_equal(avail(k, "a"), 6);
+    /* A slower rate re-counts the shortfall, rounding up: 2 tokens short at 20/s is
+     * 100 ms; at 3/s it is 2 tokens, 666666667 ns. */
+    assert_int_equal(band_keyrate_set(k, 3, BAND_SEC, 8), 0);
+    assert_int_equal(take(k, "a", 8, &ra), BAND_EAGAIN);
+    assert_int_equal(ra, 666666667);
     assert_int_equal(take(k, "a", 9, &ra), BAND_E2BIG);
     band_keyrate_stats st = stats_of(k);
-    assert_u64_equal(st.tokens, 20);
+    assert_u64_equal(st.tokens, 3);
     assert_u64_equal(st.burst, 8);
     assert_int_equal(band_keyrate_set(k, 0, BAND_SEC, 8), BAND_EINVAL);
     assert_int_equal(band_keyrate_set(k, 1, INT64_MAX, 8), BAND_EOVERFLOW);
@@ -491,7 +504,7 @@ int main(void)
         cmocka_unit_test(test_shards_hold_their_share),
         cmocka_unit_test(test_forget),
         cmocka_unit_test(test_key_bytes),
-        cmocka_unit_test(test_set_keeps_accrual),
+        cmocka_unit_test(test_set_keeps_shortfall),
         cmocka_unit_test(test_clock_steps_back),
         cmocka_unit_test(test_name_and_close),
     };
