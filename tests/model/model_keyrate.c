@@ -5,7 +5,7 @@
  * that the generated sequences reached every kind of operation and outcome.
  *
  * Environment knobs for longer local runs: BAND_MODEL_SEEDS (how many seeds, default 24)
- * and BAND_MODEL_OPS (operations per seed, default 50000).
+ * and BAND_MODEL_OPS (operations per seed, default 100000).
  */
 #include "model_driver.h"
 
@@ -53,7 +53,7 @@ static void coverage(const void *totals)
 const struct model_driver model_driver = {
     .name = "model_keyrate",
     .seed_base = UINT64_C(0x6b657972), /* "keyr" */
-    .ops = 50000,
+    .ops = 100000,
     .seeds = 24,
     .corpus_required = 1,
     .model = MODEL_DRIVER_MODEL(keyrate_model),
