@@ -60,6 +60,38 @@ typedef struct band_keyrate band_keyrate;
  *         BAND_ENOSPC. */
 #define BAND_KEYRATE_FULL_REFUSE 1
 
+/** @brief band_keyrate_opts.fail: a backend that fails refuses the request with
+ *         BAND_ETIMEDOUT (the default). */
+#define BAND_KEYRATE_FAIL_CLOSED 0
+/** @brief band_keyrate_opts.fail: a backend that fails grants the request (counted in
+ *         band_keyrate_stats.failed_open). */
+#define BAND_KEYRATE_FAIL_OPEN 1
+
+/**
+ * @brief Where the buckets live when they are not in this process (libband-redis fills
+ *        one in; see docs/redis.md).
+ *
+ * With a backend, band_keyrate_try_acquire(), band_keyrate_available() and
+ * band_keyrate_forget() check their arguments, the close and the burst here, then ask the
+ * backend, passing the current settings; the in-process table is not used. Each function
+ * returns 0, BAND_EAGAIN (try_acquire: refused, with *retry_after) or BAND_ENOENT (forget:
+ * the key was full), or any other negative code when it could not decide (unreachable,
+ * timed out, a protocol error): band_keyrate_opts.fail then says what the caller gets. The
+ * functions are called without any band lock held, from any thread: the backend makes
+ * itself MT-safe. It must outlive the table.
+ */
+typedef struct band_keyrate_backend {
+    /** Take @p n tokens of @p key under the settings given, or refuse. */
+    int (*try_acquire)(void *ctx, const void *key, size_t keylen, uint64_t n, uint64_t tokens,
+                       band_time period, uint64_t burst, band_time *retry_after);
+    /** The whole tokens @p key holds now, in *@p out. */
+    int (*available)(void *ctx, const void *key, size_t keylen, uint64_t tokens, band_time period,
+                     uint64_t burst, uint64_t *out);
+    /** Make @p key full again: 0, or BAND_ENOENT when it was full already. */
+    int (*forget)(void *ctx, const void *key, size_t keylen);
+    void *ctx; /**< passed to each function */
+} band_keyrate_backend;
+
 /** @brief Creation options; NULL or a zero-initialised struct means the defaults. */
 typedef struct band_keyrate_opts {
     size_t max_keys;           /**< keys the table holds at most; 0: 10000; at most 2^31 */
@@ -68,6 +100,10 @@ typedef struct band_keyrate_opts {
     int full;                  /**< BAND_KEYRATE_FULL_EVICT (0) or BAND_KEYRATE_FULL_REFUSE */
     band_rate_clock_fn *clock; /**< NULL: band_now() */
     void *clock_ctx;           /**< passed to clock */
+    /** NULL: the buckets live in this process; else where they live (copied at creation;
+     *  max_keys, max_key_len, shards, full and clock are then unused) */
+    const band_keyrate_backend *backend;
+    int fail; /**< BAND_KEYRATE_FAIL_CLOSED (0) or BAND_KEYRATE_FAIL_OPEN, with a backend */
 } band_keyrate_opts;
 
 /**
@@ -80,7 +116,8 @@ typedef struct band_keyrate_opts {
  * shards = 1 the bound is exact for every set of keys.
  *
  * Returns 0 and stores it in *@p out; BAND_EINVAL (NULL @p out, @p tokens, @p period or
- * @p burst 0, a negative @p period, @p tokens above INT64_MAX, an option out of range);
+ * @p burst 0, a negative @p period, @p tokens above INT64_MAX, an option out of range, a
+ * backend without its three functions);
  * BAND_EOVERFLOW (@p burst x @p period does not fit in 63 bits); BAND_ENOMEM. On error
  * *@p out is untouched. MT-safe. Free it with band_keyrate_destroy().
  *
@@ -151,9 +188,11 @@ BAND_API int band_keyrate_set(band_keyrate *k, uint64_t tokens, band_time period
  * request for the same key would succeed if nothing else took from it meanwhile: exact,
  * rounded up to the nanosecond); BAND_E2BIG (@p n > burst: it can never succeed);
  * BAND_ENOSPC (a new key met a full table and band_keyrate_opts.full is
- * BAND_KEYRATE_FULL_REFUSE; nothing changes); BAND_ECLOSED; BAND_EINVAL (NULL @p k, @p n 0,
- * NULL @p key with @p keylen above 0, @p keylen above max_key_len). *@p retry_after is 0
- * for every answer but BAND_EAGAIN. MT-safe: it takes the mutex of the key's shard.
+ * BAND_KEYRATE_FULL_REFUSE; nothing changes); BAND_ETIMEDOUT (only with a backend that could
+ * not decide, under BAND_KEYRATE_FAIL_CLOSED; under FAIL_OPEN the answer is 0); BAND_ECLOSED;
+ * BAND_EINVAL (NULL @p k, @p n 0, NULL @p key with @p keylen above 0, @p keylen above
+ * max_key_len). *@p retry_after is 0 for every answer but BAND_EAGAIN. MT-safe: it takes
+ * the mutex of the key's shard (with a backend, none during the backend's call).
  *
  * @param k                 The table; must not be NULL.
  * @param key               The key's bytes; read during the call only.
@@ -161,8 +200,8 @@ BAND_API int band_keyrate_set(band_keyrate *k, uint64_t tokens, band_time period
  * @param n                 Tokens to take, 1 to the burst.
  * @param[out] retry_after  Receives the wait in nanoseconds after BAND_EAGAIN (0 for every
  *                          other answer), or NULL.
- * @return 0, BAND_EAGAIN, BAND_E2BIG, BAND_ENOSPC, BAND_ECLOSED or BAND_EINVAL as
- *         described above.
+ * @return 0, BAND_EAGAIN, BAND_E2BIG, BAND_ENOSPC, BAND_ETIMEDOUT, BAND_ECLOSED or
+ *         BAND_EINVAL as described above.
  */
 BAND_API int band_keyrate_try_acquire(band_keyrate *k, const void *key, size_t keylen, uint64_t n,
                                       band_time *retry_after);
@@ -170,7 +209,8 @@ BAND_API int band_keyrate_try_acquire(band_keyrate *k, const void *key, size_t k
 /**
  * @brief Whole tokens in the bucket of @p key now (the burst for a key not in the table).
  *
- * Changes nothing a later answer could tell. MT-safe.
+ * Changes nothing a later answer could tell. With a backend that cannot decide: 0 under
+ * BAND_KEYRATE_FAIL_CLOSED, the burst under FAIL_OPEN. MT-safe.
  *
  * @param k       The table, or NULL.
  * @param key     The key's bytes (NULL only with @p keylen 0).
@@ -184,14 +224,15 @@ BAND_API uint64_t band_keyrate_available(const band_keyrate *k, const void *key,
  *
  * For an operator who resets a client, or a tenant that was removed. Returns 0 (the key
  * was short of full and is now gone from the table), BAND_ENOENT (the key was already
- * full: not in the table, or idle; nothing changes that an answer could tell), or
- * BAND_EINVAL (NULL @p k, NULL @p key with @p keylen above 0, @p keylen above
- * max_key_len). Works after band_keyrate_close() too. MT-safe.
+ * full: not in the table, or idle; nothing changes that an answer could tell),
+ * BAND_ETIMEDOUT (a backend could not decide; whatever the fail option), or BAND_EINVAL
+ * (NULL @p k, NULL @p key with @p keylen above 0, @p keylen above max_key_len). Works after
+ * band_keyrate_close() too. MT-safe.
  *
  * @param k       The table; must not be NULL.
  * @param key     The key's bytes; read during the call only.
  * @param keylen  Its length in bytes.
- * @return 0, BAND_ENOENT or BAND_EINVAL as described above.
+ * @return 0, BAND_ENOENT, BAND_ETIMEDOUT or BAND_EINVAL as described above.
  */
 BAND_API int band_keyrate_forget(band_keyrate *k, const void *key, size_t keylen);
 
@@ -234,6 +275,8 @@ typedef struct band_keyrate_stats {
     uint64_t evicted_idle;    /**< idle keys dropped (changes no answer; when they are
                                  dropped depends on the table's needs) */
     uint64_t forgotten;       /**< band_keyrate_forget() calls that returned 0 */
+    uint64_t backend_errors;  /**< backend calls that could not decide */
+    uint64_t failed_open;     /**< ... of which try_acquire granted (FAIL_OPEN) */
     int closed;               /**< 1 after band_keyrate_close() */
 } band_keyrate_stats;
 

@@ -90,6 +90,10 @@ struct band_keyrate {
     _Atomic int closed;
     band_rate_clock_fn *clock;
     void *clock_ctx;
+    int has_backend, fail;
+    band_keyrate_backend backend;
+    /* The backend's counts (atomic: no lock is held around a backend call). */
+    _Atomic uint64_t b_granted, b_tokens, b_refused_rate, b_forgotten, b_errors, b_failed_open;
     pthread_mutex_t name_lock;
     char name[BAND_NAME_MAX];
     struct kr_shard *shards;
@@ -317,6 +321,12 @@ int band_keyrate_create(band_keyrate **out, uint64_t tokens, band_time period, u
         shards > BAND_KEYRATE_SHARDS_MAX ||
         (o->full != BAND_KEYRATE_FULL_EVICT && o->full != BAND_KEYRATE_FULL_REFUSE))
         return BAND_EINVAL;
+    const band_keyrate_backend *be = o->backend;
+    if (be != NULL && (be->try_acquire == NULL || be->available == NULL || be->forget == NULL ||
+                       (o->fail != BAND_KEYRATE_FAIL_CLOSED && o->fail != BAND_KEYRATE_FAIL_OPEN)))
+        return BAND_EINVAL;
+    if (be != NULL)
+        max_keys = shards = 1; /* the table is not used */
     if (shards > max_keys)
         shards = (unsigned)max_keys;
     band_keyrate *k = calloc(1, sizeof(*k));
@@ -344,6 +354,11 @@ int band_keyrate_create(band_keyrate **out, uint64_t tokens, band_time period, u
     k->clock_ctx = o->clock_ctx;
     k->seed = mix64((uint64_t)band_now() ^ mix64((uint64_t)(uintptr_t)k));
     atomic_init(&k->closed, 0);
+    if (be != NULL) {
+        k->has_backend = 1;
+        k->backend = *be;
+        k->fail = o->fail;
+    }
     for (unsigned s = 0; s < shards; s++) {
         uint32_t cap = (uint32_t)(max_keys / shards + (s < max_keys % shards));
         if (init_shard(k, &k->shards[s], cap) != 0) {
@@ -422,6 +437,63 @@ int band_keyrate_is_closed(const band_keyrate *k)
     return atomic_load_explicit(&k->closed, memory_order_acquire);
 }
 
+/* ---------------------------------------------------------------- with a backend */
+
+#define ADD1(field) atomic_fetch_add_explicit(&k->field, 1, memory_order_relaxed)
+
+struct settings {
+    uint64_t tokens, burst;
+    band_time period;
+};
+
+/* The current settings (a copy, under shard 0's mutex, which band_keyrate_set() holds). */
+static struct settings settings_of(band_keyrate *k)
+{
+    pthread_mutex_lock(&k->shards[0].lock);
+    struct settings st = {k->tokens, k->burst, k->period};
+    pthread_mutex_unlock(&k->shards[0].lock);
+    return st;
+}
+
+/* try_acquire through the backend, after the argument checks. */
+static int backend_try(band_keyrate *k, const void *key, size_t keylen, uint64_t n,
+                       band_time *retry_after)
+{
+    struct settings st = settings_of(k);
+    if (atomic_load_explicit(&k->closed, memory_order_acquire)) {
+        pthread_mutex_lock(&k->shards[0].lock);
+        k->shards[0].refused_closed++;
+        pthread_mutex_unlock(&k->shards[0].lock);
+        return BAND_ECLOSED;
+    }
+    if (n > st.burst) {
+        pthread_mutex_lock(&k->shards[0].lock);
+        k->shards[0].refused_too_big++;
+        pthread_mutex_unlock(&k->shards[0].lock);
+        return BAND_E2BIG;
+    }
+    band_time ra = 0;
+    int rc =
+        k->backend.try_acquire(k->backend.ctx, key, keylen, n, st.tokens, st.period, st.burst, &ra);
+    if (rc == 0) {
+        ADD1(b_granted);
+        atomic_fetch_add_explicit(&k->b_tokens, n, memory_order_relaxed);
+        return 0;
+    }
+    if (rc == BAND_EAGAIN) {
+        ADD1(b_refused_rate);
+        if (retry_after != NULL)
+            *retry_after = ra > 0 ? ra : 1; /* a refusal always names a wait */
+        return BAND_EAGAIN;
+    }
+    ADD1(b_errors);
+    if (k->fail == BAND_KEYRATE_FAIL_OPEN) {
+        ADD1(b_failed_open);
+        return 0;
+    }
+    return BAND_ETIMEDOUT;
+}
+
 /* ---------------------------------------------------------------- decisions */
 
 int band_keyrate_try_acquire(band_keyrate *k, const void *key, size_t keylen, uint64_t n,
@@ -431,6 +503,8 @@ int band_keyrate_try_acquire(band_keyrate *k, const void *key, size_t keylen, ui
         *retry_after = 0;
     if (k == NULL || n == 0 || !key_ok(k, key, keylen))
         return BAND_EINVAL;
+    if (k->has_backend)
+        return backend_try(k, key, keylen, n, retry_after);
     uint64_t h = hash_key(k->seed, key, keylen);
     struct kr_shard *sh = &k->shards[shard_index(k, h)];
     band_time reading = k->clock(k->clock_ctx);
@@ -488,6 +562,15 @@ uint64_t band_keyrate_available(const band_keyrate *ck, const void *key, size_t 
     if (ck == NULL || !key_ok(ck, key, keylen))
         return 0;
     band_keyrate *k = (band_keyrate *)ck; /* the locks and the refill are logically const */
+    if (k->has_backend) {
+        struct settings st = settings_of(k);
+        uint64_t out = 0;
+        if (k->backend.available(k->backend.ctx, key, keylen, st.tokens, st.period, st.burst,
+                                 &out) == 0)
+            return out < st.burst ? out : st.burst;
+        ADD1(b_errors);
+        return k->fail == BAND_KEYRATE_FAIL_OPEN ? st.burst : 0;
+    }
     uint64_t h = hash_key(k->seed, key, keylen);
     struct kr_shard *sh = &k->shards[shard_index(k, h)];
     band_time reading = k->clock(k->clock_ctx);
@@ -509,6 +592,17 @@ int band_keyrate_forget(band_keyrate *k, const void *key, size_t keylen)
 {
     if (k == NULL || !key_ok(k, key, keylen))
         return BAND_EINVAL;
+    if (k->has_backend) {
+        int brc = k->backend.forget(k->backend.ctx, key, keylen);
+        if (brc == 0) {
+            ADD1(b_forgotten);
+            return 0;
+        }
+        if (brc == BAND_ENOENT)
+            return BAND_ENOENT;
+        ADD1(b_errors);
+        return BAND_ETIMEDOUT;
+    }
     uint64_t h = hash_key(k->seed, key, keylen);
     struct kr_shard *sh = &k->shards[shard_index(k, h)];
     band_time reading = k->clock(k->clock_ctx);
@@ -566,6 +660,16 @@ int band_keyrate_get_stats(const band_keyrate *ck, band_keyrate_stats *out)
         out->evicted_idle += sh->evicted_idle;
         out->forgotten += sh->forgotten;
         pthread_mutex_unlock(&sh->lock);
+    }
+    if (k->has_backend) {
+        out->keys = 0; /* they live in the backend */
+        out->granted += atomic_load_explicit(&k->b_granted, memory_order_relaxed);
+        out->granted_tokens += atomic_load_explicit(&k->b_tokens, memory_order_relaxed);
+        out->refused_rate += atomic_load_explicit(&k->b_refused_rate, memory_order_relaxed);
+        out->forgotten += atomic_load_explicit(&k->b_forgotten, memory_order_relaxed);
+        out->backend_errors = atomic_load_explicit(&k->b_errors, memory_order_relaxed);
+        out->failed_open = atomic_load_explicit(&k->b_failed_open, memory_order_relaxed);
+        out->granted += out->failed_open;
     }
     out->closed = band_keyrate_is_closed(k);
     return 0;

@@ -491,6 +491,122 @@ static void test_name_and_close(void **state)
     band_keyrate_destroy(k);
 }
 
+/* A backend that keeps its buckets in an inner in-process table, and can be "down". */
+struct fake_backend {
+    band_keyrate *inner;
+    int down;
+    uint64_t calls, tokens, burst;
+    band_time period;
+};
+
+static void fake_settings(struct fake_backend *b, uint64_t tokens, band_time period, uint64_t burst)
+{
+    if (tokens != b->tokens || period != b->period || burst != b->burst) {
+        (void)band_keyrate_set(b->inner, tokens, period, burst);
+        b->tokens = tokens;
+        b->period = period;
+        b->burst = burst;
+    }
+}
+
+static int fake_try(void *ctx, const void *key, size_t keylen, uint64_t n, uint64_t tokens,
+                    band_time period, uint64_t burst, band_time *retry_after)
+{
+    struct fake_backend *b = ctx;
+    b->calls++;
+    if (b->down)
+        return BAND_EBUSY; /* any code but 0 and EAGAIN: could not decide */
+    fake_settings(b, tokens, period, burst);
+    return band_keyrate_try_acquire(b->inner, key, keylen, n, retry_after);
+}
+
+static int fake_available(void *ctx, const void *key, size_t keylen, uint64_t tokens,
+                          band_time period, uint64_t burst, uint64_t *out)
+{
+    struct fake_backend *b = ctx;
+    if (b->down)
+        return BAND_EBUSY;
+    fake_settings(b, tokens, period, burst);
+    *out = band_keyrate_available(b->inner, key, keylen);
+    return 0;
+}
+
+static int fake_forget(void *ctx, const void *key, size_t keylen)
+{
+    struct fake_backend *b = ctx;
+    return b->down ? BAND_EBUSY : band_keyrate_forget(b->inner, key, keylen);
+}
+
+static void test_backend(void **state)
+{
+    (void)state;
+    struct fake_clock fc = {0};
+    struct fake_backend fb = {NULL, 0, 0, 3, 5, BAND_SEC};
+    fb.inner = mk(&fc, 3, BAND_SEC, 5, 0, 0, 0);
+    band_keyrate_backend be = {fake_try, fake_available, fake_forget, &fb};
+    band_keyrate_opts o;
+    memset(&o, 0, sizeof(o));
+    o.backend = &be;
+    band_keyrate *k = NULL;
+    band_keyrate_backend half = be;
+    half.forget = NULL;
+    o.backend = &half;
+    assert_int_equal(band_keyrate_create(&k, 3, BAND_SEC, 5, &o), BAND_EINVAL);
+    o.backend = &be;
+    o.fail = 2;
+    assert_int_equal(band_keyrate_create(&k, 3, BAND_SEC, 5, &o), BAND_EINVAL);
+    o.fail = BAND_KEYRATE_FAIL_CLOSED;
+    assert_int_equal(band_keyrate_create(&k, 3, BAND_SEC, 5, &o), 0);
+
+    band_time ra = -1;
+    assert_int_equal(take(k, "a", 5, &ra), 0);
+    assert_int_equal(take(k, "a", 1, &ra), BAND_EAGAIN);
+    assert_int_equal(ra, 333333334);
+    assert_int_equal(take(k, "a", 6, &ra), BAND_E2BIG); /* decided here */
+    assert_int_equal(fb.calls, 2);
+    assert_u64_equal(avail(k, "a"), 0);
+    assert_u64_equal(avail(k, "b"), 5);
+    /* Settings go with every call. */
+    assert_int_equal(band_keyrate_set(k, 6, BAND_SEC, 5), 0);
+    assert_u64_equal(avail(k, "a"), 0); /* the fake applies them now */
+    fc.now += BAND_SEC / 2;             /* three back at 6/s */
+    assert_u64_equal(avail(k, "a"), 3);
+    assert_int_equal(band_keyrate_forget(k, "a", 1), 0);
+    assert_int_equal(band_keyrate_forget(k, "a", 1), BAND_ENOENT);
+
+    fb.down = 1; /* fail closed */
+    assert_int_equal(take(k, "a", 1, &ra), BAND_ETIMEDOUT);
+    assert_int_equal(ra, 0);
+    assert_u64_equal(avail(k, "a"), 0);
+    assert_int_equal(band_keyrate_forget(k, "a", 1), BAND_ETIMEDOUT);
+    band_keyrate_stats st = stats_of(k);
+    assert_u64_equal(st.granted, 1);
+    assert_u64_equal(st.refused_rate, 1);
+    assert_u64_equal(st.refused_too_big, 1);
+    assert_u64_equal(st.forgotten, 1);
+    assert_u64_equal(st.backend_errors, 3);
+    assert_u64_equal(st.failed_open, 0);
+    assert_u64_equal(st.keys, 0);
+    assert_int_equal(band_keyrate_close(k), 0);
+    assert_int_equal(take(k, "a", 1, &ra), BAND_ECLOSED);
+    band_keyrate_destroy(k);
+
+    o.fail = BAND_KEYRATE_FAIL_OPEN; /* fail open: granted, and counted */
+    assert_int_equal(band_keyrate_create(&k, 3, BAND_SEC, 5, &o), 0);
+    assert_int_equal(take(k, "a", 1, &ra), 0);
+    assert_int_equal(take(k, "a", 5, &ra), 0);
+    assert_u64_equal(avail(k, "a"), 5);
+    fb.down = 0;
+    assert_int_equal(take(k, "z", 5, &ra), 0);
+    assert_int_equal(take(k, "z", 1, &ra), BAND_EAGAIN);
+    st = stats_of(k);
+    assert_u64_equal(st.granted, 3);
+    assert_u64_equal(st.failed_open, 2);
+    assert_u64_equal(st.backend_errors, 3);
+    band_keyrate_destroy(k);
+    band_keyrate_destroy(fb.inner);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -507,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_set_keeps_shortfall),
         cmocka_unit_test(test_clock_steps_back),
         cmocka_unit_test(test_name_and_close),
+        cmocka_unit_test(test_backend),
     };
     return cmocka_run_group_tests_name("test_keyrate", tests, NULL, NULL);
 }
