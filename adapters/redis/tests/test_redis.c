@@ -73,8 +73,8 @@ static void start_server(struct server *sv)
     if (pid == 0) {
         if (freopen("/dev/null", "w", stdout) == NULL)
             _exit(126);
-        execl(BAND_REDIS_SERVER, "redis-server", "--port", port, "--bind", "127.0.0.1",
-              "--save", "", "--appendonly", "no", "--daemonize", "no", (char *)NULL);
+        execl(BAND_REDIS_SERVER, "redis-server", "--port", port, "--bind", "127.0.0.1", "--save",
+              "", "--appendonly", "no", "--daemonize", "no", (char *)NULL);
         _exit(127);
     }
     sv->pid = pid;

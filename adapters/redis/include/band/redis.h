@@ -46,11 +46,11 @@ typedef struct band_redis_opts {
 
 /** @brief Counters; see band_redis_get_stats(). */
 typedef struct band_redis_stats {
-    uint64_t calls;      /**< scripts run */
-    uint64_t errors;     /**< calls that could not decide */
-    uint64_t connects;   /**< connections made */
-    uint64_t reloads;    /**< scripts loaded again after NOSCRIPT */
-    int connected;       /**< 1 while the connection is up */
+    uint64_t calls;    /**< scripts run */
+    uint64_t errors;   /**< calls that could not decide */
+    uint64_t connects; /**< connections made */
+    uint64_t reloads;  /**< scripts loaded again after NOSCRIPT */
+    int connected;     /**< 1 while the connection is up */
 } band_redis_stats;
 
 /**
