@@ -276,7 +276,8 @@ typedef struct band_keyrate_stats {
                                  dropped depends on the table's needs) */
     uint64_t forgotten;       /**< band_keyrate_forget() calls that returned 0 */
     uint64_t backend_errors;  /**< backend calls that could not decide */
-    uint64_t failed_open;     /**< ... of which try_acquire granted (FAIL_OPEN) */
+    uint64_t failed_open;     /**< ... of which try_acquire granted (FAIL_OPEN; these count in
+                                 granted too) */
     int closed;               /**< 1 after band_keyrate_close() */
 } band_keyrate_stats;
 
