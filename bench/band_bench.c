@@ -2,7 +2,7 @@
 /*
  * bench/band_bench.c - band's semaphore beside the baselines it is measured against.
  *
- * usage: band_bench [--quick] [--reps N] [--only abcdefghijkls] [--tsv FILE]
+ * usage: band_bench [--quick] [--reps N] [--only abcdefghijklms] [--tsv FILE]
  *
  * The workloads (bench/README.md has the long form and the latest table):
  *   (a) uncontended try_acquire(1) + release(1) on one thread, ns per pair, beside a bare
@@ -33,6 +33,9 @@
  *       same number of plain semaphore acquires, uncontended and with two threads;
  *   (l) oneshot, watch and broadcast try operations (bench_sync.h) beside a mutex-guarded
  *       slot;
+ *   (m) budgets shared by processes (band_shm, bench_shm.h): uncontended pairs, two
+ *       processes on one permit and a ping-pong between two processes, beside SysV semop
+ *       with SEM_UNDO, a POSIX named sem_t and the in-process band_sem;
  *   (s) scaling from 1 to 32 threads (bench_scale.h): the semaphore (1 and 4 permits), the
  *       channel MPMC and admission over two budgets, each beside its baselines.
  *
@@ -53,6 +56,7 @@
 #include "bench_fair.h"
 #include "bench_rate.h"
 #include "bench_scale.h"
+#include "bench_shm.h"
 #include "bench_sync.h"
 #include "bench_util.h"
 
@@ -1230,10 +1234,10 @@ static void section_ch(char letter, int producers, struct ch_result *out)
 static void usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s [--quick] [--reps N] [--only abcdefghijkls] [--tsv FILE]\n"
+            "usage: %s [--quick] [--reps N] [--only abcdefghijklms] [--tsv FILE]\n"
             "  --quick    small counts (CI smoke test, a few seconds)\n"
             "  --reps N   rounds per workload (default 5, quick 3; max %d)\n"
-            "  --only S   run only the sections named by letters in S (a b c d e f g h i j k l s)\n"
+            "  --only S   run only the sections with letters in S (a b c d e f g h i j k l m s)\n"
             "  --tsv FILE also write every figure and target, tab-separated, to FILE\n",
             argv0, MAX_REPS);
 }
@@ -1348,6 +1352,9 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (want('l'))
         g_failures += bench_sync_section(cfg.quick);
+    fflush(stdout);
+    if (want('m'))
+        g_failures += bench_shm_section(cfg.quick, cfg.reps);
     fflush(stdout);
     if (want('s'))
         g_failures += bench_scale_section(cfg.quick, cfg.reps, &rs);

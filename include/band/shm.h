@@ -535,6 +535,98 @@ BAND_API int band_shm_list_holders(const band_shm *s, band_shm_holder *out, size
 BAND_API int band_shm_list_waiters(const band_shm *s, band_shm_waiter_info *out, size_t cap,
                                    size_t *count);
 
+/**
+ * @brief The version of the inline fast paths' ABI, described here.
+ *
+ * Inline fast paths: with GCC or Clang, band_shm_try_acquire() and band_shm_release() are
+ * macros over the static inline functions below, so that an uncontended acquire and
+ * release cost the caller one compare-and-swap each, with no call. They work on the
+ * handle's cache: units this process returned while nobody waited, counted as held by the
+ * handle. Anything else - a NULL handle, a bad index, n == 0 or above the limits, a frozen
+ * cache (a waiter, a debt, close, another process that needed the units), too few cached
+ * units, a forked child's first use, a failed compare-and-swap - goes to the exported
+ * functions of the same names, which give every answer as documented above; so both have
+ * identical outcomes, and taking the address of either name yields the exported function.
+ * Define BAND_NO_INLINE before including this header to call the exported functions
+ * always (the library itself is built so).
+ *
+ * The ABI promise. The inline code reads struct band_shm_prefix at the start of every
+ * band_shm, and through it struct band_shm_fast_view on a private page of the handle that
+ * a forked child finds zeroed (MADV_WIPEONFORK), so a child never uses its parent's cache.
+ * The cache words hold cached units << BAND_SHM_CACHE_SHIFT | BAND_SHM_CACHE_FROZEN and
+ * are accessed only with atomic operations. These layouts and the encoding are frozen for
+ * inline ABI BAND_SHM_INLINE_ABI, under the same symbol-version rule as
+ * BAND_SEM_INLINE_ABI (band/sem.h). The rest of struct band_shm is private.
+ */
+#define BAND_SHM_INLINE_ABI 1
+
+/** @brief Cache word flag: frozen; the owner must take the lock. */
+#define BAND_SHM_CACHE_FROZEN UINT64_C(1)
+/** @brief A cache word holds its units above this many flag bits. */
+#define BAND_SHM_CACHE_SHIFT 2
+
+/** @brief What the fast paths read of this process's record (see the ABI promise). */
+struct band_shm_fast_view {
+    uint64_t *cache; /**< the cache words, one per bound; NULL: use the exported functions */
+    uint64_t *held;  /**< the units held per bound, the cache included; atomic access only */
+};
+
+/** @brief The frozen start of every band_shm (see the ABI promise). */
+struct band_shm_prefix {
+    struct band_shm_fast_view *fast; /**< offset 0; constant while the handle lives */
+    uint32_t nbounds;                /**< offset 8; the segment's bounds; constant */
+};
+
+#if !defined(BAND_NO_INLINE) && !defined(BAND_BUILDING) && (defined(__GNUC__) || defined(__clang__))
+#define BAND_SHM_HAVE_INLINE 1
+
+static inline int band__shm_try_acquire_inline(band_shm *s, unsigned bound, uint64_t n)
+{
+    const struct band_shm_prefix *p = (const struct band_shm_prefix *)(const void *)s;
+    if (__builtin_expect(s != NULL && n - 1 < BAND_MAX_UNITS && bound < p->nbounds, 1)) {
+        uint64_t *cache = __atomic_load_n(&p->fast->cache, __ATOMIC_ACQUIRE);
+        if (__builtin_expect(cache != NULL, 1)) {
+            uint64_t *word = &cache[bound];
+            uint64_t w = __atomic_load_n(word, __ATOMIC_RELAXED);
+            if (__builtin_expect(
+                    (w & BAND_SHM_CACHE_FROZEN) == 0 && (w >> BAND_SHM_CACHE_SHIFT) >= n &&
+                        __atomic_compare_exchange_n(word, &w, w - (n << BAND_SHM_CACHE_SHIFT), 0,
+                                                    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
+                    1))
+                return 0;
+        }
+    }
+    return (band_shm_try_acquire)(s, bound, n);
+}
+
+static inline int band__shm_release_inline(band_shm *s, unsigned bound, uint64_t n)
+{
+    const struct band_shm_prefix *p = (const struct band_shm_prefix *)(const void *)s;
+    if (__builtin_expect(s != NULL && n - 1 < BAND_MAX_UNITS && bound < p->nbounds, 1)) {
+        const struct band_shm_fast_view *f = p->fast;
+        uint64_t *cache = __atomic_load_n(&f->cache, __ATOMIC_ACQUIRE);
+        if (__builtin_expect(cache != NULL, 1)) {
+            /* The compare-and-swap also validates the held units read before it: whoever
+             * lowers them changes the cache word first. */
+            uint64_t *word = &cache[bound];
+            uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+            uint64_t held = __atomic_load_n(&f->held[bound], __ATOMIC_ACQUIRE);
+            uint64_t c = w >> BAND_SHM_CACHE_SHIFT;
+            if (__builtin_expect(
+                    (w & BAND_SHM_CACHE_FROZEN) == 0 && held - c >= n && c + n <= BAND_MAX_UNITS &&
+                        __atomic_compare_exchange_n(word, &w, w + (n << BAND_SHM_CACHE_SHIFT), 0,
+                                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED),
+                    1))
+                return 0;
+        }
+    }
+    return (band_shm_release)(s, bound, n);
+}
+
+#define band_shm_try_acquire(s, bound, n) band__shm_try_acquire_inline((s), (bound), (n))
+#define band_shm_release(s, bound, n)     band__shm_release_inline((s), (bound), (n))
+#endif
+
 #ifdef __cplusplus
 }
 #endif

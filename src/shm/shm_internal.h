@@ -83,6 +83,7 @@ struct band__shm_hdr {
     uint64_t nwaiting;
     uint64_t nhandles;
     /* plain */
+    uint64_t rec_hwm;       /* records ever used: loops over records stop here (never lowered) */
     uint64_t last_check_ns; /* band_now() of the last liveness sweep */
     uint64_t recoveries, dead_handles, dead_waiters;
     /* the undo log */
@@ -140,18 +141,28 @@ struct band__shm_local {
     pthread_t thread;
 };
 
+/*
+ * The fast paths' view of a handle (struct band_shm_fast_view, band/shm.h) lives on a
+ * private page marked MADV_WIPEONFORK: a forked child finds it zeroed, so its first
+ * acquire or release cannot touch the parent's cache and takes the slow path, which gives
+ * the child a record of its own and fills the page in again. One load replaces a check
+ * of the fork generation.
+ */
 struct band_shm {
+    /* struct band_shm_prefix: the inline fast paths' view, frozen */
+    struct band_shm_fast_view *fast;
+    uint32_t nbounds;
     int fd;
+    int fast_ok; /* the page is wiped on fork: the fast paths may be used */
     size_t size;
     unsigned char *base;
     struct band__shm_hdr *h;
     struct band__shm_record *rec;
     struct band__shm_slot *slot;
     uint32_t self; /* this handle's record */
-    /* The segment's sizes as checked when it was opened. Every index into the segment is
-     * bounded by these copies, never by the shared header, which another process could
-     * overwrite. The fast paths also read no shared line for them. */
-    uint32_t nbounds;
+    /* The segment's sizes as checked when it was opened (nbounds above too). Every index
+     * into the segment is bounded by these copies, never by the shared header, which
+     * another process could overwrite. The fast paths also read no shared line for them. */
     uint32_t nrecords;
     uint32_t nslots;
     uint64_t gen; /* the fork generation self belongs to */
@@ -165,6 +176,7 @@ struct band_shm {
 /* One operation's lock scope and the wakes it owes after unlocking. */
 struct band__shm_op {
     band_shm *s;
+    unsigned recovered; /* dead records the lock's takeover recovered */
     unsigned nwake;
     uint32_t *wake_word[BAND__SHM_WAKE_BATCH];
 };
@@ -207,10 +219,12 @@ void band__shm_grant_pass_locked(struct band__shm_op *op);
 void band__shm_withdraw_locked(struct band__shm_op *op, uint32_t i, int reason);
 void band__shm_slot_free_locked(band_shm *s, uint32_t i);
 void band__shm_give_back_locked(struct band__shm_op *op, uint32_t r, const uint64_t *units);
-int band__shm_ensure_self(band_shm *s); /* re-registers after fork; 0 or an error */
+int band__shm_ensure_self(band_shm *s);   /* re-registers after fork; 0 or an error */
+void band__shm_fast_publish(band_shm *s); /* point the fast view at this record */
 void band__shm_close_locked(struct band__shm_op *op);
 void band__shm_fail_too_big_locked(struct band__shm_op *op, uint32_t b);
-void band__shm_steal_locked(band_shm *s, uint32_t b);     /* every cache of @b to the pool */
+/* Every cache of @b to the pool (freezing them); returns what other handles had cached. */
+uint64_t band__shm_steal_locked(band_shm *s, uint32_t b);
 void band__shm_thaw_self_locked(band_shm *s, uint32_t b); /* when @b is quiet */
 uint64_t band__shm_cached(const band_shm *s, uint32_t r, uint32_t b);
 
@@ -237,6 +251,13 @@ int band__shm_async_submit(band_shm *s, const struct band__shm_want *want, band_
 static inline uint64_t band__shm_load(const uint64_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* How many records to look at: those ever used, bounded by the handle's checked count. */
+static inline uint32_t band__shm_nrec(const band_shm *s)
+{
+    uint64_t hwm = __atomic_load_n(&s->h->rec_hwm, __ATOMIC_ACQUIRE);
+    return hwm < s->nrecords ? (uint32_t)hwm : s->nrecords;
 }
 
 #endif /* BAND_SHM_INTERNAL_H */

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,9 +60,11 @@ static void band__shm_rollback(band_shm *s)
     uint64_t n = h->log_count;
     if (n > BAND__SHM_LOG_MAX)
         n = BAND__SHM_LOG_MAX;
+    /* Only words a transaction may change: never the magic, the sizes or the lock. */
+    const uint64_t first = offsetof(struct band__shm_hdr, closed);
     while (n-- > 0) {
         uint64_t off = h->log[n].off;
-        if (off % sizeof(uint64_t) == 0 && off + sizeof(uint64_t) <= s->size)
+        if (off % sizeof(uint64_t) == 0 && off >= first && off + sizeof(uint64_t) <= s->size)
             __atomic_store_n((uint64_t *)(void *)(s->base + off), h->log[n].old, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&h->log_count, 0, __ATOMIC_RELEASE);
@@ -104,7 +107,7 @@ void band__shm_repair(band_shm *s)
     uint64_t waiters[BAND_SHM_MAX_BOUNDS] = {0}, wunits[BAND_SHM_MAX_BOUNDS] = {0};
     uint64_t nhandles = 0;
 
-    for (uint32_t r = 0; r < s->nrecords; r++) {
+    for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++) {
         struct band__shm_record *rec = &s->rec[r];
         if (rec->state != BAND__REC_LIVE) {
             rec->state = BAND__REC_FREE;
@@ -166,10 +169,18 @@ void band__shm_repair(band_shm *s)
 int band__shm_lock(struct band__shm_op *op, band_shm *s)
 {
     op->s = s;
+    op->recovered = 0;
     op->nwake = 0;
     int rc = pthread_mutex_lock(&s->h->lock.m);
-    if (band__likely(rc == 0))
+    if (band__likely(rc == 0)) {
+        /* Every holder commits before it unlocks, so an open log here was written by
+         * something other than the library: its entries cannot be trusted to roll back. */
+        if (band__unlikely(s->h->log_count != 0)) {
+            __atomic_store_n(&s->h->log_count, 0, __ATOMIC_RELEASE);
+            band__shm_repair(s);
+        }
         return 0;
+    }
     if (rc != EOWNERDEAD)
         return BAND_EBADSEG; /* ENOTRECOVERABLE: a taker died before making it consistent */
     band__shm_rollback(s);
@@ -179,7 +190,7 @@ int band__shm_lock(struct band__shm_op *op, band_shm *s)
         (void)pthread_mutex_unlock(&s->h->lock.m);
         return BAND_EBADSEG;
     }
-    (void)band__shm_sweep_locked(op, 1);
+    op->recovered = band__shm_sweep_locked(op, 1);
     return 0;
 }
 

@@ -43,9 +43,14 @@ static void band__shm_install(void)
     (void)pthread_atfork(NULL, NULL, band__shm_child);
 }
 
+static int band__shm_installed;
+
 uint64_t band__shm_generation(void)
 {
-    (void)pthread_once(&band__shm_once, band__shm_install);
+    if (band__unlikely(!__atomic_load_n(&band__shm_installed, __ATOMIC_ACQUIRE))) {
+        (void)pthread_once(&band__shm_once, band__shm_install);
+        __atomic_store_n(&band__shm_installed, 1, __ATOMIC_RELEASE);
+    }
     return __atomic_load_n(&band__shm_gen, __ATOMIC_ACQUIRE);
 }
 

@@ -40,7 +40,7 @@ int band__shm_register_locked(struct band__shm_op *op, uint32_t *out)
     if (rc != 0)
         return rc;
     for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t r = 0; r < s->nrecords; r++) {
+        for (uint32_t r = 0; r < s->nrecords; r++) { /* free ones above the mark too */
             struct band__shm_record *rec = &s->rec[r];
             if (rec->state != BAND__REC_FREE)
                 continue;
@@ -52,6 +52,8 @@ int band__shm_register_locked(struct band__shm_op *op, uint32_t *out)
                 rec->held[b] = 0;
                 __atomic_store_n(&rec->cache[b], quiet ? 0 : BAND__CACHE_FROZEN, __ATOMIC_RELEASE);
             }
+            if (h->rec_hwm < r + 1)
+                __atomic_store_n(&h->rec_hwm, r + 1, __ATOMIC_RELEASE);
             band__shm_set(s, &h->nhandles, h->nhandles + 1);
             band__shm_set(s, &rec->state, BAND__REC_LIVE);
             band__shm_commit(s);
@@ -81,7 +83,17 @@ int band__shm_self_locked(struct band__shm_op *op)
     band__shm_local_after_fork(s);
     s->self = r;
     __atomic_store_n(&s->gen, gen, __ATOMIC_RELEASE);
+    band__shm_fast_publish(s);
     return 0;
+}
+
+void band__shm_fast_publish(band_shm *s)
+{
+    if (!s->fast_ok || s->inspect)
+        return; /* the fast paths stay off */
+    struct band__shm_record *rec = &s->rec[s->self];
+    __atomic_store_n(&s->fast->held, rec->held, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->fast->cache, rec->cache, __ATOMIC_RELEASE); /* last: it enables */
 }
 
 int band__shm_ensure_self(band_shm *s)
@@ -201,13 +213,13 @@ void band__shm_reclaim_record_locked(struct band__shm_op *op, uint32_t r)
     }
     struct band__shm_record *rec = &s->rec[r];
     for (uint32_t b = 0; b < s->nbounds; b++) {
-        __atomic_fetch_or(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+        /* Counted are the units it was using; its cache was free for the taking. */
+        uint64_t w = __atomic_or_fetch(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+        h->bounds[b].reclaimed += rec->held[b] - (w >> BAND__CACHE_SHIFT);
         band__shm_set(s, &rec->cache[b], BAND__CACHE_FROZEN);
     }
     uint64_t held[BAND_SHM_MAX_BOUNDS];
     memcpy(held, rec->held, sizeof held);
-    for (uint32_t b = 0; b < s->nbounds; b++)
-        h->bounds[b].reclaimed += held[b];
     band__shm_give_back_locked(op, r, held);
     band__shm_set(s, &h->nhandles, h->nhandles - 1);
     band__shm_set(s, &rec->state, BAND__REC_FREE);
@@ -228,7 +240,7 @@ unsigned band__shm_sweep_locked(struct band__shm_op *op, int force)
     if (band__shm_self_identity(&mypid, &mystart) != 0)
         return 0;
     unsigned dead = 0;
-    for (uint32_t r = 0; r < s->nrecords; r++) {
+    for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++) {
         struct band__shm_record *rec = &s->rec[r];
         if (rec->state != BAND__REC_LIVE)
             continue;
@@ -379,19 +391,20 @@ int band__shm_try_locked(struct band__shm_op *op, const struct band__shm_want *w
         }
         if (bd->waiters != 0)
             again = 1; /* never past a waiter */
-        if (rec->held[b] + u > BAND_MAX_UNITS)
-            return BAND_EOVERFLOW;
+        if (rec->held[b] - band__shm_cached(s, s->self, b) + u > BAND_MAX_UNITS)
+            return BAND_EOVERFLOW; /* what it would use; its idle cache does not count */
     }
     if (again)
         return BAND_EAGAIN;
     /* Units idle in caches are available too: a refusal while they sit there would be
      * wrong, so a short pool takes them back first. */
+    uint64_t stolen = 0;
     for (uint32_t b = 0; b < s->nbounds; b++) {
         uint64_t u = want->units[b];
         if (u == 0)
             continue;
         if (u > h->bounds[b].available)
-            band__shm_steal_locked(s, b);
+            stolen += band__shm_steal_locked(s, b);
         if (u > h->bounds[b].available)
             return BAND_EAGAIN;
     }
@@ -404,9 +417,13 @@ int band__shm_try_locked(struct band__shm_op *op, const struct band__shm_want *w
         band__shm_set(s, &rec->held[b], rec->held[b] + u);
     }
     band__shm_commit(s);
-    for (uint32_t b = 0; b < s->nbounds; b++)
-        if (want->units[b] != 0)
-            band__shm_thaw_self_locked(s, b);
+    /* Units just taken from another process's cache show the bound is shared right now:
+     * keep this cache frozen too, so the next release goes to the pool instead of
+     * making the other process steal it back. The next quiet slow path thaws it. */
+    if (stolen == 0)
+        for (uint32_t b = 0; b < s->nbounds; b++)
+            if (want->units[b] != 0)
+                band__shm_thaw_self_locked(s, b);
     return 0;
 }
 
@@ -415,11 +432,12 @@ uint64_t band__shm_cached(const band_shm *s, uint32_t r, uint32_t b)
     return __atomic_load_n(&s->rec[r].cache[b], __ATOMIC_ACQUIRE) >> BAND__CACHE_SHIFT;
 }
 
-void band__shm_steal_locked(band_shm *s, uint32_t b)
+uint64_t band__shm_steal_locked(band_shm *s, uint32_t b)
 {
+    uint64_t others = 0;
     struct band__shm_hdr *h = s->h;
     struct band__shm_bound *bd = &h->bounds[b];
-    for (uint32_t r = 0; r < s->nrecords; r++) {
+    for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++) {
         struct band__shm_record *rec = &s->rec[r];
         if (rec->state != BAND__REC_LIVE)
             continue;
@@ -438,7 +456,10 @@ void band__shm_steal_locked(band_shm *s, uint32_t b)
         if (c != repay)
             band__shm_set(s, &bd->available, bd->available + (c - repay));
         band__shm_commit(s);
+        if (r != s->self)
+            others += c;
     }
+    return others;
 }
 
 void band__shm_thaw_self_locked(band_shm *s, uint32_t b)

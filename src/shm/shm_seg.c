@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,15 @@ static int band__shm_link(int fd, const char *tmp, const char *path)
     return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 }
 
+/* The inline fast paths of band/shm.h read these two fields by this layout. */
+_Static_assert(offsetof(struct band_shm, fast) == offsetof(struct band_shm_prefix, fast),
+               "band_shm_prefix.fast");
+_Static_assert(offsetof(struct band_shm, nbounds) == offsetof(struct band_shm_prefix, nbounds),
+               "band_shm_prefix.nbounds");
+_Static_assert(BAND__CACHE_FROZEN == BAND_SHM_CACHE_FROZEN &&
+                   BAND__CACHE_SHIFT == BAND_SHM_CACHE_SHIFT,
+               "the cache word's encoding");
+
 /* What an opener checked of a header, and trusts from then on. */
 struct band__shm_dims {
     uint32_t nbounds, nrecords, nslots;
@@ -277,6 +287,8 @@ static int band__shm_check_header(int fd, struct band__shm_dims *d)
     if (h.rec_off != rec_off || h.slot_off != slot_off || h.size != size ||
         (uint64_t)st.st_size != size)
         return BAND_EBADSEG;
+    if (h.log_count > BAND__SHM_LOG_MAX)
+        return BAND_EBADSEG;
     for (uint32_t b = 0; b < h.nbounds; b++) {
         const struct band__shm_bound *bd = &h.bounds[b];
         if (memchr(bd->name, '\0', sizeof bd->name) == NULL || bd->kind > BAND_SHM_BYTES ||
@@ -298,9 +310,20 @@ static int band__shm_attach(band_shm **out, int fd, const struct band__shm_dims 
     band_shm *s = calloc(1, sizeof *s);
     if (s == NULL)
         return BAND_ENOMEM;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *fast = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fast == MAP_FAILED) {
+        free(s);
+        return BAND_ENOMEM;
+    }
+    s->fast = fast;
+    /* Without MADV_WIPEONFORK (Linux before 4.14) a child could not tell the page is its
+     * parent's: the fast paths stay off (rec NULL) and every call takes the lock. */
+    s->fast_ok = madvise(fast, page, MADV_WIPEONFORK) == 0;
     void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         int rc = band__errno_code(errno);
+        (void)munmap(fast, page);
         free(s);
         return rc == BAND_EINVAL ? BAND_EBADSEG : rc;
     }
@@ -333,10 +356,12 @@ static int band__shm_attach(band_shm **out, int fd, const struct band__shm_dims 
     }
     if (rc != 0) {
         (void)munmap(base, size);
+        (void)munmap(fast, page);
         free(s);
         return rc;
     }
     s->gen = band__shm_generation();
+    band__shm_fast_publish(s);
     *out = s;
     return 0;
 }
@@ -396,6 +421,7 @@ int band_shm_destroy(band_shm *s)
         }
     }
     (void)munmap(s->base, s->size);
+    (void)munmap(s->fast, (size_t)sysconf(_SC_PAGESIZE));
     (void)close(s->fd);
     free(s);
     return 0;

@@ -50,7 +50,7 @@ int band_shm_get_stats(const band_shm *s, band_shm_stats *out)
         const struct band__shm_bound *bd = &h->bounds[b];
         band_shm_bound_stats *o = &out->bounds[b];
         uint64_t cached = 0; /* idle in handles' caches: available to anyone */
-        for (uint32_t r = 0; r < s->nrecords; r++)
+        for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++)
             if (s->rec[r].state == BAND__REC_LIVE)
                 cached += band__shm_cached(s, r, b);
         memcpy(o->name, bd->name, sizeof o->name);
@@ -84,7 +84,7 @@ int band_shm_list_holders(const band_shm *s, band_shm_holder *out, size_t cap, s
     if (rc != 0)
         return rc;
     size_t n = 0;
-    for (uint32_t r = 0; r < s->nrecords; r++) {
+    for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++) {
         const struct band__shm_record *rec = &s->rec[r];
         if (rec->state != BAND__REC_LIVE)
             continue;

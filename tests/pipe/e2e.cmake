@@ -12,7 +12,7 @@ if(TARGET band-pipe)
     list(FILTER _pipe_e2e_env EXCLUDE REGEX "^TSAN_OPTIONS=")
     list(APPEND _pipe_e2e_env "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=${CMAKE_CURRENT_LIST_DIR}/gdal.tsan.supp")
     foreach(_t IN ITEMS basic sigint_once sigint_twice nofile too_large memory_by_count local
-                        usage auto unreachable)
+                        usage auto unreachable throttle)
         add_test(NAME pipe_e2e_${_t}
                  COMMAND ${BAND_BASH} ${CMAKE_CURRENT_LIST_DIR}/e2e_${_t}.sh $<TARGET_FILE:band-pipe>
                          ${CMAKE_CURRENT_BINARY_DIR}/e2e/${_t})

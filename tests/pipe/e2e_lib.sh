@@ -102,11 +102,12 @@ kind_names()
 
 # ---- the server -----------------------------------------------------------------------
 
-# e2e_serve: band-pipe --serve on $W/data in the background; sets URLS once urls.txt is
+# e2e_serve [SERVER OPTIONS]: band-pipe --serve on $W/data in the background; sets URLS once urls.txt is
 # there and the server said where it listens.
 e2e_serve()
 {
-    "$BIN" --serve "$W/data" >"$W/serve.out" 2>"$W/serve.err" &
+    rm -f "$W/data/urls.txt"
+    "$BIN" --serve "$W/data" "$@" >"$W/serve.out" 2>"$W/serve.err" &
     E2E_SERVE_PID=$!
     URLS=$W/data/urls.txt
     local i

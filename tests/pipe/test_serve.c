@@ -190,6 +190,7 @@ static void test_serve_limits_and_counts(void **state)
     assert_int_equal(r1.status, 200);
     assert_int_equal(r1.body, TILE_BYTES);
     assert_false(has_header(&r1, "Retry-After: 7"));
+    assert_true(has_header(&r1, "RateLimit-Policy: 1;w=1")); /* stated before any 429 */
     assert_int_equal(r2.status, 429);
     assert_true(has_header(&r2, "Retry-After: 7"));
     assert_true(has_header(&r2, "RateLimit-Policy: 1;w=1"));
@@ -315,7 +316,7 @@ static void test_nginx_refuses_unsafe_paths(void **state)
     if (!have_nginx())
         skip();
     struct nginx ng;
-    struct nginx_opts o = {0, 0, 0, 0, "/tmp/log$x"};
+    struct nginx_opts o = {.access_log = "/tmp/log$x"};
     char err[512];
     assert_int_equal(nginx_start(&ng, "/tmp/band-test-unused", "/tmp", &o, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "'/tmp/log$x' has a character"));

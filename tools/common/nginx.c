@@ -12,8 +12,10 @@
  * The request rate limit is one limit_req zone keyed by the server's name, a constant, so
  * every client shares one allowance. Requests beyond it and its burst are answered 429 by
  * a named location that adds Retry-After and RateLimit-Policy (add_header ... always: an
- * error status gets them too). The readiness probe is served from the private directory
- * in a location of its own, outside the limit and the access log.
+ * error status gets them too); by default every other answer states RateLimit-Policy as
+ * well (nginx_opts.policy). The readiness
+ * probe is served from the private directory in a location of its own, outside the limit and the
+ * access log.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -168,17 +170,28 @@ static void req_limit_conf(const struct nginx_opts *o, char *zone, size_t zonele
     char burst[32] = "";
     if (o->req_burst > 0)
         snprintf(burst, sizeof(burst), " burst=%u nodelay", o->req_burst);
+    /* Every answer states the policy, as rate-limited APIs do, so a client can keep to it
+     * before it is ever throttled. */
+    char policy[64] = "";
+    if (o->policy == NGINX_POLICY_ALL)
+        snprintf(policy, sizeof(policy),
+                 "            add_header RateLimit-Policy \"%u;w=1\" always;\n", o->req_rate);
     snprintf(loc, loclen,
              "            limit_req zone=band_requests%s;\n"
+             "%s"
              "            error_page 429 @throttled;\n",
-             burst);
+             burst, policy);
+    char policy429[64] = "";
+    if (o->policy != NGINX_POLICY_NONE)
+        snprintf(policy429, sizeof(policy429),
+                 "            add_header RateLimit-Policy \"%u;w=1\" always;\n", o->req_rate);
     snprintf(named, namedlen,
              "        location @throttled {\n"
              "            add_header Retry-After %u always;\n"
-             "            add_header RateLimit-Policy \"%u;w=1\" always;\n"
+             "%s"
              "            return 429;\n"
              "        }\n",
-             o->retry_after, o->req_rate);
+             o->retry_after, policy429);
 }
 
 /* The "user" directive naming the effective user and group into @out, or "" when either
@@ -423,7 +436,7 @@ static void last_log_line(const struct nginx *ng, char *out, size_t outlen)
 int nginx_start(struct nginx *ng, const char *dir, const char *docroot,
                 const struct nginx_opts *opts, char *err, size_t errlen)
 {
-    static const struct nginx_opts none = {0, 0, 0, 0, NULL};
+    static const struct nginx_opts none = {.access_log = NULL};
     const struct nginx_opts *o = opts != NULL ? opts : &none;
     set_err(err, errlen, "%s", "");
     ng->pid = 0;

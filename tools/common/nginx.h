@@ -17,6 +17,8 @@
 
 /* What the server limits, and where it logs each request. All zero: no limits, and the
  * access log in the server's own directory. */
+enum nginx_policy { NGINX_POLICY_ALL = 0, NGINX_POLICY_THROTTLED = 1, NGINX_POLICY_NONE = 2 };
+
 struct nginx_opts {
     /* Bytes per second sent on each response (nginx's limit_rate); 0: no limit. */
     uint64_t conn_rate;
@@ -26,9 +28,12 @@ struct nginx_opts {
     /* Requests beyond the rate admitted at once without delay (limit_req burst=,
      * nodelay); those beyond the burst are answered 429. */
     unsigned req_burst;
-    /* Seconds sent in the Retry-After header of each 429 (0 is sent as 0). Every 429 also
-     * carries "RateLimit-Policy: <req_rate>;w=1". */
+    /* Seconds sent in the Retry-After header of each 429 (0 is sent as 0). */
     unsigned retry_after;
+    /* Where "RateLimit-Policy: <req_rate>;w=1" is sent: NGINX_POLICY_ALL (every answer,
+     * as rate-limited APIs state their quota; the default, 0), NGINX_POLICY_THROTTLED
+     * (only with the 429s) or NGINX_POLICY_NONE (never: only Retry-After). */
+    int policy;
     /* The access log's path (a relative one is taken from the server's directory); NULL:
      * "access.log" in the server's directory. It is appended to, one line per request:
      * <status> <body bytes> <request time, s> "<request line>". The readiness probe is

@@ -178,6 +178,7 @@ static void body_complete(struct tctx *c)
 }
 
 static void retry_later(struct tctx *c, band_time delay);
+static void first_answer(struct pipe *p);
 
 static void on_done(struct curl_uv_xfer *x, CURLcode result)
 {
@@ -188,10 +189,12 @@ static void on_done(struct curl_uv_xfer *x, CURLcode result)
     (void)curl_easy_getinfo(c->xfer.easy, CURLINFO_RESPONSE_CODE, &status);
     c->status = status;
     xfer_cleanup(c);
+    first_answer(p); /* even one that failed without headers */
 
     if (result == CURLE_OK && (status == 429 || status == 503)) {
         conn_release(c, BAND_LIMIT_DROPPED);
-        pipe_throttled(c);
+        if (!c->throttle_seen) /* else its headers already slowed the run */
+            pipe_throttled(c);
         if (t->throttled >= THROTTLE_TRIES) {
             pipe_fail(c, REASON_THROTTLED, "HTTP %ld, %u times", status, t->throttled);
             return;
@@ -227,7 +230,6 @@ static void on_done(struct curl_uv_xfer *x, CURLcode result)
     }
     t->body_bytes = c->body_len; /* for the fetch's stage_end event */
     conn_release(c, BAND_LIMIT_OK);
-    p->ok_bucket[p->bucket]++;
     if (c->body == NULL) {
         pipe_fail(c, REASON_CORRUPT, "empty body");
         return;
@@ -270,8 +272,22 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
     if (strncmp(line, "HTTP/", 5) == 0) { /* a new response (after a redirect too) */
         const char *sp = strchr(line, ' ');
         c->status = sp != NULL ? strtol(sp + 1, NULL, 10) : 0;
+        if (c->status >= 200 && c->status < 300) /* accepted: counted as soon as known */
+            c->p->ok_bucket[c->p->bucket]++;
         c->retry_after = 0;
         c->policy_q = c->policy_w = 0;
+    } else if (line[0] == '\0') {
+        /* The end of this response's headers: what they say of the server's pace applies
+         * now, to every request not yet sent, not once the body has arrived. */
+        if (c->status == 429 || c->status == 503) {
+            if (!c->throttle_seen)
+                pipe_throttled(c);
+            c->throttle_seen = 1;
+        } else if (c->status >= 200 && c->status < 300) {
+            pipe_policy_seen(c); /* a server that states its pace is kept to before any 429 */
+        }
+        if (c->status >= 200)
+            first_answer(c->p);
     } else if (strncasecmp(line, "Retry-After:", 12) == 0) {
         c->retry_after = parse_retry_after(line + 12);
         if (c->retry_after == 0)
@@ -414,6 +430,9 @@ static void send_request(struct tctx *c)
     c->xfer.done = on_done;
     t->attempts++;
     p->st->requests++;
+    if (p->requests_sent++ == 0)
+        p->first_sent = band_now();
+    c->throttle_seen = 0;
     p->req_bucket[p->bucket]++;
     c->req_start = band_now();
     c->state = TS_TRANSFER;
@@ -424,79 +443,136 @@ static void send_request(struct tctx *c)
     }
 }
 
-static void on_rate(band_uv_op *op, int status)
+/* ---- the request pace ---------------------------------------------------------------- */
+
+/* Requests wait for their turn in one first-in first-out queue and are sent from its head
+ * by one timer, each only when a token is in the request budget now and no Retry-After
+ * runs. No slot is ever booked ahead: a loop that stalls (a busy machine, a sanitizer)
+ * sends, when it catches up, what the bucket holds now, never every slot that fell due
+ * meanwhile, a burst the server would answer with 429 again. Until the first answer's
+ * headers arrive (for at most FIRST_ANSWER_WAIT) only one request is out: they say the
+ * server's pace (RateLimit-Policy), which a first wave sent blind would overrun, and a 429
+ * costs a whole Retry-After. */
+
+#define FIRST_ANSWER_WAIT BAND_SEC /* a server slow to answer delays the rest no longer */
+
+static void on_pace(uv_timer_t *tm);
+
+/* Run the pacer again after @delay nanoseconds (0: on the loop's next turn). Safe inside
+ * curl's callbacks: it only arms the timer, it sends nothing. */
+static void pace_after(struct pipe *p, band_time delay)
 {
-    struct tctx *c = op->data;
-    pipe_wait_end(c, status == 0);
-    if (status != 0) {
-        if (c->ticket.rate != NULL)
-            (void)band_rate_ticket_cancel(&c->ticket); /* its slot goes back */
-        c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT;
-        conn_release(c, BAND_LIMIT_IGNORE);
-        pipe_finish(c, c->p->stopping >= 2 ? TILE_ABANDONED : TILE_PENDING);
-        return;
-    }
-    c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT; /* due: its token is spent */
-    send_request(c);
+    uint64_t ms = delay > 0 ? (uint64_t)((delay + BAND_MSEC - 1) / BAND_MSEC) : 0;
+    (void)uv_timer_start(&p->pacer, on_pace, ms, 0);
 }
 
-static void rate_wait(struct tctx *c);
-
-static void on_resume(band_uv_op *op, int status)
+static struct tctx *pace_pop(struct pipe *p)
 {
-    struct tctx *c = op->data;
-    pipe_wait_end(c, 0);
-    if (status != 0) {
-        conn_release(c, BAND_LIMIT_IGNORE);
-        pipe_finish(c, c->p->stopping >= 2 ? TILE_ABANDONED : TILE_PENDING);
-        return;
-    }
-    rate_wait(c);
+    struct tctx *c = p->rate_head;
+    p->rate_head = c->rate_next;
+    if (p->rate_head == NULL)
+        p->rate_tail = &p->rate_head;
+    c->rate_next = NULL;
+    return c;
 }
 
-/* Book the request's slot in the rate budget and wait for it. While a Retry-After runs,
- * first wait for its end and book only then: bookings made during it would all fall due
- * at its end, a burst the server would throttle again. */
+/* What the head of the queue waits for now: 0 (it may be sent), or the nanoseconds until
+ * it may. A budget error is returned as *@rc. */
+static band_time pace_wait(struct pipe *p, int *rc)
+{
+    band_time now = band_now();
+    *rc = 0;
+    if (!p->answered && p->requests_sent > 0 && now - p->first_sent < FIRST_ANSWER_WAIT)
+        return p->first_sent + FIRST_ANSWER_WAIT - now; /* the first answer runs it sooner */
+    if (p->requests_resume > now)
+        return p->requests_resume - now;
+    if (p->requests == NULL)
+        return 0;
+    band_time wait = 0;
+    int r = band_rate_try_acquire(p->requests, 1, &wait);
+    if (r == BAND_EAGAIN)
+        return wait > 0 ? wait : 1;
+    *rc = r;
+    return 0;
+}
+
+/* Send from the head of the queue while the pace allows, then arm the timer for the next. */
+static void pace_run(struct pipe *p)
+{
+    while (p->rate_head != NULL) {
+        int rc = 0;
+        band_time wait = pace_wait(p, &rc);
+        if (wait > 0) {
+            pace_after(p, wait);
+            return;
+        }
+        struct tctx *c = pace_pop(p);
+        pipe_wait_end(c, rc == 0);
+        if (rc != 0) {
+            conn_release(c, BAND_LIMIT_IGNORE);
+            pipe_fail(c, REASON_THROTTLED, "request budget: %s", band_strerror(rc));
+            continue;
+        }
+        send_request(c);
+    }
+    uv_timer_stop(&p->pacer);
+}
+
+static void on_pace(uv_timer_t *tm)
+{
+    pace_run(tm->data);
+}
+
+/* The first answer's headers (or, without any, its end) came: the requests held back for
+ * it may go, at the pace it stated if it stated one. */
+static void first_answer(struct pipe *p)
+{
+    if (p->answered)
+        return;
+    p->answered = 1;
+    if (p->rate_head != NULL)
+        pace_after(p, 0);
+}
+
+/* The tile holds its connection: send its request now if the pace allows and nobody is
+ * ahead of it, else queue it for the pacer. */
 static void rate_wait(struct tctx *c)
 {
     struct pipe *p = c->p;
-    band_time now = band_now();
-    if (p->requests_resume > now) {
-        c->state = TS_WAIT_RATE;
-        c->op.data = c;
-        pipe_wait_begin(c, BUDGET_REQUESTS);
-        if (band_uv_at(p->bu, &c->op, on_resume, p->requests_resume, p->stop) != 0) {
-            pipe_wait_end(c, 0);
-            conn_release(c, BAND_LIMIT_IGNORE);
-            pipe_finish(c, TILE_PENDING);
-        }
-        return;
-    }
-    if (p->requests == NULL) {
-        send_request(c);
-        return;
-    }
-    band_time delay = 0;
-    int rc = band_rate_reserve(p->requests, 1, &c->ticket, &delay, BAND_FOREVER);
-    if (rc != 0) {
+    if (p->stopping) {
         conn_release(c, BAND_LIMIT_IGNORE);
-        pipe_fail(c, REASON_THROTTLED, "request budget: %s", band_strerror(rc));
+        pipe_finish(c, p->stopping >= 2 ? TILE_ABANDONED : TILE_PENDING);
         return;
     }
-    if (delay <= 0) {
-        c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT; /* due now: its token is spent */
-        send_request(c);
-        return;
+    if (p->rate_head == NULL) {
+        int rc = 0;
+        band_time wait = pace_wait(p, &rc);
+        if (wait == 0 && rc != 0) {
+            conn_release(c, BAND_LIMIT_IGNORE);
+            pipe_fail(c, REASON_THROTTLED, "request budget: %s", band_strerror(rc));
+            return;
+        }
+        if (wait == 0) {
+            send_request(c);
+            return;
+        }
     }
     c->state = TS_WAIT_RATE;
-    c->op.data = c;
+    c->rate_next = NULL;
+    *p->rate_tail = c;
+    p->rate_tail = &c->rate_next;
     pipe_wait_begin(c, BUDGET_REQUESTS);
-    if (band_uv_at(p->bu, &c->op, on_rate, c->ticket.at, p->stop) != 0) {
+    pace_run(p);
+}
+
+void fetch_stop_waiting(struct pipe *p)
+{
+    uv_timer_stop(&p->pacer);
+    while (p->rate_head != NULL) {
+        struct tctx *c = pace_pop(p);
         pipe_wait_end(c, 0);
-        (void)band_rate_ticket_cancel(&c->ticket);
-        c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT;
         conn_release(c, BAND_LIMIT_IGNORE);
-        pipe_finish(c, TILE_PENDING);
+        pipe_finish(c, p->stopping >= 2 ? TILE_ABANDONED : TILE_PENDING);
     }
 }
 

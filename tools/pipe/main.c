@@ -212,6 +212,7 @@ static int run_serve(const struct pipe_opts *o)
     memset(&so, 0, sizeof(so));
     so.req_rate = o->server_rate;
     so.req_burst = o->server_burst;
+    so.policy = o->server_policy;
     so.retry_after = 1;
     sigset_t set;
     sigemptyset(&set);
@@ -294,6 +295,7 @@ static int run(int argc, char **argv)
         memset(&so, 0, sizeof(so));
         so.req_rate = o.server_rate;
         so.req_burst = o.server_burst;
+        so.policy = o.server_policy;
         so.retry_after = 1;
         if (serve_start(&srv, data, &so, err, sizeof(err)) != 0) {
             fprintf(stderr, "band-pipe: starting nginx: %s\n", err);

@@ -39,6 +39,7 @@ enum {
     O_SEED,
     O_SERVER_RATE,
     O_SERVER_BURST,
+    O_SERVER_POLICY,
     O_VERSION,
 };
 
@@ -67,6 +68,7 @@ static const struct option longopts[] = {
     {"seed", required_argument, NULL, O_SEED},
     {"server-rate", required_argument, NULL, O_SERVER_RATE},
     {"server-burst", required_argument, NULL, O_SERVER_BURST},
+    {"server-policy", required_argument, NULL, O_SERVER_POLICY},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -114,6 +116,8 @@ void opts_usage(FILE *out)
           "  --serve DIR           serve DIR (from --generate) with the private nginx, write\n"
           "                        DIR/urls.txt, run until SIGINT or SIGTERM\n"
           "  --server-rate R, --server-burst B   its request limit (40/s, burst 10)\n"
+          "  --server-policy all|throttled|none  which answers state RateLimit-Policy: all\n"
+          "                        (default), only the 429s, or none (only Retry-After)\n"
           "\n"
           "exit status: 0 every tile done or skipped, 1 some tile failed, 2 bad usage, a\n"
           "set-up failure or an unwritable standard output, 3 --verify saw a budget\n"
@@ -299,6 +303,16 @@ int opts_parse(int argc, char **argv, struct pipe_opts *o, char *err, size_t err
             if (parse_count(optarg, 0, 1000000, &v) != 0)
                 FAIL("--server-burst: '%s' is not a count from 0 to 1000000", optarg);
             o->server_burst = (unsigned)v;
+            break;
+        case O_SERVER_POLICY:
+            if (strcmp(optarg, "all") == 0)
+                o->server_policy = 0;
+            else if (strcmp(optarg, "throttled") == 0)
+                o->server_policy = 1;
+            else if (strcmp(optarg, "none") == 0)
+                o->server_policy = 2;
+            else
+                FAIL("--server-policy: '%s' is not all, throttled or none", optarg);
             break;
         case 'h':
             opts_usage(stdout);

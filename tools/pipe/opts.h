@@ -36,6 +36,7 @@ struct pipe_opts {
     unsigned tiles;       /* --tiles (the generated set) */
     uint64_t seed;
     unsigned server_rate, server_burst; /* the private nginx's request limit */
+    int server_policy;                  /* where it states RateLimit-Policy: enum nginx_policy */
 };
 
 /* Parse argv into @o (defaults first). Returns 0, 1 when --help or --version printed what

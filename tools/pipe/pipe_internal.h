@@ -61,21 +61,22 @@ struct tctx {
 
     struct tctx *self; /* the element sent into the channels (a pointer to this) */
     band_chan_send_op send;
-    band_uv_op send_op; /* the send into a channel: its callback may still be due when
-                           the next stage already received the tile and waits for a budget */
-    band_uv_op op;      /* the one budget wait in progress */
-    band_waiter w;      /* its waiter (semaphores, budgets) */
-    band_rate_ticket ticket;
-    band_permit unit;    /* descriptors */
-    band_permit conn;    /* connections (also the adaptive limit's semaphore) */
-    int conn_limit_held; /* the adaptive limit counts this fetch in flight */
-    band_time req_start; /* when the current attempt's request was sent */
+    band_uv_op send_op;     /* the send into a channel: its callback may still be due when
+                               the next stage already received the tile and waits for a budget */
+    band_uv_op op;          /* the one budget wait in progress */
+    band_waiter w;          /* its waiter (semaphores, budgets) */
+    struct tctx *rate_next; /* the next in the queue for the request pace */
+    band_permit unit;       /* descriptors */
+    band_permit conn;       /* connections (also the adaptive limit's semaphore) */
+    int conn_limit_held;    /* the adaptive limit counts this fetch in flight */
+    band_time req_start;    /* when the current attempt's request was sent */
 
     /* the body */
     char errbuf[CURL_ERROR_SIZE];
     long status;                 /* HTTP status of the current attempt */
     band_time retry_after;       /* from the current attempt's Retry-After, 0: none */
     uint64_t policy_q, policy_w; /* RateLimit-Policy q;w= of the current attempt */
+    int throttle_seen;           /* its 429/503 headers already slowed the run */
     int fail_reason;             /* set by a callback that aborted the transfer */
     char fail_detail[TILE_DETAIL_MAX];
     char *body;              /* the buffer */
@@ -131,10 +132,15 @@ struct pipe {
     struct tctx *done_head, **done_tail; /* jobs finished by workers */
 
     band_sem *descriptors, *connections, *cpu, *disk;
-    band_limit *conn_limit;    /* --connections auto: its semaphore is `connections` */
-    band_rate *requests;       /* NULL: unlimited */
-    uint64_t requests_rate;    /* per second, 0 = unlimited */
-    band_time requests_resume; /* no request starts before this (Retry-After) */
+    band_limit *conn_limit;              /* --connections auto: its semaphore is `connections` */
+    band_rate *requests;                 /* NULL: unlimited */
+    uint64_t requests_rate;              /* per second, 0 = unlimited */
+    band_time requests_resume;           /* no request starts before this (Retry-After) */
+    struct tctx *rate_head, **rate_tail; /* requests waiting for the pace, oldest first */
+    uv_timer_t pacer;                    /* sends from rate_head when the pace allows */
+    uint64_t requests_sent;              /* requests sent so far */
+    band_time first_sent;                /* when the first was */
+    int answered;                        /* the first answer (headers or failure) came */
     band_budget *memory;
     band_sem *bodies;        /* the share of memory fetched bodies may hold until decoded */
     band_permit gdal_cache;  /* GDAL's block cache, reserved at start */
@@ -155,6 +161,8 @@ struct pipe {
     _Atomic uint64_t allocated_peak;
     uint64_t req_bucket[10]; /* requests started in each of the last ten sample periods */
     uint64_t ok_bucket[10];  /* requests answered 2xx in each of them */
+    int pace_probing;        /* the pace is an estimate (no RateLimit-Policy): probe upward */
+    band_time pace_changed;  /* when the pace last changed */
     size_t bucket;
 
     struct jlog *log;
@@ -173,6 +181,7 @@ void pipe_fail(struct tctx *c, int reason, const char *fmt, ...)
 void pipe_finish(struct tctx *c, int result); /* TILE_DONE, TILE_PENDING, TILE_ABANDONED */
 void pipe_use(struct pipe *p, int budget, int64_t delta);
 void pipe_throttled(struct tctx *c);      /* a 429 or 503 answer: slow the request rate */
+void pipe_policy_seen(struct tctx *c);    /* an answer stated the server's pace */
 void pipe_fetched(struct tctx *c);        /* the body is whole and probed: on to the decoders */
 void pipe_release_memory(struct tctx *c); /* everything the tile holds of memory */
 void pipe_alloc_add(struct pipe *p, uint64_t n);
@@ -183,7 +192,9 @@ void pipe_memory_changed(struct pipe *p);
 void fetch_start(struct tctx *c);   /* the tile holds its unit: fetch it */
 void fetch_abandon(struct tctx *c); /* a second interruption: stop its transfer now */
 void fetch_free_body(struct tctx *c);
-void fetch_read_local(struct tctx *c); /* the bytes are reserved: read the file */
+void fetch_stop_waiting(struct pipe *p); /* an interruption: requests waiting for the pace
+                                            are not sent */
+void fetch_read_local(struct tctx *c);   /* the bytes are reserved: read the file */
 
 /* jobs.c */
 void jobs_decode(band_job *job); /* on a cpu worker */

@@ -116,10 +116,6 @@ static void feed(struct pipe *p);
 static void release_all(struct tctx *c)
 {
     struct pipe *p = c->p;
-    if (c->ticket.rate != NULL) {
-        (void)band_rate_ticket_cancel(&c->ticket);
-        c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT;
-    }
     if (c->conn.count != 0) { /* only on paths that failed before the transfer ended */
         if (c->conn_limit_held) {
             (void)band_permit_forget(&c->conn);
@@ -211,6 +207,41 @@ void pipe_release_memory(struct tctx *c)
 
 /* ---- the request rate ------------------------------------------------------------------ */
 
+/* Set the request budget to @tokens per @secs seconds, if that is slower than now (a pace
+ * only ever slows the run: a rate the user gave, or one a server stated, stays the bound
+ * when it is lower). @origin says where the pace came from. */
+static void set_pace(struct pipe *p, uint64_t tokens, uint64_t secs, const char *origin)
+{
+    struct pipe_stats *st = p->st;
+    uint64_t per_sec = tokens / secs > 0 ? tokens / secs : 1;
+    if (p->requests_rate != 0 && per_sec >= p->requests_rate)
+        return;
+    int rc = p->requests == NULL
+                 ? band_rate_create(&p->requests, tokens, (band_time)secs * BAND_SEC, 1, NULL)
+                 : band_rate_set(p->requests, tokens, (band_time)secs * BAND_SEC, 1);
+    if (rc == 0) {
+        (void)band_rate_set_name(p->requests, "requests");
+        p->requests_rate = per_sec;
+        snprintf(st->requests_origin, sizeof(st->requests_origin), "%s", origin);
+        st->budget[BUDGET_REQUESTS].limit = per_sec;
+        st->budget[BUDGET_REQUESTS].origin = st->requests_origin;
+    }
+}
+
+/* The server states its pace (RateLimit-Policy: q;w=W, q requests per W seconds): keep to
+ * it, less a tenth for the jitter of the loop, from this answer on, before any 429. */
+void pipe_policy_seen(struct tctx *c)
+{
+    char origin[sizeof(c->p->st->requests_origin)];
+    if (c->policy_q == 0 || c->policy_w == 0)
+        return;
+    snprintf(origin, sizeof(origin),
+             "the server's pace: RateLimit-Policy %" PRIu64 ";w=%" PRIu64 ", less 10%%",
+             c->policy_q, c->policy_w);
+    set_pace(c->p, c->policy_q * 9, c->policy_w * 10, origin);
+    c->p->pace_probing = 0;
+}
+
 /* A 429 or 503: wait for its Retry-After, and from now on keep to the server's pace. */
 void pipe_throttled(struct tctx *c)
 {
@@ -227,40 +258,44 @@ void pipe_throttled(struct tctx *c)
         if (p->requests_resume < now + c->retry_after)
             p->requests_resume = now + c->retry_after;
     }
-    /* The pace: the server's own policy when it states one, less a tenth for the
-     * jitter of the loop; else what it answered with 2xx over the last second, less a
-     * fifth, halved at every further throttling. */
-    uint64_t tokens, secs = 1;
     if (c->policy_q > 0) {
-        tokens = c->policy_q * 9;
-        secs = c->policy_w * 10;
-        snprintf(st->requests_origin, sizeof(st->requests_origin),
-                 "the server's pace: RateLimit-Policy %" PRIu64 ";w=%" PRIu64 ", less 10%%",
-                 c->policy_q, c->policy_w);
-    } else {
-        uint64_t ok = 0;
-        for (size_t i = 0; i < 10; i++)
-            ok += p->ok_bucket[i];
-        tokens = ok * 4 / 5;
-        if (p->requests_rate > 0 && p->requests_rate / 2 < tokens)
-            tokens = p->requests_rate / 2;
-        if (tokens < 1)
-            tokens = 1;
-        snprintf(st->requests_origin, sizeof(st->requests_origin),
-                 "throttled: %" PRIu64 "/s, from the 2xx answers of the last second", tokens);
+        pipe_policy_seen(c);
+        return;
     }
-    uint64_t per_sec = tokens / secs > 0 ? tokens / secs : 1;
-    if (p->requests_rate != 0 && per_sec >= p->requests_rate && c->policy_q > 0)
-        return; /* already at (or below) that pace */
-    int rc = p->requests == NULL
-                 ? band_rate_create(&p->requests, tokens, (band_time)secs * BAND_SEC, 1, NULL)
-                 : band_rate_set(p->requests, tokens, (band_time)secs * BAND_SEC, 1);
-    if (rc == 0) {
-        (void)band_rate_set_name(p->requests, "requests");
-        p->requests_rate = per_sec;
-        st->budget[BUDGET_REQUESTS].limit = per_sec;
-        st->budget[BUDGET_REQUESTS].origin = st->requests_origin;
+    /* No stated pace: what the server answered with 2xx over the last second, less a
+     * fifth, halved at every further throttling. */
+    uint64_t ok = 0;
+    for (size_t i = 0; i < 10; i++)
+        ok += p->ok_bucket[i];
+    uint64_t tokens = ok * 4 / 5;
+    if (p->requests_rate > 0 && p->requests_rate / 2 < tokens)
+        tokens = p->requests_rate / 2;
+    if (tokens < 1)
+        tokens = 1;
+    char origin[sizeof(st->requests_origin)];
+    snprintf(origin, sizeof(origin),
+             "throttled, no stated pace: from %" PRIu64
+             "/s (the 2xx of the last second), +10%% per 5 s without a 429",
+             tokens);
+    set_pace(p, tokens, 1, origin);
+    p->pace_probing = 1;
+    p->pace_changed = now;
+}
+
+/* Without a stated pace, the estimate from the answers of one second is low (a server
+ * that allows a burst answers it in the first moments): probe upward, a tenth every five
+ * seconds without a throttling answer, and a further 429 halves it again. */
+static void pace_probe(struct pipe *p, band_time now)
+{
+    if (!p->pace_probing || p->requests == NULL || now - p->pace_changed < 5 * BAND_SEC ||
+        now - p->requests_resume < 5 * BAND_SEC)
+        return;
+    uint64_t up = p->requests_rate + (p->requests_rate / 10 > 0 ? p->requests_rate / 10 : 1);
+    if (band_rate_set(p->requests, up, BAND_SEC, 1) == 0) {
+        p->requests_rate = up;
+        p->st->budget[BUDGET_REQUESTS].limit = up;
     }
+    p->pace_changed = now;
 }
 
 /* ---- decode: channel, admission, job ------------------------------------------------- */
@@ -600,6 +635,7 @@ static void on_sample(uv_timer_t *tm)
     p->bucket = (p->bucket + 1) % 10;
     p->req_bucket[p->bucket] = 0;
     p->ok_bucket[p->bucket] = 0;
+    pace_probe(p, band_now());
     row.open_fds = procfs_open_fds();
     row.rss = procfs_rss();
     row.allocated = atomic_load(&p->allocated);
@@ -626,6 +662,7 @@ static void on_signal(uv_signal_t *sig, int signum)
         fprintf(stderr, "band-pipe: interrupted: no new tile starts, tiles in flight finish "
                         "(interrupt again to abandon them)\n");
         (void)band_cancel_request(p->stop);
+        fetch_stop_waiting(p);
         maybe_end(p);
         return;
     }
@@ -678,6 +715,8 @@ static void maybe_end(struct pipe *p)
     on_sample(&p->sampler); /* the last row */
     uv_timer_stop(&p->sampler);
     uv_close((uv_handle_t *)&p->sampler, on_closed);
+    uv_timer_stop(&p->pacer);
+    uv_close((uv_handle_t *)&p->pacer, on_closed);
     uv_signal_stop(&p->sigint);
     uv_signal_stop(&p->sigterm);
     uv_close((uv_handle_t *)&p->sigint, on_closed);
@@ -871,7 +910,6 @@ int pipe_run(const struct pipe_run_config *cfg, struct pipe_stats *st, struct pi
         c->conn = (band_permit)BAND_PERMIT_INIT;
         c->grant = (band_admit_grant)BAND_ADMIT_GRANT_INIT;
         c->body_grant = (band_admit_grant)BAND_ADMIT_GRANT_INIT;
-        c->ticket = (band_rate_ticket)BAND_RATE_TICKET_INIT;
         c->url = c->t->source;
         c->local = is_local(c->t->source, &path);
         c->path = (char *)path;
@@ -920,6 +958,9 @@ int pipe_run(const struct pipe_run_config *cfg, struct pipe_stats *st, struct pi
     uv_signal_start(&p->sigterm, on_signal, SIGTERM);
     uv_timer_init(&p->loop, &p->sampler);
     p->sampler.data = p;
+    uv_timer_init(&p->loop, &p->pacer);
+    p->pacer.data = p;
+    p->rate_tail = &p->rate_head;
     uv_timer_start(&p->sampler, on_sample, STATS_SAMPLE_NS / BAND_MSEC,
                    STATS_SAMPLE_NS / BAND_MSEC);
     p->to_decode.p = p;

@@ -730,7 +730,8 @@ int raster_write(const struct raster *r, const char *final_path, uint64_t *file_
     co = CSLSetNameValue(co, "BLOCKXSIZE", "256");
     co = CSLSetNameValue(co, "BLOCKYSIZE", "256");
     co = CSLSetNameValue(co, "COMPRESS", "DEFLATE");
-    co = CSLSetNameValue(co, "ZLEVEL", "6");
+    co = CSLSetNameValue(co, "PREDICTOR", "2");
+    co = CSLSetNameValue(co, "ZLEVEL", "1");
     co = CSLSetNameValue(co, "NUM_THREADS", "1");
     co = CSLSetNameValue(co, "BIGTIFF", "IF_SAFER");
     GDALDatasetH out =

@@ -269,6 +269,7 @@ int serve_start(struct serve *s, const char *dataset_dir, const struct serve_opt
         .req_rate = o->req_rate,
         .req_burst = o->req_burst,
         .retry_after = o->retry_after,
+        .policy = o->policy,
         .access_log = NULL, /* in the server's directory */
     };
     snprintf(path, sizeof(path), "%s/nginx", s->tmp);

@@ -29,6 +29,7 @@ struct serve_opts {
     unsigned req_burst;   /* requests beyond the rate admitted at once (nodelay) */
     unsigned retry_after; /* seconds, sent in Retry-After with each 429 */
     uint64_t conn_rate;   /* bytes per second per response; 0: no limit */
+    int policy;           /* where RateLimit-Policy is sent: enum nginx_policy (every answer) */
     int keep;             /* 1: serve_stop() leaves the private directory (logs) in place */
 };
 
