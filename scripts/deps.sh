@@ -34,6 +34,8 @@ packages=(
     clang-tidy         # the `clang-tidy` command
     libuv1-dev         # libband-uv and the download example
     liburing-dev       # libband-fd's io_uring test
+    libhiredis-dev     # libband-redis (adapters/redis): the Redis backend of band_keyrate
+    redis-server       # libband-redis's test_redis: a private server on 127.0.0.1
     libcurl4-openssl-dev # the download example's and band-pipe's HTTP client
     libgdal-dev        # band-pipe (tools/pipe): decode, reproject and write rasters
     nginx-light        # the download example's HTTP server on 127.0.0.1

@@ -24,6 +24,7 @@
 #include "band/front_door.h"
 #include "band/group.h"
 #include "band/histo.h"
+#include "band/keyrate.h"
 #include "band/latch.h"
 #include "band/limit.h"
 #include "band/metrics.h"
