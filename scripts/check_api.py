@@ -28,7 +28,8 @@ import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..')
-HEADER_DIRS = ['include/band', 'adapters/uv/include/band', 'adapters/fd/include/band']
+HEADER_DIRS = ['include/band', 'adapters/uv/include/band', 'adapters/fd/include/band',
+               'adapters/redis/include/band']
 EXPORT = r'(?:BAND_API|BAND_UV_API|BAND_FD_API)'
 # Functions of no object: the clock, the version, the result codes.
 FREE = {'band_now', 'band_deadline_after', 'band_version', 'band_version_number',

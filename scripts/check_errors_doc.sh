@@ -39,7 +39,8 @@ AWK_DECLS=$ROOT/scripts/header_decls.awk
 headers()
 {
     local h
-    for h in "$ROOT"/include/band/*.h "$ROOT"/adapters/fd/include/band/*.h; do
+    for h in "$ROOT"/include/band/*.h "$ROOT"/adapters/fd/include/band/*.h \
+        "$ROOT"/adapters/redis/include/band/*.h; do
         printf '%s\tBAND_API\n' "$h"
     done
     for h in "$ROOT"/adapters/uv/include/band/*.h; do

@@ -27,7 +27,7 @@ import tempfile
 
 EXPORT = r'(?:BAND_API|BAND_UV_API)'
 HEADER_DIRS = ['include/band', 'adapters/uv/include/band', 'adapters/fd/include/band',
-               'adapters/common/include/band']
+               'adapters/redis/include/band', 'adapters/common/include/band']
 
 
 def split_params(s):
@@ -70,7 +70,8 @@ def main():
         if os.path.isdir(full):
             headers += [os.path.join(full, f) for f in sorted(os.listdir(full)) if f.endswith('.h')]
     incs = [os.path.join(root, d) for d in
-            ['include', 'adapters/uv/include', 'adapters/fd/include', 'adapters/common/include']]
+            ['include', 'adapters/uv/include', 'adapters/fd/include', 'adapters/redis/include',
+             'adapters/common/include']]
     if args.generated:
         incs.append(os.path.abspath(args.generated))
         v = os.path.join(args.generated, 'band', 'version.h')
