@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -234,6 +235,12 @@ static void test_decisions(void **state)
     assert_int_equal(band_keyrate_forget(k, "w", 1), 0);
     assert_int_equal(band_keyrate_available(k, "w", 1), 3);
     assert_int_equal(band_keyrate_forget(k, "never", 5), BAND_ENOENT);
+    /* A key refilled but not yet expired (its TTL is rounded up to the ms) was full. */
+    band_keyrate *fast = table(r, 1000, MS, 1, BAND_KEYRATE_FAIL_CLOSED); /* 1 token per us */
+    assert_int_equal(take(fast, "quick", 1, &ra), 0);
+    sleep_ns(100 * 1000);
+    assert_int_equal(band_keyrate_forget(fast, "quick", 5), BAND_ENOENT);
+    band_keyrate_destroy(fast);
     /* NOSCRIPT: the script is flushed; the next decision loads it again. */
     freeReplyObject(command(g_sv.port, "SCRIPT FLUSH"));
     assert_int_equal(take(k, "fresh", 1, &ra), 0);
@@ -257,7 +264,7 @@ static void plant(const char *key, const char *missing, const char *period)
     char last[32];
     snprintf(last, sizeof(last), "%lld", (long long)(server_us(g_sv.port) + 3600LL * 1000000));
     redisReply *rep =
-        command(g_sv.port, "HSET band:kr:%s m %s l %s p %s", key, missing, last, period);
+        command(g_sv.port, "HSET band:kr:%s m %s l %s p %s r 10", key, missing, last, period);
     assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
     freeReplyObject(rep);
 }
@@ -349,6 +356,48 @@ static void test_two_processes(void **state)
     assert_int_equal(got + other, 100);
     assert_int_equal(take(k, "shared", 1, NULL), BAND_EAGAIN);
     print_message("two processes: %d + %d grants of a burst of 100\n", got, other);
+    band_keyrate_destroy(k);
+    band_redis_destroy(r);
+}
+
+struct racer {
+    band_keyrate *k;
+    int got, rc;
+};
+
+static void *race(void *arg)
+{
+    struct racer *x = arg;
+    while ((x->rc = take(x->k, "threads", 1, NULL)) == 0 && x->got < 300)
+        x->got++;
+    return NULL;
+}
+
+/* Four threads share one connection and one key: together they get exactly its burst. */
+static void test_threads(void **state)
+{
+    (void)state;
+    need_server();
+    band_redis *r = NULL;
+    assert_int_equal(band_redis_create(&r, "127.0.0.1", g_sv.port, NULL), 0);
+    band_keyrate *k = table(r, 1, 3600 * BAND_SEC, 200, BAND_KEYRATE_FAIL_CLOSED);
+    struct racer x[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        x[i] = (struct racer){k, 0, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, race, &x[i]), 0);
+    }
+    int sum = 0;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(x[i].rc, BAND_EAGAIN);
+        sum += x[i].got;
+    }
+    assert_int_equal(sum, 200);
+    band_redis_stats st;
+    assert_int_equal(band_redis_get_stats(r, &st), 0);
+    assert_u64_equal(st.errors, 0);
+    assert_u64_equal(st.calls, 204);
     band_keyrate_destroy(k);
     band_redis_destroy(r);
 }
@@ -453,6 +502,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_decisions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hung, setup, teardown),
     };
