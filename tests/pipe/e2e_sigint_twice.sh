@@ -15,9 +15,18 @@ OUT=$W/out
 # second signal comes.
 start_bg run "$URLS" "$OUT" --log "$LOG" --cpu 1 --disk 1
 wait_log_count "$LOG" tile_done 1 60
+# Interrupt once a large tile (100x the small ones) has started its processing: it is
+# still in flight when the second signal comes, however fast the small tiles are.
+large=$(awk -F'\t' '$2 == "large" { sub(/\.tif$/, "", $1); print $1 }' "$MANIFEST" | paste -sd'|')
+[[ -n "$large" ]] || fail "the generated set has no large tile"
+for ((i = 0; i < 6000; i++)); do
+    grep -E '"event":"stage_start","tile":"('"$large"')"' "$LOG" | grep -qv '"stage":"fetch"' && break
+    kill -0 "$BG_PID" 2>/dev/null || fail "band-pipe ended before a large tile started processing"
+    sleep 0.01
+done
 kill -INT "$BG_PID"
-sleep 0.2
-kill -INT "$BG_PID" 2>/dev/null || fail "band-pipe ended within 0.2 s of the first SIGINT"
+sleep 0.05
+kill -INT "$BG_PID" 2>/dev/null || fail "band-pipe ended within 0.05 s of the first SIGINT"
 wait_bg 30
 expect_rc run 130
 note "ended $BG_SECS s after the second SIGINT"
