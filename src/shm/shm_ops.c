@@ -412,10 +412,17 @@ uint64_t band_shm_held(const band_shm *s, unsigned bound)
         return 0;
     if (__atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != band__shm_generation())
         return 0; /* a forked child that has not used the handle yet holds nothing */
-    /* Read the cache first: a concurrent steal lowers held only after emptying it. */
-    uint64_t c = band__shm_cached(s, s->self, bound);
-    uint64_t held = band__shm_load(&s->rec[s->self].held[bound]);
-    return held >= c ? held - c : 0;
+    /* A steal empties the cache word and then lowers held: a cache word that reads the
+     * same before and after held means the two belong together. */
+    const uint64_t *word = &s->rec[s->self].cache[bound];
+    for (;;) {
+        uint64_t w = band__shm_load(word);
+        uint64_t held = band__shm_load(&s->rec[s->self].held[bound]);
+        if (band__shm_load(word) != w)
+            continue;
+        uint64_t c = w >> BAND__CACHE_SHIFT;
+        return held >= c ? held - c : 0;
+    }
 }
 
 int band_shm_close(band_shm *s)
