@@ -31,6 +31,7 @@
 #include "band/oneshot.h"
 #include "band/permit.h"
 #include "band/rate.h"
+#include "band/relay.h"
 #include "band/sem.h"
 #include "band/shm.h"
 #include "band/shutdown.h"
