@@ -29,7 +29,7 @@ import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..')
 HEADER_DIRS = ['include/band', 'adapters/uv/include/band', 'adapters/fd/include/band',
-               'adapters/redis/include/band']
+               'adapters/redis/include/band', 'adapters/etcd/include/band']
 EXPORT = r'(?:BAND_API|BAND_UV_API|BAND_FD_API)'
 # Functions of no object: the clock, the version, the result codes.
 FREE = {'band_now', 'band_deadline_after', 'band_version', 'band_version_number',
@@ -175,7 +175,7 @@ def main():
             problem(at, 'the deadline is a band_time')
         if verb.endswith('_async'):
             last = params[-1] if params else ''
-            if not re.match(r'(band_waiter \*\s*w|.*_op\s*\*\s*op|(?:band_admit_req|band_shm_req) \*\s*r)$',
+            if not re.match(r'(band_waiter \*\s*w|.*_op\s*\*\s*op|(?:band_admit_req|band_shm_req|band_etcd_req) \*\s*r)$',
                             last):
                 problem(at, 'an _async call takes the op last (band_waiter *w or an _op *op)')
     for obj, verbs in objs.items():

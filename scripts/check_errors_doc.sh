@@ -40,7 +40,7 @@ headers()
 {
     local h
     for h in "$ROOT"/include/band/*.h "$ROOT"/adapters/fd/include/band/*.h \
-        "$ROOT"/adapters/redis/include/band/*.h; do
+        "$ROOT"/adapters/redis/include/band/*.h "$ROOT"/adapters/etcd/include/band/*.h; do
         printf '%s\tBAND_API\n' "$h"
     done
     for h in "$ROOT"/adapters/uv/include/band/*.h; do

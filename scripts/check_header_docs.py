@@ -27,7 +27,8 @@ import tempfile
 
 EXPORT = r'(?:BAND_API|BAND_UV_API)'
 HEADER_DIRS = ['include/band', 'adapters/uv/include/band', 'adapters/fd/include/band',
-               'adapters/redis/include/band', 'adapters/common/include/band']
+               'adapters/redis/include/band', 'adapters/etcd/include/band',
+               'adapters/common/include/band']
 
 
 def split_params(s):
@@ -71,7 +72,7 @@ def main():
             headers += [os.path.join(full, f) for f in sorted(os.listdir(full)) if f.endswith('.h')]
     incs = [os.path.join(root, d) for d in
             ['include', 'adapters/uv/include', 'adapters/fd/include', 'adapters/redis/include',
-             'adapters/common/include']]
+             'adapters/etcd/include', 'adapters/common/include']]
     if args.generated:
         incs.append(os.path.abspath(args.generated))
         v = os.path.join(args.generated, 'band', 'version.h')

@@ -50,6 +50,11 @@ packages=(
                        # tests (tests/pipe/e2e_*.sh): gdalinfo -json reads band-pipe's outputs
     jq                 # the pipe_e2e_* tests: checks band-pipe's JSON lines log
     time               # make bench-pipe: /usr/bin/time -f %M, each run's peak RSS
+    etcd-server        # libband-etcd's tests: a private 3-member cluster on 127.0.0.1
+    etcd-client        # etcdctl: the etcd mutex recipe in make bench, test fault checks
+    libjansson-dev     # libband-etcd (adapters/etcd): the JSON gateway's request bodies
+    spin               # ctest etcd_model_spin: the Promela model of the etcd budget
+    faketime           # libband-etcd's clock test: a client whose clock is moved
 )
 pkgs=("${packages[@]}")
 
