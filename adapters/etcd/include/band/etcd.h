@@ -83,23 +83,23 @@ typedef void band_etcd_lost_fn(band_etcd *e, int64_t lease, void *data);
 
 /** @brief Options of band_etcd_create(); NULL or zero-initialised means the defaults. */
 typedef struct band_etcd_opts {
-    band_time lease_ttl;       /**< 0: 5 s; rounded up to whole seconds, at least 2 s */
-    band_time request_timeout; /**< 0: 1 s; one HTTP request to one endpoint */
-    band_time connect_timeout; /**< 0: 200 ms */
-    const char *prefix;        /**< NULL: "/band/"; every key starts with it (copied) */
-    const char *holder;        /**< NULL: "<hostname>:<pid>"; shown by band-dist (copied) */
+    band_time lease_ttl;        /**< 0: 5 s; rounded up to whole seconds, at least 2 s */
+    band_time request_timeout;  /**< 0: 1 s; one HTTP request to one endpoint */
+    band_time connect_timeout;  /**< 0: 200 ms */
+    const char *prefix;         /**< NULL: "/band/"; every key starts with it (copied) */
+    const char *holder;         /**< NULL: "<hostname>:<pid>"; shown by band-dist (copied) */
     band_etcd_lost_fn *on_lost; /**< told when the lease ends, or NULL */
     void *data;                 /**< passed to on_lost */
 } band_etcd_opts;
 
 /** @brief Counters of one client; see band_etcd_get_stats(). */
 typedef struct band_etcd_stats {
-    uint64_t requests;   /**< HTTP requests sent */
-    uint64_t txns;       /**< transactions among them */
-    uint64_t failovers;  /**< requests tried again on another endpoint */
-    uint64_t keepalives; /**< lease renewals that succeeded */
-    uint64_t leases_lost; /**< leases that ended under the client */
-    int64_t lease;       /**< the current lease's id */
+    uint64_t requests;        /**< HTTP requests sent */
+    uint64_t txns;            /**< transactions among them */
+    uint64_t failovers;       /**< requests tried again on another endpoint */
+    uint64_t keepalives;      /**< lease renewals that succeeded */
+    uint64_t leases_lost;     /**< leases that ended under the client */
+    int64_t lease;            /**< the current lease's id */
     band_time lease_deadline; /**< band_now() time by which the lease ends unless renewed:
                                  the last renewal's send time plus its time to live, so it
                                  is never later than the server's expiry */
@@ -120,8 +120,7 @@ typedef struct band_etcd_stats {
  *         negative or out-of-range option, a prefix or holder too long), BAND_EUNAVAIL (no
  *         endpoint granted a lease in time) or BAND_ENOMEM.
  */
-BAND_API int band_etcd_create(band_etcd **out, const char *endpoints,
-                              const band_etcd_opts *opts);
+BAND_API int band_etcd_create(band_etcd **out, const char *endpoints, const band_etcd_opts *opts);
 
 /**
  * @brief Revoke the lease, stop the client's thread and free @p e (NULL is a no-op).
@@ -227,12 +226,12 @@ BAND_API int band_etcd_budget_set_capacity(band_etcd_budget *b, uint64_t capacit
  * Plain data: copy it, send it to the process that uses the resource.
  */
 typedef struct band_etcd_grant {
-    uint64_t units;                /**< the units held */
-    int64_t token;                 /**< the fencing token: the revision of the grant */
-    int64_t lease;                 /**< the lease the grant lives under */
-    band_time lease_deadline;      /**< band_now() time by which the lease ends unless
-                                      renewed, when the grant was made */
-    char id[BAND_ETCD_ID_SIZE];    /**< the request's id, its key's last part */
+    uint64_t units;             /**< the units held */
+    int64_t token;              /**< the fencing token: the revision of the grant */
+    int64_t lease;              /**< the lease the grant lives under */
+    band_time lease_deadline;   /**< band_now() time by which the lease ends unless
+                                   renewed, when the grant was made */
+    char id[BAND_ETCD_ID_SIZE]; /**< the request's id, its key's last part */
 } band_etcd_grant;
 
 /**
@@ -264,15 +263,14 @@ BAND_API int band_etcd_budget_try_acquire(band_etcd_budget *b, uint64_t units,
  * @return 0, BAND_ETIMEDOUT, BAND_ECANCELED, BAND_ECLOSED, BAND_ESTALE (the lease ended
  *         while it waited), BAND_EINVAL or BAND_EUNAVAIL.
  */
-BAND_API int band_etcd_budget_acquire(band_etcd_budget *b, uint64_t units,
-                                      band_etcd_grant *out, band_time deadline,
-                                      band_cancel *cancel);
+BAND_API int band_etcd_budget_acquire(band_etcd_budget *b, uint64_t units, band_etcd_grant *out,
+                                      band_time deadline, band_cancel *cancel);
 
 /** @brief An asynchronous acquisition: band_etcd_budget_acquire_async(). */
 typedef struct band_etcd_budget_acquire_op {
-    band_waiter w;          /**< the operation; its wake reports the status */
-    uint64_t units;         /**< the units asked for (set by the call) */
-    band_etcd_grant grant;  /**< the grant, once the status is 0 */
+    band_waiter w;         /**< the operation; its wake reports the status */
+    uint64_t units;        /**< the units asked for (set by the call) */
+    band_etcd_grant grant; /**< the grant, once the status is 0 */
     /** @privatesection */
     void *_req; /* private: the client's record while pending */
 } band_etcd_budget_acquire_op;
@@ -371,13 +369,13 @@ BAND_API int band_etcd_budget_list(band_etcd_budget *b, band_etcd_entry *out, si
  * its own operation for band_etcd_admit_async().
  */
 typedef struct band_etcd_req {
-    band_waiter w;                                 /**< the operation, for admit_async */
-    uint32_t n;                                    /**< parts in use */
-    band_etcd_budget *budget[BAND_ETCD_REQ_MAX];   /**< the budget of each part */
-    uint64_t units[BAND_ETCD_REQ_MAX];             /**< the units of each part */
-    band_etcd_grant grant;                         /**< once granted: units is the sum,
-                                                      token the one fencing token of
-                                                      every part */
+    band_waiter w;                               /**< the operation, for admit_async */
+    uint32_t n;                                  /**< parts in use */
+    band_etcd_budget *budget[BAND_ETCD_REQ_MAX]; /**< the budget of each part */
+    uint64_t units[BAND_ETCD_REQ_MAX];           /**< the units of each part */
+    band_etcd_grant grant;                       /**< once granted: units is the sum,
+                                                    token the one fencing token of
+                                                    every part */
     /** @privatesection */
     void *_req; /* private: the client's record while pending */
 } band_etcd_req;
