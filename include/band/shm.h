@@ -607,13 +607,14 @@ static inline int band__shm_release_inline(band_shm *s, unsigned bound, uint64_t
         uint64_t *cache = __atomic_load_n(&f->cache, __ATOMIC_ACQUIRE);
         if (__builtin_expect(cache != NULL, 1)) {
             /* The compare-and-swap also validates the held units read before it: whoever
-             * lowers them changes the cache word first. */
+             * lowers them changes the cache word first. The cache cannot overflow: c + n
+             * is at most held, which is at most BAND_MAX_UNITS. */
             uint64_t *word = &cache[bound];
             uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
             uint64_t held = __atomic_load_n(&f->held[bound], __ATOMIC_ACQUIRE);
             uint64_t c = w >> BAND_SHM_CACHE_SHIFT;
             if (__builtin_expect(
-                    (w & BAND_SHM_CACHE_FROZEN) == 0 && held - c >= n && c + n <= BAND_MAX_UNITS &&
+                    (w & BAND_SHM_CACHE_FROZEN) == 0 && held - c >= n &&
                         __atomic_compare_exchange_n(word, &w, w + (n << BAND_SHM_CACHE_SHIFT), 0,
                                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED),
                     1))

@@ -7,6 +7,7 @@
  * again only to collect its result, to give up at its deadline or token, and once per
  * liveness period to look for dead holders.
  */
+#include <sched.h>
 #include <string.h>
 
 #include "shm/shm_internal.h"
@@ -38,7 +39,8 @@ static void band__shm_count_refusal(band_shm *s, const struct band__shm_want *wa
             s->h->bounds[b].try_refusals++;
 }
 
-static int band__shm_try(band_shm *s, const struct band__shm_want *want)
+/* The locked try; @count says whether a refusal counts in try_refusals. */
+static int band__shm_try_counted(band_shm *s, const struct band__shm_want *want, int count)
 {
     struct band__shm_op op;
     int rc = band__shm_lock(&op, s);
@@ -50,10 +52,77 @@ static int band__shm_try(band_shm *s, const struct band__shm_want *want)
     /* A refusal is the moment a dead holder costs something: look, at most once a period. */
     if (rc == BAND_EAGAIN && band__shm_sweep_locked(&op, 0) != 0)
         rc = band__shm_try_locked(&op, want);
-    if (rc == BAND_EAGAIN)
+    if (rc == BAND_EAGAIN && count)
         band__shm_count_refusal(s, want);
     band__shm_unlock(&op);
     return rc;
+}
+
+static int band__shm_try(band_shm *s, const struct band__shm_want *want)
+{
+    return band__shm_try_counted(s, want, 1);
+}
+
+/*
+ * Before a blocking acquisition queues, it retries while nobody is queued on its bounds: a
+ * holder in another process usually releases within microseconds, and queueing would turn
+ * every later acquisition into a futex hand-off between processes (tens of microseconds on
+ * a loaded host), a convoy. The spin only looks (atomic loads) until the pool seems to
+ * have room, and takes only through the locked try, which refuses while anyone waits, so
+ * it never passes a queued request. Now and then it tries anyway: the try also takes back
+ * units idle in other processes' caches, which the look does not count. Past
+ * BAND__SHM_YIELD_NS it yields between looks, so a holder preempted on this core runs.
+ */
+#define BAND__SHM_PRESPIN_NS (5 * BAND_USEC)
+#define BAND__SHM_YIELD_NS   (2 * BAND_USEC)
+
+/* -1: queued requests or closed (queue now); 1: the pool seems to have room; 0: not yet. */
+static int band__shm_room_hint(const band_shm *s, const struct band__shm_want *want)
+{
+    const struct band__shm_hdr *h = s->h;
+    if (__atomic_load_n(&h->closed, __ATOMIC_RELAXED) != 0)
+        return -1;
+    int room = 1;
+    for (uint32_t b = 0; b < s->nbounds; b++) {
+        uint64_t u = want->units[b];
+        if (u == 0)
+            continue;
+        const struct band__shm_bound *bd = &h->bounds[b];
+        if (__atomic_load_n(&bd->waiters, __ATOMIC_RELAXED) != 0)
+            return -1;
+        if (__atomic_load_n(&bd->available, __ATOMIC_RELAXED) < u)
+            room = 0;
+    }
+    return room;
+}
+
+/* 0 when granted while spinning, BAND_EAGAIN to queue, or the locked try's refusal. */
+static int band__shm_spin(band_shm *s, const struct band__shm_want *want, band_time deadline,
+                          band_cancel *cancel)
+{
+    band_time start = band_now();
+    if (deadline <= start || (cancel != NULL && band_cancel_is_requested(cancel)))
+        return BAND_EAGAIN;
+    band_time end =
+        deadline - start > BAND__SHM_PRESPIN_NS ? start + BAND__SHM_PRESPIN_NS : deadline;
+    for (unsigned i = 1;; i++) {
+        int hint = band__shm_room_hint(s, want);
+        if (hint < 0)
+            return BAND_EAGAIN;
+        if (hint > 0 || i % 64 == 0) {
+            int rc = band__shm_try_counted(s, want, 0);
+            if (rc != BAND_EAGAIN)
+                return rc;
+        }
+        band__cpu_relax();
+        if (i % 16 == 0) {
+            band_time now = band_now();
+            if (now >= end || (cancel != NULL && band_cancel_is_requested(cancel)))
+                return BAND_EAGAIN;
+            if (now - start >= BAND__SHM_YIELD_NS)
+                (void)sched_yield();
+        }
+    }
 }
 
 /* This process's cache words of @s when the fast paths may use them for @bound, else NULL.
@@ -182,8 +251,15 @@ static int band__shm_wait(band_shm *s, uint32_t i, band_time deadline, band_canc
 static int band__shm_admit_want(band_shm *s, const struct band__shm_want *want, band_time deadline,
                                 band_cancel *cancel)
 {
+    /* Whether it may wait is decided on entry: a spin that ran into the deadline still
+     * queues, as a call preempted there would, so what a call does never depends on how
+     * long its spin took. */
+    int may_wait = deadline > band_now();
+    int rc = band__shm_spin(s, want, deadline, cancel);
+    if (rc != BAND_EAGAIN)
+        return rc;
     struct band__shm_op op;
-    int rc = band__shm_lock(&op, s);
+    rc = band__shm_lock(&op, s);
     if (rc != 0)
         return rc;
     rc = band__shm_self_locked(&op);
@@ -193,7 +269,7 @@ static int band__shm_admit_want(band_shm *s, const struct band__shm_want *want, 
         band__shm_unlock(&op);
         return rc;
     }
-    if (deadline <= band_now() || (cancel != NULL && band_cancel_is_requested(cancel))) {
+    if (!may_wait || (cancel != NULL && band_cancel_is_requested(cancel))) {
         if (band__shm_sweep_locked(&op, 0) != 0)
             rc = band__shm_try_locked(&op, want);
         band__shm_unlock(&op);
@@ -290,7 +366,7 @@ int band_shm_release(band_shm *s, unsigned bound, uint64_t n)
         uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
         uint64_t held = __atomic_load_n(&s->fast->held[bound], __ATOMIC_ACQUIRE);
         uint64_t c = w >> BAND__CACHE_SHIFT;
-        if ((w & BAND__CACHE_FROZEN) == 0 && held - c >= n && c + n <= BAND_MAX_UNITS &&
+        if ((w & BAND__CACHE_FROZEN) == 0 && held - c >= n &&
             __atomic_compare_exchange_n(word, &w, w + (n << BAND__CACHE_SHIFT), 0, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED))
             return 0;
