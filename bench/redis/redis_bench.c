@@ -684,7 +684,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL)
             usage();
@@ -714,7 +714,6 @@ int main(int argc, char **argv)
             fprintf(g_tsv, "section\toperation\tclients\tmedian_us\tops_s\tx_bare\n");
         } else
             usage();
-        i++;
     }
     if (g_port < 1 || g_port > 65535 || g_rounds < 1 || g_rounds > MAX_ROUNDS || g_calls < 1 ||
         g_seconds <= 0 || g_permits < 0)
