@@ -90,7 +90,7 @@ end
 -- difference between TIME and the clock the server expires keys by
 local full = now + ceil_div(ceil_div(after, tokens), 1000)
 if expires >= full + 1000 then
-    redis.call('SETRANGE', KEYS[1], 0, struct.pack('<ddddd', after, now, period, tokens, expires))
+    redis.call('SETRANGE', KEYS[1], '0', struct.pack('<ddddd', after, now, period, tokens, expires))
     return 0
 end
 local ttl = ceil_div(full - now, 1000) + SLACK_MS -- ms
