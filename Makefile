@@ -18,7 +18,9 @@
 #   make bench     release build, then run build/release/bench/band_bench [BENCH_ARGS=...],
 #                  its figures to build/release/bench/results.tsv and, with gnuplot, plots
 #                  to build/release/bench/plots/ (scripts/bench_plot.sh; with the peers
-#                  too once bench-peers has run)
+#                  too once bench-peers has run); then, when redis-server is installed,
+#                  bench/redis/run.sh (libband-redis beside a bare EVALSHA and a Redis
+#                  semaphore, on a private server; figures in build/release/bench/redis.tsv)
 #   make bench-peers   release build, then the peer suite (PEERS_DIR, default
 #                  ../shared/peers-bench beside this checkout) from a writable copy with
 #                  band's harness in the same rounds (scripts/bench_peers.sh) [PEERS_ONLY=...]
@@ -133,6 +135,11 @@ bench: release
 	else \
 	    echo "bench: gnuplot is not installed (make deps installs gnuplot-nox): no plots;" \
 	         "figures in $(BENCH_DIR)/results.tsv"; \
+	fi
+	@if command -v redis-server >/dev/null 2>&1; then \
+	    echo; BUILD_DIR="$(RELEASE_DIR)" bash bench/redis/run.sh; \
+	else \
+	    echo "bench: redis-server is not installed (make deps): the Redis section is skipped"; \
 	fi
 
 bench-peers: release

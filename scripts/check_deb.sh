@@ -16,7 +16,7 @@
 #    skipped steps 4-6 and exits 0 after the build and lintian passed). It refuses to run
 #    when any of them is installed already, since step 6 removes them.
 # 5. Builds tests/install/consumer*.c through pkg-config and tests/install/cmake-consumer
-#    through find_package(band CONFIG) against /usr, runs them all, checks that they load
+#    through find_package(band CONFIG) (components uv, fd and redis) against /usr, runs them all, checks that they load
 #    the installed libraries, and with the docs part that `man -w` finds the pages of
 #    band_sem_acquire, band_uv_create and band_fd_queue_create and the HTML reference is
 #    there.
@@ -150,11 +150,12 @@ pc_libdir=$("$pkgconfig" --variable=libdir band)
     die "pkg-config band: libdir is $pc_libdir, not $libdir"
 echo "pkg-config band: $("$pkgconfig" --modversion band), libdir $pc_libdir," \
     "cflags '$("$pkgconfig" --cflags band)', libs '$("$pkgconfig" --libs band)'"
-for pc in band band-uv band-fd; do
+for pc in band band-uv band-fd band-redis; do
     case $pc in
     band) c=consumer.c ;;
     band-uv) c=consumer_uv.c ;;
     band-fd) c=consumer_fd.c ;;
+    band-redis) c=consumer_redis.c ;;
     esac
     exe=$out/${c%.c}
     # shellcheck disable=SC2046 # word splitting of the flags is intended
@@ -171,7 +172,7 @@ done
 echo "== check_deb: find_package(band CONFIG) consumer against the installed packages"
 "${CMAKE:-cmake}" -S "$here/cmake-consumer" -B "$out/cmake" -G "$BAND_GENERATOR" \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release \
-    -DBAND_CONSUMER_UV=1 -DBAND_CONSUMER_FD=1 >"$out/cmake-configure.log" 2>&1 || {
+    -DBAND_CONSUMER_UV=1 -DBAND_CONSUMER_FD=1 -DBAND_CONSUMER_REDIS=1 >"$out/cmake-configure.log" 2>&1 || {
     cat "$out/cmake-configure.log" >&2
     die "the CMake consumer does not configure"
 }
@@ -182,10 +183,11 @@ echo "found band $found"
     cat "$out/cmake-build.log" >&2
     die "the CMake consumer does not build"
 }
-for exe in consumer consumer_static consumer_uv consumer_uv_static consumer_fd consumer_fd_static; do
+for exe in consumer consumer_static consumer_uv consumer_uv_static consumer_fd consumer_fd_static \
+    consumer_redis consumer_redis_static; do
     "$out/cmake/$exe"
 done
-echo "cmake consumers: shared and static, core, uv and fd: ok"
+echo "cmake consumers: shared and static, core, uv, fd and redis: ok"
 
 if ((docs)); then
     echo "== check_deb: documentation"

@@ -94,17 +94,60 @@ static int ensure(band_redis *r)
     return load_script(r);
 }
 
-static void fmt_u64(char *buf, uint64_t v, size_t *len)
+/* Decimal digits of @v at @p; returns the end. */
+static char *put_u64(char *p, uint64_t v)
 {
     char tmp[24];
     size_t n = 0;
     do
         tmp[n++] = (char)('0' + v % 10);
     while ((v /= 10) != 0);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
-    buf[n] = 0;
-    *len = n;
+    while (n > 0)
+        *p++ = tmp[--n];
+    return p;
+}
+
+static char *put_str(char *p, const void *s, size_t len)
+{
+    memcpy(p, s, len);
+    return p + len;
+}
+
+/* @v (below 2^53, so exact) as a little-endian IEEE double, the script's struct '<d'. */
+static char *put_double(char *p, uint64_t v)
+{
+    double d = (double)v;
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof(bits));
+    for (int i = 0; i < 8; i++)
+        *p++ = (char)(bits >> (8 * i));
+    return p;
+}
+
+/* Room for the command: EVALSHA <sha> 1 <prefix + key> <33 bytes>, with RESP's framing. */
+#define CMD_MAX (KEY_MAX + 160)
+#define PACKED  33 /* the mode and four doubles: struct '<c1dddd' */
+
+/*
+ * EVALSHA sha 1 <key> <packed> in RESP, written by hand into @buf: one buffer on the
+ * stack, the key copied once, no decimal formatting of the settings. Returns its length.
+ */
+static size_t format_call(const band_redis *r, char *buf, const void *key, size_t keylen,
+                          const char *packed)
+{
+    char *p = buf;
+    p = put_str(p, "*5\r\n$7\r\nEVALSHA\r\n$40\r\n", 22);
+    p = put_str(p, r->sha, 40);
+    p = put_str(p, "\r\n$1\r\n1\r\n$", 10);
+    p = put_u64(p, r->prefix_len + keylen);
+    p = put_str(p, "\r\n", 2);
+    p = put_str(p, r->prefix, r->prefix_len);
+    if (keylen > 0)
+        p = put_str(p, key, keylen);
+    p = put_str(p, "\r\n$33\r\n", 7);
+    p = put_str(p, packed, PACKED);
+    p = put_str(p, "\r\n", 2);
+    return (size_t)(p - buf);
 }
 
 /*
@@ -115,35 +158,33 @@ static void fmt_u64(char *buf, uint64_t v, size_t *len)
 static int run(band_redis *r, char mode, const void *key, size_t keylen, uint64_t n,
                uint64_t tokens, band_time period, uint64_t burst, redisReply **rep)
 {
-    if (tokens > TOKENS_MAX || period <= 0 || burst > DEPTH_MAX / (uint64_t)period)
+    if (tokens > TOKENS_MAX || period <= 0 || burst > DEPTH_MAX / (uint64_t)period ||
+        n > DEPTH_MAX / (uint64_t)period)
         return BAND_EOVERFLOW;
     if (r->prefix_len + keylen > KEY_MAX)
         return BAND_EINVAL;
-    char full_key[KEY_MAX];
-    memcpy(full_key, r->prefix, r->prefix_len);
-    if (keylen > 0)
-        memcpy(full_key + r->prefix_len, key, keylen);
-    char mode_s[2] = {mode, 0}, ns[24], ts[24], ps[24], bs[24];
-    size_t lens[9];
-    fmt_u64(ns, n, &lens[5]);
-    fmt_u64(ts, tokens, &lens[6]);
-    fmt_u64(ps, (uint64_t)period, &lens[7]);
-    fmt_u64(bs, burst, &lens[8]);
+    char packed[PACKED], *p = packed;
+    *p++ = mode;
+    p = put_double(p, n);
+    p = put_double(p, tokens);
+    p = put_double(p, (uint64_t)period);
+    (void)put_double(p, burst);
+    char cmd[CMD_MAX];
     for (int attempt = 0; attempt < 2; attempt++) {
         if (ensure(r) != 0)
             return BAND_ECLOSED; /* down: could not decide */
-        const char *argv[9] = {"EVALSHA", r->sha, "1", full_key, mode_s, ns, ts, ps, bs};
-        lens[0] = 7;
-        lens[1] = 40;
-        lens[2] = 1;
-        lens[3] = r->prefix_len + keylen;
-        lens[4] = 1;
+        size_t len = format_call(r, cmd, key, keylen, packed);
         r->calls++;
-        redisReply *x = redisCommandArgv(r->c, 9, argv, lens);
-        if (x == NULL) { /* I/O error or timeout: the context is unusable */
+        void *reply = NULL;
+        if (redisAppendFormattedCommand(r->c, cmd, len) != REDIS_OK ||
+            redisGetReply(r->c, &reply) != REDIS_OK || reply == NULL) {
+            /* I/O error or timeout: the context is unusable */
+            if (reply != NULL)
+                freeReplyObject(reply);
             drop(r);
             return BAND_ETIMEDOUT;
         }
+        redisReply *x = reply;
         if (x->type == REDIS_REPLY_ERROR && x->len >= 8 && memcmp(x->str, "NOSCRIPT", 8) == 0) {
             freeReplyObject(x);
             r->reloads++;
@@ -169,16 +210,11 @@ static int be_try(void *ctx, const void *key, size_t keylen, uint64_t n, uint64_
     pthread_mutex_lock(&r->lock);
     int rc = run(r, 't', key, keylen, n, tokens, period, burst, &rep);
     if (rc == 0) {
-        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-            rep->element[0]->type == REDIS_REPLY_INTEGER &&
-            rep->element[1]->type == REDIS_REPLY_INTEGER) {
-            if (rep->element[0]->integer == 1) {
-                rc = 0;
-            } else {
-                *retry_after = (band_time)rep->element[1]->integer;
-                rc = BAND_EAGAIN;
-            }
-        } else {
+        /* 0: granted; above 0: refused, the retry-after in ns */
+        if (rep->type == REDIS_REPLY_INTEGER && rep->integer > 0) {
+            *retry_after = (band_time)rep->integer;
+            rc = BAND_EAGAIN;
+        } else if (rep->type != REDIS_REPLY_INTEGER || rep->integer != 0) {
             rc = BAND_EINVAL; /* a reply of the wrong shape */
         }
         freeReplyObject(rep);

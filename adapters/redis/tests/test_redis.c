@@ -6,7 +6,8 @@
  * (--save "" --appendonly no), and stops it at the end. Covered: decisions and exact
  * retry-afters through band_keyrate_try_acquire(), available and forget, two processes
  * sharing one key's rate, the script being flushed (NOSCRIPT, reloaded), and the server
- * going away and coming back mid-run, answered per fail option and never with a hang.
+ * going away and coming back mid-run or restarting between two calls, answered per fail
+ * option with exact outcomes and never with a hang.
  */
 #include "test.h"
 
@@ -263,10 +264,24 @@ static void plant(const char *key, const char *missing, const char *period)
 {
     char last[32];
     snprintf(last, sizeof(last), "%lld", (long long)(server_us(g_sv.port) + 3600LL * 1000000));
-    redisReply *rep =
-        command(g_sv.port, "HSET band:kr:%s m %s l %s p %s r 10", key, missing, last, period);
-    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+    /* The bucket's layout (src/keyrate.lua): m, l, p, r, e as little-endian doubles; e = 0
+     * (the key has no TTL), so the next grant sets one. */
+    redisReply *rep = command(g_sv.port, "EVAL %s 1 band:kr:%s %s %s %s 10",
+                              "return redis.call('SET', KEYS[1], struct.pack('<ddddd', "
+                              "tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), "
+                              "tonumber(ARGV[4]), 0))",
+                              key, missing, last, period);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
     freeReplyObject(rep);
+}
+
+/* The units a bucket is missing (its m), in decimal. */
+static redisReply *missing_of(const char *key)
+{
+    return command(g_sv.port, "EVAL %s 1 band:kr:%s",
+                   "return string.format('%.0f', (struct.unpack('<ddddd', "
+                   "redis.call('GET', KEYS[1]))))",
+                   key);
 }
 
 static void test_exact(void **state)
@@ -286,14 +301,15 @@ static void test_exact(void **state)
     plant("e2", "1000000003", "1000000000");
     assert_int_equal(band_keyrate_available(k, "e2", 2), 1);
     assert_int_equal(take(k, "e2", 1, &ra), 0);
-    redisReply *rep = command(g_sv.port, "HGET band:kr:e2 m");
+    redisReply *rep = missing_of("e2");
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_string_equal(rep->str, "2000000003");
     freeReplyObject(rep);
-    /* Full again after 200000001 ns: the TTL is that in ms rounded up, plus one. */
+    /* Full again after 200000001 ns: the TTL is that in ms rounded up (201), plus the
+     * script's slack of 1000 ms. */
     rep = command(g_sv.port, "PTTL band:kr:e2");
     assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
-    assert_true(rep->integer > 150 && rep->integer <= 202);
+    assert_true(rep->integer > 1150 && rep->integer <= 1201);
     freeReplyObject(rep);
     assert_int_equal(take(k, "e2", 1, &ra), BAND_EAGAIN);
     assert_int_equal(ra, 1);
@@ -443,6 +459,14 @@ static void test_restart(void **state)
     assert_u64_equal(st.failed_open, 20);
     assert_int_equal(band_keyrate_get_stats(closed, &st), 0);
     assert_u64_equal(st.backend_errors, 20);
+    assert_u64_equal(st.failed_open, 0);
+    /* The other calls answer per fail option too, at once. */
+    band_time t0 = band_now();
+    assert_u64_equal(band_keyrate_available(closed, "a", 1), 0);
+    assert_u64_equal(band_keyrate_available(open, "b", 1), 5);
+    assert_int_equal(band_keyrate_forget(closed, "a", 1), BAND_ETIMEDOUT);
+    assert_int_equal(band_keyrate_forget(open, "b", 1), BAND_ETIMEDOUT);
+    assert_true(band_now() - t0 < 500 * MS);
     start_server(&g_sv); /* same port, empty: every key is full again */
     band_time until = band_now() + 3 * BAND_SEC;
     int rc;
@@ -450,6 +474,15 @@ static void test_restart(void **state)
         sleep_ns(10 * MS);
     assert_int_equal(rc, 0);
     assert_int_equal(take(closed, "a", 1, NULL), BAND_EAGAIN);
+    /* Failing open has stopped: the open table decides again, from a full bucket. */
+    assert_int_equal(band_keyrate_get_stats(open, &st), 0);
+    uint64_t failed_open = st.failed_open;
+    assert_int_equal(take(open, "b", 5, NULL), 0);
+    band_time ra = 0;
+    assert_int_equal(take(open, "b", 1, &ra), BAND_EAGAIN);
+    assert_true(ra > 0 && ra <= 10 * MS);
+    assert_int_equal(band_keyrate_get_stats(open, &st), 0);
+    assert_u64_equal(st.failed_open, failed_open);
     band_redis_stats rs;
     assert_int_equal(band_redis_get_stats(r, &rs), 0);
     assert_true(rs.connects >= 2);
@@ -457,6 +490,61 @@ static void test_restart(void **state)
     band_keyrate_destroy(closed);
     band_keyrate_destroy(open);
     band_redis_destroy(r);
+}
+
+/* The server restarts between two calls: the connection each handle holds is dead, so the
+ * first call on each fails (failing closed: BAND_ETIMEDOUT; failing open: a grant), at
+ * once, and the next one reconnects and decides on the fresh server. */
+static void test_restart_between_calls(void **state)
+{
+    (void)state;
+    need_server();
+    band_time created = band_now();
+    band_redis *r_closed = short_timeouts(), *r_open = short_timeouts();
+    band_keyrate *closed = table(r_closed, 100, BAND_SEC, 2, BAND_KEYRATE_FAIL_CLOSED);
+    band_keyrate *open = table(r_open, 100, BAND_SEC, 2, BAND_KEYRATE_FAIL_OPEN);
+    assert_int_equal(take(closed, "c", 2, NULL), 0);
+    assert_int_equal(take(open, "o", 2, NULL), 0);
+    assert_int_equal(take(closed, "c", 1, NULL), BAND_EAGAIN);
+    assert_int_equal(take(open, "o", 1, NULL), BAND_EAGAIN);
+    stop_server(&g_sv);
+    start_server(&g_sv); /* same port, empty */
+    /* Connects are spaced by the reconnect interval (50 ms) from the last one, made at
+     * create: past it, the call after a failure reconnects. */
+    band_time wait = created + 60 * MS - band_now();
+    if (wait > 0)
+        sleep_ns(wait);
+    band_time t0 = band_now();
+    band_time ra = -1;
+    assert_int_equal(take(closed, "c", 1, &ra), BAND_ETIMEDOUT);
+    assert_int_equal(ra, 0);
+    assert_int_equal(take(open, "o", 1, &ra), 0);
+    assert_int_equal(ra, 0);
+    assert_true(band_now() - t0 < 300 * MS); /* two failed calls, no wait */
+    /* Reconnected: the buckets are full on the new server, and each table decides. */
+    assert_int_equal(take(closed, "c", 2, NULL), 0);
+    assert_int_equal(take(closed, "c", 1, NULL), BAND_EAGAIN);
+    assert_int_equal(take(open, "o", 2, NULL), 0);
+    assert_int_equal(take(open, "o", 1, NULL), BAND_EAGAIN);
+    band_keyrate_stats st;
+    assert_int_equal(band_keyrate_get_stats(closed, &st), 0);
+    assert_u64_equal(st.backend_errors, 1);
+    assert_u64_equal(st.failed_open, 0);
+    assert_int_equal(band_keyrate_get_stats(open, &st), 0);
+    assert_u64_equal(st.backend_errors, 1);
+    assert_u64_equal(st.failed_open, 1);
+    band_redis_stats rs;
+    assert_int_equal(band_redis_get_stats(r_closed, &rs), 0);
+    assert_u64_equal(rs.connects, 2);
+    assert_u64_equal(rs.errors, 1);
+    assert_int_equal(rs.connected, 1);
+    assert_int_equal(band_redis_get_stats(r_open, &rs), 0);
+    assert_u64_equal(rs.connects, 2);
+    assert_int_equal(rs.connected, 1);
+    band_keyrate_destroy(closed);
+    band_keyrate_destroy(open);
+    band_redis_destroy(r_closed);
+    band_redis_destroy(r_open);
 }
 
 /* The server hangs (SIGSTOP): every call ends by the command timeout, then it recovers. */
@@ -504,6 +592,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_between_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hung, setup, teardown),
     };
     return cmocka_run_group_tests_name("test_redis", tests, NULL, NULL);

@@ -8,7 +8,8 @@
  * band_keyrate_try_acquire(), and every decision runs as one Lua script on the server
  * (EVALSHA, loaded once per connection and reloaded after NOSCRIPT), on the server's clock
  * (TIME), so every process and host that uses the server shares each key's rate. A key
- * that is full again is deleted by its TTL, as an idle key is dropped in process.
+ * that is full again is deleted by its TTL (up to a second later), as an idle key is
+ * dropped in process.
  *
  * Nothing ever hangs on a dead server: the connection has a connect timeout and a
  * command timeout, a failed connection is dropped, and it is tried again at most once per
