@@ -61,7 +61,7 @@ typedef struct band_keyrate band_keyrate;
 #define BAND_KEYRATE_FULL_REFUSE 1
 
 /** @brief band_keyrate_opts.fail: a backend that fails refuses the request with
- *         BAND_ETIMEDOUT (the default). */
+ *         BAND_EUNAVAIL (the default). */
 #define BAND_KEYRATE_FAIL_CLOSED 0
 /** @brief band_keyrate_opts.fail: a backend that fails grants the request (counted in
  *         band_keyrate_stats.failed_open). */
@@ -188,7 +188,7 @@ BAND_API int band_keyrate_set(band_keyrate *k, uint64_t tokens, band_time period
  * request for the same key would succeed if nothing else took from it meanwhile: exact,
  * rounded up to the nanosecond); BAND_E2BIG (@p n > burst: it can never succeed);
  * BAND_ENOSPC (a new key met a full table and band_keyrate_opts.full is
- * BAND_KEYRATE_FULL_REFUSE; nothing changes); BAND_ETIMEDOUT (only with a backend that could
+ * BAND_KEYRATE_FULL_REFUSE; nothing changes); BAND_EUNAVAIL (only with a backend that could
  * not decide, under BAND_KEYRATE_FAIL_CLOSED; under FAIL_OPEN the answer is 0); BAND_ECLOSED;
  * BAND_EINVAL (NULL @p k, @p n 0, NULL @p key with @p keylen above 0, @p keylen above
  * max_key_len). *@p retry_after is 0 for every answer but BAND_EAGAIN. MT-safe: it takes
@@ -200,7 +200,7 @@ BAND_API int band_keyrate_set(band_keyrate *k, uint64_t tokens, band_time period
  * @param n                 Tokens to take, 1 to the burst.
  * @param[out] retry_after  Receives the wait in nanoseconds after BAND_EAGAIN (0 for every
  *                          other answer), or NULL.
- * @return 0, BAND_EAGAIN, BAND_E2BIG, BAND_ENOSPC, BAND_ETIMEDOUT, BAND_ECLOSED or
+ * @return 0, BAND_EAGAIN, BAND_E2BIG, BAND_ENOSPC, BAND_EUNAVAIL, BAND_ECLOSED or
  *         BAND_EINVAL as described above.
  */
 BAND_API int band_keyrate_try_acquire(band_keyrate *k, const void *key, size_t keylen, uint64_t n,
@@ -225,14 +225,14 @@ BAND_API uint64_t band_keyrate_available(const band_keyrate *k, const void *key,
  * For an operator who resets a client, or a tenant that was removed. Returns 0 (the key
  * was short of full and is now gone from the table), BAND_ENOENT (the key was already
  * full: not in the table, or idle; nothing changes that an answer could tell),
- * BAND_ETIMEDOUT (a backend could not decide; whatever the fail option), or BAND_EINVAL
+ * BAND_EUNAVAIL (a backend could not decide; whatever the fail option), or BAND_EINVAL
  * (NULL @p k, NULL @p key with @p keylen above 0, @p keylen above max_key_len). Works after
  * band_keyrate_close() too. MT-safe.
  *
  * @param k       The table; must not be NULL.
  * @param key     The key's bytes; read during the call only.
  * @param keylen  Its length in bytes.
- * @return 0, BAND_ENOENT, BAND_ETIMEDOUT or BAND_EINVAL as described above.
+ * @return 0, BAND_ENOENT, BAND_EUNAVAIL or BAND_EINVAL as described above.
  */
 BAND_API int band_keyrate_forget(band_keyrate *k, const void *key, size_t keylen);
 

@@ -491,7 +491,7 @@ static int backend_try(band_keyrate *k, const void *key, size_t keylen, uint64_t
         ADD1(b_failed_open);
         return 0;
     }
-    return BAND_ETIMEDOUT;
+    return BAND_EUNAVAIL;
 }
 
 /* ---------------------------------------------------------------- decisions */
@@ -601,7 +601,7 @@ int band_keyrate_forget(band_keyrate *k, const void *key, size_t keylen)
         if (brc == BAND_ENOENT)
             return BAND_ENOENT;
         ADD1(b_errors);
-        return BAND_ETIMEDOUT;
+        return BAND_EUNAVAIL;
     }
     uint64_t h = hash_key(k->seed, key, keylen);
     struct kr_shard *sh = &k->shards[shard_index(k, h)];

@@ -182,7 +182,7 @@ static int run(band_redis *r, char mode, const void *key, size_t keylen, uint64_
             if (reply != NULL)
                 freeReplyObject(reply);
             drop(r);
-            return BAND_ETIMEDOUT;
+            return BAND_EUNAVAIL;
         }
         redisReply *x = reply;
         if (x->type == REDIS_REPLY_ERROR && x->len >= 8 && memcmp(x->str, "NOSCRIPT", 8) == 0) {

@@ -14,7 +14,7 @@
  * Nothing ever hangs on a dead server: the connection has a connect timeout and a
  * command timeout, a failed connection is dropped, and it is tried again at most once per
  * reconnect interval (calls in between fail at once). A call that fails is "could not
- * decide", and band_keyrate_opts.fail says what the application gets (BAND_ETIMEDOUT when
+ * decide", and band_keyrate_opts.fail says what the application gets (BAND_EUNAVAIL when
  * failing closed, a grant when failing open).
  *
  * The script counts in doubles, so the settings it accepts are tokens <= 2^32 and
