@@ -87,6 +87,12 @@ BAND_API int band_relay_park(band_relay *r, band_waiter *w);
  * The wake runs after the relay's lock is released and is the relay's last access to
  * @p w. Must not be called with a lock the wake may take.
  *
+ * @p w may have been cancelled, and even freed by its owner, since the source last looked:
+ * the relay looks for @p w among its parked waiters by address and reads it only when it
+ * is there, so a source may always complete what it believes parked and learn from
+ * BAND_EALREADY that a cancel won. The search costs O(parked waiters), a step or two when
+ * waiters are completed in the order they were parked.
+ *
  * @param r       The relay @p w was parked on.
  * @param w       The waiter.
  * @param status  0 (granted) or a negative BAND_E* code.

@@ -6,6 +6,8 @@
  * band_waiter_cancel() withdraws it through the queue's ops under the relay's lock, and
  * the completion takes the same lock: whichever gets the lock first ends the waiter, and
  * the other learns it (cancel answers BAND_EALREADY, complete answers BAND_EALREADY).
+ * A completion finds its waiter by address in the queue, so it never reads a waiter that
+ * a cancel already handed back to its owner.
  */
 #include <stdlib.h>
 
@@ -86,8 +88,13 @@ int band_relay_complete(band_relay *r, band_waiter *w, int status)
     struct band__wakelist wl;
     band__wakelist_init(&wl);
     pthread_mutex_lock(&r->lock);
-    uintptr_t qs = __atomic_load_n(&w->_qstate, __ATOMIC_RELAXED);
-    if (qs != ((uintptr_t)&r->q | (uintptr_t)BAND__W_QUEUED)) {
+    /* @w is found by its address among the parked waiters, never read first: once a
+     * cancel returned, its owner may have freed it, and the source cannot know that
+     * without this lock. Completions mostly come in parking order, near the head. */
+    struct band__node *n = r->q.head.next;
+    while (n != &r->q.head && n != &w->_link)
+        n = n->next;
+    if (n == &r->q.head) {
         pthread_mutex_unlock(&r->lock);
         return BAND_EALREADY;
     }
