@@ -583,6 +583,10 @@ int etcd_wait_blocking(struct band_etcd *e, uint32_t n, struct band_etcd_budget 
                        const uint64_t *units, band_etcd_grant *out, band_time deadline,
                        band_cancel *cancel)
 {
+    /* On the client's own thread (a wake, on_lost) nothing can be granted while this call
+     * waits: answer as a deadline that has passed does. */
+    if (pthread_equal(pthread_self(), e->thread))
+        deadline = band_now();
     /* On the heap: the client's thread may look at the waiter after a cancel. */
     struct blocking *k = calloc(1, sizeof(*k));
     if (k == NULL)
