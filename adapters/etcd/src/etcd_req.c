@@ -253,6 +253,41 @@ void etcd_retry_orphans(struct band_etcd *e)
     }
 }
 
+static uint64_t key_hash(const char *k)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (; *k; k++)
+        h = (h ^ (unsigned char)*k) * UINT64_C(1099511628211);
+    return h | 1; /* never 0, the empty slot */
+}
+
+/* Remember that deleting these keys may have happened. */
+static void unsure_note(struct band_etcd *e, char *const *keys, uint32_t n)
+{
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t i = 0; i < n; i++) {
+        e->unsure[e->unsure_next] = key_hash(keys[i]);
+        e->unsure_next = (e->unsure_next + 1) % ETCD_UNSURE;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* 1 when every key is one whose deletion may have happened. */
+static int unsure_all(struct band_etcd *e, char *const *keys, uint32_t n)
+{
+    int all = 1;
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t i = 0; i < n && all; i++) {
+        uint64_t h = key_hash(keys[i]);
+        int found = 0;
+        for (unsigned k = 0; k < ETCD_UNSURE && !found; k++)
+            found = e->unsure[k] == h;
+        all = found;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return all;
+}
+
 int etcd_delete_req(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
                     const char *id, int64_t *deleted)
 {
@@ -267,8 +302,12 @@ int etcd_delete_req(struct band_etcd *e, uint32_t n, struct band_etcd_budget *co
     int maybe = 0;
     if (rc == 0)
         rc = etcd_delete_keys(e, keys, n, deleted, &maybe);
-    if (rc == 0 && maybe && deleted && *deleted == 0)
-        *deleted = (int64_t)n; /* a first attempt deleted them */
+    /* Gone already, after an attempt (now or in an earlier call) whose answer was lost:
+     * that attempt deleted them. */
+    if (rc == 0 && deleted && *deleted == 0 && (maybe || unsure_all(e, keys, n)))
+        *deleted = (int64_t)n;
+    if (k == n && (rc != 0 || maybe))
+        unsure_note(e, keys, n);
     for (uint32_t i = 0; i < k; i++) {
         struct etcd_orphan *o = rc != 0 ? malloc(sizeof(*o)) : NULL;
         if (o == NULL) {
@@ -386,6 +425,8 @@ int etcd_submit(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const 
     }
     pthread_mutex_lock(&e->lock);
     r->parked = 1;
+    if (r->lease != e->lease && !r->end_status)
+        r->end_status = BAND_ESTALE; /* the lease ended while it was being queued */
     e->eval = 1;
     pthread_mutex_unlock(&e->lock);
     etcd_kick(e);
