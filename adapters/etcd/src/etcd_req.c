@@ -157,16 +157,12 @@ static int fast_txn(struct band_etcd *e, uint32_t n, struct band_etcd_budget *co
     return 1;
 }
 
-/* Mark a queued request granted: 0 granted (*token), 1 not now (views refreshed),
- * BAND_ESTALE (its key is gone), or an error. */
+/* Mark a queued request granted, guarded by @capmod, the capacity revisions of the views
+ * the decision was made on: 0 granted (*token), 1 not now (views refreshed), BAND_ESTALE
+ * (its key is gone), or an error. */
 static int mark_txn(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
-                    const struct req_text *t, int64_t lease, int64_t *token)
+                    const struct req_text *t, int64_t lease, const int64_t *capmod, int64_t *token)
 {
-    int64_t capmod[BAND_ETCD_REQ_MAX];
-    pthread_mutex_lock(&e->lock);
-    for (uint32_t i = 0; i < n; i++)
-        capmod[i] = b[i]->view.cap_mod;
-    pthread_mutex_unlock(&e->lock);
     json_t *cmp = json_array(), *ok = json_array(), *fail = json_array();
     for (uint32_t i = 0; i < n; i++) {
         json_array_append_new(cmp, etcd_cmp("EQUAL", "MOD", b[i]->cap_key, NULL, capmod[i], NULL));
@@ -198,14 +194,24 @@ static int mark_txn(struct band_etcd *e, uint32_t n, struct band_etcd_budget *co
     return 1;
 }
 
-/* 1 when the view grants request @id in every part. */
-static int may_grant(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
-                     const uint64_t *units, const char *id)
+/* 1 when the views grant request @id in every part; @capmod receives the capacity
+ * revisions they were read at (lock held). */
+static int may_grant_locked(struct band_etcd_budget *const *b, uint32_t n, const uint64_t *units,
+                            const char *id, int64_t *capmod)
 {
-    int ok = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (etcd_view_may_grant(&b[i]->view, id, units[i]) != 1)
+            return 0;
+        capmod[i] = b[i]->view.cap_mod;
+    }
+    return 1;
+}
+
+static int may_grant(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
+                     const uint64_t *units, const char *id, int64_t *capmod)
+{
     pthread_mutex_lock(&e->lock);
-    for (uint32_t i = 0; i < n && ok; i++)
-        ok = etcd_view_may_grant(&b[i]->view, id, units[i]) == 1;
+    int ok = may_grant_locked(b, n, units, id, capmod);
     pthread_mutex_unlock(&e->lock);
     return ok;
 }
@@ -370,8 +376,9 @@ int etcd_submit(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const 
         return rc;
     }
     /* Queued: mark it at once when the fresh view allows it. */
-    for (int round = 0; rc == 1 && round < 4 && may_grant(e, n, b, units, id); round++)
-        rc = mark_txn(e, n, b, &t, lease, &token);
+    int64_t capmod[BAND_ETCD_REQ_MAX];
+    for (int round = 0; rc == 1 && round < 4 && may_grant(e, n, b, units, id, capmod); round++)
+        rc = mark_txn(e, n, b, &t, lease, capmod, &token);
     if (rc == 0) {
         fill_grant(e, out, n, units, id, lease, token);
         text_free(&t);
@@ -496,6 +503,7 @@ static void process_ends(struct band_etcd *e)
 static void process_grants(struct band_etcd *e)
 {
     struct etcd_rec *cand[64];
+    int64_t capmods[64][BAND_ETCD_REQ_MAX];
     size_t nc = 0;
     pthread_mutex_lock(&e->lock);
     if (!e->eval) {
@@ -506,10 +514,7 @@ static void process_grants(struct band_etcd *e)
     for (struct etcd_rec *r = e->recs; r && nc < 64; r = r->next) {
         if (!r->parked || r->busy || r->cancelled || r->end_status)
             continue;
-        int ok = 1;
-        for (uint32_t i = 0; i < r->n && ok; i++)
-            ok = etcd_view_may_grant(&r->b[i]->view, r->id, r->units[i]) == 1;
-        if (ok) {
+        if (may_grant_locked(r->b, r->n, r->units, r->id, capmods[nc])) {
             r->busy = 1;
             cand[nc++] = r;
         }
@@ -523,7 +528,7 @@ static void process_grants(struct band_etcd *e)
         int64_t token = 0;
         int rc = text_build(&t, e, r->n, r->b, r->units, r->id);
         if (rc == 0) {
-            rc = mark_txn(e, r->n, r->b, &t, r->lease, &token);
+            rc = mark_txn(e, r->n, r->b, &t, r->lease, capmods[k], &token);
             text_free(&t);
         }
         pthread_mutex_lock(&e->lock);
