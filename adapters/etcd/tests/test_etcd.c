@@ -699,7 +699,8 @@ static void test_failover(void **state)
     if (rc != 0) {
         band_etcd_stats st;
         band_etcd_get_stats(e, &st);
-        fprintf(stderr, "failover: release %d, lease %lld (grant's %lld), lost %llu, failovers %llu\n", rc,
+        fprintf(stderr,
+                "failover: release %d, lease %lld (grant's %lld), lost %llu, failovers %llu\n", rc,
                 (long long)st.lease, (long long)g.lease, (unsigned long long)st.leases_lost,
                 (unsigned long long)st.failovers);
     }
@@ -726,6 +727,87 @@ static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Several clients and threads contend: the units held never exceed the capacity and no
+ * two grants share a token. */
+enum { C_THREADS = 6, C_ROUNDS = 12, C_CAP = 5 };
+struct contender {
+    band_etcd_budget *b;
+    uint64_t seed;
+    int64_t tokens[C_ROUNDS];
+    int n;
+};
+static atomic_int g_held, g_max_held;
+
+static int contend(void *arg)
+{
+    struct contender *c = arg;
+    for (int i = 0; i < C_ROUNDS; i++) {
+        uint64_t units = test_rng_range(&c->seed, 1, 3);
+        band_etcd_grant g;
+        int rc = band_etcd_budget_acquire(c->b, units, &g, band_now() + 20 * BAND_SEC, NULL);
+        if (rc != 0)
+            return rc;
+        int held = atomic_fetch_add(&g_held, (int)units) + (int)units;
+        int max = atomic_load(&g_max_held);
+        while (held > max && !atomic_compare_exchange_weak(&g_max_held, &max, held))
+            ;
+        c->tokens[c->n++] = g.token;
+        sleep_ms(3); /* hold it a little: the others queue */
+        atomic_fetch_sub(&g_held, (int)units);
+        rc = band_etcd_budget_release(c->b, &g);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void test_contention(void **state)
+{
+    (void)state;
+    band_etcd *third = NULL;
+    assert_int_equal(band_etcd_create(&third, g_endpoints, NULL), 0);
+    band_etcd *clients[3] = {g_a, g_b, third};
+    char name[64];
+    unique_name(name, sizeof(name), "contend");
+    band_etcd_budget *b[3];
+    for (int i = 0; i < 3; i++)
+        b[i] = open_budget(clients[i], name, C_CAP);
+    static struct contender c[C_THREADS];
+    struct test_thread th[C_THREADS];
+    atomic_store(&g_held, 0);
+    atomic_store(&g_max_held, 0);
+    for (int i = 0; i < C_THREADS; i++) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].b = b[i % 3];
+        c[i].seed = (uint64_t)i + 1;
+        assert_int_equal(test_thread_start(&th[i], contend, &c[i]), 0);
+    }
+    for (int i = 0; i < C_THREADS; i++)
+        assert_int_equal(test_thread_join(&th[i]), 0);
+    assert_true(atomic_load(&g_max_held) <= C_CAP);
+    uint64_t txns = 0;
+    for (int i = 0; i < 3; i++) {
+        band_etcd_stats st;
+        assert_int_equal(band_etcd_get_stats(clients[i], &st), 0);
+        txns += st.txns;
+    }
+    printf("contention: %d grants, %llu transactions, at most %d of %d units held\n",
+           C_THREADS * C_ROUNDS, (unsigned long long)txns, atomic_load(&g_max_held), C_CAP);
+    static int64_t all[C_THREADS * C_ROUNDS];
+    int n = 0;
+    for (int i = 0; i < C_THREADS; i++)
+        for (int k = 0; k < c[i].n; k++)
+            all[n++] = c[i].tokens[k];
+    assert_int_equal(n, C_THREADS * C_ROUNDS);
+    qsort(all, (size_t)n, sizeof(all[0]), cmp_i64);
+    for (int i = 1; i < n; i++)
+        assert_true(all[i] > all[i - 1]);
+    assert_int_equal(entries(b[0]), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(band_etcd_budget_destroy(b[i]), 0);
+    assert_int_equal(band_etcd_destroy(third), 0);
 }
 
 /* Not an assertion: the figures docs/etcd.md quotes. */
@@ -818,6 +900,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_admit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_contention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failover, setup, teardown),
     };
