@@ -674,6 +674,56 @@ static int cluster(const char *verb, int member)
     return system(cmd);
 }
 
+static int cluster_sig(const char *sig, int member)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "'%s' stopsig '%s' %d %s >/dev/null", BAND_ETCD_CLUSTER_SH, g_dir,
+             member, sig);
+    return system(cmd);
+}
+
+/* The member a waiter's watch is on stops answering but keeps its connections: the
+ * client's next request times out there, moves on, and the watch follows it. */
+static void test_stalled_member(void **state)
+{
+    (void)state;
+    band_etcd_opts o = {0};
+    o.request_timeout = 300 * MS;
+    band_etcd *e = NULL, *h = NULL;
+    assert_int_equal(band_etcd_create(&e, g_endpoints, &o), 0); /* m1 first */
+    /* The holder talks to the others only. */
+    const char *rest = strchr(g_endpoints, ',');
+    assert_non_null(rest);
+    assert_int_equal(band_etcd_create(&h, rest + 1, &o), 0);
+    char name[64];
+    unique_name(name, sizeof(name), "stalled");
+    band_etcd_budget *be = open_budget(e, name, 1);
+    band_etcd_budget *bh = open_budget(h, name, 1);
+    band_etcd_grant g;
+    assert_int_equal(band_etcd_budget_try_acquire(bh, 1, &g), 0);
+    struct aop w;
+    aop_init(&w);
+    assert_int_equal(band_etcd_budget_acquire_async(be, 1, &w.op), BAND_PENDING);
+    assert_int_equal(cluster_sig("STOP", 1), 0);
+    int rc;
+    band_time until = band_now() + 10 * BAND_SEC;
+    while ((rc = band_etcd_budget_release(bh, &g)) == BAND_EUNAVAIL && band_now() < until)
+        sleep_ms(50);
+    bool granted = rc == 0 && poll_until(cond_woken, &w, 15000);
+    assert_int_equal(cluster_sig("CONT", 1), 0);
+    assert_int_equal(rc, 0);
+    assert_true(granted);
+    assert_int_equal(atomic_load(&w.status), 0);
+    until = band_now() + 10 * BAND_SEC;
+    while ((rc = band_etcd_budget_release(be, &w.op.grant)) == BAND_EUNAVAIL && band_now() < until)
+        sleep_ms(50);
+    assert_int_equal(rc, 0);
+    assert_int_equal(band_etcd_budget_destroy(be), 0);
+    assert_int_equal(band_etcd_budget_destroy(bh), 0);
+    assert_int_equal(band_etcd_destroy(e), 0);
+    assert_int_equal(band_etcd_destroy(h), 0);
+}
+
 /* The member a client talks to dies: the client goes on through the others. */
 static void test_failover(void **state)
 {
@@ -906,6 +956,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_contention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stalled_member, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failover, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("etcd", tests, NULL, NULL);
