@@ -227,8 +227,11 @@ static void test_race(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_args),   cmocka_unit_test(test_park_complete),
-        cmocka_unit_test(test_cancel), cmocka_unit_test(test_wake_frees),
+        cmocka_unit_test(test_args),
+        cmocka_unit_test(test_park_complete),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_wake_frees),
+        cmocka_unit_test(test_complete_after_free),
         cmocka_unit_test(test_race),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
