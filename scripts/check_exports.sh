@@ -19,6 +19,7 @@
 #   band-uv   libband-uv.so  BAND_UV_API  adapters/uv/include/band/*.h
 #   band-fd   libband-fd.so  BAND_API     adapters/fd/include/band/*.h
 #   band-redis libband-redis.so BAND_API adapters/redis/include/band/*.h
+#   band-etcd libband-etcd.so  BAND_API adapters/etcd/include/band/*.h
 #
 # A declaration is any statement of a header (comments and preprocessor lines removed)
 # that contains the export macro; its function is the identifier before its first '('
@@ -59,7 +60,11 @@ lib_spec()
         MACRO=BAND_API SONAME=libband-redis.so
         HEADERS=("$ROOT"/adapters/redis/include/band/*.h)
         ;;
-    *) die "unknown library '$1' (have: band band-uv band-fd band-redis)" ;;
+    band-etcd)
+        MACRO=BAND_API SONAME=libband-etcd.so
+        HEADERS=("$ROOT"/adapters/etcd/include/band/*.h)
+        ;;
+    *) die "unknown library '$1' (have: band band-uv band-fd band-redis band-etcd)" ;;
     esac
     [[ -f "${HEADERS[0]}" ]] || die "no headers for $1 under $ROOT"
 }
@@ -153,7 +158,7 @@ check_tree()
 {
     local dir=$1 rc=0 n=0 lib so
     [[ -d "$dir" ]] || die "no build tree $dir (configure and build it first)"
-    for lib in band band-uv band-fd band-redis; do
+    for lib in band band-uv band-fd band-redis band-etcd; do
         lib_spec "$lib"
         so=$(find "$dir" -name "$SONAME" \( -type f -o -type l \) -not -path '*/tests/install/*' |
             sort | head -n 1)
