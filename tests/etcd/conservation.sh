@@ -47,5 +47,5 @@ done
 echo "workers done in $((($(now_ns) - start) / 1000000)) ms"
 total=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "ops") s += $(i + 1) } END { print s + 0 }' "$T"/w*.out)
 echo "operations: $total"
-"$CHECK" -e "${MEMBER_URL[0]}" -n "$NAME" "$T"/w*.log || fail "the check failed"
+"$CHECK" -e "${MEMBER_URL[1]}" -n "$NAME" "$T"/w*.log || fail "the check failed"
 echo "conservation: ok"

@@ -107,7 +107,7 @@ TB=$(field "$T/b.out" granted token)
 run 0 --endpoints "$E" show "$NAME" --json
 jeq .capacity 7
 jeq .held 7
-jeq .queued 8
+jeq .queued 1
 jeq '[.holders[].holder] | join(",")' holder-a,holder-b
 jeq '[.holders[].token] | join(",")' "$TA,$TB"
 jeq '[.waiters[].holder] | join(",")' holder-c
@@ -119,7 +119,7 @@ line 1 "lease $LA revoked"
 wait_for 10 has_line "$T/a.out" "^lost lease=$LA " || fail "A was not told its lease was revoked"
 wait_for 10 has_line "$T/c.out" '^granted ' || fail "C was not granted after the revoke"
 run 0 --endpoints "$E" show "$NAME"
-line 1 "$NAME: capacity 7, held 5, debt 0, queued 5 (revision $(sed -n 1p "$T/out" | sed 's/.*revision \([0-9]*\))$/\1/'))"
+line 1 "$NAME: capacity 7, held 5, debt 0, queued 0 (revision $(sed -n 1p "$T/out" | sed 's/.*revision \([0-9]*\))$/\1/'))"
 line 3 "holders: 2"
 has_line "$T/out" "^waiters \\(first in line first\\): 0$" || fail "waiters left"
 has_line "$T/out" " holder-b +4 " || fail "B not listed"

@@ -1,26 +1,29 @@
 # SPDX-License-Identifier: MIT
 # tests/etcd/lib.sh - sourced by the etcd fault tests and bench/etcd/run.sh: a private
-# 3-member etcd cluster on 127.0.0.1 and small helpers around it.
+# 3-member etcd cluster on 127.0.0.1 (through adapters/etcd/tests/etcd_cluster.sh, the
+# harness; $BAND_ETCD_CLUSTER_SH overrides its path) and small helpers around it.
 #
-#   cluster_start DIR        start 3 members (data under DIR, free ports), wait until the
-#                            cluster has a leader; sets ENDPOINTS (comma-separated client
-#                            URLs) and MEMBER_URL[0..2]
-#   cluster_stop             kill every member and the processes registered with track
-#   cluster_leader           prints the index (0..2) of the member that leads now
-#   member_kill I            SIGKILL member I;  member_start I: start it again (same data)
+#   cluster_start DIR        start members 1..3 (data under DIR, free ports), wait until
+#                            healthy; sets ENDPOINTS (comma-separated client URLs) and
+#                            MEMBER_URL[1..3]. The harness's watchdog stops the cluster if
+#                            this shell dies without its EXIT trap.
+#   cluster_stop             kill the processes registered with track, stop the cluster
+#   cluster_leader           prints the number (1..3) of the member that leads now
+#   member_kill N            SIGKILL member N;  member_start N: start it again (same data,
+#                            waits until it is healthy)
 #   track PID                have cluster_stop kill PID too
 #   wait_for SECONDS CMD...  run CMD every 50 ms until it succeeds or SECONDS pass (status 1)
 #   now_ns                   CLOCK_REALTIME in nanoseconds
+#   free_ports N             N free TCP ports on 127.0.0.1
 #
-# Every process it starts is killed by cluster_stop, which the scripts call from their
-# EXIT trap, so a failing test leaves nothing running.
+# The scripts call cluster_stop from their EXIT trap, so a failing test leaves nothing
+# running.
 
-ETCD_BIN=${ETCD_BIN:-etcd}
-ETCDCTL_BIN=${ETCDCTL_BIN:-etcdctl}
+CLUSTER_SH=${BAND_ETCD_CLUSTER_SH:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/adapters/etcd/tests/etcd_cluster.sh}
+export ETCD=${ETCD_BIN:-${ETCD:-etcd}}
+export ETCDCTL=${ETCDCTL_BIN:-${ETCDCTL:-etcdctl}}
 export ETCDCTL_API=3
-MEMBER_PID=()
 MEMBER_URL=()
-MEMBER_PEER=()
 TRACKED=()
 CLUSTER_DIR=
 
@@ -42,9 +45,9 @@ track() {
     TRACKED+=("$1")
 }
 
-# free_ports N - N distinct free TCP ports on 127.0.0.1.
+# free_ports N - N distinct free TCP ports on 127.0.0.1 (bound once, then released).
 free_ports() {
-    python3 - "$1" <<'EOF'
+    python3 - "$1" <<'PY'
 import socket, sys
 socks = []
 for _ in range(int(sys.argv[1])):
@@ -52,80 +55,45 @@ for _ in range(int(sys.argv[1])):
     s.bind(("127.0.0.1", 0))
     socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
-
-member_start() {
-    local i=$1
-    "$ETCD_BIN" --name "m$i" --data-dir "$CLUSTER_DIR/m$i" \
-        --listen-client-urls "${MEMBER_URL[$i]}" --advertise-client-urls "${MEMBER_URL[$i]}" \
-        --listen-peer-urls "${MEMBER_PEER[$i]}" --initial-advertise-peer-urls "${MEMBER_PEER[$i]}" \
-        --initial-cluster "$CLUSTER_SPEC" --initial-cluster-state new \
-        --initial-cluster-token "band-test-$$" \
-        >>"$CLUSTER_DIR/m$i.log" 2>&1 &
-    MEMBER_PID[$i]=$!
-}
-
-member_kill() {
-    local i=$1
-    if [ -n "${MEMBER_PID[$i]:-}" ]; then
-        kill -KILL "${MEMBER_PID[$i]}" 2>/dev/null
-        wait "${MEMBER_PID[$i]}" 2>/dev/null
-        MEMBER_PID[$i]=
-    fi
-}
-
-cluster_healthy() {
-    "$ETCDCTL_BIN" --endpoints="$ENDPOINTS" --command-timeout=1s endpoint health >/dev/null 2>&1
+PY
 }
 
 cluster_start() {
     CLUSTER_DIR=$1
-    mkdir -p "$CLUSTER_DIR"
-    local ports
-    read -r -a ports <<<"$(free_ports 6)"
-    CLUSTER_SPEC=
-    local i
-    for i in 0 1 2; do
-        MEMBER_URL[$i]="http://127.0.0.1:${ports[$((2 * i))]}"
-        MEMBER_PEER[$i]="http://127.0.0.1:${ports[$((2 * i + 1))]}"
-        CLUSTER_SPEC+="${CLUSTER_SPEC:+,}m$i=${MEMBER_PEER[$i]}"
+    [ -f "$CLUSTER_SH" ] || { echo "no cluster harness at $CLUSTER_SH" >&2; return 1; }
+    bash "$CLUSTER_SH" start "$CLUSTER_DIR" $$ >/dev/null || return 1
+    ENDPOINTS=$(cat "$CLUSTER_DIR/endpoints")
+    local n
+    for n in 1 2 3; do
+        MEMBER_URL[$n]=$(cat "$CLUSTER_DIR/m$n.url")
     done
-    ENDPOINTS="${MEMBER_URL[0]},${MEMBER_URL[1]},${MEMBER_URL[2]}"
-    for i in 0 1 2; do
-        member_start "$i"
-    done
-    wait_for 20 cluster_healthy || {
-        echo "etcd cluster did not become healthy in 20 s" >&2
-        tail -n 20 "$CLUSTER_DIR"/m*.log >&2
-        return 1
-    }
 }
 
 cluster_stop() {
-    local pid i
+    local pid
     for pid in "${TRACKED[@]}"; do
+        kill -CONT "$pid" 2>/dev/null
         kill -KILL "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     done
     TRACKED=()
-    for i in 0 1 2; do
-        member_kill "$i"
-    done
+    [ -n "$CLUSTER_DIR" ] && [ -d "$CLUSTER_DIR" ] && bash "$CLUSTER_SH" stop "$CLUSTER_DIR"
+}
+
+cluster_healthy() {
+    "$ETCDCTL" --endpoints="$ENDPOINTS" --command-timeout=1s endpoint health >/dev/null 2>&1
 }
 
 cluster_leader() {
-    local i
-    for i in 0 1 2; do
-        [ -n "${MEMBER_PID[$i]:-}" ] || continue
-        if "$ETCDCTL_BIN" --endpoints="${MEMBER_URL[$i]}" --command-timeout=1s \
-            endpoint status -w json 2>/dev/null |
-            python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["Status"]; sys.exit(0 if s["header"]["member_id"]==s["leader"] else 1)'; then
-            echo "$i"
-            return 0
-        fi
-    done
-    return 1
+    bash "$CLUSTER_SH" leader "$CLUSTER_DIR"
+}
+
+member_kill() {
+    bash "$CLUSTER_SH" kill "$CLUSTER_DIR" "$1"
+}
+
+member_start() {
+    bash "$CLUSTER_SH" restart "$CLUSTER_DIR" "$1"
 }
 
 # holder_start TAG CMD... - run CMD (an etcd_hold) with its stdin on a FIFO and its

@@ -22,8 +22,7 @@
 
 #include <band/band.h>
 #include <band/etcd.h>
-
-#include "json.h"
+#include <jansson.h>
 
 #define PROG "band-dist"
 
@@ -317,44 +316,50 @@ static void show_text(const char *name, const struct snapshot *sn)
     }
 }
 
-static void json_entry(struct json *j, const band_etcd_entry *x)
+static json_t *json_entry(const band_etcd_entry *x)
 {
     char hex[20];
     (void)snprintf(hex, sizeof(hex), "%" PRIx64, (uint64_t)x->lease);
-    json_object(j, NULL);
-    json_str(j, "id", x->id);
-    json_str(j, "holder", x->holder);
-    json_u64(j, "units", x->units);
-    json_str(j, "lease", hex);
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(x->id));
+    /* json_string() refuses bytes that are not UTF-8: such a name is shown as "?". */
+    json_t *holder = json_string(x->holder);
+    json_object_set_new(o, "holder", holder ? holder : json_string("?"));
+    json_object_set_new(o, "units", json_integer((json_int_t)x->units));
+    json_object_set_new(o, "lease", json_string(hex));
     if (x->granted)
-        json_i64(j, "token", x->token);
-    json_i64(j, "created", x->created);
-    json_end_object(j);
+        json_object_set_new(o, "token", json_integer(x->token));
+    json_object_set_new(o, "created", json_integer(x->created));
+    return o;
 }
 
-static void show_json(const char *name, const struct snapshot *sn)
+/* Whole, in the order written; 0 or BAND_ENOMEM. */
+static int show_json(const char *name, const struct snapshot *sn)
 {
     const band_etcd_budget_stats *st = &sn->st;
-    struct json j;
-    json_init(&j, stdout);
-    json_object(&j, NULL);
-    json_str(&j, "name", name);
-    json_u64(&j, "capacity", st->capacity);
-    json_u64(&j, "held", st->held);
-    json_u64(&j, "debt", st->debt);
-    json_u64(&j, "queued", st->queued);
-    json_i64(&j, "revision", st->revision);
-    json_array(&j, "holders");
+    json_t *o = json_object(), *h = json_array(), *w = json_array();
+    if (!o || !h || !w) {
+        json_decref(o);
+        json_decref(h);
+        json_decref(w);
+        return BAND_ENOMEM;
+    }
+    json_object_set_new(o, "name", json_string(name));
+    json_object_set_new(o, "capacity", json_integer((json_int_t)st->capacity));
+    json_object_set_new(o, "held", json_integer((json_int_t)st->held));
+    json_object_set_new(o, "debt", json_integer((json_int_t)st->debt));
+    json_object_set_new(o, "queued", json_integer((json_int_t)st->queued));
+    json_object_set_new(o, "revision", json_integer(st->revision));
     for (size_t i = 0; i < sn->n; i++)
-        if (sn->v[i].granted)
-            json_entry(&j, &sn->v[i]);
-    json_end_array(&j);
-    json_array(&j, "waiters");
-    for (size_t i = 0; i < sn->n; i++)
-        if (!sn->v[i].granted)
-            json_entry(&j, &sn->v[i]);
-    json_end_array(&j);
-    json_end_object(&j);
+        json_array_append_new(sn->v[i].granted ? h : w, json_entry(&sn->v[i]));
+    json_object_set_new(o, "holders", h);
+    json_object_set_new(o, "waiters", w);
+    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (rc != 0)
+        return BAND_ENOMEM;
+    fputc('\n', stdout);
+    return 0;
 }
 
 /* The options of show: --json. */
@@ -423,11 +428,14 @@ static int cmd_show(struct conn *c, int argc, char **argv)
         free(sn.v);
         return band_error("show", name, rc);
     }
+    rc = 0;
     if (json)
-        show_json(name, &sn);
+        rc = show_json(name, &sn);
     else
         show_text(name, &sn);
     free(sn.v);
+    if (rc != 0)
+        return band_error("show", name, rc);
     return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILED;
 }
 
