@@ -64,11 +64,15 @@ function(band_etcd_define_tests)
     endif()
     _band_etcd_test(fence_stop 90 etcd $<TARGET_FILE:etcd_hold> $<TARGET_FILE:etcd_probe>)
     _band_etcd_test(kill_holder 90 etcd $<TARGET_FILE:etcd_hold>)
-    find_program(BAND_FAKETIME faketime)
-    if(BAND_FAKETIME)
-        _band_etcd_test(faketime 90 etcd $<TARGET_FILE:etcd_hold> $<TARGET_FILE:etcd_probe>)
+    find_file(BAND_LIBFAKETIME_MT libfaketimeMT.so.1
+              PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} /usr/lib /usr/local/lib
+              PATH_SUFFIXES faketime NO_DEFAULT_PATH)
+    if(BAND_LIBFAKETIME_MT)
+        _band_etcd_test(faketime 90 etcd $<TARGET_FILE:etcd_hold> $<TARGET_FILE:etcd_probe>
+                        "${BAND_LIBFAKETIME_MT}")
     else()
-        message(STATUS "band: the etcd faketime test is skipped: it needs faketime (libfaketime)")
+        message(STATUS "band: the etcd faketime test is skipped: it needs libfaketime "
+            "(Debian: faketime)")
     endif()
     if(BAND_ETCDT_CURL_FOUND AND BAND_ETCDT_JANSSON_FOUND)
         add_executable(etcd_check "${_dir}/etcd_check.c")

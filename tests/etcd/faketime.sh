@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# faketime.sh ETCD_HOLD ETCD_PROBE - clients whose clocks are shifted (libfaketime) behave
+# faketime.sh ETCD_HOLD ETCD_PROBE [LIBFAKETIME] - clients whose clocks are shifted (libfaketime) behave
 # as unshifted ones: the lease lives on the server's clock.
 #
-# Holder A runs a year ahead (faketime -f '+1y', both its wall and monotonic clocks),
+# Holder A runs a year ahead (FAKETIME='+1y', both its wall and monotonic clocks),
 # waiter B 45 days ahead. A is granted and its lease kept alive: for 3 TTLs its token stays
 # valid at the resource (an unshifted etcd_probe), its renewals count up and it loses
 # nothing. B queues behind it. A is SIGSTOPped: B is granted within TTL + 1 s (expiry by
 # the server only); after SIGCONT A is told its lease ended. Every wait is bounded.
+# The holders run with LD_PRELOAD of libfaketimeMT and $FAKETIME (the faketime wrapper
+# would run them as its children, and the signals must reach the holders themselves).
 set -u
 export LC_ALL=C
 HOLD=$1
 PROBE=$2
+FAKELIB=${3:-}
 T=$(mktemp -d)
 . "$(dirname "$0")/lib.sh"
 trap 'cluster_stop; rm -rf "$T"' EXIT
@@ -24,12 +27,18 @@ fail() {
     exit 1
 }
 
-command -v faketime >/dev/null || { echo "faketime not found: skipped"; exit 0; }
+if [ -z "$FAKELIB" ]; then
+    for f in /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.so.1 \
+        /usr/local/lib/faketime/libfaketimeMT.so.1; do
+        [ -f "$f" ] && FAKELIB=$f && break
+    done
+fi
+[ -f "$FAKELIB" ] || { echo "libfaketimeMT not found: skipped"; exit 0; }
 cluster_start "$T/cluster" || fail "no cluster"
 NAME=faketime-$$
 TTL=2
 
-holder_start a faketime -m -f '+1y' "$HOLD" -e "$ENDPOINTS" -n "$NAME" -c 1 -u 1 -t $TTL -H shifted-a
+holder_start a env LD_PRELOAD="$FAKELIB" FAKETIME='+1y' "$HOLD" -e "$ENDPOINTS" -n "$NAME" -c 1 -u 1 -t $TTL -H shifted-a
 wait_for 10 has_line "$T/a.out" '^granted ' || fail "the shifted holder was not granted"
 TA=$(field "$T/a.out" granted token)
 LA=$(field "$T/a.out" granted lease)
@@ -38,7 +47,7 @@ shift_s=$(((at - $(now_ns)) / 1000000000))
 echo "A granted token $TA under lease $LA; its clock is ${shift_s} s ahead"
 [ "$shift_s" -gt 300 ] || fail "A's clock is not shifted (${shift_s} s): faketime did not apply"
 
-holder_start b faketime -m -f '+45d' "$HOLD" -e "$ENDPOINTS" -n "$NAME" -c 1 -u 1 -t $TTL -H shifted-b
+holder_start b env LD_PRELOAD="$FAKELIB" FAKETIME='+45d' "$HOLD" -e "$ENDPOINTS" -n "$NAME" -c 1 -u 1 -t $TTL -H shifted-b
 wait_for 10 has_line "$T/b.out" '^pending ' || fail "B did not queue behind A"
 
 # 3 TTLs: the token stays valid (checked every 250 ms) and A renews its lease.
