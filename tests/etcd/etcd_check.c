@@ -14,8 +14,11 @@
  *   S3  every request created before it and still queued is granted (no barging);
  *   S2  holds by construction: a grant's token is its revision (counted as unique here).
  * The logs (etcd_worker's G/R/S lines) are then matched to it: every logged grant is a
- * grant of the history at its token's revision with the same units, every history grant
- * is in exactly one log, and every release answered BAND_OK is a delete after the grant.
+ * grant of the history at its token's revision with the same units, no grant is logged
+ * twice, and every release answered BAND_OK is a delete after the grant. A grant of the
+ * history that no log has is a request withdrawn (cancelled or timed out) while the
+ * cluster granted it: the client deletes it, so each such grant must have a delete, and
+ * there can be no more of them than the withdrawals the logs count (W lines).
  * Finally the holding intervals the processes logged (CLOCK_MONOTONIC, one host) never sum
  * above the largest capacity the history had (a holder whose release answered
  * BAND_ESTALE, its lease gone, is left out of this last check).
@@ -417,8 +420,8 @@ int main(int argc, char **argv)
     if (read_history(endpoint, prefix, name, &st) != 0)
         return 2;
 
-    uint64_t lgrants = 0, lreleases = 0, lstale = 0, unknown = 0, mismatch = 0, twice = 0,
-             norelease = 0;
+    uint64_t withdrawn = 0, lgrants = 0, lreleases = 0, lstale = 0, unknown = 0, mismatch = 0,
+             twice = 0, norelease = 0;
     struct span *sp = NULL;
     size_t nsp = 0, capsp = 0;
     for (int a = optind; a < argc; a++) {
@@ -454,6 +457,8 @@ int main(int argc, char **argv)
                 pend_t0 = t0;
                 pend_t1 = t1;
                 pend_units = units;
+            } else if (line[0] == 'W') {
+                withdrawn++;
             } else if (sscanf(line, "R %47s %31s", id, rc) == 2) {
                 struct req *q = find(&st, id, 0);
                 if (strcmp(rc, "BAND_OK") == 0) {
@@ -484,13 +489,21 @@ int main(int argc, char **argv)
         }
         fclose(f);
     }
-    uint64_t orphans = 0;
+    uint64_t orphans = 0, kept = 0;
     for (size_t i = 0; i < st.n; i++)
         if (st.r[i].token != 0 && st.r[i].logged == 0) {
-            if (orphans++ < 5)
-                fprintf(stderr, "history: grant %s at revision %" PRId64 " is in no log\n",
+            orphans++;
+            if (st.r[i].released <= st.r[i].token && kept++ < 5)
+                fprintf(stderr,
+                        "history: grant %s at revision %" PRId64
+                        " is in no log and was never deleted\n",
                         st.r[i].id, st.r[i].token);
         }
+    if (orphans > withdrawn)
+        fprintf(stderr,
+                "history: %" PRIu64 " grants are in no log, more than the %" PRIu64
+                " withdrawals\n",
+                orphans, withdrawn);
     qsort(sp, nsp, sizeof(*sp), span_cmp);
     int64_t sum = 0, max_sum = 0;
     for (size_t i = 0; i < nsp; i++) {
@@ -508,13 +521,15 @@ int main(int argc, char **argv)
            lgrants, lreleases, lstale, max_sum);
     printf("S1 violations %" PRIu64 ", S3 violations %" PRIu64 ", regrants %" PRIu64
            ", bad values %" PRIu64 ", logged grants not in the history %" PRIu64
-           ", mismatched %" PRIu64 ", logged twice %" PRIu64 ", history grants in no log %" PRIu64
-           ", releases without a delete %" PRIu64 "\n",
-           st.s1_fail, st.s3_fail, st.regrants, st.bad_values, unknown, mismatch, twice, orphans,
-           norelease);
+           ", mismatched %" PRIu64 ", logged twice %" PRIu64 ", releases without a delete %" PRIu64
+           "\n",
+           st.s1_fail, st.s3_fail, st.regrants, st.bad_values, unknown, mismatch, twice, norelease);
+    printf("withdrawn requests %" PRIu64 ", of which the cluster had granted %" PRIu64
+           " (never deleted: %" PRIu64 ")\n",
+           withdrawn, orphans, kept);
     int ok = st.s1_fail == 0 && st.s3_fail == 0 && st.regrants == 0 && st.bad_values == 0 &&
-             unknown == 0 && mismatch == 0 && twice == 0 && orphans == 0 && norelease == 0 &&
-             (uint64_t)max_sum <= st.max_capacity && st.grants > 0;
+             unknown == 0 && mismatch == 0 && twice == 0 && kept == 0 && orphans <= withdrawn &&
+             norelease == 0 && (uint64_t)max_sum <= st.max_capacity && st.grants > 0;
     if ((uint64_t)max_sum > st.max_capacity)
         fprintf(stderr,
                 "the logged intervals held %" PRId64 " units at once, above every "

@@ -18,6 +18,8 @@
  *                                      to t1 (before its release was sent), CLOCK_MONOTONIC ns
  *   R <id> <band code name>            the release's answer
  *   S <capacity> <band code name>      a capacity change
+ *   W <band code name>                 a queued request withdrawn (cancelled, timed out):
+ *                                      the cluster may have granted it a moment before
  * stdout gets one summary line. Exit status: 0, 1 on an answer no operation may give
  * (BAND_EINVAL, BAND_ECLOSED, ...), 2 bad usage.
  */
@@ -106,9 +108,11 @@ static void count_failure(struct worker *w, int rc)
         break;
     case BAND_ETIMEDOUT:
         w->timeouts++;
+        fprintf(w->log, "W %s\n", band_err_name(rc));
         break;
     case BAND_ECANCELED:
         w->cancels++;
+        fprintf(w->log, "W %s\n", band_err_name(rc));
         break;
     case BAND_ESTALE:
         w->stale++;

@@ -58,15 +58,44 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 PY
 }
 
-cluster_start() {
-    CLUSTER_DIR=$1
-    [ -f "$CLUSTER_SH" ] || { echo "no cluster harness at $CLUSTER_SH" >&2; return 1; }
-    bash "$CLUSTER_SH" start "$CLUSTER_DIR" $$ >/dev/null || return 1
-    ENDPOINTS=$(cat "$CLUSTER_DIR/endpoints")
-    local n
-    for n in 1 2 3; do
-        MEMBER_URL[$n]=$(cat "$CLUSTER_DIR/m$n.url")
+# start_once DIR - one try of the harness's start: 0 when the cluster is up, 1 when a
+# member died while starting (a port it drew was taken in the meantime: the harness draws
+# ports that nothing listens on, but an outgoing connection may hold one) or 20 s passed.
+start_once() {
+    local dir=$1 starter n pid
+    bash "$CLUSTER_SH" start "$dir" $$ >/dev/null 2>"$dir.err" &
+    starter=$!
+    local end=$(($(now_ns) + 20000000000))
+    while kill -0 "$starter" 2>/dev/null; do
+        if [ "$(now_ns)" -gt "$end" ] || grep -qs "address already in use" "$dir"/m*.log; then
+            kill -TERM "$starter" 2>/dev/null
+            wait "$starter" 2>/dev/null
+            bash "$CLUSTER_SH" stop "$dir" >/dev/null 2>&1
+            return 1
+        fi
+        sleep 0.1
     done
+    wait "$starter"
+}
+
+cluster_start() {
+    local attempt
+    for attempt in 1 2 3; do
+        CLUSTER_DIR=$1.$attempt
+        [ -f "$CLUSTER_SH" ] || { echo "no cluster harness at $CLUSTER_SH" >&2; return 1; }
+        mkdir -p "$(dirname "$CLUSTER_DIR")"
+        if start_once "$CLUSTER_DIR"; then
+            ENDPOINTS=$(cat "$CLUSTER_DIR/endpoints")
+            local n
+            for n in 1 2 3; do
+                MEMBER_URL[$n]=$(cat "$CLUSTER_DIR/m$n.url")
+            done
+            return 0
+        fi
+        echo "etcd cluster: start $attempt failed (a member could not start); trying again" >&2
+    done
+    CLUSTER_DIR=
+    return 1
 }
 
 cluster_stop() {
