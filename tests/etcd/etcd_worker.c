@@ -11,7 +11,7 @@
  * always end); try_acquire; acquire_async then, when it queues, a cancel after 0 to 30
  * ms (a grant that wins the race is kept); set_capacity (2 %, between MIN and MAX). At
  * most 3 grants are held at once, of 1 to MAX_UNITS units. It stops after OPS operations
- * or SECONDS, then releases what it holds.
+ * or SECONDS or at SIGTERM, then releases what it holds.
  *
  * Log lines (one per event, written when the grant is released):
  *   G <id> <token> <units> <t0> <t1>   a grant: held from t0 (after the grant was returned)
@@ -29,6 +29,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,14 @@ struct worker {
     /* outcome counts */
     uint64_t ops, grants, releases, stale, refused, timeouts, cancels, unavail, caps, other;
 };
+
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -264,6 +273,10 @@ int main(int argc, char **argv)
         w.cap_min == 0 || w.cap_max < w.cap_min || w.max_units == 0 || w.max_units > w.cap_min)
         return usage();
     w.rng = seed * UINT64_C(0x9E3779B97F4A7C15) + 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
     w.log = fopen(logpath, "w");
     if (!w.log) {
         perror(logpath);
@@ -283,7 +296,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int64_t end = mono_ns() + (int64_t)seconds * 1000000000;
-    while (w.ops < ops && mono_ns() < end)
+    while (w.ops < ops && mono_ns() < end && !stop)
         one_op(&w);
     while (w.nheld > 0)
         release_at(&w, w.nheld - 1);
