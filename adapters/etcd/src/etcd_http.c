@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "etcd_internal.h"
 
@@ -169,7 +170,16 @@ int etcd_http_post(struct etcd_http *h, const char *path, json_t *body, json_t *
     }
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     int rc = BAND_EUNAVAIL;
-    for (size_t attempt = 0; attempt < h->n_ep; attempt++) {
+    band_time started = band_now();
+    /* Two rounds over the endpoints, the second after a short pause: a cluster electing a
+     * leader answers "unavailable" everywhere for a few hundred milliseconds. */
+    for (size_t attempt = 0; attempt < 2 * h->n_ep; attempt++) {
+        if (attempt == h->n_ep) {
+            if (band_now() - started > (band_time)h->timeout_ms * BAND_MSEC)
+                break; /* a member timed out: the caller has waited long enough */
+            struct timespec ts = {0, 150 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
         size_t idx;
         const char *ep = etcd_http_endpoint(h, &idx);
         char url[640];

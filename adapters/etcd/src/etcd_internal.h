@@ -172,6 +172,8 @@ struct etcd_orphan {
 };
 
 #define ETCD_PAST_LEASES 8
+/* Keys whose deletion this client sent without learning the outcome (by hash). */
+#define ETCD_UNSURE 64
 
 struct band_etcd {
     struct etcd_http http;
@@ -192,6 +194,8 @@ struct band_etcd {
     struct band_etcd_budget *budgets;
     struct etcd_rec *recs;
     struct etcd_orphan *orphans;
+    uint64_t unsure[ETCD_UNSURE];
+    unsigned unsure_next;
     int eval; /* re-evaluate queued requests */
     int stop;
     band_relay *relay;

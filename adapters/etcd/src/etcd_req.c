@@ -157,16 +157,12 @@ static int fast_txn(struct band_etcd *e, uint32_t n, struct band_etcd_budget *co
     return 1;
 }
 
-/* Mark a queued request granted: 0 granted (*token), 1 not now (views refreshed),
- * BAND_ESTALE (its key is gone), or an error. */
+/* Mark a queued request granted, guarded by @capmod, the capacity revisions of the views
+ * the decision was made on: 0 granted (*token), 1 not now (views refreshed), BAND_ESTALE
+ * (its key is gone), or an error. */
 static int mark_txn(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
-                    const struct req_text *t, int64_t lease, int64_t *token)
+                    const struct req_text *t, int64_t lease, const int64_t *capmod, int64_t *token)
 {
-    int64_t capmod[BAND_ETCD_REQ_MAX];
-    pthread_mutex_lock(&e->lock);
-    for (uint32_t i = 0; i < n; i++)
-        capmod[i] = b[i]->view.cap_mod;
-    pthread_mutex_unlock(&e->lock);
     json_t *cmp = json_array(), *ok = json_array(), *fail = json_array();
     for (uint32_t i = 0; i < n; i++) {
         json_array_append_new(cmp, etcd_cmp("EQUAL", "MOD", b[i]->cap_key, NULL, capmod[i], NULL));
@@ -198,14 +194,24 @@ static int mark_txn(struct band_etcd *e, uint32_t n, struct band_etcd_budget *co
     return 1;
 }
 
-/* 1 when the view grants request @id in every part. */
-static int may_grant(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
-                     const uint64_t *units, const char *id)
+/* 1 when the views grant request @id in every part; @capmod receives the capacity
+ * revisions they were read at (lock held). */
+static int may_grant_locked(struct band_etcd_budget *const *b, uint32_t n, const uint64_t *units,
+                            const char *id, int64_t *capmod)
 {
-    int ok = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (etcd_view_may_grant(&b[i]->view, id, units[i]) != 1)
+            return 0;
+        capmod[i] = b[i]->view.cap_mod;
+    }
+    return 1;
+}
+
+static int may_grant(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
+                     const uint64_t *units, const char *id, int64_t *capmod)
+{
     pthread_mutex_lock(&e->lock);
-    for (uint32_t i = 0; i < n && ok; i++)
-        ok = etcd_view_may_grant(&b[i]->view, id, units[i]) == 1;
+    int ok = may_grant_locked(b, n, units, id, capmod);
     pthread_mutex_unlock(&e->lock);
     return ok;
 }
@@ -253,6 +259,41 @@ void etcd_retry_orphans(struct band_etcd *e)
     }
 }
 
+static uint64_t key_hash(const char *k)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (; *k; k++)
+        h = (h ^ (unsigned char)*k) * UINT64_C(1099511628211);
+    return h | 1; /* never 0, the empty slot */
+}
+
+/* Remember that deleting these keys may have happened. */
+static void unsure_note(struct band_etcd *e, char *const *keys, uint32_t n)
+{
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t i = 0; i < n; i++) {
+        e->unsure[e->unsure_next] = key_hash(keys[i]);
+        e->unsure_next = (e->unsure_next + 1) % ETCD_UNSURE;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* 1 when every key is one whose deletion may have happened. */
+static int unsure_all(struct band_etcd *e, char *const *keys, uint32_t n)
+{
+    int all = 1;
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t i = 0; i < n && all; i++) {
+        uint64_t h = key_hash(keys[i]);
+        int found = 0;
+        for (unsigned k = 0; k < ETCD_UNSURE && !found; k++)
+            found = e->unsure[k] == h;
+        all = found;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return all;
+}
+
 int etcd_delete_req(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
                     const char *id, int64_t *deleted)
 {
@@ -267,8 +308,12 @@ int etcd_delete_req(struct band_etcd *e, uint32_t n, struct band_etcd_budget *co
     int maybe = 0;
     if (rc == 0)
         rc = etcd_delete_keys(e, keys, n, deleted, &maybe);
-    if (rc == 0 && maybe && deleted && *deleted == 0)
-        *deleted = (int64_t)n; /* a first attempt deleted them */
+    /* Gone already, after an attempt (now or in an earlier call) whose answer was lost:
+     * that attempt deleted them. */
+    if (rc == 0 && deleted && *deleted == 0 && (maybe || unsure_all(e, keys, n)))
+        *deleted = (int64_t)n;
+    if (k == n && (rc != 0 || maybe))
+        unsure_note(e, keys, n);
     for (uint32_t i = 0; i < k; i++) {
         struct etcd_orphan *o = rc != 0 ? malloc(sizeof(*o)) : NULL;
         if (o == NULL) {
@@ -331,8 +376,9 @@ int etcd_submit(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const 
         return rc;
     }
     /* Queued: mark it at once when the fresh view allows it. */
-    for (int round = 0; rc == 1 && round < 4 && may_grant(e, n, b, units, id); round++)
-        rc = mark_txn(e, n, b, &t, lease, &token);
+    int64_t capmod[BAND_ETCD_REQ_MAX];
+    for (int round = 0; rc == 1 && round < 4 && may_grant(e, n, b, units, id, capmod); round++)
+        rc = mark_txn(e, n, b, &t, lease, capmod, &token);
     if (rc == 0) {
         fill_grant(e, out, n, units, id, lease, token);
         text_free(&t);
@@ -386,6 +432,8 @@ int etcd_submit(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const 
     }
     pthread_mutex_lock(&e->lock);
     r->parked = 1;
+    if (r->lease != e->lease && !r->end_status)
+        r->end_status = BAND_ESTALE; /* the lease ended while it was being queued */
     e->eval = 1;
     pthread_mutex_unlock(&e->lock);
     etcd_kick(e);
@@ -455,6 +503,7 @@ static void process_ends(struct band_etcd *e)
 static void process_grants(struct band_etcd *e)
 {
     struct etcd_rec *cand[64];
+    int64_t capmods[64][BAND_ETCD_REQ_MAX];
     size_t nc = 0;
     pthread_mutex_lock(&e->lock);
     if (!e->eval) {
@@ -465,10 +514,7 @@ static void process_grants(struct band_etcd *e)
     for (struct etcd_rec *r = e->recs; r && nc < 64; r = r->next) {
         if (!r->parked || r->busy || r->cancelled || r->end_status)
             continue;
-        int ok = 1;
-        for (uint32_t i = 0; i < r->n && ok; i++)
-            ok = etcd_view_may_grant(&r->b[i]->view, r->id, r->units[i]) == 1;
-        if (ok) {
+        if (may_grant_locked(r->b, r->n, r->units, r->id, capmods[nc])) {
             r->busy = 1;
             cand[nc++] = r;
         }
@@ -482,7 +528,7 @@ static void process_grants(struct band_etcd *e)
         int64_t token = 0;
         int rc = text_build(&t, e, r->n, r->b, r->units, r->id);
         if (rc == 0) {
-            rc = mark_txn(e, r->n, r->b, &t, r->lease, &token);
+            rc = mark_txn(e, r->n, r->b, &t, r->lease, capmods[k], &token);
             text_free(&t);
         }
         pthread_mutex_lock(&e->lock);
@@ -583,6 +629,10 @@ int etcd_wait_blocking(struct band_etcd *e, uint32_t n, struct band_etcd_budget 
                        const uint64_t *units, band_etcd_grant *out, band_time deadline,
                        band_cancel *cancel)
 {
+    /* On the client's own thread (a wake, on_lost) nothing can be granted while this call
+     * waits: answer as a deadline that has passed does. */
+    if (pthread_equal(pthread_self(), e->thread))
+        deadline = band_now();
     /* On the heap: the client's thread may look at the waiter after a cancel. */
     struct blocking *k = calloc(1, sizeof(*k));
     if (k == NULL)

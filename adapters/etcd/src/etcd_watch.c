@@ -31,12 +31,16 @@ static void apply_event(struct band_etcd *e, band_etcd_budget *b, const json_t *
     const char *type = json_string_value(json_object_get(ev, "type"));
     if (type && strcmp(type, "DELETE") == 0) {
         etcd_view_apply(&b->view, b, key, NULL, 0, 0, mod, 0);
-        /* A queued request of ours that went away without us: its lease did. */
+        /* A queued request of ours that went away without us (its lease ended, or an
+         * operator deleted it) ends, and the lease is checked at once. */
         const char *id =
             strncmp(key, b->q_pfx, strlen(b->q_pfx)) == 0 ? key + strlen(b->q_pfx) : NULL;
-        for (struct etcd_rec *r = e->recs; id && r; r = r->next)
-            if (strcmp(r->id, id) == 0 && !r->cancelled && !r->end_status && !r->busy)
+        for (struct etcd_rec *r = e->recs; id && r; r = r->next) {
+            if (strcmp(r->id, id) == 0 && !r->cancelled && !r->end_status && !r->busy) {
+                r->end_status = BAND_ESTALE; /* it can never be granted now */
                 e->lease_check = 1;
+            }
+        }
     } else {
         const char *v64 = json_string_value(json_object_get(kv, "value"));
         size_t vlen = 0;

@@ -91,15 +91,12 @@ struct aop {
     band_etcd_budget_acquire_op op;
     atomic_int woken;
     atomic_int status;
-    atomic_int order; /* the wake's place among all wakes */
 };
-static atomic_int g_wakes;
 
 static void aop_wake(band_waiter *w)
 {
     struct aop *a = w->data;
     atomic_store(&a->status, band_waiter_status(w));
-    atomic_store(&a->order, atomic_fetch_add(&g_wakes, 1) + 1);
     atomic_store(&a->woken, 1);
 }
 
@@ -296,12 +293,10 @@ static void test_fifo(void **state)
     assert_int_equal(atomic_load(&big.woken), 0);
     assert_int_equal(atomic_load(&small.woken), 0);
 
-    atomic_store(&g_wakes, 0);
     assert_int_equal(band_etcd_budget_release(ba, &held), 0);
     wait_woken(&big, 0);
     wait_woken(&small, 0);
-    assert_int_equal(atomic_load(&big.order), 1);
-    assert_int_equal(atomic_load(&small.order), 2);
+    /* The wakes run on two clients' threads, in either order; the grants are ordered. */
     assert_true(big.op.grant.token > held.token);
     assert_true(small.op.grant.token > big.op.grant.token);
     assert_u64_equal(big.op.grant.units, 8);
@@ -701,6 +696,13 @@ static void test_failover(void **state)
     band_time until = band_now() + 10 * BAND_SEC;
     while ((rc = band_etcd_budget_release(b, &g)) == BAND_EUNAVAIL && band_now() < until)
         sleep_ms(50);
+    if (rc != 0) {
+        band_etcd_stats st;
+        band_etcd_get_stats(e, &st);
+        fprintf(stderr, "failover: release %d, lease %lld (grant's %lld), lost %llu, failovers %llu\n", rc,
+                (long long)st.lease, (long long)g.lease, (unsigned long long)st.leases_lost,
+                (unsigned long long)st.failovers);
+    }
     assert_int_equal(rc, 0);
     wait_woken(&w, 0);
     assert_int_equal(band_etcd_budget_release(ba, &w.op.grant), 0);
@@ -801,6 +803,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_etcd: could not start an etcd cluster\n");
         return 1;
     }
+    if (getenv("BAND_ETCD_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("BAND_ETCD_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open, setup, teardown),
