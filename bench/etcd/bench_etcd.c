@@ -15,8 +15,9 @@
  *         /v3/lock/unlock through the gateway, a lock name per thread, a handle per thread.
  *
  * Each thread does OPS acquire+release pairs after a common start; prints one line:
- *   MODE CLIENTS OPS_TOTAL SECONDS OPS_PER_S MEDIAN_US P99_US
- * (latency of one acquire+release pair). Exit status 0, 1 when an operation failed.
+ *   MODE CLIENTS OPS_TOTAL SECONDS OPS_PER_S MEDIAN_US P99_US REQUESTS_PER_PAIR
+ * (latency of one acquire+release pair; HTTP requests the pairs sent, per pair: for band
+ * its client's counter, so its renewals of the lease count too). Exit status 0, 1 when an operation failed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -52,6 +53,7 @@ struct thr {
     pthread_t tid;
     int64_t *lat; /* ns per pair */
     int failed;
+    uint64_t requests; /* HTTP requests during the pairs */
 };
 
 static pthread_barrier_t start;
@@ -188,6 +190,9 @@ static void run_band(struct thr *t)
         fprintf(stderr, "bench_etcd: band open: %s\n", band_err_name(rc));
         t->failed = 1;
     }
+    band_etcd_stats s0 = {0}, s1 = {0};
+    if (e)
+        (void)band_etcd_get_stats(e, &s0);
     pthread_barrier_wait(&start);
     for (int i = 0; i < cfg->ops && !t->failed; i++) {
         band_etcd_grant g;
@@ -201,6 +206,9 @@ static void run_band(struct thr *t)
             t->failed = 1;
         }
     }
+    if (e)
+        (void)band_etcd_get_stats(e, &s1);
+    t->requests = s1.requests - s0.requests;
     (void)band_etcd_budget_destroy(b);
     (void)band_etcd_destroy(e);
 }
@@ -235,17 +243,21 @@ static void run_http(struct thr *t)
         json_t *r;
         if (cfg->mode == MODE_BARE) {
             r = http_post(&h, "/v3/kv/put", put);
+            t->requests++;
             if (r) {
                 json_decref(r);
                 r = http_post(&h, "/v3/kv/deleterange", del);
+                t->requests++;
             }
         } else {
             r = http_post(&h, "/v3/lock/lock", put);
+            t->requests++;
             const char *held = json_string_value(json_object_get(r, "key"));
             if (held) {
                 (void)snprintf(del, sizeof(del), "{\"key\":\"%s\"}", held);
                 json_decref(r);
                 r = http_post(&h, "/v3/lock/unlock", del);
+                t->requests++;
             } else {
                 json_decref(r);
                 r = NULL;
@@ -332,15 +344,18 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&start);
     int64_t t0 = mono_ns();
     int failed = 0;
+    uint64_t requests = 0;
     for (int i = 0; i < cfg.clients; i++) {
         pthread_join(t[i].tid, NULL);
         failed |= t[i].failed;
+        requests += t[i].requests;
     }
     double secs = (double)(mono_ns() - t0) / 1e9;
     size_t n = (size_t)cfg.clients * (size_t)cfg.ops;
     qsort(lat, n, sizeof(*lat), cmp_i64);
-    printf("%s %d %zu %.3f %.1f %.1f %.1f\n", mode, cfg.clients, n, secs, (double)n / secs,
-           (double)lat[n / 2] / 1e3, (double)lat[(n * 99) / 100] / 1e3);
+    printf("%s %d %zu %.3f %.1f %.1f %.1f %.2f\n", mode, cfg.clients, n, secs, (double)n / secs,
+           (double)lat[n / 2] / 1e3, (double)lat[(n * 99) / 100] / 1e3,
+           (double)requests / (double)n);
     free(lat);
     free(t);
     curl_global_cleanup();

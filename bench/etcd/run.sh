@@ -50,7 +50,7 @@ cluster_start "$T/cluster" || exit 1
 echo "bench-etcd: cluster $ENDPOINTS; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 tsv=$BUILD_DIR/bench/etcd.tsv
 mkdir -p "$(dirname "$tsv")"
-echo -e "round\tway\tclients\tpairs\tseconds\tpairs_per_s\tmedian_us\tp99_us" >"$tsv"
+echo -e "round\tway\tclients\tpairs\tseconds\tpairs_per_s\tmedian_us\tp99_us\trequests_per_pair" >"$tsv"
 
 ways=(bare band lock)
 for ((r = 1; r <= rounds; r++)); do
@@ -63,7 +63,7 @@ for ((r = 1; r <= rounds; r++)); do
                 echo "bench-etcd: $way with $c clients failed" >&2
                 exit 1
             }
-            echo "$line" | awk -v r="$r" '{ printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r, $1, $2, $3, $4, $5, $6, $7 }' >>"$tsv"
+            echo "$line" | awk -v r="$r" '{ printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r, $1, $2, $3, $4, $5, $6, $7, $8 }' >>"$tsv"
         done
     done
     echo "bench-etcd: round $r/$rounds done"
@@ -75,7 +75,7 @@ echo "its own budget, uncontended; bare: put + delete of a key through the JSON 
 echo "lock: /v3/lock/lock + /v3/lock/unlock through the gateway); cost = time per pair / bare's"
 awk -F'\t' '
     NR == 1 { next }
-    { k = $2 SUBSEP $3; n[k]++; tp[k, n[k]] = $6; md[k, n[k]] = $7; p99[k, n[k]] = $8
+    { k = $2 SUBSEP $3; n[k]++; tp[k, n[k]] = $6; md[k, n[k]] = $7; p99[k, n[k]] = $8; rq[k, n[k]] = $9
       if (!($3 in seen)) { seen[$3] = 1; cl[++nc] = $3 } }
     function med(a, k, cnt,    i, j, t, v) {
         for (i = 1; i <= cnt; i++) v[i] = a[k, i] + 0
@@ -84,7 +84,7 @@ awk -F'\t' '
         return cnt % 2 ? v[(cnt + 1) / 2] : (v[cnt / 2] + v[cnt / 2 + 1]) / 2
     }
     END {
-        printf "%-8s %-5s %12s %12s %12s %10s %10s\n", "clients", "way", "pairs/s", "median us", "p99 us", "cost", "latency"
+        printf "%-8s %-5s %10s %11s %11s %9s %8s %8s\n", "clients", "way", "pairs/s", "median us", "p99 us", "req/pair", "cost", "latency"
         for (i = 1; i <= nc; i++) {
             c = cl[i]; b = "bare" SUBSEP c
             bt = med(tp, b, n[b]); bm = med(md, b, n[b])
@@ -92,11 +92,12 @@ awk -F'\t' '
             for (j = 1; j <= 3; j++) {
                 k = w[j] SUBSEP c
                 if (!n[k]) continue
-                t = med(tp, k, n[k]); m = med(md, k, n[k]); p = med(p99, k, n[k])
-                printf "%-8s %-5s %12.1f %12.1f %12.1f %9.2fx %9.2fx\n", c, w[j], t, m, p, bt / t, m / bm
+                t = med(tp, k, n[k]); m = med(md, k, n[k]); p = med(p99, k, n[k]); q = med(rq, k, n[k])
+                printf "%-8s %-5s %10.1f %11.1f %11.1f %9.2f %7.2fx %7.2fx\n", c, w[j], t, m, p, q, bt / t, m / bm
             }
         }
     }' "$tsv"
 echo
-echo "cost: bare pairs/s over the way's (1.00x is the physical limit); latency: the"
-echo "median pair over bare's. Every run: $tsv"
+echo "req/pair: HTTP requests sent per pair (band: its client's counter, lease renewals"
+echo "included); cost: bare pairs/s over the way's (1.00x is the physical limit); latency:"
+echo "the median pair over bare's. Every run: $tsv"
