@@ -3,21 +3,24 @@
  * bench_etcd - one measurement of acquire+release on an etcd cluster, by one of three
  * ways, with C concurrent clients (threads), for bench/etcd/run.sh.
  *
- *   bench_etcd -e ENDPOINTS -m band|bare|lock -c CLIENTS -n OPS [-k KEEP]
+ *   bench_etcd -e ENDPOINTS -m band|bare|txn|lock -c CLIENTS -n OPS [-k CAPACITY]
  *
  *   band  band_etcd_budget_acquire(1) + band_etcd_budget_release() on a budget of its own
- *         (capacity 1, uncontended): every thread has its own band_etcd client (its own
- *         lease, connection and thread);
- *   bare  the physical limit of the same work through the same path: a put of a key (a
- *         request's value, under a lease) and its delete, two HTTP/JSON requests of the
- *         JSON gateway on a kept-alive libcurl handle per thread;
- *   lock  etcd's mutex recipe as a service: /v3/lock/lock (with a lease) and
- *         /v3/lock/unlock through the gateway, a lock name per thread, a handle per thread.
+ *         (capacity 1, or -k; uncontended: one pair at a time): every thread has its own band_etcd
+ * client (its own lease, connection and thread); bare  the physical limit of the same work through
+ * the same path: a put of a key (a request's value, under a lease) and its delete, two HTTP/JSON
+ * requests of the JSON gateway on a kept-alive libcurl handle per thread; txn   the protocol's own
+ * requests sent bare: the fast path's transaction (nothing in the budget modified since a revision,
+ * the key absent: put it granted; else put it queued and read the budget) and the release's delete,
+ * on a budget of its own; what the band way costs without the library's client (its view, watch,
+ * thread); lock  etcd's mutex recipe as a service: /v3/lock/lock (with a lease) and /v3/lock/unlock
+ * through the gateway, a lock name per thread, a handle per thread.
  *
  * Each thread does OPS acquire+release pairs after a common start; prints one line:
  *   MODE CLIENTS OPS_TOTAL SECONDS OPS_PER_S MEDIAN_US P99_US REQUESTS_PER_PAIR
  * (latency of one acquire+release pair; HTTP requests the pairs sent, per pair: for band
- * its client's counter, so its renewals of the lease count too). Exit status 0, 1 when an operation failed.
+ * its client's counter, so its renewals of the lease count too). Exit status 0, 1 when an operation
+ * failed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -37,7 +40,7 @@
 #include <band/band.h>
 #include <band/etcd.h>
 
-enum mode { MODE_BAND, MODE_BARE, MODE_LOCK };
+enum mode { MODE_BAND, MODE_BARE, MODE_TXN, MODE_LOCK };
 
 struct cfg {
     const char *endpoint; /* the first of the list: bare and lock talk to one member */
@@ -45,6 +48,7 @@ struct cfg {
     enum mode mode;
     int clients;
     int ops;
+    int capacity; /* of band's budgets */
 };
 
 struct thr {
@@ -185,7 +189,7 @@ static void run_band(struct thr *t)
     (void)snprintf(name, sizeof(name), "bench-%ld-%d", (long)getpid(), t->index);
     int rc = band_etcd_create(&e, cfg->endpoints, NULL);
     if (rc == 0)
-        rc = band_etcd_budget_create(&b, e, name, 1);
+        rc = band_etcd_budget_create(&b, e, name, (uint64_t)cfg->capacity);
     if (rc != 0) {
         fprintf(stderr, "bench_etcd: band open: %s\n", band_err_name(rc));
         t->failed = 1;
@@ -222,7 +226,31 @@ static void run_http(struct thr *t)
         fprintf(stderr, "bench_etcd: no lease from %s\n", cfg->endpoint);
         t->failed = 1;
     }
-    if (cfg->mode == MODE_BARE) {
+    char txn[2048];
+    if (cfg->mode == MODE_TXN) {
+        char vb[128], pb[128], eb[128], vq[128], pfx[96], end[96];
+        (void)snprintf(pfx, sizeof(pfx), "/bench-txn/%ld-%d/", (long)getpid(), t->index);
+        (void)snprintf(end, sizeof(end), "/bench-txn/%ld-%d0", (long)getpid(), t->index);
+        (void)snprintf(key, sizeof(key), "%sq/%s-1", pfx, lease);
+        b64(key, kb);
+        b64(pfx, pb);
+        b64(end, eb);
+        b64("{\"u\":1,\"g\":1,\"h\":\"bench\",\"p\":1}", vb);
+        b64("{\"u\":1,\"g\":0,\"h\":\"bench\",\"p\":1}", vq);
+        (void)snprintf(
+            txn, sizeof(txn),
+            "{\"compare\":[{\"result\":\"LESS\",\"target\":\"MOD\",\"key\":\"%s\","
+            "\"range_end\":\"%s\",\"mod_revision\":\"9223372036854775807\"},"
+            "{\"result\":\"EQUAL\",\"target\":\"CREATE\",\"key\":\"%s\","
+            "\"create_revision\":\"0\"}],"
+            "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}}],"
+            "\"failure\":[{\"request_txn\":{\"compare\":[{\"result\":\"EQUAL\","
+            "\"target\":\"CREATE\",\"key\":\"%s\",\"create_revision\":\"0\"}],"
+            "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}}]}},"
+            "{\"request_range\":{\"key\":\"%s\",\"range_end\":\"%s\"}}]}",
+            pb, eb, kb, kb, vb, lease, kb, kb, vq, lease, pb, eb);
+        (void)snprintf(del, sizeof(del), "{\"key\":\"%s\"}", kb);
+    } else if (cfg->mode == MODE_BARE) {
         /* The key and value a request of the library has. */
         char vb[128];
         (void)snprintf(key, sizeof(key), "/bench-bare/%ld-%d/q/%s-1", (long)getpid(), t->index,
@@ -241,7 +269,19 @@ static void run_http(struct thr *t)
     for (int i = 0; i < cfg->ops && !t->failed; i++) {
         int64_t t0 = mono_ns();
         json_t *r;
-        if (cfg->mode == MODE_BARE) {
+        if (cfg->mode == MODE_TXN) {
+            r = http_post(&h, "/v3/kv/txn", txn);
+            t->requests++;
+            if (r && !json_is_true(json_object_get(r, "succeeded"))) {
+                json_decref(r);
+                r = NULL;
+            }
+            if (r) {
+                json_decref(r);
+                r = http_post(&h, "/v3/kv/deleterange", del);
+                t->requests++;
+            }
+        } else if (cfg->mode == MODE_BARE) {
             r = http_post(&h, "/v3/kv/put", put);
             t->requests++;
             if (r) {
@@ -266,7 +306,9 @@ static void run_http(struct thr *t)
         t->lat[i] = mono_ns() - t0;
         if (!r) {
             fprintf(stderr, "bench_etcd: %s: a request failed\n",
-                    cfg->mode == MODE_BARE ? "bare" : "lock");
+                    cfg->mode == MODE_BARE  ? "bare"
+                    : cfg->mode == MODE_TXN ? "txn"
+                                            : "lock");
             t->failed = 1;
         }
         json_decref(r);
@@ -294,7 +336,8 @@ int main(int argc, char **argv)
     struct cfg cfg = {0};
     const char *mode = NULL;
     int c;
-    while ((c = getopt(argc, argv, "e:m:c:n:")) != -1) {
+    cfg.capacity = 1;
+    while ((c = getopt(argc, argv, "e:m:c:n:k:")) != -1) {
         switch (c) {
         case 'e':
             cfg.endpoints = optarg;
@@ -308,18 +351,24 @@ int main(int argc, char **argv)
         case 'n':
             cfg.ops = atoi(optarg);
             break;
+        case 'k':
+            cfg.capacity = atoi(optarg);
+            break;
         default:
             return 2;
         }
     }
-    if (!cfg.endpoints || !mode || cfg.clients <= 0 || cfg.clients > 1024 || cfg.ops <= 0) {
-        fprintf(stderr, "usage: bench_etcd -e ENDPOINTS -m band|bare|lock -c CLIENTS -n OPS\n");
+    if (!cfg.endpoints || !mode || cfg.clients <= 0 || cfg.clients > 1024 || cfg.ops <= 0 ||
+        cfg.capacity <= 0) {
+        fprintf(stderr, "usage: bench_etcd -e ENDPOINTS -m band|bare|txn|lock -c CLIENTS -n OPS\n");
         return 2;
     }
     if (strcmp(mode, "band") == 0)
         cfg.mode = MODE_BAND;
     else if (strcmp(mode, "bare") == 0)
         cfg.mode = MODE_BARE;
+    else if (strcmp(mode, "txn") == 0)
+        cfg.mode = MODE_TXN;
     else if (strcmp(mode, "lock") == 0)
         cfg.mode = MODE_LOCK;
     else

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # run.sh - acquire+release on a private 3-member etcd cluster: libband-etcd beside the bare
-# cost of the same requests through the same HTTP/JSON path, and beside etcd's lock
-# service. Prints a table of medians over rounds and the ratios to the bare cost.
+# cost of two requests through the same HTTP/JSON path (a put and a delete), beside the
+# library's own fast-path transaction and delete sent bare, and beside etcd's lock service.
+# Prints a table of medians over rounds and the ratios to the bare cost.
 #
 #   bench/etcd/run.sh [--rounds R] [--clients "1 8 64"] [--pairs N]
 #   make bench (its etcd section), or make bench-etcd
@@ -52,13 +53,13 @@ tsv=$BUILD_DIR/bench/etcd.tsv
 mkdir -p "$(dirname "$tsv")"
 echo -e "round\tway\tclients\tpairs\tseconds\tpairs_per_s\tmedian_us\tp99_us\trequests_per_pair" >"$tsv"
 
-ways=(bare band lock)
+ways=(bare txn band lock)
 for ((r = 1; r <= rounds; r++)); do
     for c in $clients; do
         n=$((pairs / c))
         [ "$n" -ge 10 ] || n=10
-        for ((k = 0; k < 3; k++)); do
-            way=${ways[$(((r + k) % 3))]}
+        for ((k = 0; k < 4; k++)); do
+            way=${ways[$(((r + k) % 4))]}
             line=$("$BENCH_ETCD" -e "$ENDPOINTS" -m "$way" -c "$c" -n "$n") || {
                 echo "bench-etcd: $way with $c clients failed" >&2
                 exit 1
@@ -72,7 +73,8 @@ done
 echo
 echo "acquire+release pairs, median of $rounds rounds (band: one band_etcd client per thread,"
 echo "its own budget, uncontended; bare: put + delete of a key through the JSON gateway;"
-echo "lock: /v3/lock/lock + /v3/lock/unlock through the gateway); cost = time per pair / bare's"
+echo "txn: band's own fast-path transaction + delete, sent bare; lock: /v3/lock/lock +"
+echo "/v3/lock/unlock through the gateway); cost = time per pair / bare's"
 awk -F'\t' '
     NR == 1 { next }
     { k = $2 SUBSEP $3; n[k]++; tp[k, n[k]] = $6; md[k, n[k]] = $7; p99[k, n[k]] = $8; rq[k, n[k]] = $9
@@ -88,8 +90,8 @@ awk -F'\t' '
         for (i = 1; i <= nc; i++) {
             c = cl[i]; b = "bare" SUBSEP c
             bt = med(tp, b, n[b]); bm = med(md, b, n[b])
-            split("bare band lock", w, " ")
-            for (j = 1; j <= 3; j++) {
+            split("bare txn band lock", w, " ")
+            for (j = 1; j <= 4; j++) {
                 k = w[j] SUBSEP c
                 if (!n[k]) continue
                 t = med(tp, k, n[k]); m = med(md, k, n[k]); p = med(p99, k, n[k]); q = med(rq, k, n[k])
