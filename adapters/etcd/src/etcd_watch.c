@@ -203,19 +203,29 @@ static void watch_start(struct band_etcd *e, band_etcd_budget *b)
 /* Start and stop the watches the budgets want. */
 static void sync_watches(struct band_etcd *e)
 {
-    band_etcd_budget *start[WATCH_BATCH], *stop[WATCH_BATCH];
-    size_t ns = 0, nt = 0;
+    band_etcd_budget *start[WATCH_BATCH], *stop[WATCH_BATCH], *move[WATCH_BATCH];
+    size_t ns = 0, nt = 0, nm = 0;
     band_time now = band_now();
+    size_t current;
+    (void)etcd_http_endpoint(&e->http, &current);
     pthread_mutex_lock(&e->lock);
     for (band_etcd_budget *b = e->budgets; b; b = b->next) {
         if (b->dying && !b->watch_gone && nt < WATCH_BATCH)
             stop[nt++] = b;
         else if (!b->dying && b->watch == NULL && now >= b->watch_retry && ns < WATCH_BATCH)
             start[ns++] = b;
+        else if (!b->dying && b->watch != NULL && b->watch_ep != current && nm < WATCH_BATCH)
+            move[nm++] = b;
     }
     pthread_mutex_unlock(&e->lock);
     for (size_t i = 0; i < nt; i++)
         etcd_watch_stop(e, stop[i]);
+    /* A request failed over away from the endpoint a watch is on: that member may be
+     * stalled with the stream still open, so follow the requests to the next one. */
+    for (size_t i = 0; i < nm; i++) {
+        watch_close(e, move[i]);
+        watch_start(e, move[i]);
+    }
     for (size_t i = 0; i < ns; i++)
         watch_start(e, start[i]);
 }

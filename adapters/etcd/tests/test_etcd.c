@@ -9,8 +9,10 @@
  * E2BIG); strict FIFO across two clients (no barging); fencing tokens; capacity lowering
  * and its debt; asynchronous acquisitions and their cancel; blocking acquisitions with a
  * deadline and a cancel token; close; multi-budget admission; an operator's revoke; a
- * holder whose lease expires (a stopped child process); failover when the member a client
- * talks to dies. It also prints the latency of try_acquire + release and of a bare txn.
+ * holder whose lease expires (a stopped child process); six threads of three clients
+ * contending (held never above the capacity, tokens unique); failover when the member a
+ * client talks to dies. It also prints the latency of try_acquire + release and of a bare
+ * txn. BAND_ETCD_TEST_FILTER=<glob> runs only the matching tests.
  */
 #include "test.h"
 
@@ -672,6 +674,56 @@ static int cluster(const char *verb, int member)
     return system(cmd);
 }
 
+static int cluster_sig(const char *sig, int member)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "'%s' stopsig '%s' %d %s >/dev/null", BAND_ETCD_CLUSTER_SH, g_dir,
+             member, sig);
+    return system(cmd);
+}
+
+/* The member a waiter's watch is on stops answering but keeps its connections: the
+ * client's next request times out there, moves on, and the watch follows it. */
+static void test_stalled_member(void **state)
+{
+    (void)state;
+    band_etcd_opts o = {0};
+    o.request_timeout = 300 * MS;
+    band_etcd *e = NULL, *h = NULL;
+    assert_int_equal(band_etcd_create(&e, g_endpoints, &o), 0); /* m1 first */
+    /* The holder talks to the others only. */
+    const char *rest = strchr(g_endpoints, ',');
+    assert_non_null(rest);
+    assert_int_equal(band_etcd_create(&h, rest + 1, &o), 0);
+    char name[64];
+    unique_name(name, sizeof(name), "stalled");
+    band_etcd_budget *be = open_budget(e, name, 1);
+    band_etcd_budget *bh = open_budget(h, name, 1);
+    band_etcd_grant g;
+    assert_int_equal(band_etcd_budget_try_acquire(bh, 1, &g), 0);
+    struct aop w;
+    aop_init(&w);
+    assert_int_equal(band_etcd_budget_acquire_async(be, 1, &w.op), BAND_PENDING);
+    assert_int_equal(cluster_sig("STOP", 1), 0);
+    int rc;
+    band_time until = band_now() + 10 * BAND_SEC;
+    while ((rc = band_etcd_budget_release(bh, &g)) == BAND_EUNAVAIL && band_now() < until)
+        sleep_ms(50);
+    bool granted = rc == 0 && poll_until(cond_woken, &w, 15000);
+    assert_int_equal(cluster_sig("CONT", 1), 0);
+    assert_int_equal(rc, 0);
+    assert_true(granted);
+    assert_int_equal(atomic_load(&w.status), 0);
+    until = band_now() + 10 * BAND_SEC;
+    while ((rc = band_etcd_budget_release(be, &w.op.grant)) == BAND_EUNAVAIL && band_now() < until)
+        sleep_ms(50);
+    assert_int_equal(rc, 0);
+    assert_int_equal(band_etcd_budget_destroy(be), 0);
+    assert_int_equal(band_etcd_budget_destroy(bh), 0);
+    assert_int_equal(band_etcd_destroy(e), 0);
+    assert_int_equal(band_etcd_destroy(h), 0);
+}
+
 /* The member a client talks to dies: the client goes on through the others. */
 static void test_failover(void **state)
 {
@@ -696,10 +748,11 @@ static void test_failover(void **state)
     band_time until = band_now() + 10 * BAND_SEC;
     while ((rc = band_etcd_budget_release(b, &g)) == BAND_EUNAVAIL && band_now() < until)
         sleep_ms(50);
-    if (rc != 0) {
+    if (rc != 0) { /* say what the client saw before failing */
         band_etcd_stats st;
         band_etcd_get_stats(e, &st);
-        fprintf(stderr, "failover: release %d, lease %lld (grant's %lld), lost %llu, failovers %llu\n", rc,
+        fprintf(stderr,
+                "failover: release %d, lease %lld (grant's %lld), lost %llu, failovers %llu\n", rc,
                 (long long)st.lease, (long long)g.lease, (unsigned long long)st.leases_lost,
                 (unsigned long long)st.failovers);
     }
@@ -728,6 +781,87 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Several clients and threads contend: the units held never exceed the capacity and no
+ * two grants share a token. */
+enum { C_THREADS = 6, C_ROUNDS = 12, C_CAP = 5 };
+struct contender {
+    band_etcd_budget *b;
+    uint64_t seed;
+    int64_t tokens[C_ROUNDS];
+    int n;
+};
+static atomic_int g_held, g_max_held;
+
+static int contend(void *arg)
+{
+    struct contender *c = arg;
+    for (int i = 0; i < C_ROUNDS; i++) {
+        uint64_t units = test_rng_range(&c->seed, 1, 3);
+        band_etcd_grant g;
+        int rc = band_etcd_budget_acquire(c->b, units, &g, band_now() + 20 * BAND_SEC, NULL);
+        if (rc != 0)
+            return rc;
+        int held = atomic_fetch_add(&g_held, (int)units) + (int)units;
+        int max = atomic_load(&g_max_held);
+        while (held > max && !atomic_compare_exchange_weak(&g_max_held, &max, held))
+            ;
+        c->tokens[c->n++] = g.token;
+        sleep_ms(3); /* hold it a little: the others queue */
+        atomic_fetch_sub(&g_held, (int)units);
+        rc = band_etcd_budget_release(c->b, &g);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void test_contention(void **state)
+{
+    (void)state;
+    band_etcd *third = NULL;
+    assert_int_equal(band_etcd_create(&third, g_endpoints, NULL), 0);
+    band_etcd *clients[3] = {g_a, g_b, third};
+    char name[64];
+    unique_name(name, sizeof(name), "contend");
+    band_etcd_budget *b[3];
+    for (int i = 0; i < 3; i++)
+        b[i] = open_budget(clients[i], name, C_CAP);
+    static struct contender c[C_THREADS];
+    struct test_thread th[C_THREADS];
+    atomic_store(&g_held, 0);
+    atomic_store(&g_max_held, 0);
+    for (int i = 0; i < C_THREADS; i++) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].b = b[i % 3];
+        c[i].seed = (uint64_t)i + 1;
+        assert_int_equal(test_thread_start(&th[i], contend, &c[i]), 0);
+    }
+    for (int i = 0; i < C_THREADS; i++)
+        assert_int_equal(test_thread_join(&th[i]), 0);
+    assert_true(atomic_load(&g_max_held) <= C_CAP);
+    uint64_t txns = 0;
+    for (int i = 0; i < 3; i++) {
+        band_etcd_stats st;
+        assert_int_equal(band_etcd_get_stats(clients[i], &st), 0);
+        txns += st.txns;
+    }
+    printf("contention: %d grants, %llu transactions, at most %d of %d units held\n",
+           C_THREADS * C_ROUNDS, (unsigned long long)txns, atomic_load(&g_max_held), C_CAP);
+    static int64_t all[C_THREADS * C_ROUNDS];
+    int n = 0;
+    for (int i = 0; i < C_THREADS; i++)
+        for (int k = 0; k < c[i].n; k++)
+            all[n++] = c[i].tokens[k];
+    assert_int_equal(n, C_THREADS * C_ROUNDS);
+    qsort(all, (size_t)n, sizeof(all[0]), cmp_i64);
+    for (int i = 1; i < n; i++)
+        assert_true(all[i] > all[i - 1]);
+    assert_int_equal(entries(b[0]), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(band_etcd_budget_destroy(b[i]), 0);
+    assert_int_equal(band_etcd_destroy(third), 0);
+}
+
 /* Not an assertion: the figures docs/etcd.md quotes. */
 static void test_latency(void **state)
 {
@@ -749,12 +883,14 @@ static void test_latency(void **state)
         assert_int_equal(band_etcd_budget_set_capacity(b, 1000), 0); /* one put txn */
         bare[i] = band_now() - t;
     }
+    band_etcd_stats st;
+    assert_int_equal(band_etcd_get_stats(g_a, &st), 0);
     qsort(acq, N, sizeof(acq[0]), cmp_i64);
     qsort(bare, N, sizeof(bare[0]), cmp_i64);
     printf("latency: try_acquire+release median %.3f ms (p90 %.3f), one put txn median %.3f ms "
-           "(p90 %.3f), %d rounds on 3 members\n",
+           "(p90 %.3f), %d rounds on 3 members, %llu transactions\n",
            (double)acq[N / 2] / 1e6, (double)acq[N * 9 / 10] / 1e6, (double)bare[N / 2] / 1e6,
-           (double)bare[N * 9 / 10] / 1e6, N);
+           (double)bare[N * 9 / 10] / 1e6, N, (unsigned long long)st.txns);
     assert_int_equal(band_etcd_budget_destroy(b), 0);
 }
 
@@ -818,7 +954,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_admit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_contention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stalled_member, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failover, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("etcd", tests, NULL, NULL);
