@@ -218,7 +218,10 @@ int etcd_http_post(struct etcd_http *h, const char *path, json_t *body, json_t *
             continue;
         }
         json_t *code = json_object_get(j, "code");
-        if (status != 200 || (code != NULL && json_object_get(j, "error") != NULL)) {
+        json_t *err = json_object_get(j, "error");
+        if (json_is_object(err)) /* a streaming call's error: {"error":{"grpc_code":..}} */
+            code = json_object_get(err, "grpc_code");
+        if (status != 200 || (code != NULL && err != NULL)) {
             int gc = code ? (int)json_integer_value(code) : 13;
             json_decref(j);
             if (grpc_try_elsewhere(gc) || (status >= 500 && code == NULL)) {

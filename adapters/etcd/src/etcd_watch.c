@@ -318,11 +318,19 @@ void *etcd_thread_main(void *arg)
         int running = 0;
         curl_multi_perform(e->multi, &running);
         finished_watches(e);
+        /* Sleep until the next renewal or the slow beat (a kick wakes it sooner); retry
+         * missing watches on a short tick. */
         pthread_mutex_lock(&e->lock);
         int busy = e->eval || e->lease_check;
+        band_time wake = e->next_keepalive < next_sweep ? e->next_keepalive : next_sweep;
+        for (band_etcd_budget *b = e->budgets; b; b = b->next)
+            if (b->watch == NULL && !b->dying)
+                wake = band_now() + TICK_MS * BAND_MSEC;
         pthread_mutex_unlock(&e->lock);
-        if (!busy)
-            curl_multi_poll(e->multi, NULL, 0, TICK_MS, NULL);
+        band_time left = wake - band_now();
+        int ms = left <= 0 ? 0 : (int)((left + BAND_MSEC - 1) / BAND_MSEC);
+        if (!busy && ms > 0)
+            curl_multi_poll(e->multi, NULL, 0, ms > 1000 ? 1000 : ms, NULL);
     }
     pthread_mutex_lock(&e->lock);
     for (band_etcd_budget *b = e->budgets; b; b = b->next)

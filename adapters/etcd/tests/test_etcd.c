@@ -596,7 +596,13 @@ static void test_revoke(void **state)
         sleep_ms(20);
     assert_int_equal(rc, 0);
     assert_true(g2.lease != gv.lease);
-    assert_int_equal(band_etcd_budget_release(bv, &g2), 0);
+    /* Revoking one's own lease gives everything back at once, told through on_lost. */
+    atomic_store(&g_lost, 0);
+    assert_int_equal(band_etcd_revoke(v, g2.lease), 0);
+    assert_true(poll_until(cond_lost, NULL, 10000));
+    assert_int_equal(atomic_load(&g_lost_lease), g2.lease);
+    assert_int_equal(band_etcd_budget_release(bv, &g2), BAND_ESTALE);
+    assert_int_equal(entries(ba), 0);
     assert_int_equal(band_etcd_budget_destroy(bv), 0);
     assert_int_equal(band_etcd_destroy(v), 0);
     assert_int_equal(band_etcd_budget_destroy(ba), 0);
