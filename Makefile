@@ -20,7 +20,11 @@
 #                  to build/release/bench/plots/ (scripts/bench_plot.sh; with the peers
 #                  too once bench-peers has run); then, when redis-server is installed,
 #                  bench/redis/run.sh (libband-redis beside a bare EVALSHA and a Redis
-#                  semaphore, on a private server; figures in build/release/bench/redis.tsv)
+#                  semaphore, on a private server; figures in build/release/bench/redis.tsv);
+#                  then the etcd section (bench/etcd/run.sh: libband-etcd beside bare
+#                  gateway requests and etcd's lock service on a private 3-member cluster;
+#                  skipped with a message without etcd) [BENCH_ETCD_ARGS="--rounds 3"]
+#   make bench-etcd    release build, then the etcd section alone
 #   make bench-peers   release build, then the peer suite (PEERS_DIR, default
 #                  ../shared/peers-bench beside this checkout) from a writable copy with
 #                  band's harness in the same rounds (scripts/bench_peers.sh) [PEERS_ONLY=...]
@@ -72,7 +76,7 @@ LIB := source scripts/lib.sh &&
 
 CHECK_SUITES := lint plain clang asan fuzz deb tsan
 
-.PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench bench-peers bench-pipe install \
+.PHONY: all deps release demo check $(addprefix check-,$(CHECK_SUITES)) bench bench-etcd bench-peers bench-pipe install \
 	uninstall format lint clean help
 
 all: release
@@ -141,6 +145,11 @@ bench: release
 	else \
 	    echo "bench: redis-server is not installed (make deps): the Redis section is skipped"; \
 	fi
+	@echo
+	@BUILD_DIR="$(RELEASE_DIR)" bash bench/etcd/run.sh $(BENCH_ETCD_ARGS)
+
+bench-etcd: release
+	@BUILD_DIR="$(RELEASE_DIR)" bash bench/etcd/run.sh $(BENCH_ETCD_ARGS)
 
 bench-peers: release
 	@PEERS_DIR="$(PEERS_DIR)" BUILD_DIR="$(RELEASE_DIR)" bash scripts/bench_peers.sh
