@@ -81,8 +81,12 @@
 #ifndef NACQ_OTHERS
 #define NACQ_OTHERS 1   /* acquisitions of each other client */
 #endif
-#define MAXW 2
-#define CAP0 3
+#ifndef MAXW
+#define MAXW 2   /* weights 1..MAXW, never above CAPMIN */
+#endif
+#ifndef CAP0
+#define CAP0 3   /* the capacity at start */
+#endif
 #define CAPMIN 2
 #define CAPMAX 3
 #ifndef CHANGES
