@@ -10,7 +10,7 @@
  *   (alive flag and generation). The store changes only inside d_step/atomic blocks, one
  *   block per etcd transaction with its compares, so each block is one linearizable txn that
  *   takes one revision (as etcd does; a lease revoke that deletes keys takes one too).
- *   Clients (K = 3): NACQ acquisitions each, of weight 1..MAXW in every budget of the
+ *   Clients (K = 3): NACQ acquisitions for client 0, NACQ_OTHERS for the others, of weight 1..MAXW in every budget of the
  *   request (weights never exceed the smallest capacity the admin sets):
  *     - a view read for the fast path, then the fast-path txn (compare: nothing in the
  *       budget's range has a mod revision above the view's) when the view shows room, else
@@ -21,9 +21,12 @@
  *       (the watch from the view's revision + 1) or the lease is reported lost;
  *     - hold (optionally send one piece of work with the token to the resource), release
  *       (delete; a no-op when the key is gone).
- *   A view is read key by key, each key at its own moment, the revision first: weaker than
- *   etcd's consistent range, so every stale or torn view a real client could see is covered.
- *   An admin process sets the capacity CHANGES times to a value in CAPMIN..CAPMAX.
+ *   A view is read key by key, each key at its own moment (the view's revision with the
+ *   capacity key and the first queue key), and any number of other txns may run between
+ *   it and its use: weaker than etcd's consistent range, so every stale view a real
+ *   client could act on (a late watch event, a slow HTTP answer) is covered.
+ *   An admin process changes the capacity CHANGES times, each at any moment or never:
+ *   first lowered to CAPMIN (holders may then owe a debt), then raised to CAPMAX.
  *   Lease expiry (EXPIRIES times): deletes every key of one client in one revision; the
  *   client learns of it later, at any point (on_lost), stops using its grant (sends no
  *   more work), ends a waiting request, and takes a new lease for later requests. A put
@@ -66,12 +69,27 @@
  *   BUG_BARGE            the grant rule ignores ungranted keys ahead (S3).
  *   BUG_TOKEN_CREATE     the token is the key's create revision (S2, MULTI).
  *   BUG_NO_FENCE         the resource accepts work without check_token (FENCE).
+ *   BUG_FENCE_BY_HOLDER  the resource accepts work while its client holds any grant,
+ *                        whatever the token (FENCE: work sent under an ended lease and
+ *                        checked after the client's next grant).
  *   BUG_LOST_WAKEUP      the watch starts after the view was read, not from its revision
  *                        (L1).
  *
- * Sizes checked: K = 3 clients, NACQ = 2 acquisitions each, MAXW = 2, capacity 3 at start
- * and CHANGES = 2 changes within 2..3, EXPIRIES = 1; the liveness run the same without
- * expiry; MULTI: NACQ = 1 (see run_spin.sh for the exact options and the state counts).
+ * Sizes checked (run_spin.sh has the exact options; exhaustive searches, pan -DCOLLAPSE,
+ * no depth truncation; states stored for the real model, the broken variants stop at their
+ * first error). Always K = 3 clients, MAXW = 2, capacity 3 at start; each client one
+ * acquisition unless said otherwise:
+ *   s1        CHANGES = 2 (lowered to 2, raised to 3), no expiry      7.1 M states
+ *   s1-lease  CHANGES = 1, EXPIRIES = 1                               18.5 M states
+ *   s2        MULTI, CHANGES = 1, no expiry                            5.1 M states
+ *   s3        CHANGES = 1, EXPIRIES = 1, never claim s3               18.5 M states
+ *   fence     client 0 acquires twice (a new lease after expiry), MAXW = 1,
+ *             capacity 2, no change, EXPIRIES = 1                     17.7 M states
+ *   l1        LIVENESS, CHANGES = 1, never claim l1, weak fairness     2.5 M states
+ *   multi     MULTI, CHANGES = 1, no expiry: S1, then S3
+ * Larger sizes (two acquisitions for every client with changes and expiry) exceed the
+ * 2 GB and one minute a run may take: the revision counter makes every interleaving of
+ * txns a distinct state.
  */
 
 #define K 3
@@ -542,6 +560,9 @@ end:
             }
 #ifdef BUG_NO_FENCE
             valid = 1;
+#endif
+#ifdef BUG_FENCE_BY_HOLDER
+            valid = q[IDX(0, work_c)].present && q[IDX(0, work_c)].g;
 #endif
             if
             :: valid -> assert(lease_alive[work_c] && lease_gen[work_c] == work_g)

@@ -101,7 +101,7 @@ expect_fail() {
 SAFE_CC="-DNOCLAIM -DCOLLAPSE"
 S1_ASSERT='assertion violated \(sum<=cap'
 # spin 6.5 reports a violated safety claim as an assertion of the negated formula.
-S3_CLAIM='assertion violated +!\( !\(\(\(\(\(\( !\(\(\(\(\(q\['
+S3_CLAIM='assertion violated +!\( !\(.*crev<q\['
 case $MODE in
 s1)
     D="-DCHECK_S1 -DNACQ=1 -DNACQ_OTHERS=1 -DCHANGES=2 -DEXPIRIES=0"
@@ -129,7 +129,9 @@ fence)
     D="-DCHECK_FENCE -DNACQ=2 -DNACQ_OTHERS=1 -DMAXW=1 -DCAP0=2 -DCHANGES=0 -DEXPIRIES=1"
     expect_pass fence "$D" "$SAFE_CC" "-w26"
     expect_fail fence-bug-no-fence "$D -DBUG_NO_FENCE" "$SAFE_CC" "-w26" \
-        'assertion violated \(\(lease_alive'
+        'assertion violated \(lease_alive\[work_c\]'
+    expect_fail fence-bug-fence-by-holder "$D -DBUG_FENCE_BY_HOLDER" "$SAFE_CC" "-w26" \
+        'assertion violated \(lease_alive\[work_c\]'
     ;;
 l1)
     D="-DLIVENESS -DNACQ=1 -DNACQ_OTHERS=1 -DCHANGES=1"
