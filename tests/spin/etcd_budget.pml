@@ -26,7 +26,8 @@
  *   it and its use: weaker than etcd's consistent range, so every stale view a real
  *   client could act on (a late watch event, a slow HTTP answer) is covered.
  *   An admin process changes the capacity CHANGES times, each at any moment or never:
- *   first lowered to CAPMIN (holders may then owe a debt), then raised to CAPMAX.
+ *   first lowered to CAPMIN (holders may then owe a debt), then raised to CAPMAX (or, with
+ *   RAISE_FIRST, from a start at CAPMIN, raised first).
  *   Lease expiry (EXPIRIES times): deletes every key of one client in one revision; the
  *   client learns of it later, at any point (on_lost), stops using its grant (sends no
  *   more work), ends a waiting request, and takes a new lease for later requests. A put
@@ -86,6 +87,7 @@
  *   fence     client 0 acquires twice (a new lease after expiry), MAXW = 1,
  *             capacity 2, no change, EXPIRIES = 1                     17.7 M states
  *   l1        LIVENESS, CHANGES = 1, never claim l1, weak fairness     2.5 M states
+ *             and from capacity 2, raised to 3 (RAISE_FIRST)
  *   multi     MULTI, CHANGES = 1, no expiry: S1, then S3
  * Larger sizes (two acquisitions for every client with changes and expiry) exceed the
  * 2 GB and one minute a run may take: the revision counter makes every interleaving of
@@ -484,8 +486,9 @@ proctype client(byte i) {
     od
 }
 
-/* The operator: lowers the capacity to CAPMIN, then raises it back to CAPMAX, each at any
- * moment or never (in MULTI, in a budget of its choice each time). */
+/* The operator: lowers the capacity to CAPMIN, then raises it back to CAPMAX (with
+ * RAISE_FIRST: raises, then lowers), each at any moment or never (in MULTI, in a budget of
+ * its choice each time). */
 active proctype admin() {
     byte x, b;
     do
@@ -495,10 +498,17 @@ active proctype admin() {
             select(b : 0 .. NB - 1);
 #endif
             rev++;
+#ifdef RAISE_FIRST
+            if
+            :: x % 2 == 0 -> cap[b] = CAPMAX
+            :: else -> cap[b] = CAPMIN
+            fi;
+#else
             if
             :: x % 2 == 0 -> cap[b] = CAPMIN
             :: else -> cap[b] = CAPMAX
             fi;
+#endif
             cap_mod[b] = rev;
             x++;
             b = 0

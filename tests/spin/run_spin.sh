@@ -16,7 +16,8 @@
 #   s3       grants a prefix of the queue (never claim s3)
 #   fence    the resource refuses work of an ended lease (client 0 acquires again under a
 #            new lease)
-#   l1       no starvation under weak fairness (never claim l1, pan -a -f)
+#   l1       no starvation under weak fairness (never claim l1, pan -a -f), with the
+#            capacity lowered, and with it raised
 #   multi    S1 and S3 with a two-budget request
 #
 # Environment: SPIN (default spin), CC (default cc), SPIN_MEMLIM (MB, default 2048),
@@ -136,6 +137,8 @@ fence)
 l1)
     D="-DLIVENESS -DNACQ=1 -DNACQ_OTHERS=1 -DCHANGES=1"
     expect_pass l1 "$D" "-DNFAIR=3 -DCOLLAPSE" "-a -f -w26 -N l1"
+    # The same with the capacity raised (2 to 3) while requests wait.
+    expect_pass l1-raise "$D -DCAP0=2 -DRAISE_FIRST" "-DNFAIR=3 -DCOLLAPSE" "-a -f -w26 -N l1"
     expect_fail l1-bug-lost-wakeup "$D -DBUG_LOST_WAKEUP" "-DNFAIR=3 -DCOLLAPSE" \
         "-a -f -w26 -N l1" 'acceptance cycle'
     ;;
