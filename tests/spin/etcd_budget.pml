@@ -3,6 +3,13 @@
  * etcd_budget.pml - the etcd budget protocol of libband-etcd (adapters/etcd/include/band/etcd.h,
  * docs/etcd.md), checked by spin through tests/spin/run_spin.sh.
  *
+ * Run one property:   tests/spin/run_spin.sh tests/spin/etcd_budget.pml MODE
+ *                     (MODE: s1 s1-lease s2 s3 fence l1 multi; the script lists them)
+ * Run them all:       ctest -L etcd-model  (tests spin_etcd_<mode>, tests/spin.cmake)
+ * By hand:            spin -DCHECK_S1 -a etcd_budget.pml && cc -O2 -DNOCLAIM -o pan pan.c
+ *                     && ./pan        (add -DBUG_... to spin to see a broken variant fail;
+ *                     spin -t -p with the same -D options replays its trail)
+ *
  * What is modelled
  *   The store: one revision counter; per budget the capacity key (value and mod revision);
  *   per budget and client one queue key (present, units, granted flag, create revision, mod
