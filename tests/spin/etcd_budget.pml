@@ -82,6 +82,8 @@
  *                        checked after the client's next grant).
  *   BUG_LOST_WAKEUP      the watch starts after the view was read, not from its revision
  *                        (L1).
+ *   BUG_FIRST_PART_ONLY  a two-part request is judged and compared on its first budget
+ *                        only (S1, MULTI).
  *
  * Sizes checked (run_spin.sh has the exact options; exhaustive searches, pan -DCOLLAPSE,
  * no depth truncation; states stored for the real model, the broken variants stop at their
@@ -95,7 +97,8 @@
  *             capacity 2, no change, EXPIRIES = 1                     17.7 M states
  *   l1        LIVENESS, CHANGES = 1, never claim l1, weak fairness     2.5 M states
  *             and from capacity 2, raised to 3 (RAISE_FIRST)
- *   multi     MULTI, CHANGES = 1, no expiry: S1, then S3
+ *   multi     MULTI, CHANGES = 1, no expiry: S1 (5.0 M states), S3; then L1 with
+ *             CHANGES = 0 (0.4 M states)
  * Larger sizes (two acquisitions for every client with changes and expiry) exceed the
  * 2 GB and one minute a run may take: the revision counter makes every interleaving of
  * txns a distinct state.
@@ -271,7 +274,14 @@ inline read_budget(b) {
 inline read_view() {
     read_budget(0);
 #ifdef MULTI
+#ifdef BUG_FIRST_PART_ONLY
+    if
+    :: first == 1 -> read_budget(1)
+    :: else -> skip
+    fi;
+#else
     read_budget(1);
+#endif
 #endif
 #ifdef BUG_LOST_WAKEUP
     R = rev;
@@ -351,7 +361,11 @@ inline mark() {
 #ifndef BUG_NO_CAP_COMPARE
             for (b : 0 .. NB - 1) {
                 if
+#ifdef BUG_FIRST_PART_ONLY
+                :: b == first && cap_mod[b] != vcapmod[b] -> ok = 0
+#else
                 :: PART(b) && cap_mod[b] != vcapmod[b] -> ok = 0
+#endif
                 :: else -> skip
                 fi
             }

@@ -18,7 +18,7 @@
 #            new lease)
 #   l1       no starvation under weak fairness (never claim l1, pan -a -f), with the
 #            capacity lowered, and with it raised
-#   multi    S1 and S3 with a two-budget request
+#   multi    S1, S3 and L1 with a two-budget request
 #
 # Environment: SPIN (default spin), CC (default cc), SPIN_MEMLIM (MB, default 2048),
 # SPIN_TIME (seconds per pan run, default 150).
@@ -147,9 +147,15 @@ multi)
     expect_pass multi-s1 "$D" "$SAFE_CC" "-w26"
     expect_fail multi-s1-bug-no-cap-compare "$D -DBUG_NO_CAP_COMPARE" "$SAFE_CC" "-w26" \
         "$S1_ASSERT"
+    expect_fail multi-s1-bug-first-part-only "$D -DBUG_FIRST_PART_ONLY" "$SAFE_CC" "-w26" \
+        "$S1_ASSERT"
     D="-DMULTI -DNACQ=1 -DNACQ_OTHERS=1 -DCHANGES=1 -DEXPIRIES=0"
     expect_pass multi-s3 "$D" "-DCOLLAPSE" "-w26 -N s3"
     expect_fail multi-s3-bug-barge "$D -DBUG_BARGE" "-DCOLLAPSE" "-w26 -N s3" "$S3_CLAIM"
+    D="-DMULTI -DLIVENESS -DNACQ=1 -DNACQ_OTHERS=1 -DCHANGES=0"
+    expect_pass multi-l1 "$D" "-DNFAIR=3 -DCOLLAPSE" "-a -f -w26 -N l1"
+    expect_fail multi-l1-bug-lost-wakeup "$D -DBUG_LOST_WAKEUP" "-DNFAIR=3 -DCOLLAPSE" \
+        "-a -f -w26 -N l1" 'acceptance cycle'
     ;;
 *)
     echo "run_spin.sh: unknown mode '$MODE'" >&2
