@@ -40,19 +40,23 @@ cp "$MODEL" "$T/model.pml" || exit 1
 # A run: NAME SPIN_DEFINES CC_DEFINES PAN_ARGS; leaves pan's output in $T/out.
 run() {
     local name=$1 defs=$2 ccdefs=$3 panargs=$4 start end
+    local -a defs_a ccdefs_a panargs_a
+    read -r -a defs_a <<<"$defs"
+    read -r -a ccdefs_a <<<"$ccdefs"
+    read -r -a panargs_a <<<"$panargs"
     rm -f "$T"/pan "$T"/pan.* "$T"/*.trail
-    if ! (cd "$T" && "$SPIN" $defs -a model.pml >"$T/spin.out" 2>&1); then
+    if ! (cd "$T" && "$SPIN" "${defs_a[@]}" -a model.pml >"$T/spin.out" 2>&1); then
         echo "FAIL: $name: spin -a $defs" >&2
         cat "$T/spin.out" >&2
         exit 1
     fi
-    if ! (cd "$T" && "$CC" -O2 -w -DMEMLIM="$MEMLIM" $ccdefs -o pan pan.c >"$T/cc.out" 2>&1); then
+    if ! (cd "$T" && "$CC" -O2 -w -DMEMLIM="$MEMLIM" "${ccdefs_a[@]}" -o pan pan.c >"$T/cc.out" 2>&1); then
         echo "FAIL: $name: $CC $ccdefs pan.c" >&2
         cat "$T/cc.out" >&2
         exit 1
     fi
     start=$(date +%s.%N)
-    (cd "$T" && timeout "$TIME" ./pan -m"$DEPTH" $panargs >"$T/out" 2>&1)
+    (cd "$T" && timeout "$TIME" ./pan -m"$DEPTH" "${panargs_a[@]}" >"$T/out" 2>&1)
     echo "rc=$?" >>"$T/out"
     end=$(date +%s.%N)
     printf '%s: %s states stored, %s transitions, depth reached %s, %.1f s (spin %s; cc %s; pan %s)\n' \
@@ -60,7 +64,7 @@ run() {
         "$(awk '/states, stored/ {print $1; exit}' "$T/out")" \
         "$(awk '/transitions \(=/ {print $1; exit}' "$T/out")" \
         "$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' "$T/out" | head -n 1)" \
-        "$(echo "$end - $start" | bc)" "$defs" "$ccdefs" "$panargs"
+        "$(awk -v a="$start" -v b="$end" 'BEGIN {print b - a}')" "$defs" "$ccdefs" "$panargs"
 }
 
 show() {
