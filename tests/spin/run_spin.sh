@@ -6,7 +6,7 @@
 # exhaustive search: no depth truncation, no memory exhaustion), then every broken variant
 # of that property, each of which must fail for the expected reason (the matching assert,
 # claim or acceptance cycle), so the check cannot pass vacuously. Each run: spin -a in a
-# temporary directory, pan compiled with gcc -O2, a bounded depth (-m) and memory
+# temporary directory, pan compiled with $CC -O2, a bounded depth (-m) and memory
 # (-DMEMLIM, in MB), a wall-time bound; its state count, depth and time are printed.
 #
 # Modes (the model's header says what each property means):
@@ -84,6 +84,9 @@ expect_pass() {
     fi
     if ! grep -qE 'errors: 0$' "$T/out"; then
         echo "FAIL: $name: spin found an error" >&2; show; exit 1
+    fi
+    if ! grep -q '^rc=0$' "$T/out"; then
+        echo "FAIL: $name: pan did not exit cleanly" >&2; show; exit 1
     fi
     echo "PASS: $name"
 }
