@@ -6,11 +6,12 @@
 # (2 GB) and time; the largest takes about 40 s on one core.
 #
 # The model does not depend on the build, so only the builds without a sanitizer or
-# fuzzing register it (the plain and clang suites), and only when spin and bash are found.
+# fuzzing, compiled with gcc, register it (the plain suite), and only when spin and bash are
+# found.
 # pan is compiled with the project's C compiler.
 
 find_program(BAND_SPIN spin)
-if(BAND_SANITIZE STREQUAL "" AND NOT BAND_BUILD_FUZZ)
+if(BAND_SANITIZE STREQUAL "" AND NOT BAND_BUILD_FUZZ AND CMAKE_C_COMPILER_ID STREQUAL "GNU")
     if(BAND_SPIN AND BAND_BASH AND CMAKE_C_COMPILER)
         foreach(_spin_mode s1 s1-lease s2 s3 fence l1 multi)
             string(REPLACE "-" "_" _spin_name "spin_etcd_${_spin_mode}")

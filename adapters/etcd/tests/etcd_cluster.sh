@@ -50,7 +50,9 @@ free_ports()
 {
     local n=$1 got=() p
     while ((${#got[@]} < n)); do
-        p=$((20000 + RANDOM % 40000))
+        # Below the kernel's ephemeral range (32768 and up by default), so an outgoing
+        # connection cannot take the port between this check and the member's bind.
+        p=$((20000 + RANDOM % 12000))
         [[ " ${got[*]} " == *" $p "* ]] && continue
         port_busy "$p" && continue
         got+=("$p")
@@ -84,10 +86,19 @@ member_pid()
 wait_healthy()
 {
     local dir=$1 eps=$2 i
+    local n pid
     for ((i = 0; i < 200; i++)); do
         if "$ETCDCTL" --endpoints="$eps" --command-timeout=1s endpoint health >/dev/null 2>&1; then
             return 0
         fi
+        # A member that exited (a port taken after all) never becomes healthy: say so now.
+        while read -r n pid; do
+            if ! kill -0 "$pid" 2>/dev/null; then
+                echo "etcd_cluster: member m$n exited while starting; logs:" >&2
+                tail -n 20 "$dir"/m*.log >&2 || true
+                return 1
+            fi
+        done <"$dir/pids"
         sleep 0.1
     done
     echo "etcd_cluster: not healthy in 20 s; logs:" >&2
@@ -95,13 +106,10 @@ wait_healthy()
     return 1
 }
 
-cmd_start()
+# One try at starting the members on fresh ports: 0 when the cluster is healthy.
+start_once()
 {
-    local dir=$1 owner=${2:-}
-    command -v "$ETCD" >/dev/null || die "no $ETCD on the PATH"
-    command -v "$ETCDCTL" >/dev/null || die "no $ETCDCTL on the PATH"
-    mkdir -p "$dir"
-    local ports n ic="" eps=""
+    local dir=$1 ports n ic="" eps=""
     read -r -a ports <<<"$(free_ports 6)"
     for n in 1 2 3; do
         echo "${ports[$((2 * n - 2))]} ${ports[$((2 * n - 1))]}" >"$dir/m$n.ports"
@@ -115,6 +123,27 @@ cmd_start()
     for n in 1 2 3; do
         start_member "$dir" "$n" new
     done
+    wait_healthy "$dir" "$eps"
+}
+
+cmd_start()
+{
+    local dir=$1 owner=${2:-} attempt
+    command -v "$ETCD" >/dev/null || die "no $ETCD on the PATH"
+    command -v "$ETCDCTL" >/dev/null || die "no $ETCDCTL on the PATH"
+    mkdir -p "$dir"
+    # A port found free can still be taken before a member binds it: start again on
+    # other ports, at most three times.
+    for attempt in 1 2 3; do
+        start_once "$dir" && break
+        cmd_stop "$dir" # removes DIR, with the data of the failed members
+        mkdir -p "$dir"
+        if ((attempt == 3)); then
+            echo "etcd_cluster: no healthy cluster after 3 starts" >&2
+            exit 1
+        fi
+        echo "etcd_cluster: start $attempt failed; again on other ports" >&2
+    done
     if [[ -n "$owner" ]]; then
         # The watchdog: stop everything once the owner is gone.
         (
@@ -124,11 +153,7 @@ cmd_start()
         ) </dev/null >/dev/null 2>&1 &
         echo $! >"$dir/watchdog"
     fi
-    if ! wait_healthy "$dir" "$eps"; then
-        cmd_stop "$dir"
-        exit 1
-    fi
-    echo "$eps"
+    cat "$dir/endpoints"
 }
 
 cmd_stop()
