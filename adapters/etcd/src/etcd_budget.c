@@ -29,7 +29,7 @@ static char *join(const char *a, const char *b, const char *c)
     size_t n = strlen(a) + strlen(b) + strlen(c) + 1;
     char *s = malloc(n);
     if (s)
-        snprintf(s, n, "%s%s%s", a, b, c);
+        (void)snprintf(s, n, "%s%s%s", a, b, c);
     return s;
 }
 
@@ -98,7 +98,7 @@ int band_etcd_budget_create(band_etcd_budget **out, band_etcd *e, const char *na
             rc = BAND_ENOENT;
         } else {
             char v[32];
-            snprintf(v, sizeof(v), "%llu", (unsigned long long)capacity);
+            (void)snprintf(v, sizeof(v), "%llu", (unsigned long long)capacity);
             json_t *cmp = json_array(), *ok = json_array();
             json_array_append_new(cmp, etcd_cmp("EQUAL", "CREATE", b->cap_key, NULL, 0, NULL));
             json_array_append_new(ok, etcd_op_put(b->cap_key, v, 0));
@@ -188,7 +188,7 @@ int band_etcd_budget_set_capacity(band_etcd_budget *b, uint64_t capacity)
     if (b == NULL || capacity == 0 || capacity > BAND_MAX_UNITS)
         return BAND_EINVAL;
     char v[32];
-    snprintf(v, sizeof(v), "%llu", (unsigned long long)capacity);
+    (void)snprintf(v, sizeof(v), "%llu", (unsigned long long)capacity);
     json_t *ok = json_array();
     json_array_append_new(ok, etcd_op_put(b->cap_key, v, 0));
     json_t *resp = NULL;

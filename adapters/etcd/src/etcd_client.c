@@ -102,15 +102,15 @@ int band_etcd_create(band_etcd **out, const char *endpoints, const band_etcd_opt
         free(e);
         return rc;
     }
-    snprintf(e->prefix, sizeof(e->prefix), "%s", o.prefix ? o.prefix : "/band/");
+    (void)snprintf(e->prefix, sizeof(e->prefix), "%s", o.prefix ? o.prefix : "/band/");
     if (o.holder) {
-        snprintf(e->holder, sizeof(e->holder), "%s", o.holder);
+        (void)snprintf(e->holder, sizeof(e->holder), "%s", o.holder);
     } else {
         char host[48] = "host";
         if (gethostname(host, sizeof(host)) != 0 || !text_ok(host, sizeof(host) - 1))
             strcpy(host, "host");
         host[sizeof(host) - 1] = '\0';
-        snprintf(e->holder, sizeof(e->holder), "%s:%ld", host, (long)getpid());
+        (void)snprintf(e->holder, sizeof(e->holder), "%s:%ld", host, (long)getpid());
     }
     band_time ttl = o.lease_ttl ? o.lease_ttl : 5 * BAND_SEC;
     e->ttl_s = (ttl + BAND_SEC - 1) / BAND_SEC;

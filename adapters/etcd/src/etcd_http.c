@@ -177,13 +177,13 @@ int etcd_http_post(struct etcd_http *h, const char *path, json_t *body, json_t *
         if (attempt == h->n_ep) {
             if (band_now() - started > (band_time)h->timeout_ms * BAND_MSEC)
                 break; /* a member timed out: the caller has waited long enough */
-            struct timespec ts = {0, 150 * 1000 * 1000};
+            struct timespec ts = {0, 150L * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
         size_t idx;
         const char *ep = etcd_http_endpoint(h, &idx);
         char url[640];
-        snprintf(url, sizeof(url), "%s%s", ep, path);
+        (void)snprintf(url, sizeof(url), "%s%s", ep, path);
         struct buf b = {0};
         curl_easy_reset(c);
         curl_easy_setopt(c, CURLOPT_URL, url);
@@ -262,8 +262,8 @@ char *etcd_b64_encode(const char *s, size_t len)
             v |= u[i + 2];
         out[o++] = b64[(v >> 18) & 63];
         out[o++] = b64[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? b64[v & 63] : '=';
+        out[o++] = (char)(i + 1 < len ? b64[(v >> 6) & 63] : '=');
+        out[o++] = (char)(i + 2 < len ? b64[v & 63] : '=');
     }
     out[o] = '\0';
     return out;
@@ -319,6 +319,6 @@ int64_t etcd_json_i64(const json_t *obj, const char *field)
 json_t *etcd_json_i64_new(int64_t v)
 {
     char s[32];
-    snprintf(s, sizeof(s), "%lld", (long long)v);
+    (void)snprintf(s, sizeof(s), "%lld", (long long)v);
     return json_string(s);
 }

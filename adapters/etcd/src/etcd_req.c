@@ -20,7 +20,7 @@ char *etcd_req_key(const struct band_etcd_budget *b, const char *id)
     size_t n = strlen(b->q_pfx) + strlen(id) + 1;
     char *k = malloc(n);
     if (k)
-        snprintf(k, n, "%s%s", b->q_pfx, id);
+        (void)snprintf(k, n, "%s%s", b->q_pfx, id);
     return k;
 }
 
@@ -50,10 +50,10 @@ static int text_build(struct req_text *t, struct band_etcd *e, uint32_t n,
             text_free(t);
             return BAND_ENOMEM;
         }
-        snprintf(t->g0[i], sizeof(t->g0[i]), "{\"u\":%llu,\"g\":0,\"h\":\"%s\",\"p\":%u}",
-                 (unsigned long long)units[i], e->holder, (unsigned)n);
-        snprintf(t->g1[i], sizeof(t->g1[i]), "{\"u\":%llu,\"g\":1,\"h\":\"%s\",\"p\":%u}",
-                 (unsigned long long)units[i], e->holder, (unsigned)n);
+        (void)snprintf(t->g0[i], sizeof(t->g0[i]), "{\"u\":%llu,\"g\":0,\"h\":\"%s\",\"p\":%u}",
+                       (unsigned long long)units[i], e->holder, (unsigned)n);
+        (void)snprintf(t->g1[i], sizeof(t->g1[i]), "{\"u\":%llu,\"g\":1,\"h\":\"%s\",\"p\":%u}",
+                       (unsigned long long)units[i], e->holder, (unsigned)n);
     }
     t->n = n;
     return 0;
@@ -226,7 +226,7 @@ static void fill_grant_locked(struct band_etcd *e, band_etcd_grant *out, uint32_
     out->token = token;
     out->lease = lease;
     out->lease_deadline = e->lease_deadline;
-    snprintf(out->id, sizeof(out->id), "%s", id);
+    (void)snprintf(out->id, sizeof(out->id), "%s", id);
 }
 
 static void fill_grant(struct band_etcd *e, band_etcd_grant *out, uint32_t n, const uint64_t *units,
@@ -357,7 +357,7 @@ int etcd_submit(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const 
     pthread_mutex_unlock(&e->lock);
     if (lease == 0)
         return BAND_EUNAVAIL; /* between a lost lease and the next one */
-    snprintf(id, sizeof(id), "%llx-%llx", (unsigned long long)lease, (unsigned long long)seq);
+    (void)snprintf(id, sizeof(id), "%llx-%llx", (unsigned long long)lease, (unsigned long long)seq);
     if (id_out)
         memcpy(id_out, id, sizeof(id));
 

@@ -182,7 +182,7 @@ static void watch_start(struct band_etcd *e, band_etcd_budget *b)
         b->watch_retry = band_now() + WATCH_RETRY;
         return;
     }
-    snprintf(url, ulen, "%s/v3/watch", ep);
+    (void)snprintf(url, ulen, "%s/v3/watch", ep);
     b->watch_ep = idx;
     CURL *c = b->watch;
     curl_easy_setopt(c, CURLOPT_URL, url);
