@@ -74,6 +74,10 @@ void etcd_lease_lost(struct band_etcd *e, int64_t lease)
     etcd_process_recs(e);
     if (e->on_lost)
         e->on_lost(e, lease, e->data);
+    /* A lease given up for a late renewal may still live on the server, keeping keys this
+     * client no longer tracks: revoke it, so they go now rather than at its expiry (an
+     * error means it is gone already, or the cluster is away and will expire it). */
+    (void)etcd_lease_revoke(e, lease);
     (void)take_lease(e); /* when the cluster does not answer, the thread tries again */
 }
 
