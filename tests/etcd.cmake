@@ -62,13 +62,13 @@ function(band_etcd_define_tests)
             message(STATUS "band: dist_tool is skipped: it needs jq")
         endif()
     endif()
-    _band_etcd_test(fence_stop 90 etcd $<TARGET_FILE:etcd_hold> $<TARGET_FILE:etcd_probe>)
-    _band_etcd_test(kill_holder 90 etcd $<TARGET_FILE:etcd_hold>)
+    _band_etcd_test(fence_stop 90 "etcd;etcd-fault" $<TARGET_FILE:etcd_hold> $<TARGET_FILE:etcd_probe>)
+    _band_etcd_test(kill_holder 90 "etcd;etcd-fault" $<TARGET_FILE:etcd_hold>)
     find_file(BAND_LIBFAKETIME_MT libfaketimeMT.so.1
               PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} /usr/lib /usr/local/lib
               PATH_SUFFIXES faketime NO_DEFAULT_PATH)
     if(BAND_LIBFAKETIME_MT)
-        _band_etcd_test(faketime 90 etcd $<TARGET_FILE:etcd_hold> $<TARGET_FILE:etcd_probe>
+        _band_etcd_test(faketime 90 "etcd;etcd-fault" $<TARGET_FILE:etcd_hold> $<TARGET_FILE:etcd_probe>
                         "${BAND_LIBFAKETIME_MT}")
     else()
         message(STATUS "band: the etcd faketime test is skipped: it needs libfaketime "
@@ -79,9 +79,9 @@ function(band_etcd_define_tests)
         target_link_libraries(etcd_check PRIVATE PkgConfig::BAND_ETCDT_CURL
                               PkgConfig::BAND_ETCDT_JANSSON)
         band_target_warnings(etcd_check)
-        _band_etcd_test(conservation 180 etcd $<TARGET_FILE:etcd_worker>
+        _band_etcd_test(conservation 180 "etcd;etcd-fault" $<TARGET_FILE:etcd_worker>
                         $<TARGET_FILE:etcd_check>)
-        _band_etcd_test(kill_leader 120 etcd $<TARGET_FILE:etcd_worker>
+        _band_etcd_test(kill_leader 120 "etcd;etcd-fault" $<TARGET_FILE:etcd_worker>
                         $<TARGET_FILE:etcd_check>)
     endif()
 endfunction()
