@@ -45,7 +45,7 @@ extern "C" {
     X(EACCES, -13, "permission denied")                                                            \
     X(ENOSPC, -28, "no space left for the object")                                                 \
     X(EBADSEG, -4003, "not a valid band segment")                                                  \
-    X(EVERSION, -4004, "segment has another layout version")                                      \
+    X(EVERSION, -4004, "segment has another layout version")                                       \
     X(ESTALE, -116, "grant is no longer held")                                                     \
     X(EUNAVAIL, -4005, "service could not be reached")
 
