@@ -49,18 +49,6 @@ echo "workers done in $((($(now_ns) - start) / 1000000)) ms"
 total=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "ops") s += $(i + 1) } END { print s + 0 }' "$T"/w*.out)
 echo "operations: $total of $((PROCS * OPS))"
 [ "$total" -ge $((PROCS * OPS / 5)) ] || fail "only $total operations in $SECONDS_MAX s"
-# Every worker revoked its lease on exit; a request left under a lease the client gave up
-# on (a renewal that did not come in time) goes when the server expires that lease. Wait
-# for the queue to empty, at most two lease periods, so the history below holds every
-# deletion; a key that outlives that is a leak, which the check reports.
-for ((i = 0; i < 100; i++)); do
-    if keys=$("$ETCDCTL" --endpoints="$ENDPOINTS" --command-timeout=1s get --prefix \
-        --keys-only "/band/$NAME/q/" 2>/dev/null); then
-        left=$(printf '%s\n' "$keys" | grep -c . || true)
-        [ "$left" = 0 ] && break
-    fi
-    sleep 0.1
-done
-echo "queue keys left after the workers: ${left:-unknown} (after $((i / 10)).$((i % 10)) s)"
+wait_queue_empty "$NAME"
 "$CHECK" -e "${MEMBER_URL[1]}" -n "$NAME" "$T"/w*.log || fail "the check failed"
 echo "conservation: ok"

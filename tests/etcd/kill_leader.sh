@@ -60,5 +60,6 @@ late=$(awk -v t="$after_kill" '$1 == "G" && $5 > t { n++ } END { print n + 0 }' 
 echo "grants after the last kill's election: $late"
 [ "$late" -gt 0 ] || fail "nothing was granted after the last leader was killed"
 wait_for 20 cluster_healthy || fail "the cluster did not heal"
+wait_queue_empty "$NAME"
 "$CHECK" -e "${MEMBER_URL[$(cluster_leader)]}" -n "$NAME" "$T"/w*.log || fail "the check failed"
 echo "kill_leader: ok ($kills leaders killed)"

@@ -153,3 +153,22 @@ has_line() {
 field() {
     grep -E "^$2" "$1" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$3=//p"
 }
+
+# wait_queue_empty NAME - wait until budget NAME has no request keys left, at most 10 s.
+# Every worker revokes its lease on exit; a request left under a lease that a client gave
+# up on (a renewal that came late, as during an election) goes when the server expires
+# that lease. Waiting for it lets the history hold every deletion; a key that outlives
+# it is a leak, which the check reports.
+wait_queue_empty()
+{
+    local name=$1 i keys left=unknown
+    for ((i = 0; i < 100; i++)); do
+        if keys=$("$ETCDCTL" --endpoints="$ENDPOINTS" --command-timeout=1s get --prefix \
+            --keys-only "/band/$name/q/" 2>/dev/null); then
+            left=$(printf '%s\n' "$keys" | grep -c . || true)
+            [ "$left" = 0 ] && break
+        fi
+        sleep 0.1
+    done
+    echo "queue keys left after the workers: $left (after $((i / 10)).$((i % 10)) s)"
+}
