@@ -117,6 +117,10 @@ struct etcd_entry {
     int granted;
 };
 
+/* Requests of this client whose deletion the cluster confirmed, newest last: a watch event
+ * or a range read older than the deletion must not bring them back into the view. */
+#define ETCD_VIEW_GONE 16
+
 struct etcd_view {
     struct etcd_entry *ent; /* sorted by created */
     size_t n;
@@ -124,6 +128,8 @@ struct etcd_view {
     uint64_t capacity;
     int64_t cap_mod; /* 0: no capacity key */
     int64_t rev;     /* every change up to it is in the view */
+    char gone[ETCD_VIEW_GONE][BAND_ETCD_ID_SIZE];
+    unsigned gone_next;
 };
 
 struct band_etcd_budget;
@@ -135,6 +141,13 @@ int etcd_view_load(struct etcd_view *v, const struct band_etcd_budget *b,
 void etcd_view_apply(struct etcd_view *v, const struct band_etcd_budget *b, const char *key,
                      const char *value, size_t vlen, int64_t create, int64_t mod, int64_t lease);
 const struct etcd_entry *etcd_view_find(const struct etcd_view *v, const char *id);
+/* This client's own writes, applied before the watch reports them. A granted request
+ * (@created 0: only when it is in the view already) and a request whose keys are confirmed
+ * gone. Both keep the view safe for the fast path, whose compare admits only keys not
+ * modified since v->rev: the view may hold more than the cluster, never less. */
+void etcd_view_note_granted(struct etcd_view *v, const char *id, uint64_t units, const char *holder,
+                            uint32_t parts, int64_t created, int64_t mod, int64_t lease);
+void etcd_view_note_gone(struct etcd_view *v, const char *id);
 /* The grant rule for request @id of @units: 1 grants now, 0 waits, -1 when @id is not in
  * the view (the view is older than the request). */
 int etcd_view_may_grant(const struct etcd_view *v, const char *id, uint64_t units);
@@ -228,9 +241,16 @@ struct band_etcd_budget {
     int watch_rerange;     /* compacted or unreadable: read the budget again first */
     band_time watch_retry; /* no new watch before this time */
     size_t watch_ep;
+    band_time watch_until; /* keep a watch until then though nothing of ours waits */
     int dying;
     int watch_gone;
 };
+
+/* How long a budget's watch stays open after the last sign that somebody else uses the
+ * budget (a fast path refused, a waiting request ended, another client's change). */
+#define ETCD_WATCH_LINGER (5 * BAND_SEC)
+/* Keep @b's watch open for ETCD_WATCH_LINGER from now (lock held). */
+void etcd_watch_linger(struct band_etcd_budget *b);
 
 void etcd_kick(struct band_etcd *e);
 /* The thread's main function (etcd_watch.c). */

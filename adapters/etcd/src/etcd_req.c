@@ -102,19 +102,55 @@ static const json_t *load_ranges(json_t *resp, size_t first, uint32_t n,
     return r0;
 }
 
+/* The lean form of the fast path, for a budget nobody else was seen using lately: only
+ * the compare and the grant, so the cluster parses and applies the least. 0 granted
+ * (*token), 1 refused (nothing written), or an error. */
+static int lean_txn(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
+                    const struct req_text *t, int64_t lease, const int64_t *below, int64_t *token,
+                    int *maybe_applied)
+{
+    json_t *cmp = json_array(), *ok = json_array();
+    for (uint32_t i = 0; i < n; i++) {
+        json_array_append_new(cmp, etcd_cmp("LESS", "MOD", b[i]->pfx, b[i]->end, below[i], NULL));
+        json_array_append_new(ok, etcd_op_put(t->key[i], t->g1[i], lease));
+    }
+    /* No "key absent" compare: the key is in the range, and once written its revision is
+     * above the view's, so a retry of an attempt that was applied is refused already. */
+    json_t *resp = NULL;
+    int rc = etcd_txn(e, cmp, ok, NULL, &resp, maybe_applied);
+    if (rc != 0)
+        return rc;
+    int granted = json_is_true(json_object_get(resp, "succeeded"));
+    *token = etcd_json_i64(json_object_get(resp, "header"), "revision");
+    json_decref(resp);
+    return granted ? 0 : 1;
+}
+
 /* The fast path: 0 granted (*token), 1 queued (*created), or an error. */
 static int fast_txn(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
                     const uint64_t *units, const struct req_text *t, int64_t lease, int64_t *token,
                     int64_t *created, int *maybe_applied)
 {
     int64_t below[BAND_ETCD_REQ_MAX];
-    int room = 1;
+    int room = 1, alone = 1;
+    band_time now = band_now();
     pthread_mutex_lock(&e->lock);
     for (uint32_t i = 0; i < n; i++) {
         room = room && etcd_view_has_room(&b[i]->view, units[i]);
+        alone = alone && now >= b[i]->watch_until;
         below[i] = b[i]->view.rev + 1;
     }
     pthread_mutex_unlock(&e->lock);
+    if (room && alone) {
+        /* When it is refused, the budget changed behind the view: the full form below
+         * queues the request and reads the budget. Its "only if absent" also finds a
+         * grant of this one whose answer was lost, without queueing it. */
+        int rc = lean_txn(e, n, b, t, lease, below, token, maybe_applied);
+        if (rc <= 0) {
+            *created = *token;
+            return rc;
+        }
+    }
     json_t *cmp = json_array();
     for (uint32_t i = 0; i < n; i++)
         json_array_append_new(
@@ -143,6 +179,10 @@ static int fast_txn(struct band_etcd *e, uint32_t n, struct band_etcd_budget *co
         *created = rev;
         return 0;
     }
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t i = 0; i < n; i++)
+        etcd_watch_linger(b[i]); /* somebody else uses the budget: keep the view current */
+    pthread_mutex_unlock(&e->lock);
     const json_t *r0 = load_ranges(resp, 1, n, b);
     int granted = 0;
     int64_t mod = 0;
@@ -229,12 +269,14 @@ static void fill_grant_locked(struct band_etcd *e, band_etcd_grant *out, uint32_
     (void)snprintf(out->id, sizeof(out->id), "%s", id);
 }
 
-static void fill_grant(struct band_etcd *e, band_etcd_grant *out, uint32_t n, const uint64_t *units,
-                       const char *id, int64_t lease, int64_t token)
+/* Our grant into the views at once, so that the next decision of this client counts it
+ * before the watch reports it (lock held). @created 0: only the requests already there. */
+static void note_granted_locked(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const *b,
+                                const uint64_t *units, const char *id, int64_t lease,
+                                int64_t created, int64_t token)
 {
-    pthread_mutex_lock(&e->lock);
-    fill_grant_locked(e, out, n, units, id, lease, token);
-    pthread_mutex_unlock(&e->lock);
+    for (uint32_t i = 0; i < n; i++)
+        etcd_view_note_granted(&b[i]->view, id, units[i], e->holder, n, created, token, lease);
 }
 
 void etcd_retry_orphans(struct band_etcd *e)
@@ -308,6 +350,14 @@ int etcd_delete_req(struct band_etcd *e, uint32_t n, struct band_etcd_budget *co
     int maybe = 0;
     if (rc == 0)
         rc = etcd_delete_keys(e, keys, n, deleted, &maybe);
+    if (rc == 0) {
+        /* The keys are gone now, whoever deleted them: the next acquisition of this client
+         * finds the room at once, without waiting for the watch to report the deletion. */
+        pthread_mutex_lock(&e->lock);
+        for (uint32_t i = 0; i < n; i++)
+            etcd_view_note_gone(&b[i]->view, id);
+        pthread_mutex_unlock(&e->lock);
+    }
     /* Gone already, after an attempt (now or in an earlier call) whose answer was lost:
      * that attempt deleted them. */
     if (rc == 0 && deleted && *deleted == 0 && (maybe || unsure_all(e, keys, n)))
@@ -380,7 +430,10 @@ int etcd_submit(struct band_etcd *e, uint32_t n, struct band_etcd_budget *const 
     for (int round = 0; rc == 1 && round < 4 && may_grant(e, n, b, units, id, capmod); round++)
         rc = mark_txn(e, n, b, &t, lease, capmod, &token);
     if (rc == 0) {
-        fill_grant(e, out, n, units, id, lease, token);
+        pthread_mutex_lock(&e->lock);
+        note_granted_locked(e, n, b, units, id, lease, created, token);
+        fill_grant_locked(e, out, n, units, id, lease, token);
+        pthread_mutex_unlock(&e->lock);
         text_free(&t);
         return 0;
     }
@@ -464,6 +517,8 @@ void etcd_rec_free(struct etcd_rec *r)
 
 static void unlink_rec_locked(struct band_etcd *e, struct etcd_rec *r)
 {
+    for (uint32_t i = 0; i < r->n; i++)
+        etcd_watch_linger(r->b[i]);
     for (struct etcd_rec **p = &e->recs; *p; p = &(*p)->next) {
         if (*p == r) {
             *p = r->next;
@@ -549,6 +604,7 @@ static void process_grants(struct band_etcd *e)
         }
         /* Written under the lock the cancel hook takes: a cancel cannot have returned
          * (and the owner freed the operation) before this write. */
+        note_granted_locked(e, r->n, r->b, r->units, r->id, r->lease, 0, token);
         fill_grant_locked(e, r->out, r->n, r->units, r->id, r->lease, token);
         unlink_rec_locked(e, r);
         pthread_mutex_unlock(&e->lock);

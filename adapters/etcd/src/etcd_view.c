@@ -3,10 +3,19 @@
  * etcd_view.c - a client's view of one budget: its capacity and its requests in queue
  * order, loaded from a range and kept current by the watch; and the grant rule on it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "etcd_internal.h"
+
+static int is_gone(const struct etcd_view *v, const char *id)
+{
+    for (unsigned i = 0; i < ETCD_VIEW_GONE; i++)
+        if (v->gone[i][0] != '\0' && strcmp(v->gone[i], id) == 0)
+            return 1;
+    return 0;
+}
 
 void etcd_view_free(struct etcd_view *v)
 {
@@ -88,7 +97,7 @@ static void put_key(struct etcd_view *v, const struct band_etcd_budget *b, const
         return;
     }
     const char *id = key_id(b, key);
-    if (id == NULL)
+    if (id == NULL || is_gone(v, id))
         return;
     struct etcd_entry en;
     memset(&en, 0, sizeof(en));
@@ -138,6 +147,46 @@ void etcd_view_apply(struct etcd_view *v, const struct band_etcd_budget *b, cons
     if (i != SIZE_MAX) {
         memmove(&v->ent[i], &v->ent[i + 1], (v->n - i - 1) * sizeof(v->ent[0]));
         v->n--;
+    }
+}
+
+void etcd_view_note_granted(struct etcd_view *v, const char *id, uint64_t units, const char *holder,
+                            uint32_t parts, int64_t created, int64_t mod, int64_t lease)
+{
+    if (is_gone(v, id))
+        return;
+    size_t i = find_index(v, id);
+    if (i != SIZE_MAX) {
+        v->ent[i].granted = 1;
+        if (mod > v->ent[i].mod)
+            v->ent[i].mod = mod;
+        return;
+    }
+    if (created <= 0)
+        return;
+    struct etcd_entry en;
+    memset(&en, 0, sizeof(en));
+    (void)snprintf(en.id, sizeof(en.id), "%s", id);
+    (void)snprintf(en.holder, sizeof(en.holder), "%s", holder);
+    en.created = created;
+    en.mod = mod;
+    en.lease = lease;
+    en.units = units;
+    en.parts = parts;
+    en.granted = 1;
+    (void)insert(v, &en); /* without room the view only lacks a key newer than v->rev */
+}
+
+void etcd_view_note_gone(struct etcd_view *v, const char *id)
+{
+    size_t i = find_index(v, id);
+    if (i != SIZE_MAX) {
+        memmove(&v->ent[i], &v->ent[i + 1], (v->n - i - 1) * sizeof(v->ent[0]));
+        v->n--;
+    }
+    if (!is_gone(v, id)) {
+        (void)snprintf(v->gone[v->gone_next], sizeof(v->gone[0]), "%s", id);
+        v->gone_next = (v->gone_next + 1) % ETCD_VIEW_GONE;
     }
 }
 

@@ -6,6 +6,7 @@
  * watch on the next endpoint after a failure (from the view's revision + 1; after a
  * compaction, from a fresh read).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,22 @@
 #define WATCH_BATCH 64
 #define WATCH_RETRY (200 * BAND_MSEC)
 #define TICK_MS     100
+
+void etcd_watch_linger(struct band_etcd_budget *b)
+{
+    b->watch_until = band_now() + ETCD_WATCH_LINGER;
+}
+
+/* 1 when @key is a request of this client's current lease (its id starts "<lease>-"). */
+static int own_request(const struct band_etcd *e, const band_etcd_budget *b, const char *key)
+{
+    size_t n = strlen(b->q_pfx);
+    if (strncmp(key, b->q_pfx, n) != 0 || e->lease == 0)
+        return 0;
+    char lease[24];
+    int len = snprintf(lease, sizeof(lease), "%llx-", (unsigned long long)e->lease);
+    return len > 0 && strncmp(key + n, lease, (size_t)len) == 0;
+}
 
 static void apply_event(struct band_etcd *e, band_etcd_budget *b, const json_t *ev, int64_t base,
                         int64_t *maxrev)
@@ -28,6 +45,8 @@ static void apply_event(struct band_etcd *e, band_etcd_budget *b, const json_t *
     char *key = etcd_b64_decode(k64 ? k64 : "", NULL);
     if (key == NULL)
         return;
+    if (!own_request(e, b, key))
+        etcd_watch_linger(b);
     const char *type = json_string_value(json_object_get(ev, "type"));
     if (type && strcmp(type, "DELETE") == 0) {
         etcd_view_apply(&b->view, b, key, NULL, 0, 0, mod, 0);
@@ -200,26 +219,54 @@ static void watch_start(struct band_etcd *e, band_etcd_budget *b)
     curl_multi_add_handle(e->multi, c);
 }
 
+/* 1 when a request of this client waits in @b (lock held). */
+static int has_waiting(const struct band_etcd *e, const band_etcd_budget *b)
+{
+    for (const struct etcd_rec *r = e->recs; r; r = r->next)
+        for (uint32_t i = 0; i < r->n; i++)
+            if (r->b[i] == b)
+                return 1;
+    return 0;
+}
+
+/* 1 when @b wants a watch now (lock held). A budget only this client uses needs none: its
+ * own writes enter the view at once, and the fast path's compare catches whatever else
+ * changed. A watch runs while a request of ours waits, and for a while after any sign of
+ * another user, so that the fast path keeps finding a current view; each watch event is
+ * work for the cluster, so an idle one is closed. */
+static int wants_watch(const struct band_etcd *e, const band_etcd_budget *b, band_time now)
+{
+    return !b->dying && (now < b->watch_until || has_waiting(e, b));
+}
+
 /* Start and stop the watches the budgets want. */
 static void sync_watches(struct band_etcd *e)
 {
-    band_etcd_budget *start[WATCH_BATCH], *stop[WATCH_BATCH], *move[WATCH_BATCH];
-    size_t ns = 0, nt = 0, nm = 0;
+    band_etcd_budget *start[WATCH_BATCH], *stop[WATCH_BATCH], *move[WATCH_BATCH],
+        *idle[WATCH_BATCH];
+    size_t ns = 0, nt = 0, nm = 0, ni = 0;
     band_time now = band_now();
     size_t current;
     (void)etcd_http_endpoint(&e->http, &current);
     pthread_mutex_lock(&e->lock);
     for (band_etcd_budget *b = e->budgets; b; b = b->next) {
+        int want = wants_watch(e, b, now);
         if (b->dying && !b->watch_gone && nt < WATCH_BATCH)
             stop[nt++] = b;
-        else if (!b->dying && b->watch == NULL && now >= b->watch_retry && ns < WATCH_BATCH)
+        else if (want && b->watch == NULL && now >= b->watch_retry && ns < WATCH_BATCH)
             start[ns++] = b;
-        else if (!b->dying && b->watch != NULL && b->watch_ep != current && nm < WATCH_BATCH)
+        else if (want && b->watch != NULL && b->watch_ep != current && nm < WATCH_BATCH)
             move[nm++] = b;
+        else if (!want && !b->dying && b->watch != NULL && ni < WATCH_BATCH)
+            idle[ni++] = b;
     }
     pthread_mutex_unlock(&e->lock);
     for (size_t i = 0; i < nt; i++)
         etcd_watch_stop(e, stop[i]);
+    /* The view keeps the revision of the last event applied: a later watch starts after
+     * it, so nothing is missed in between. */
+    for (size_t i = 0; i < ni; i++)
+        watch_close(e, idle[i]);
     /* A request failed over away from the endpoint a watch is on: that member may be
      * stalled with the stream still open, so follow the requests to the next one. */
     for (size_t i = 0; i < nm; i++) {
@@ -323,9 +370,13 @@ void *etcd_thread_main(void *arg)
         pthread_mutex_lock(&e->lock);
         int busy = e->eval || e->lease_check;
         band_time wake = e->next_keepalive < next_sweep ? e->next_keepalive : next_sweep;
-        for (band_etcd_budget *b = e->budgets; b; b = b->next)
-            if (b->watch == NULL && !b->dying)
-                wake = band_now() + TICK_MS * BAND_MSEC;
+        now = band_now();
+        for (band_etcd_budget *b = e->budgets; b; b = b->next) {
+            if (b->watch == NULL && wants_watch(e, b, now))
+                wake = now + TICK_MS * BAND_MSEC;
+            else if (b->watch != NULL && b->watch_until > now && b->watch_until < wake)
+                wake = b->watch_until; /* close it when it is no longer wanted */
+        }
         pthread_mutex_unlock(&e->lock);
         band_time left = wake - band_now();
         int ms = left <= 0 ? 0 : (int)((left + BAND_MSEC - 1) / BAND_MSEC);

@@ -22,9 +22,9 @@
  *    the cluster);
  *  - when the client's view of the budget shows room, the acquisition is one transaction
  *    (created granted, guarded by "nothing in the budget changed since the view"); release
- *    is one transaction (the key is deleted);
+ *    is one request (the key is deleted); the client's own writes enter its view at once;
  *  - a waiting requester learns of its turn through a watch on the budget, never by
- *    polling;
+ *    polling; a budget nobody else uses has no watch;
  *  - lowering the capacity revokes nothing: what holders have above it is a debt that
  *    their releases repay before anybody else is granted.
  *
@@ -162,7 +162,9 @@ BAND_API int band_etcd_revoke(band_etcd *e, int64_t lease);
  * exist.
  *
  * An existing budget keeps its capacity (band_etcd_budget_set_capacity() changes it).
- * With @p capacity 0 the budget must exist. Starts a watch on the budget.
+ * With @p capacity 0 the budget must exist. Reads the budget once; the client's thread
+ * watches it while a request of this client waits in it, and for a few seconds after any
+ * sign that another client uses it.
  *
  * @param[out] out  Receives the handle; the caller owns it.
  * @param e         The client; it must outlive the handle.
