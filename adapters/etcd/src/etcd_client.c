@@ -124,6 +124,7 @@ int band_etcd_create(band_etcd **out, const char *endpoints, const band_etcd_opt
     e->data = o.data;
     atomic_init(&e->keepalives, 0);
     atomic_init(&e->leases_lost, 0);
+    atomic_init(&e->watches, 0);
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
     rc = band_relay_create(&e->relay, etcd_relay_cancel, e);
@@ -194,6 +195,7 @@ int band_etcd_get_stats(const band_etcd *e, band_etcd_stats *out)
     out->failovers = atomic_load(&m->http.failovers);
     out->keepalives = atomic_load(&m->keepalives);
     out->leases_lost = atomic_load(&m->leases_lost);
+    out->watches = atomic_load(&m->watches);
     pthread_mutex_lock(&m->lock);
     out->lease = m->lease;
     out->lease_deadline = m->lease_deadline;

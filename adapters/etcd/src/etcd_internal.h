@@ -217,6 +217,7 @@ struct band_etcd {
 
     atomic_uint_fast64_t keepalives;
     atomic_uint_fast64_t leases_lost;
+    atomic_uint_fast64_t watches;
 };
 
 struct band_etcd_budget {

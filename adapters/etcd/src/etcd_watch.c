@@ -139,6 +139,7 @@ static void watch_close(struct band_etcd *e, band_etcd_budget *b)
         curl_multi_remove_handle(e->multi, b->watch);
         curl_easy_cleanup(b->watch);
         b->watch = NULL;
+        atomic_fetch_sub(&e->watches, 1);
     }
     curl_slist_free_all(b->watch_hdrs);
     b->watch_hdrs = NULL;
@@ -194,6 +195,8 @@ static void watch_start(struct band_etcd *e, band_etcd_budget *b)
     size_t ulen = strlen(ep) + 16;
     char *url = malloc(ulen);
     b->watch = curl_easy_init();
+    if (b->watch)
+        atomic_fetch_add(&e->watches, 1); /* watch_close() takes it back */
     b->watch_hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     if (b->watch_body == NULL || url == NULL || b->watch == NULL || b->watch_hdrs == NULL) {
         free(url);

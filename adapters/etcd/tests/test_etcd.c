@@ -868,6 +868,61 @@ static void test_contention(void **state)
     assert_int_equal(band_etcd_destroy(third), 0);
 }
 
+static band_etcd *g_watched;
+static uint64_t g_want_watches;
+
+static bool cond_watches(void *arg)
+{
+    (void)arg;
+    band_etcd_stats st;
+    return band_etcd_get_stats(g_watched, &st) == 0 && st.watches == g_want_watches;
+}
+
+static void wait_watches(band_etcd *e, uint64_t n, long ms)
+{
+    g_watched = e;
+    g_want_watches = n;
+    assert_true(poll_until(cond_watches, NULL, ms));
+}
+
+/* A budget is watched while a request of the client waits in it, and for a while after
+ * another client was seen in it; a client alone on a budget opens no watch. */
+static void test_watch_on_demand(void **state)
+{
+    (void)state;
+    char name[64];
+    unique_name(name, sizeof(name), "ondemand");
+    band_etcd_budget *ba = open_budget(g_a, name, 1);
+    band_etcd_budget *bb = open_budget(g_b, name, 1);
+    band_etcd_grant held, g;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(band_etcd_budget_try_acquire(ba, 1, &held), 0);
+        assert_int_equal(band_etcd_budget_release(ba, &held), 0);
+    }
+    assert_int_equal(band_etcd_budget_try_acquire(ba, 1, &held), 0);
+    band_etcd_stats st;
+    assert_int_equal(band_etcd_get_stats(g_a, &st), 0);
+    assert_int_equal(st.watches, 0);
+
+    struct aop w;
+    aop_init(&w);
+    assert_int_equal(band_etcd_budget_acquire_async(bb, 1, &w.op), BAND_PENDING);
+    wait_watches(g_b, 1, 3000); /* the waiter's */
+    /* a's refusal shows it another user: a watches too, from then on. */
+    assert_int_equal(band_etcd_budget_try_acquire(ba, 1, &g), BAND_EAGAIN);
+    wait_watches(g_a, 1, 3000);
+    assert_int_equal(band_etcd_budget_release(ba, &held), 0);
+    wait_woken(&w, 0);
+    assert_true(w.op.grant.token > held.token);
+    assert_int_equal(band_etcd_budget_release(bb, &w.op.grant), 0);
+    assert_int_equal(entries(ba), 0);
+    /* Nothing waits and nobody else shows up: both watches close after the linger. */
+    wait_watches(g_a, 0, 9000);
+    wait_watches(g_b, 0, 9000);
+    assert_int_equal(band_etcd_budget_destroy(ba), 0);
+    assert_int_equal(band_etcd_budget_destroy(bb), 0);
+}
+
 /* A client alone on a budget of 1: every acquisition right after its own release is one
  * transaction, since the release enters the view at once (no watch event awaited), and
  * every release is one deletion. Also prints the figures docs/etcd.md quotes. */
@@ -895,6 +950,7 @@ static void test_latency(void **state)
     }
     assert_int_equal(band_etcd_get_stats(g_a, &st), 0);
     assert_int_equal(st.txns - s0.txns, 2 * N);
+    assert_int_equal(st.watches, 0); /* alone on it: never watched */
     /* HTTP requests: the transactions, the deletions, and nothing else but renewals and
      * attempts tried again elsewhere. */
     assert_int_equal((st.requests - s0.requests) - (st.keepalives - s0.keepalives) -
@@ -970,6 +1026,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_contention, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_on_demand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_member, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failover, setup, teardown),

@@ -99,6 +99,8 @@ typedef struct band_etcd_stats {
     uint64_t failovers;       /**< requests tried again on another endpoint */
     uint64_t keepalives;      /**< lease renewals that succeeded */
     uint64_t leases_lost;     /**< leases that ended under the client */
+    uint64_t watches;         /**< watch streams open now: one per budget that another
+                                   client uses or a request of this one waits in */
     int64_t lease;            /**< the current lease's id */
     band_time lease_deadline; /**< band_now() time by which the lease ends unless renewed:
                                  the last renewal's send time plus its time to live, so it
