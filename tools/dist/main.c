@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text_table.h"
 #include <band/band.h>
 #include <band/etcd.h>
 #include <jansson.h>
@@ -111,75 +112,6 @@ static int valid_name(const char *s)
 }
 
 /* ---------------------------------------------------------------------------------------
- * A text table: cells collected row by row, printed with each column as wide as its
- * widest cell. */
-
-#define CELL_MAX 72
-#define COLS_MAX 8
-
-struct table {
-    size_t ncols;
-    size_t nrows;
-    size_t cap;
-    char (*cells)[COLS_MAX][CELL_MAX];
-};
-
-static int table_row(struct table *t)
-{
-    if (t->nrows == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 16;
-        void *p = realloc(t->cells, cap * sizeof(*t->cells));
-        if (!p)
-            return -1;
-        t->cells = p;
-        t->cap = cap;
-    }
-    memset(t->cells[t->nrows], 0, sizeof(*t->cells));
-    t->nrows++;
-    return 0;
-}
-
-static void table_set(struct table *t, size_t col, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void table_set(struct table *t, size_t col, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    (void)vsnprintf(t->cells[t->nrows - 1][col], CELL_MAX, fmt, ap);
-    va_end(ap);
-    if (col + 1 > t->ncols)
-        t->ncols = col + 1;
-}
-
-static void table_print(const struct table *t, const char *prefix)
-{
-    size_t width[COLS_MAX] = {0};
-    for (size_t r = 0; r < t->nrows; r++)
-        for (size_t c = 0; c < t->ncols; c++) {
-            size_t n = strlen(t->cells[r][c]);
-            if (n > width[c])
-                width[c] = n;
-        }
-    for (size_t r = 0; r < t->nrows; r++) {
-        fputs(prefix, stdout);
-        for (size_t c = 0; c < t->ncols; c++) {
-            if (c + 1 == t->ncols)
-                fputs(t->cells[r][c], stdout);
-            else
-                printf("%-*s  ", (int)width[c], t->cells[r][c]);
-        }
-        fputc('\n', stdout);
-    }
-}
-
-static void table_free(struct table *t)
-{
-    free(t->cells);
-    memset(t, 0, sizeof(*t));
-}
-
-/* ---------------------------------------------------------------------------------------
  * The connection: one client and, for the budget commands, one handle. */
 
 struct conn {
@@ -266,53 +198,53 @@ static void show_text(const char *name, const struct snapshot *sn)
            " (revision %" PRId64 ")\n",
            name, st->capacity, st->held, st->debt, st->queued, st->revision);
 
-    struct table t = {0};
+    struct text_table t = {0};
     size_t nh = count_granted(sn);
     printf("\nholders: %zu\n", nh);
     if (nh > 0) {
-        (void)table_row(&t);
-        table_set(&t, 0, "ID");
-        table_set(&t, 1, "HOLDER");
-        table_set(&t, 2, "UNITS");
-        table_set(&t, 3, "LEASE");
-        table_set(&t, 4, "TOKEN");
+        (void)text_table_row(&t);
+        text_table_set(&t, 0, "ID");
+        text_table_set(&t, 1, "HOLDER");
+        text_table_set(&t, 2, "UNITS");
+        text_table_set(&t, 3, "LEASE");
+        text_table_set(&t, 4, "TOKEN");
         for (size_t i = 0; i < sn->n; i++) {
             const band_etcd_entry *x = &sn->v[i];
-            if (!x->granted || table_row(&t) != 0)
+            if (!x->granted || text_table_row(&t) != 0)
                 continue;
-            table_set(&t, 0, "%s", x->id);
-            table_set(&t, 1, "%s", x->holder);
-            table_set(&t, 2, "%" PRIu64, x->units);
-            table_set(&t, 3, "%" PRIx64, (uint64_t)x->lease);
-            table_set(&t, 4, "%" PRId64, x->token);
+            text_table_set(&t, 0, "%s", x->id);
+            text_table_set(&t, 1, "%s", x->holder);
+            text_table_set(&t, 2, "%" PRIu64, x->units);
+            text_table_set(&t, 3, "%" PRIx64, (uint64_t)x->lease);
+            text_table_set(&t, 4, "%" PRId64, x->token);
         }
-        table_print(&t, "  ");
-        table_free(&t);
+        text_table_print(&t, "  ", stdout);
+        text_table_free(&t);
     }
 
     printf("\nwaiters (first in line first): %zu\n", sn->n - nh);
     if (sn->n > nh) {
-        (void)table_row(&t);
-        table_set(&t, 0, "POS");
-        table_set(&t, 1, "ID");
-        table_set(&t, 2, "HOLDER");
-        table_set(&t, 3, "UNITS");
-        table_set(&t, 4, "LEASE");
-        table_set(&t, 5, "CREATED");
+        (void)text_table_row(&t);
+        text_table_set(&t, 0, "POS");
+        text_table_set(&t, 1, "ID");
+        text_table_set(&t, 2, "HOLDER");
+        text_table_set(&t, 3, "UNITS");
+        text_table_set(&t, 4, "LEASE");
+        text_table_set(&t, 5, "CREATED");
         size_t pos = 0;
         for (size_t i = 0; i < sn->n; i++) {
             const band_etcd_entry *x = &sn->v[i];
-            if (x->granted || table_row(&t) != 0)
+            if (x->granted || text_table_row(&t) != 0)
                 continue;
-            table_set(&t, 0, "%zu", pos++);
-            table_set(&t, 1, "%s", x->id);
-            table_set(&t, 2, "%s", x->holder);
-            table_set(&t, 3, "%" PRIu64, x->units);
-            table_set(&t, 4, "%" PRIx64, (uint64_t)x->lease);
-            table_set(&t, 5, "%" PRId64, x->created);
+            text_table_set(&t, 0, "%zu", pos++);
+            text_table_set(&t, 1, "%s", x->id);
+            text_table_set(&t, 2, "%s", x->holder);
+            text_table_set(&t, 3, "%" PRIu64, x->units);
+            text_table_set(&t, 4, "%" PRIx64, (uint64_t)x->lease);
+            text_table_set(&t, 5, "%" PRId64, x->created);
         }
-        table_print(&t, "  ");
-        table_free(&t);
+        text_table_print(&t, "  ", stdout);
+        text_table_free(&t);
     }
 }
 

@@ -29,6 +29,7 @@
 #include <band/shm.h>
 
 #include "json.h"
+#include "text_table.h"
 
 #define PROG "band-shm"
 
@@ -144,75 +145,6 @@ static int parse_u64(const char *s, int suffixes, uint64_t max, uint64_t *out)
 static const char *kind_name(int kind)
 {
     return kind == BAND_SHM_BYTES ? "bytes" : "units";
-}
-
-/* ---------------------------------------------------------------------------------------
- * A text table: cells collected row by row, printed with each column as wide as its
- * widest cell. */
-
-#define CELL_MAX 64
-#define COLS_MAX (4 + BAND_SHM_MAX_BOUNDS)
-
-struct table {
-    size_t ncols;
-    size_t nrows;
-    size_t cap;
-    char (*cells)[COLS_MAX][CELL_MAX];
-};
-
-static int table_row(struct table *t)
-{
-    if (t->nrows == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 16;
-        void *p = realloc(t->cells, cap * sizeof(*t->cells));
-        if (!p)
-            return -1;
-        t->cells = p;
-        t->cap = cap;
-    }
-    memset(t->cells[t->nrows], 0, sizeof(*t->cells));
-    t->nrows++;
-    return 0;
-}
-
-static void table_set(struct table *t, size_t col, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void table_set(struct table *t, size_t col, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    (void)vsnprintf(t->cells[t->nrows - 1][col], CELL_MAX, fmt, ap);
-    va_end(ap);
-    if (col + 1 > t->ncols)
-        t->ncols = col + 1;
-}
-
-static void table_print(const struct table *t, const char *prefix)
-{
-    size_t width[COLS_MAX] = {0};
-    for (size_t r = 0; r < t->nrows; r++)
-        for (size_t c = 0; c < t->ncols; c++) {
-            size_t n = strlen(t->cells[r][c]);
-            if (n > width[c])
-                width[c] = n;
-        }
-    for (size_t r = 0; r < t->nrows; r++) {
-        fputs(prefix, stdout);
-        for (size_t c = 0; c < t->ncols; c++) {
-            if (c + 1 == t->ncols)
-                fputs(t->cells[r][c], stdout);
-            else
-                printf("%-*s  ", (int)width[c], t->cells[r][c]);
-        }
-        fputc('\n', stdout);
-    }
-}
-
-static void table_free(struct table *t)
-{
-    free(t->cells);
-    memset(t, 0, sizeof(*t));
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -538,33 +470,33 @@ static int scan(char **pat, int npat, struct entry **out, size_t *count)
 
 static void list_text(const struct entry *v, size_t n)
 {
-    struct table t = {0};
-    if (table_row(&t) != 0)
+    struct text_table t = {0};
+    if (text_table_row(&t) != 0)
         return;
-    table_set(&t, 0, "NAME");
-    table_set(&t, 1, "VERSION");
-    table_set(&t, 2, "SIZE");
-    table_set(&t, 3, "HANDLES");
-    table_set(&t, 4, "WAITERS");
-    table_set(&t, 5, "BOUNDS (available/capacity)");
+    text_table_set(&t, 0, "NAME");
+    text_table_set(&t, 1, "VERSION");
+    text_table_set(&t, 2, "SIZE");
+    text_table_set(&t, 3, "HANDLES");
+    text_table_set(&t, 4, "WAITERS");
+    text_table_set(&t, 5, "BOUNDS (available/capacity)");
     for (size_t i = 0; i < n; i++) {
         const struct entry *e = &v[i];
-        if (table_row(&t) != 0)
+        if (text_table_row(&t) != 0)
             break;
-        table_set(&t, 0, "%s", e->name);
+        text_table_set(&t, 0, "%s", e->name);
         if (e->rc != 0) {
             for (size_t c = 1; c < 5; c++)
-                table_set(&t, c, "-");
-            table_set(&t, 5, "error: %s (%s)", band_err_name(e->rc), band_strerror(e->rc));
+                text_table_set(&t, c, "-");
+            text_table_set(&t, 5, "error: %s (%s)", band_err_name(e->rc), band_strerror(e->rc));
             continue;
         }
         const band_shm_stats *st = &e->sn.st;
-        table_set(&t, 1, "%" PRIu32, st->version);
-        table_set(&t, 2, "%" PRIu64, st->size);
-        table_set(&t, 3, "%" PRIu32, st->handles);
-        table_set(&t, 4, "%" PRIu32, st->waiters);
+        text_table_set(&t, 1, "%" PRIu32, st->version);
+        text_table_set(&t, 2, "%" PRIu64, st->size);
+        text_table_set(&t, 3, "%" PRIu32, st->handles);
+        text_table_set(&t, 4, "%" PRIu32, st->waiters);
         /* The bounds column is the last one, so it is built in one buffer of its own. */
-        char line[COLS_MAX * CELL_MAX];
+        char line[TEXT_TABLE_COLS * TEXT_TABLE_CELL];
         size_t len = 0;
         for (uint32_t b = 0; b < st->nbounds && len < sizeof(line); b++) {
             const band_shm_bound_stats *bs = &st->bounds[b];
@@ -577,10 +509,10 @@ static void list_text(const struct entry *v, size_t n)
         }
         if (st->closed && len < sizeof(line))
             (void)snprintf(line + len, sizeof(line) - len, " (closed)");
-        table_set(&t, 5, "%.*s", CELL_MAX - 1, line);
+        text_table_set(&t, 5, "%.*s", TEXT_TABLE_CELL - 1, line);
     }
-    table_print(&t, "");
-    table_free(&t);
+    text_table_print(&t, "", stdout);
+    text_table_free(&t);
 }
 
 static void json_error(struct json *j, int rc)
@@ -695,94 +627,94 @@ static void show_text(const char *name, const struct snapshot *sn)
            st->handles, st->max_handles, st->waiters, st->max_waiters, st->recoveries,
            st->dead_handles, st->dead_waiters);
 
-    struct table t = {0};
+    struct text_table t = {0};
     static const char *const head[] = {"BOUND", "KIND",   "CAPACITY", "AVAILABLE",
                                        "DEBT",  "IN USE", "WAITERS",  "WAITING UNITS"};
-    (void)table_row(&t);
+    (void)text_table_row(&t);
     for (size_t c = 0; c < sizeof(head) / sizeof(head[0]); c++)
-        table_set(&t, c, "%s", head[c]);
+        text_table_set(&t, c, "%s", head[c]);
     for (uint32_t b = 0; b < st->nbounds; b++) {
         const band_shm_bound_stats *bs = &st->bounds[b];
-        if (table_row(&t) != 0)
+        if (text_table_row(&t) != 0)
             break;
-        table_set(&t, 0, "%s", bs->name);
-        table_set(&t, 1, "%s", kind_name(bs->kind));
-        table_set(&t, 2, "%" PRIu64, bs->capacity);
-        table_set(&t, 3, "%" PRIu64, bs->available);
-        table_set(&t, 4, "%" PRIu64, bs->debt);
-        table_set(&t, 5, "%" PRIu64, bs->in_use);
-        table_set(&t, 6, "%" PRIu64, bs->waiters);
-        table_set(&t, 7, "%" PRIu64, bs->waiting_units);
+        text_table_set(&t, 0, "%s", bs->name);
+        text_table_set(&t, 1, "%s", kind_name(bs->kind));
+        text_table_set(&t, 2, "%" PRIu64, bs->capacity);
+        text_table_set(&t, 3, "%" PRIu64, bs->available);
+        text_table_set(&t, 4, "%" PRIu64, bs->debt);
+        text_table_set(&t, 5, "%" PRIu64, bs->in_use);
+        text_table_set(&t, 6, "%" PRIu64, bs->waiters);
+        text_table_set(&t, 7, "%" PRIu64, bs->waiting_units);
     }
     fputc('\n', stdout);
-    table_print(&t, "");
-    table_free(&t);
+    text_table_print(&t, "", stdout);
+    text_table_free(&t);
 
     static const char *const chead[] = {"COUNTERS", "QUEUED",   "GRANTS",  "TIMEOUTS", "CANCELS",
                                         "CLOSED",   "REFUSALS", "TOO BIG", "RECLAIMED"};
-    (void)table_row(&t);
+    (void)text_table_row(&t);
     for (size_t c = 0; c < sizeof(chead) / sizeof(chead[0]); c++)
-        table_set(&t, c, "%s", chead[c]);
+        text_table_set(&t, c, "%s", chead[c]);
     for (uint32_t b = 0; b < st->nbounds; b++) {
         const band_shm_bound_stats *bs = &st->bounds[b];
-        if (table_row(&t) != 0)
+        if (text_table_row(&t) != 0)
             break;
-        table_set(&t, 0, "%s", bs->name);
-        table_set(&t, 1, "%" PRIu64, bs->queued);
-        table_set(&t, 2, "%" PRIu64, bs->grants);
-        table_set(&t, 3, "%" PRIu64, bs->timeouts);
-        table_set(&t, 4, "%" PRIu64, bs->cancels);
-        table_set(&t, 5, "%" PRIu64, bs->closed_fails);
-        table_set(&t, 6, "%" PRIu64, bs->try_refusals);
-        table_set(&t, 7, "%" PRIu64, bs->too_big);
-        table_set(&t, 8, "%" PRIu64, bs->reclaimed);
+        text_table_set(&t, 0, "%s", bs->name);
+        text_table_set(&t, 1, "%" PRIu64, bs->queued);
+        text_table_set(&t, 2, "%" PRIu64, bs->grants);
+        text_table_set(&t, 3, "%" PRIu64, bs->timeouts);
+        text_table_set(&t, 4, "%" PRIu64, bs->cancels);
+        text_table_set(&t, 5, "%" PRIu64, bs->closed_fails);
+        text_table_set(&t, 6, "%" PRIu64, bs->try_refusals);
+        text_table_set(&t, 7, "%" PRIu64, bs->too_big);
+        text_table_set(&t, 8, "%" PRIu64, bs->reclaimed);
     }
     fputc('\n', stdout);
-    table_print(&t, "");
-    table_free(&t);
+    text_table_print(&t, "", stdout);
+    text_table_free(&t);
 
     printf("\nholders: %zu\n", sn->nholders);
     if (sn->nholders > 0) {
-        (void)table_row(&t);
-        table_set(&t, 0, "PID");
-        table_set(&t, 1, "ALIVE");
+        (void)text_table_row(&t);
+        text_table_set(&t, 0, "PID");
+        text_table_set(&t, 1, "ALIVE");
         for (uint32_t b = 0; b < st->nbounds; b++)
-            table_set(&t, 2 + b, "%s", st->bounds[b].name);
+            text_table_set(&t, 2 + b, "%s", st->bounds[b].name);
         for (size_t i = 0; i < sn->nholders; i++) {
             const band_shm_holder *h = &sn->holders[i];
-            if (table_row(&t) != 0)
+            if (text_table_row(&t) != 0)
                 break;
-            table_set(&t, 0, "%" PRId32, h->pid);
-            table_set(&t, 1, "%s", h->alive ? "yes" : "dead");
+            text_table_set(&t, 0, "%" PRId32, h->pid);
+            text_table_set(&t, 1, "%s", h->alive ? "yes" : "dead");
             for (uint32_t b = 0; b < st->nbounds; b++)
-                table_set(&t, 2 + b, "%" PRIu64, h->held[b]);
+                text_table_set(&t, 2 + b, "%" PRIu64, h->held[b]);
         }
-        table_print(&t, "  ");
-        table_free(&t);
+        text_table_print(&t, "  ", stdout);
+        text_table_free(&t);
     }
 
     printf("\nwaiters (first in line first): %zu\n", sn->nwaiters);
     if (sn->nwaiters > 0) {
-        (void)table_row(&t);
-        table_set(&t, 0, "SEQ");
-        table_set(&t, 1, "PID");
-        table_set(&t, 2, "WAITED");
-        table_set(&t, 3, "MODE");
+        (void)text_table_row(&t);
+        text_table_set(&t, 0, "SEQ");
+        text_table_set(&t, 1, "PID");
+        text_table_set(&t, 2, "WAITED");
+        text_table_set(&t, 3, "MODE");
         for (uint32_t b = 0; b < st->nbounds; b++)
-            table_set(&t, 4 + b, "%s", st->bounds[b].name);
+            text_table_set(&t, 4 + b, "%s", st->bounds[b].name);
         for (size_t i = 0; i < sn->nwaiters; i++) {
             const band_shm_waiter_info *w = &sn->waiters[i];
-            if (table_row(&t) != 0)
+            if (text_table_row(&t) != 0)
                 break;
-            table_set(&t, 0, "%" PRIu64, w->seq);
-            table_set(&t, 1, "%" PRId32, w->pid);
-            table_set(&t, 2, "%.3fs", (double)w->waited / (double)BAND_SEC);
-            table_set(&t, 3, "%s", w->async ? "async" : "blocking");
+            text_table_set(&t, 0, "%" PRIu64, w->seq);
+            text_table_set(&t, 1, "%" PRId32, w->pid);
+            text_table_set(&t, 2, "%.3fs", (double)w->waited / (double)BAND_SEC);
+            text_table_set(&t, 3, "%s", w->async ? "async" : "blocking");
             for (uint32_t b = 0; b < st->nbounds; b++)
-                table_set(&t, 4 + b, "%" PRIu64, w->want[b]);
+                text_table_set(&t, 4 + b, "%" PRIu64, w->want[b]);
         }
-        table_print(&t, "  ");
-        table_free(&t);
+        text_table_print(&t, "  ", stdout);
+        text_table_free(&t);
     }
 }
 
