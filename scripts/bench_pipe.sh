@@ -14,6 +14,9 @@
 #                and report whether any EMFILE ("Too many open files") happened
 #   --resampling R   the other contenders' resampling: nearest, bilinear (default: band-pipe's,
 #                so every contender does the same work per tile), cubic, lanczos, average
+#   --compress C     every contender's output codec: zstd (default: band-pipe's), deflate
+#                or lzw, each with band-pipe's creation options (tiled, fastest level,
+#                predictor 2), so every contender writes the same files
 #   --pipe-args "ARGS"   more options for band-pipe's runs, split on spaces (e.g.
 #                "--memory 256M --verify")
 #   --timeout S  stop a run after S seconds (TERM, then KILL 5 s later; default 600): it is
@@ -53,6 +56,7 @@ rounds=3
 only=a,b,c,d
 nofile=
 resampling=bilinear
+codec=zstd
 pipe_args=()
 run_timeout=600
 keep=0
@@ -68,6 +72,7 @@ while (($# > 0)); do
     --only) only=${2:?--only needs a list}; shift 2 ;;
     --ulimit) nofile=${2:?--ulimit needs a descriptor limit}; shift 2 ;;
     --resampling) resampling=${2:?--resampling needs a method}; shift 2 ;;
+    --compress) codec=${2:?--compress needs a codec}; shift 2 ;;
     --pipe-args) read -r -a pipe_args <<<"${2?--pipe-args needs options}"; shift 2 ;;
     --timeout) run_timeout=${2:?--timeout needs seconds}; shift 2 ;;
     --server-rate) serve_args+=(--server-rate "${2:?--server-rate needs a rate}"); shift 2 ;;
@@ -85,6 +90,11 @@ case $resampling in
 nearest) gdal_resampling=near ;; # gdalwarp's name for it
 bilinear | cubic | lanczos | average) gdal_resampling=$resampling ;;
 *) die "--resampling: '$resampling' is not nearest, bilinear, cubic, lanczos or average" ;;
+esac
+
+case $codec in
+zstd | deflate | lzw) ;;
+*) die "--compress: '$codec' is not zstd, deflate or lzw" ;;
 esac
 
 contenders=()
@@ -181,21 +191,21 @@ total=$(grep -c -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$urls" || true)
 in_bytes=$(find "$data/tiles" -maxdepth 1 -type f -name '*.tif' -printf '%s\n' |
     awk '{ s += $1 } END { print s + 0 }')
 echo "bench-pipe: $total URLs, $(awk -v b="$in_bytes" 'BEGIN { printf "%.1f", b / 1e6 }') MB" \
-    "of tiles; $rounds rounds of: ${contenders[*]}; $cores cores"
+    "of tiles; $rounds rounds of: ${contenders[*]}; $cores cores; output $codec"
 
 # shellcheck disable=SC2016 # ulimit-N: the inner shell expands its own $0 and $@
 set_command() { # cmd=(the command line of contender $1 writing to $2)
     local out=$2
     case $1 in
-    band-pipe) cmd=("$BAND_PIPE" --quiet "${pipe_args[@]}" "$urls" "$out") ;;
+    band-pipe) cmd=("$BAND_PIPE" --quiet --compress "$codec" "${pipe_args[@]}" "$urls" "$out") ;;
     asyncio) cmd=("$py" "$top/bench/pipe/asyncio_pipeline.py" "$urls" "$out"
-        --resampling "$resampling") ;;
+        --resampling "$resampling" --compress "$codec") ;;
     parallel) cmd=(bash "$top/bench/pipe/parallel_curl_gdalwarp.sh" "$urls" "$out"
-        "$((cores * 2))" EPSG:3857 "$gdal_resampling") ;;
+        "$((cores * 2))" EPSG:3857 "$gdal_resampling" "$codec") ;;
     gdalwarp) cmd=(bash "$top/bench/pipe/gdalwarp_multi.sh" "$data/tiles" "$out" EPSG:3857
-        "$gdal_resampling") ;;
+        "$gdal_resampling" "$codec") ;;
     ulimit-*) cmd=(bash -c 'ulimit -n "$0" && exec "$@"' "${1#ulimit-}" "$BAND_PIPE" --quiet
-        "${pipe_args[@]}" "$urls" "$out") ;;
+        --compress "$codec" "${pipe_args[@]}" "$urls" "$out") ;;
     esac
 }
 

@@ -3,7 +3,9 @@
 """asyncio_pipeline.py - the asyncio pipeline of the stage-limits text, for the benchmark.
 
 Fetches each URL with aiohttp, decodes and reprojects it with rasterio (to EPSG:3857 by
-default) and writes a DEFLATE GeoTIFF, with one asyncio.Semaphore per stage, sized as the
+default) and writes a compressed GeoTIFF (--compress, with band-pipe's creation options:
+tiled 256 x 256, the codec's fastest level, predictor 2), with one asyncio.Semaphore per
+stage, sized as the
 text sizes them: fetch 32, cpu = cores, memory = budget // per-tile working set (memory
 bounded by count), write 4, and one more around the whole unit for descriptors
 (descriptor budget // 2). Semaphores are taken in a fixed order and released in reverse
@@ -15,9 +17,11 @@ the fetch slot held meanwhile); nothing else is special about throttling. A fail
 temporary name and renamed, as band-pipe does.
 
 usage: asyncio_pipeline.py URLS OUTDIR [--crs EPSG:3857] [--resampling bilinear]
+                           [--compress zstd|deflate|lzw]
                            [--memory-mb 1024] [--per-tile-mb 16] [--descriptors 400]
                            [--retries 10]
-The resampling defaults to band-pipe's (bilinear), so both do the same work per tile.
+The resampling and the compression default to band-pipe's (bilinear, zstd), so both do the
+same work per tile.
 Prints one line: "asyncio: done D failed F throttled T seconds S". Exit 0 when every tile
 was written, 1 when some failed, 2 on bad usage.
 """
@@ -104,15 +108,15 @@ async def fetch(session: aiohttp.ClientSession, url: str, retries: int,
 
 
 async def process_tile(session: aiohttp.ClientSession, url: str, dst_path: str,
-                       dst_crs: str, resampling: Resampling, limits: Limits, retries: int,
-                       counters: Counters) -> str:
+                       dst_crs: str, resampling: Resampling, codec: str, limits: Limits,
+                       retries: int, counters: Counters) -> str:
     async with held(limits.unit):
         async with held(limits.fetch):
             payload = await fetch(session, url, retries, counters)
 
         async with held(limits.cpu, limits.memory):
             array, profile = await asyncio.to_thread(_decode_and_warp, payload, dst_crs,
-                                                     resampling)
+                                                     resampling, codec)
             del payload
 
         async with held(limits.write):
@@ -121,16 +125,27 @@ async def process_tile(session: aiohttp.ClientSession, url: str, dst_path: str,
     return dst_path
 
 
-def _decode_and_warp(payload: bytes, dst_crs: str, resampling: Resampling):
+def creation_options(codec: str) -> dict:
+    """band-pipe's creation options for CODEC: tiled, the codec's fastest level, predictor 2."""
+    opts = {"tiled": True, "blockxsize": 256, "blockysize": 256, "compress": codec,
+            "predictor": 2}
+    if codec == "zstd":
+        opts["zstd_level"] = 1
+    elif codec == "deflate":
+        opts["zlevel"] = 1
+    return opts
+
+
+def _decode_and_warp(payload: bytes, dst_crs: str, resampling: Resampling, codec: str):
     with MemoryFile(payload) as memfile:
         with memfile.open() as src:
             transform, width, height = calculate_default_transform(
                 src.crs, dst_crs, src.width, src.height, *src.bounds)
             profile = src.profile.copy()
-            profile.update(driver="GTiff", crs=dst_crs, transform=transform, width=width,
-                           height=height, compress="deflate")
-            for key in ("blockxsize", "blockysize", "tiled", "photometric"):
+            for key in ("blockxsize", "blockysize", "tiled", "photometric", "compress"):
                 profile.pop(key, None)
+            profile.update(driver="GTiff", crs=dst_crs, transform=transform, width=width,
+                           height=height, **creation_options(codec))
             array = np.zeros((src.count, height, width), dtype=src.dtypes[0])
             reproject(source=rasterio.band(src, list(range(1, src.count + 1))),
                       destination=array, src_transform=src.transform, src_crs=src.crs,
@@ -167,8 +182,8 @@ async def run(urls: list, outdir: str, args: argparse.Namespace) -> Counters:
     async with aiohttp.ClientSession() as session:
         async def one(url: str, path: str) -> None:
             try:
-                await process_tile(session, url, path, args.crs, resampling, limits,
-                                   args.retries, counters)
+                await process_tile(session, url, path, args.crs, resampling, args.compress,
+                                   limits, args.retries, counters)
                 counters.done += 1
             except Exception as e:  # a per-tile failure: count it, go on
                 counters.failed += 1
@@ -186,6 +201,7 @@ def main() -> int:
     ap.add_argument("--crs", default="EPSG:3857")
     ap.add_argument("--resampling", default="bilinear",
                     choices=[r.name for r in Resampling])
+    ap.add_argument("--compress", default="zstd", choices=["zstd", "deflate", "lzw"])
     ap.add_argument("--memory-mb", type=int, default=1024)
     ap.add_argument("--per-tile-mb", type=int, default=16)
     ap.add_argument("--descriptors", type=int, default=400)

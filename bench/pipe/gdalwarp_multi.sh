@@ -3,28 +3,36 @@
 # gdalwarp_multi.sh - gdalwarp over the local files, one tile after the other, each with
 # GDAL's own parallelism (-multi -wo NUM_THREADS=ALL_CPUS): no network, no pipeline.
 #
-#   bench/pipe/gdalwarp_multi.sh TILESDIR OUTDIR [CRS] [RESAMPLING]
+#   bench/pipe/gdalwarp_multi.sh TILESDIR OUTDIR [CRS] [RESAMPLING] [CODEC]
 #
 # Warps every TILESDIR/*.tif to OUTDIR/<name>.tif (CRS default EPSG:3857, RESAMPLING
-# default bilinear as band-pipe's, DEFLATE).
+# default bilinear and CODEC zstd as band-pipe's, with its creation options).
 # Prints one line: "gdalwarp: done D failed F"; exits 0 when every tile was written.
 set -uo pipefail
 
 if (($# < 2)); then
-    echo "usage: $0 TILESDIR OUTDIR [CRS] [RESAMPLING]" >&2
+    echo "usage: $0 TILESDIR OUTDIR [CRS] [RESAMPLING] [CODEC]" >&2
     exit 2
 fi
 tiles=$1
 out=$2
 crs=${3:-EPSG:3857}
 resampling=${4:-bilinear}
+codec=${5:-zstd}
+# band-pipe's creation options for a codec: tiled, the codec's fastest level, predictor 2.
+case $codec in
+zstd) co=(-co TILED=YES -co COMPRESS=ZSTD -co ZSTD_LEVEL=1 -co PREDICTOR=2) ;;
+deflate) co=(-co TILED=YES -co COMPRESS=DEFLATE -co ZLEVEL=1 -co PREDICTOR=2) ;;
+lzw) co=(-co TILED=YES -co COMPRESS=LZW -co PREDICTOR=2) ;;
+*) echo "$0: '$codec' is not zstd, deflate or lzw" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 done_=0
 failed=0
 shopt -s nullglob
 for f in "$tiles"/*.tif; do
     name=$(basename "$f" .tif)
-    if gdalwarp -q -multi -wo NUM_THREADS=ALL_CPUS -t_srs "$crs" -r "$resampling" -co COMPRESS=DEFLATE \
+    if gdalwarp -q -multi -wo NUM_THREADS=ALL_CPUS -t_srs "$crs" -r "$resampling" "${co[@]}" \
         "$f" "$out/$name.tif" >/dev/null 2>&1; then
         done_=$((done_ + 1))
     else

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # parallel_curl_gdalwarp.sh - the shell pipeline: GNU parallel running, per tile,
-#   curl -sf URL -o TMP && gdalwarp -q -t_srs CRS -r R -co COMPRESS=DEFLATE TMP OUTDIR/<name>.tif
+#   curl -sf URL -o TMP && gdalwarp -q -t_srs CRS -r R -co ... TMP OUTDIR/<name>.tif
 #
-#   bench/pipe/parallel_curl_gdalwarp.sh URLS OUTDIR [JOBS] [CRS] [RESAMPLING]
+#   bench/pipe/parallel_curl_gdalwarp.sh URLS OUTDIR [JOBS] [CRS] [RESAMPLING] [CODEC]
 #
 # JOBS defaults to twice the cores, CRS to EPSG:3857, RESAMPLING to bilinear (gdalwarp -r;
-# band-pipe's). Each job holds one connection and
+# band-pipe's), CODEC to zstd with band-pipe's creation options. Each job holds one connection and
 # one gdalwarp at a time; nothing bounds memory or descriptors but JOBS. curl -f fails a
 # tile on any HTTP error, 429 included (no retry). Prints one line: "parallel: done D
 # failed F"; exits 0 when every tile was written, 1 otherwise.
 set -uo pipefail
 
 if (($# < 2)); then
-    echo "usage: $0 URLS OUTDIR [JOBS] [CRS] [RESAMPLING]" >&2
+    echo "usage: $0 URLS OUTDIR [JOBS] [CRS] [RESAMPLING] [CODEC]" >&2
     exit 2
 fi
 urls=$1
@@ -21,6 +21,14 @@ out=$2
 jobs=${3:-$(($(nproc) * 2))}
 crs=${4:-EPSG:3857}
 resampling=${5:-bilinear}
+codec=${6:-zstd}
+# band-pipe's creation options for a codec: tiled, the codec's fastest level, predictor 2.
+case $codec in
+zstd) co=(-co TILED=YES -co COMPRESS=ZSTD -co ZSTD_LEVEL=1 -co PREDICTOR=2) ;;
+deflate) co=(-co TILED=YES -co COMPRESS=DEFLATE -co ZLEVEL=1 -co PREDICTOR=2) ;;
+lzw) co=(-co TILED=YES -co COMPRESS=LZW -co PREDICTOR=2) ;;
+*) echo "$0: '$codec' is not zstd, deflate or lzw" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/band-bench-parallel-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -30,7 +38,7 @@ trap 'rm -rf "$tmp"' EXIT
 # removed, so the outputs are the tiles that succeeded.
 grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$urls" |
     parallel --will-cite -j "$jobs" \
-        "curl -sf {} -o $tmp/{#}.tif && gdalwarp -q -t_srs $crs -r $resampling -co COMPRESS=DEFLATE $tmp/{#}.tif $out/{/.}.tif; rc=\$?; rm -f $tmp/{#}.tif; if [ \$rc -ne 0 ]; then rm -f $out/{/.}.tif; fi; exit \$rc" \
+        "curl -sf {} -o $tmp/{#}.tif && gdalwarp -q -t_srs $crs -r $resampling ${co[*]} $tmp/{#}.tif $out/{/.}.tif; rc=\$?; rm -f $tmp/{#}.tif; if [ \$rc -ne 0 ]; then rm -f $out/{/.}.tif; fi; exit \$rc" \
         >/dev/null 2>&1
 rc=$?
 if ((rc > 101)); then # parallel's own error; up to 101 it counts failed jobs

@@ -176,11 +176,12 @@ budget_line()
 
 # ---- outputs --------------------------------------------------------------------------
 
-# output_ok FILE: FILE is a complete GeoTIFF in EPSG:3857, DEFLATE-compressed. Prints why
-# not on stdout and returns 1 otherwise.
+# output_ok FILE [CODEC]: FILE is a complete GeoTIFF in EPSG:3857, compressed with CODEC
+# (GDAL's name; default ZSTD, band-pipe's default). Prints why not on stdout and returns 1
+# otherwise.
 output_ok()
 {
-    local f=$1 info
+    local f=$1 want=${2:-ZSTD} info
     [[ -f "$f" ]] || {
         echo "$f does not exist"
         return 1
@@ -197,8 +198,8 @@ output_ok()
         echo "$f is not in EPSG:3857 (proj:epsg '$epsg')"
         return 1
     fi
-    [[ "$comp" == DEFLATE ]] || {
-        echo "$f is not DEFLATE-compressed (COMPRESSION '$comp')"
+    [[ "$comp" == "$want" ]] || {
+        echo "$f is not $want-compressed (COMPRESSION '$comp')"
         return 1
     }
     # Every pixel readable: a half-written file fails here.
@@ -213,13 +214,14 @@ output_ok()
     return 0
 }
 
-# expect_outputs DIR NAME...: each NAME has a complete output DIR/NAME.tif.
+# expect_outputs DIR NAME...: each NAME has a complete output DIR/NAME.tif, compressed
+# with $CODEC (default ZSTD).
 expect_outputs()
 {
     local dir=$1 n why
     shift
     for n in "$@"; do
-        why=$(output_ok "$dir/$n.tif") || fail "$why"
+        why=$(output_ok "$dir/$n.tif" "${CODEC:-ZSTD}") || fail "$why"
     done
 }
 

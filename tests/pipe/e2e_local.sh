@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # pipe_e2e_local: local inputs without a server: a directory of rasters, a file of
 # file:// URLs, and paths on standard input ('-'). The good tiles' outputs are valid, the
-# broken ones fail corrupt, and a local path that does not exist fails not_found.
+# broken ones fail corrupt, and a local path that does not exist fails not_found; and
+# --compress deflate and lzw write those codecs; a large tile borrows an idle cpu slot.
 # shellcheck source=tests/pipe/e2e_lib.sh
 source "$(dirname "$0")/e2e_lib.sh"
 e2e_init "$@"
@@ -65,4 +66,35 @@ $(show stdin)"
 expect_outputs "$W/out-stdin" $some
 # shellcheck disable=SC2086
 expect_only_outputs "$W/out-stdin" $some
+
+# 4. The same with each other codec: the outputs are in it, and the start says so.
+for codec in deflate lzw; do
+    want=${codec^^}
+    run_pipe "stdin-$codec" - "$W/out-$codec" --cpu 2 --compress "$codec" <"$W/stdin.txt"
+    expect_rc "stdin-$codec" 0
+    grep -q "compressed with $want\$" "$W/stdin-$codec.out" ||
+        fail "the --compress $codec run does not say it writes $want:
+$(show "stdin-$codec")"
+    # shellcheck disable=SC2086
+    CODEC=$want expect_outputs "$W/out-$codec" $some
+done
+
+# 5. A large tile alone with two cpu slots borrows the idle one for its warp, exactly
+#    once; with one slot there is nothing to borrow. The output is the same either way.
+big=$(kind_names large | head -n 1)
+echo "$TILES/$big.tif" >"$W/big.txt"
+run_pipe big2 "$W/big.txt" "$W/out-big2" --cpu 2
+expect_rc big2 0
+grep -q "^cpu: large warps borrowed 1 idle slots, one warp thread each$" "$W/big2.out" ||
+    fail "the large tile with --cpu 2 did not borrow the idle slot:
+$(show big2)"
+run_pipe big1 "$W/big.txt" "$W/out-big1" --cpu 1
+expect_rc big1 0
+! grep -q "borrowed" "$W/big1.out" || fail "the large tile with --cpu 1 borrowed a slot:
+$(show big1)"
+expect_outputs "$W/out-big2" "$big"
+expect_outputs "$W/out-big1" "$big"
+[[ $(gdalinfo -checksum "$W/out-big1/$big.tif" | grep Checksum) == \
+    $(gdalinfo -checksum "$W/out-big2/$big.tif" | grep Checksum) ]] ||
+    fail "the warp on two threads gave other pixels than on one"
 e2e_pass

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <gdal.h>
+#include <gdal_alg.h>
 #include <ogr_srs_api.h>
 
 #include "dataset.h"
@@ -142,10 +143,10 @@ static int round_trip(const char *in, const char *out, char *err, size_t errlen)
     int rc = raster_decode(buf, len, &src, &b1, err, errlen);
     free(buf);
     if (rc == 0)
-        rc = raster_warp(src, "EPSG:3857", &dst, &b2, err, errlen);
+        rc = raster_warp(src, "EPSG:3857", 1, &dst, &b2, err, errlen);
     raster_free(src);
     if (rc == 0)
-        rc = raster_write(dst, out, &fb, err, errlen);
+        rc = raster_write(dst, out, RASTER_ZSTD, &fb, err, errlen);
     raster_free(dst);
     return rc;
 }
@@ -315,20 +316,38 @@ static void test_round_trip(const struct dataset_entry *e, size_t n)
     memset(buf, 0xEE, len); /* the raster no longer needs the body */
     free(buf);
     CHECK(b1 == ri.decoded_bytes);
-    CHECK(raster_warp(src, "EPSG:3857", &dst, &b2, err, sizeof err) == 0);
+    CHECK(raster_warp(src, "EPSG:3857", 1, &dst, &b2, err, sizeof err) == 0);
     CHECK(b2 == ri.warped_bytes && raster_width(dst) == ri.out_width &&
           raster_height(dst) == ri.out_height && raster_bands(dst) == 3);
     raster_free(src);
     mkdir(at("%s", "out"), 0755);
-    const char *out = at("%s", "out/a.tif");
-    CHECK(raster_write(dst, out, &fb, err, sizeof err) == 0);
+    char out[4400]; /* kept: at()'s buffers are reused */
+    snprintf(out, sizeof out, "%s", at("%s", "out/a.tif"));
+    CHECK(raster_write(dst, out, RASTER_ZSTD, &fb, err, sizeof err) == 0);
     struct stat st;
     CHECK(stat(out, &st) == 0 && fb > 0 && (uint64_t)st.st_size == fb);
-    CHECK(fb < b2);                             /* DEFLATE did something */
+    CHECK(fb < b2);                             /* ZSTD did something */
     CHECK(count_entries(at("%s", "out")) == 1); /* no temporary file left */
-    /* Written again over an existing file: replaced. */
-    CHECK(raster_write(dst, out, &fb, err, sizeof err) == 0);
+    /* Written again over an existing file, in each codec: replaced, and the check knows
+     * which codec it holds. */
+    static const enum raster_codec codecs[] = {RASTER_DEFLATE, RASTER_LZW, RASTER_ZSTD};
+    for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
+        enum raster_codec other = codecs[(i + 1) % 3];
+        CHECK(raster_write(dst, out, codecs[i], &fb, err, sizeof err) == 0);
+        CHECK(stat(out, &st) == 0 && (uint64_t)st.st_size == fb && fb < b2);
+        CHECK(count_entries(at("%s", "out")) == 1);
+        CHECK(raster_check_file(out, "EPSG:3857", codecs[i], err, sizeof err) == 0);
+        CHECK(raster_check_file(out, "EPSG:3857", other, err, sizeof err) == -1);
+        CHECK(strstr(err, raster_codec_name(codecs[i])) != NULL &&
+              strstr(err, raster_codec_name(other)) != NULL);
+        CHECK(raster_output_complete(out, "EPSG:3857") == 1); /* any codec resumes */
+    }
+    /* A codec outside the enum: refused, nothing written, the old file kept. */
+    CHECK(raster_write(dst, at("%s", "out/b.tif"), (enum raster_codec)7, &fb, err, sizeof err) ==
+          -1);
+    CHECK(strstr(err, "unknown compression") != NULL && fb == 0);
     CHECK(count_entries(at("%s", "out")) == 1);
+    CHECK(raster_check_file(out, "EPSG:3857", (enum raster_codec)7, err, sizeof err) == -1);
 
     GDALDatasetH ds = GDALOpenEx(out, GDAL_OF_RASTER, NULL, NULL, NULL);
     CHECK(ds != NULL);
@@ -336,17 +355,49 @@ static void test_round_trip(const struct dataset_entry *e, size_t n)
         CHECK(has_crs(ds, 3857));
         CHECK(!has_crs(ds, 4326));
         const char *c = GDALGetMetadataItem(ds, "COMPRESSION", "IMAGE_STRUCTURE");
-        CHECK(c != NULL && strcmp(c, "DEFLATE") == 0);
+        CHECK(c != NULL && strcmp(c, "ZSTD") == 0);
         CHECK(GDALGetRasterXSize(ds) == (int)ri.out_width && GDALGetRasterCount(ds) == 3);
         int bx = 0, by = 0;
         GDALGetBlockSize(GDALGetRasterBand(ds, 1), &bx, &by);
         CHECK(bx == 256 && by == 256);
         GDALClose(ds);
     }
-    CHECK(raster_check_file(out, "EPSG:3857", err, sizeof err) == 0);
-    CHECK(raster_check_file(out, "EPSG:4326", err, sizeof err) == -1);
-    CHECK(raster_check_file(tile_path(t), "EPSG:4326", err, sizeof err) == -1);
-    CHECK(strstr(err, "not DEFLATE") != NULL); /* the input is uncompressed */
+    CHECK(raster_check_file(out, "EPSG:3857", RASTER_ZSTD, err, sizeof err) == 0);
+    CHECK(raster_check_file(out, "EPSG:4326", RASTER_ZSTD, err, sizeof err) == -1);
+    CHECK(raster_check_file(tile_path(t), "EPSG:4326", RASTER_ZSTD, err, sizeof err) == -1);
+    CHECK(strstr(err, "compression is none, not ZSTD") != NULL); /* the input is uncompressed */
+
+    /* A warp on several threads gives the same pixels as on one. */
+    {
+        struct raster *src2 = NULL, *dst3 = NULL;
+        size_t len2;
+        void *buf2 = slurp(tile_path(t), &len2);
+        uint64_t d2 = 0, w3 = 0;
+        CHECK(buf2 != NULL && raster_decode(buf2, len2, &src2, &d2, err, sizeof err) == 0);
+        free(buf2);
+        CHECK(src2 != NULL && raster_warp(src2, "EPSG:3857", 3, &dst3, &w3, err, sizeof err) == 0);
+        CHECK(w3 == b2);
+        raster_free(src2);
+        char out3[4400];
+        snprintf(out3, sizeof out3, "%s", at("%s", "out3.tif"));
+        CHECK(dst3 != NULL && raster_write(dst3, out3, RASTER_ZSTD, &fb, err, sizeof err) == 0);
+        raster_free(dst3);
+        GDALDatasetH a = GDALOpenEx(out, GDAL_OF_RASTER, NULL, NULL, NULL);
+        GDALDatasetH b = GDALOpenEx(out3, GDAL_OF_RASTER, NULL, NULL, NULL);
+        CHECK(a != NULL && b != NULL);
+        if (a != NULL && b != NULL) {
+            int w = GDALGetRasterXSize(a), h = GDALGetRasterYSize(a);
+            CHECK(w == GDALGetRasterXSize(b) && h == GDALGetRasterYSize(b));
+            for (int band = 1; band <= 3; band++)
+                CHECK(GDALChecksumImage(GDALGetRasterBand(a, band), 0, 0, w, h) ==
+                      GDALChecksumImage(GDALGetRasterBand(b, band), 0, 0, w, h));
+        }
+        if (a != NULL)
+            GDALClose(a);
+        if (b != NULL)
+            GDALClose(b);
+        unlink(out3);
+    }
 
     /* --resume's check */
     CHECK(raster_output_complete(out, "EPSG:3857") == 1);
@@ -396,7 +447,7 @@ static void test_round_trip(const struct dataset_entry *e, size_t n)
     CHECK(removed == 0 && STARTS(err, "cannot read directory "));
 
     /* Into a missing directory. */
-    CHECK(raster_write(dst, at("%s", "nodir/a.tif"), &fb, err, sizeof err) == -1);
+    CHECK(raster_write(dst, at("%s", "nodir/a.tif"), RASTER_ZSTD, &fb, err, sizeof err) == -1);
     CHECK(STARTS(err, "cannot write ") && strstr(err, "No such file or directory") != NULL);
 
     /* Into a read-only directory (as an unprivileged user when run as root). */
@@ -409,7 +460,7 @@ static void test_round_trip(const struct dataset_entry *e, size_t n)
         close(pipefd[0]);
         if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
             _exit(3);
-        int rc = raster_write(dst, at("%s", "ro/a.tif"), &fb, err, sizeof err);
+        int rc = raster_write(dst, at("%s", "ro/a.tif"), RASTER_ZSTD, &fb, err, sizeof err);
         if (write(pipefd[1], err, strlen(err) + 1) < 0)
             _exit(4);
         _exit(rc == -1 ? 0 : 1);
@@ -460,7 +511,7 @@ static void test_round_trip(const struct dataset_entry *e, size_t n)
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
             mount("tmpfs", full, "tmpfs", 0, "size=64k") != 0)
             _exit(10);
-        int rc = raster_write(dst, at("%s", "full/a.tif"), &fb, err, sizeof err);
+        int rc = raster_write(dst, at("%s", "full/a.tif"), RASTER_ZSTD, &fb, err, sizeof err);
         if (write(pipefd[1], err, strlen(err) + 1) < 0)
             _exit(4);
         _exit(rc == -1 && count_entries(full) == 0 ? 0 : 1);
@@ -514,6 +565,26 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* The --compress names, and that this GDAL writes every codec band-pipe offers. */
+static void test_codecs(void)
+{
+    enum raster_codec c = RASTER_LZW;
+    CHECK(raster_codec_parse("zstd", &c) == 0 && c == RASTER_ZSTD);
+    CHECK(raster_codec_parse("Deflate", &c) == 0 && c == RASTER_DEFLATE);
+    CHECK(raster_codec_parse("LZW", &c) == 0 && c == RASTER_LZW);
+    c = RASTER_DEFLATE;
+    CHECK(raster_codec_parse("jpeg", &c) == -1 && c == RASTER_DEFLATE);
+    CHECK(raster_codec_parse("", &c) == -1 && raster_codec_parse(NULL, &c) == -1);
+    CHECK(strcmp(raster_codec_name(RASTER_ZSTD), "ZSTD") == 0);
+    CHECK(strcmp(raster_codec_name(RASTER_DEFLATE), "DEFLATE") == 0);
+    CHECK(strcmp(raster_codec_name(RASTER_LZW), "LZW") == 0);
+    CHECK(raster_codec_name((enum raster_codec)3) == NULL);
+    CHECK(raster_codec_supported(RASTER_ZSTD) == 1);
+    CHECK(raster_codec_supported(RASTER_DEFLATE) == 1);
+    CHECK(raster_codec_supported(RASTER_LZW) == 1);
+    CHECK(raster_codec_supported((enum raster_codec)3) == 0);
+}
+
 static void test_threads(const struct dataset_entry *e, size_t n)
 {
     char err[512];
@@ -536,7 +607,7 @@ static void test_threads(const struct dataset_entry *e, size_t n)
     for (unsigned i = 0; i < THREADS; i++) {
         pthread_join(th[i], NULL);
         CHECK(jobs[i].ok == 1);
-        CHECK(raster_check_file(jobs[i].out, "EPSG:3857", err, sizeof err) == 0);
+        CHECK(raster_check_file(jobs[i].out, "EPSG:3857", RASTER_ZSTD, err, sizeof err) == 0);
         free((void *)jobs[i].in);
         free((void *)jobs[i].garbage);
     }
@@ -562,6 +633,7 @@ int main(int argc, char **argv)
     }
     struct dataset_entry *ents = NULL;
     size_t n = 0;
+    test_codecs();
     test_dataset(&ents, &n);
     if (failures == 0) {
         test_probe(ents, n);

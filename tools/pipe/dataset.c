@@ -4,7 +4,7 @@
  * broken, some missing) and reads its manifest back.
  *
  * Pixels are a smooth function of longitude and latitude (so neighbouring tiles join up)
- * plus 4 bits of seeded noise per sample: DEFLATE shrinks them, but not to nothing.
+ * plus 4 bits of seeded noise per sample: compression shrinks them, but not to nothing.
  * Inputs are written uncompressed, which keeps generation fast.
  */
 #define _GNU_SOURCE

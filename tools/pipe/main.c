@@ -348,12 +348,21 @@ static int run(int argc, char **argv)
         goto out;
     }
     if (!o.quiet) {
-        printf("%zu tiles from %s into %s, reprojected to %s\n", in.n, input, outdir, o.crs);
+        printf("%zu tiles from %s into %s, reprojected to %s, compressed with %s\n", in.n, input,
+               outdir, o.crs, raster_codec_name((enum raster_codec)o.compress));
         sizing_print(stdout, &z, o.memory_by_count);
         fflush(stdout);
     }
     if (raster_init(z.gdal_cache, err, sizeof(err)) != 0) {
         fprintf(stderr, "band-pipe: GDAL: %s\n", err);
+        goto out;
+    }
+    if (!raster_codec_supported((enum raster_codec)o.compress)) {
+        fprintf(stderr,
+                "band-pipe: this GDAL's GTiff driver does not write %s: give --compress "
+                "deflate\n",
+                raster_codec_name((enum raster_codec)o.compress));
+        raster_shutdown();
         goto out;
     }
     unsigned stale = 0;
@@ -378,6 +387,9 @@ static int run(int argc, char **argv)
     printf("loop thread: %.0f%% of one core (above ~50%%, give --cpu %" PRIu64
            " so it keeps a core)\n",
            res.loop_cpu_share * 100, z.cores > 1 ? z.cores - 1 : 1);
+    if (res.cpu_borrowed > 0)
+        printf("cpu: large warps borrowed %" PRIu64 " idle slots, one warp thread each\n",
+               res.cpu_borrowed);
     if (o.plot != NULL) {
         if (plot_write(o.plot, &stats, err, sizeof(err)) != 0)
             fprintf(stderr, "band-pipe: --plot: %s\n", err);

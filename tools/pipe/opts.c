@@ -8,6 +8,8 @@
 
 #include "opts.h"
 
+#include "raster.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -25,6 +27,7 @@ enum {
     O_DESCRIPTORS,
     O_MEMORY_BY_COUNT,
     O_CRS,
+    O_COMPRESS,
     O_LOG,
     O_PLOT,
     O_VERIFY,
@@ -46,6 +49,7 @@ enum {
 static const struct option longopts[] = {
     {"out", required_argument, NULL, 'o'},
     {"crs", required_argument, NULL, O_CRS},
+    {"compress", required_argument, NULL, O_COMPRESS},
     {"connections", required_argument, NULL, O_CONNECTIONS},
     {"requests", required_argument, NULL, O_REQUESTS},
     {"cpu", required_argument, NULL, O_CPU},
@@ -101,6 +105,7 @@ void opts_usage(FILE *out)
           "output\n"
           "  -o, --out DIR         output directory (or the second argument)\n"
           "  --crs CRS             target CRS (EPSG:3857)\n"
+          "  --compress C          zstd (default), deflate (readers without ZSTD) or lzw\n"
           "  --log FILE            JSON lines: one event per tile per stage\n"
           "  --plot FILE.svg       in flight per stage and reserved bytes over time (SVG and PNG)\n"
           "  --verify              sample /proc/self/fd and RSS; exit 3 if a budget was exceeded\n"
@@ -186,6 +191,7 @@ int opts_parse(int argc, char **argv, struct pipe_opts *o, char *err, size_t err
 {
     memset(o, 0, sizeof(*o));
     o->crs = "EPSG:3857";
+    o->compress = RASTER_ZSTD;
     o->connections = o->requests = o->cpu = o->disk = o->descriptors = o->memory = OPT_UNSET;
     o->progress = OPT_UNSET;
     o->retries = 3;
@@ -244,6 +250,13 @@ int opts_parse(int argc, char **argv, struct pipe_opts *o, char *err, size_t err
         case O_MEMORY_BY_COUNT:
             o->memory_by_count = 1;
             break;
+        case O_COMPRESS: {
+            enum raster_codec codec;
+            if (raster_codec_parse(optarg, &codec) != 0)
+                FAIL("--compress: '%s' is not zstd, deflate or lzw", optarg);
+            o->compress = (int)codec;
+            break;
+        }
         case O_LOG:
             o->log = optarg;
             break;

@@ -17,6 +17,7 @@ struct pipe_opts {
     const char *input;  /* URL list, "-" (stdin) or a directory; NULL: the demonstration */
     const char *outdir; /* output directory; NULL: the demonstration's own */
     const char *crs;    /* target CRS, "EPSG:3857" */
+    int compress;       /* the output's enum raster_codec; RASTER_ZSTD */
 
     int64_t connections; /* OPT_UNSET or >= 1 */
     int connections_auto;

@@ -157,7 +157,8 @@ struct pipe {
     int stopping; /* 1 after the first interruption, 2 after the second */
     int closing;
 
-    _Atomic uint64_t allocated; /* bytes in tile buffers now (bodies, rasters) */
+    _Atomic uint64_t allocated;    /* bytes in tile buffers now (bodies, rasters) */
+    _Atomic uint64_t cpu_borrowed; /* idle cpu slots large warps borrowed (jobs.c) */
     _Atomic uint64_t allocated_peak;
     uint64_t req_bucket[10]; /* requests started in each of the last ten sample periods */
     uint64_t ok_bucket[10];  /* requests answered 2xx in each of them */

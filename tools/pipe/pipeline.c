@@ -975,6 +975,7 @@ int pipe_run(const struct pipe_run_config *cfg, struct pipe_stats *st, struct pi
     uv_run(&p->loop, UV_RUN_DEFAULT);
     band_time wall = band_now() - w0;
     res->loop_cpu_share = wall > 0 ? (thread_cpu_seconds() - cpu0) / ((double)wall / 1e9) : 0;
+    res->cpu_borrowed = atomic_load(&p->cpu_borrowed);
     if (p->cfg->progress != NULL)
         progress_clear(p->cfg->progress);
     st->t_end = band_now();

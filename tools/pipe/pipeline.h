@@ -46,6 +46,7 @@ struct pipe_run_result {
     int verify_failed;     /* --verify saw a budget exceeded */
     char verify_text[256]; /* what it saw */
     double loop_cpu_share; /* CPU time of the loop thread / wall time */
+    uint64_t cpu_borrowed; /* idle cpu slots large warps borrowed, one warp thread each */
     int log_failed;        /* writing --log failed */
 };
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * raster.c - GDAL from memory: probe a header, decode into an in-memory dataset, reproject,
- * and write a DEFLATE GeoTIFF through a temporary name renamed into place.
+ * and write a compressed GeoTIFF through a temporary name renamed into place.
  *
  * Every call catches GDAL's messages with an error handler pushed on the calling thread's
  * own handler stack, so several threads can run calls at once. Buffers are opened in place
@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -534,8 +535,8 @@ done:
 
 /* ---- warp -------------------------------------------------------------------------- */
 
-int raster_warp(const struct raster *src, const char *dst_crs, struct raster **out, uint64_t *bytes,
-                char *err, size_t errlen)
+int raster_warp(const struct raster *src, const char *dst_crs, unsigned threads,
+                struct raster **out, uint64_t *bytes, char *err, size_t errlen)
 {
     if (src == NULL || out == NULL || bytes == NULL) {
         set_err(err, errlen, "raster_warp: no input or output");
@@ -613,7 +614,9 @@ int raster_warp(const struct raster *src, const char *dst_crs, struct raster **o
     wo->pfnTransformer = GDALApproxTransform;
     wo->pTransformerArg = approx;
     wo->papszWarpOptions = CSLSetNameValue(wo->papszWarpOptions, "INIT_DEST", "NO_DATA");
-    wo->papszWarpOptions = CSLSetNameValue(wo->papszWarpOptions, "NUM_THREADS", "1");
+    char nthreads[16];
+    snprintf(nthreads, sizeof nthreads, "%u", threads > 1 ? (threads < 64 ? threads : 64) : 1);
+    wo->papszWarpOptions = CSLSetNameValue(wo->papszWarpOptions, "NUM_THREADS", nthreads);
     op = GDALCreateWarpOperation(wo);
     if (op == NULL) {
         set_err(err, errlen, "cannot reproject from %s to %s: %s", src_name, dst_crs,
@@ -674,13 +677,68 @@ static int fsync_path(const char *path, int flags)
     return rc;
 }
 
-int raster_write(const struct raster *r, const char *final_path, uint64_t *file_bytes, char *err,
-                 size_t errlen)
+/* ---- compression --------------------------------------------------------------------- */
+
+static const char *const codec_names[] = {"ZSTD", "DEFLATE", "LZW"};
+#define CODEC_COUNT (sizeof(codec_names) / sizeof(codec_names[0]))
+
+const char *raster_codec_name(enum raster_codec c)
+{
+    return (unsigned)c < CODEC_COUNT ? codec_names[c] : NULL;
+}
+
+int raster_codec_parse(const char *s, enum raster_codec *out)
+{
+    for (unsigned i = 0; s != NULL && i < CODEC_COUNT; i++)
+        if (strcasecmp(s, codec_names[i]) == 0) {
+            *out = (enum raster_codec)i;
+            return 0;
+        }
+    return -1;
+}
+
+int raster_codec_supported(enum raster_codec c)
+{
+    const char *name = raster_codec_name(c);
+    GDALDriverH gtiff = GDALGetDriverByName("GTiff");
+    if (name == NULL || gtiff == NULL)
+        return 0;
+    /* The driver lists the codecs it was built with in its creation options. */
+    const char *list = GDALGetMetadataItem(gtiff, GDAL_DMD_CREATIONOPTIONLIST, NULL);
+    char value[32];
+    snprintf(value, sizeof value, "<Value>%s</Value>", name);
+    return list != NULL && strstr(list, value) != NULL;
+}
+
+/* The creation options of a tile: tiled, @codec at its fastest level, the predictor. */
+static char **codec_options(enum raster_codec codec)
+{
+    char **co = NULL;
+    co = CSLSetNameValue(co, "TILED", "YES");
+    co = CSLSetNameValue(co, "BLOCKXSIZE", "256");
+    co = CSLSetNameValue(co, "BLOCKYSIZE", "256");
+    co = CSLSetNameValue(co, "COMPRESS", raster_codec_name(codec));
+    if (codec == RASTER_ZSTD)
+        co = CSLSetNameValue(co, "ZSTD_LEVEL", "1");
+    else if (codec == RASTER_DEFLATE)
+        co = CSLSetNameValue(co, "ZLEVEL", "1");
+    co = CSLSetNameValue(co, "PREDICTOR", "2");
+    co = CSLSetNameValue(co, "NUM_THREADS", "1");
+    co = CSLSetNameValue(co, "BIGTIFF", "IF_SAFER");
+    return co;
+}
+
+int raster_write(const struct raster *r, const char *final_path, enum raster_codec codec,
+                 uint64_t *file_bytes, char *err, size_t errlen)
 {
     if (file_bytes != NULL)
         *file_bytes = 0;
     if (r == NULL || final_path == NULL || final_path[0] == '\0') {
         set_err(err, errlen, "raster_write: no raster or path");
+        return -1;
+    }
+    if (raster_codec_name(codec) == NULL) {
+        set_err(err, errlen, "cannot write %s: unknown compression", final_path);
         return -1;
     }
     /* dir and base of final_path */
@@ -725,15 +783,7 @@ int raster_write(const struct raster *r, const char *final_path, uint64_t *file_
     created = 1;
     close(fd);
 
-    char **co = NULL;
-    co = CSLSetNameValue(co, "TILED", "YES");
-    co = CSLSetNameValue(co, "BLOCKXSIZE", "256");
-    co = CSLSetNameValue(co, "BLOCKYSIZE", "256");
-    co = CSLSetNameValue(co, "COMPRESS", "DEFLATE");
-    co = CSLSetNameValue(co, "PREDICTOR", "2");
-    co = CSLSetNameValue(co, "ZLEVEL", "1");
-    co = CSLSetNameValue(co, "NUM_THREADS", "1");
-    co = CSLSetNameValue(co, "BIGTIFF", "IF_SAFER");
+    char **co = codec_options(codec);
     GDALDatasetH out =
         GDALCreateCopy(GDALGetDriverByName("GTiff"), tmp, r->ds, FALSE, co, NULL, NULL);
     CSLDestroy(co);
@@ -908,17 +958,23 @@ int raster_output_complete(const char *path, const char *dst_crs)
     return ds != NULL;
 }
 
-int raster_check_file(const char *path, const char *dst_crs, char *err, size_t errlen)
+int raster_check_file(const char *path, const char *dst_crs, enum raster_codec codec, char *err,
+                      size_t errlen)
 {
+    const char *want = raster_codec_name(codec);
+    if (want == NULL) {
+        set_err(err, errlen, "%s: unknown compression asked for", path != NULL ? path : "(null)");
+        return -1;
+    }
     struct errcap cap;
     errcap_push(&cap);
     int rc = -1;
     GDALDatasetH ds = open_output(path, dst_crs, 1, &cap, err, errlen);
     if (ds != NULL) {
         const char *c = GDALGetMetadataItem(ds, "COMPRESSION", "IMAGE_STRUCTURE");
-        if (c == NULL || strcmp(c, "DEFLATE") != 0)
-            set_err(err, errlen, "%s: compression is %s, not DEFLATE", path,
-                    c != NULL ? c : "none");
+        if (c == NULL || strcmp(c, want) != 0)
+            set_err(err, errlen, "%s: compression is %s, not %s", path, c != NULL ? c : "none",
+                    want);
         else
             rc = 0;
         GDALClose(ds);
