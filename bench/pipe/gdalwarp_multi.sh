@@ -19,13 +19,9 @@ out=$2
 crs=${3:-EPSG:3857}
 resampling=${4:-bilinear}
 codec=${5:-zstd}
-# band-pipe's creation options for a codec: tiled, the codec's fastest level, predictor 2.
-case $codec in
-zstd) co=(-co TILED=YES -co COMPRESS=ZSTD -co ZSTD_LEVEL=1 -co PREDICTOR=2) ;;
-deflate) co=(-co TILED=YES -co COMPRESS=DEFLATE -co ZLEVEL=1 -co PREDICTOR=2) ;;
-lzw) co=(-co TILED=YES -co COMPRESS=LZW -co PREDICTOR=2) ;;
-*) echo "$0: '$codec' is not zstd, deflate or lzw" >&2; exit 2 ;;
-esac
+# shellcheck source=bench/pipe/creation_options.sh
+source "$(dirname "$0")/creation_options.sh"
+creation_options "$codec" || exit 2
 mkdir -p "$out"
 done_=0
 failed=0

@@ -22,13 +22,9 @@ jobs=${3:-$(($(nproc) * 2))}
 crs=${4:-EPSG:3857}
 resampling=${5:-bilinear}
 codec=${6:-zstd}
-# band-pipe's creation options for a codec: tiled, the codec's fastest level, predictor 2.
-case $codec in
-zstd) co=(-co TILED=YES -co COMPRESS=ZSTD -co ZSTD_LEVEL=1 -co PREDICTOR=2) ;;
-deflate) co=(-co TILED=YES -co COMPRESS=DEFLATE -co ZLEVEL=1 -co PREDICTOR=2) ;;
-lzw) co=(-co TILED=YES -co COMPRESS=LZW -co PREDICTOR=2) ;;
-*) echo "$0: '$codec' is not zstd, deflate or lzw" >&2; exit 2 ;;
-esac
+# shellcheck source=bench/pipe/creation_options.sh
+source "$(dirname "$0")/creation_options.sh"
+creation_options "$codec" || exit 2
 mkdir -p "$out"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/band-bench-parallel-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
