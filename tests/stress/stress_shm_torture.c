@@ -322,24 +322,6 @@ static void pwait_wake(band_waiter *w)
     atomic_fetch_add(&p->wakes, 1);
 }
 
-/* ThreadSanitizer does not support a thread started in a child forked from a
- * multi-threaded process (the survivor's asynchronous wait starts the doorbell thread),
- * and such a child can hang inside the sanitizer's runtime. */
-static int under_tsan(void)
-{
-#if defined(__SANITIZE_THREAD__)
-    return 1;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-    return 1;
-#else
-    return 0;
-#endif
-#else
-    return 0;
-#endif
-}
-
 /* waitpid() for at most @seconds. Returns 1 with *@status when @pid ended, 0 when it did
  * not (it still runs). */
 static int wait_bounded(pid_t pid, int *status, unsigned seconds)
@@ -762,12 +744,15 @@ static void test_torture(void **state)
             int status = 0;
             if (!wait_bounded(surv, &status, 30)) {
                 /* Everything it does is bounded (its waits end within 60 s of being
-                 * ready), so only a hang in the sanitizer's runtime gets here. */
+                 * ready), so only a hang in the sanitizer's runtime gets here:
+                 * ThreadSanitizer does not support a thread started in a child forked
+                 * from a multi-threaded process, as the survivor's asynchronous wait
+                 * starts the doorbell thread. */
                 print_error("round %u: the survivor did not end within 30 s%s\n", round,
-                            under_tsan() ? " (a child of a multi-threaded fork under "
-                                           "ThreadSanitizer): killed, and reclaimed as dead"
-                                         : "");
-                assert_true(under_tsan());
+                            test_under_tsan() ? " (a child of a multi-threaded fork under "
+                                                "ThreadSanitizer): killed, and reclaimed as dead"
+                                              : "");
+                assert_true(test_under_tsan());
                 kill(surv, SIGKILL);
                 assert_int_equal(waitpid(surv, &status, 0), surv);
                 unsigned gone = 0;

@@ -136,6 +136,9 @@ static inline uint64_t test_rng_range(uint64_t *state, uint64_t lo, uint64_t hi)
 /* 1 when the build runs under a sanitizer that slows code down a lot (TSan, ASan). */
 int test_under_sanitizer(void);
 
+/* 1 when the build runs under ThreadSanitizer. */
+int test_under_tsan(void);
+
 /*
  * Replay a fuzz corpus: call @run(data, len, path, ctx) once for every file in each of the
  * directories @dirs[0..@ndirs-1] (files starting with '.' are skipped). @run returns 0 when

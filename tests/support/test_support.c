@@ -102,18 +102,33 @@ bool test_cond_sem_waiters(void *arg)
     return st.waiters >= c->waiters;
 }
 
-int test_under_sanitizer(void)
+int test_under_tsan(void)
 {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_THREAD__)
     return 1;
 #elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#if __has_feature(thread_sanitizer)
     return 1;
 #else
     return 0;
 #endif
 #else
     return 0;
+#endif
+}
+
+int test_under_sanitizer(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return 1;
+#else
+    return test_under_tsan();
+#endif
+#else
+    return test_under_tsan();
 #endif
 }
 
