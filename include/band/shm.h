@@ -325,6 +325,12 @@ BAND_API uint64_t band_shm_available(const band_shm *s, unsigned bound);
 /**
  * @brief The units of bound @p bound this handle holds (0 for NULL or a bad index).
  *
+ * Thread-safe. Exact while no thread of this process acquires or releases on the handle;
+ * other processes' operations never make it count units the handle does not hold. It
+ * reads without the segment's lock unless another process is moving units to or from
+ * this handle (its cache is frozen); then it takes the lock for a moment, which also
+ * finishes the recovery of a process killed in the middle of such a move.
+ *
  * @param s      The handle, or NULL.
  * @param bound  The bound's index.
  * @return The units held.

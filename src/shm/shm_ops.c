@@ -482,17 +482,37 @@ uint64_t band_shm_available(const band_shm *s, unsigned bound)
     return n;
 }
 
+/* band_shm_held() for a frozen cache word: under the lock, which rolls back a transaction
+ * a killed process left open, the word can change only through this process's own slow
+ * paths, which wait for the lock too. */
+static uint64_t band__shm_held_locked_view(const band_shm *cs, unsigned bound)
+{
+    band_shm *s = (band_shm *)(uintptr_t)cs; /* the lock is shared state, not the handle's */
+    struct band__shm_op op;
+    if (band__shm_lock(&op, s) != 0)
+        return 0; /* an unrecoverable segment: nothing can be released either */
+    uint64_t held = s->rec[s->self].held[bound];
+    uint64_t c = band__shm_cached(s, s->self, bound);
+    band__shm_unlock(&op);
+    return held >= c ? held - c : 0;
+}
+
 uint64_t band_shm_held(const band_shm *s, unsigned bound)
 {
     if (band__shm_bad_bound(s, bound))
         return 0;
     if (__atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != band__shm_generation())
         return 0; /* a forked child that has not used the handle yet holds nothing */
-    /* A steal empties the cache word and then lowers held: a cache word that reads the
-     * same before and after held means the two belong together. */
+    /* Other processes change this record's held units only under the lock and only
+     * while the word is frozen (a steal freezes it first, a waiter's bound stays frozen
+     * until its grant is counted). So an unfrozen word that reads the same before and
+     * after held means the two belong together; a frozen one may be mid-transaction,
+     * even one whose process was killed there, which only the lock finishes. */
     const uint64_t *word = &s->rec[s->self].cache[bound];
     for (;;) {
         uint64_t w = band__shm_load(word);
+        if (w & BAND__CACHE_FROZEN)
+            return band__shm_held_locked_view(s, bound);
         uint64_t held = band__shm_load(&s->rec[s->self].held[bound]);
         if (band__shm_load(word) != w)
             continue;
