@@ -316,6 +316,12 @@ BAND_API uint64_t band_shm_drain(band_shm *s, unsigned bound, uint64_t up_to);
 /**
  * @brief The units of bound @p bound available now, a snapshot (0 for NULL or a bad index).
  *
+ * Thread-safe and lock-free: the pool and every live handle's idle cache, read one after
+ * the other. While another process moves units between a cache and the pool the sum can
+ * be short by the units in motion, also when that process is killed there, until the
+ * next operation that takes the segment's lock finishes or rolls back the move; for an
+ * exact figure use band_shm_get_stats(), which reads under the lock.
+ *
  * @param s      The handle, or NULL.
  * @param bound  The bound's index.
  * @return The available units.

@@ -485,11 +485,10 @@ uint64_t band_shm_available(const band_shm *s, unsigned bound)
 /* band_shm_held() for a frozen cache word: under the lock, which rolls back a transaction
  * a killed process left open, the word can change only through this process's own slow
  * paths, which wait for the lock too. */
-static uint64_t band__shm_held_locked_view(const band_shm *cs, unsigned bound)
+static uint64_t band__shm_held_locked_view(const band_shm *s, unsigned bound)
 {
-    band_shm *s = (band_shm *)(uintptr_t)cs; /* the lock is shared state, not the handle's */
     struct band__shm_op op;
-    if (band__shm_lock(&op, s) != 0)
+    if (band__shm_lock(&op, (band_shm *)s) != 0)
         return 0; /* an unrecoverable segment: nothing can be released either */
     uint64_t held = s->rec[s->self].held[bound];
     uint64_t c = band__shm_cached(s, s->self, bound);
