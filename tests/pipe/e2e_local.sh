@@ -3,7 +3,8 @@
 # pipe_e2e_local: local inputs without a server: a directory of rasters, a file of
 # file:// URLs, and paths on standard input ('-'). The good tiles' outputs are valid, the
 # broken ones fail corrupt, and a local path that does not exist fails not_found; and
-# --compress deflate and lzw write those codecs; a large tile borrows an idle cpu slot.
+# --compress deflate and lzw write those codecs; a large tile borrows an idle cpu slot; and
+# with the cpu slot busy, nothing waits for memory that is not short.
 # shellcheck source=tests/pipe/e2e_lib.sh
 source "$(dirname "$0")/e2e_lib.sh"
 e2e_init "$@"
@@ -97,4 +98,18 @@ expect_outputs "$W/out-big1" "$big"
 [[ $(gdalinfo -checksum "$W/out-big1/$big.tif" | grep Checksum) == \
     $(gdalinfo -checksum "$W/out-big2/$big.tif" | grep Checksum) ]] ||
     fail "the warp on two threads gave other pixels than on one"
+
+# 6. With the one cpu slot always busy and far more memory than the run uses, no tile ever
+#    waits for memory: a tile waiting for the slot does not stand in the memory budget's
+#    queue, where every body reservation behind it would wait too.
+run_pipe onecpu "$TILES" "$W/out-onecpu" --log "$W/onecpu.jsonl" --cpu 1
+expect_rc onecpu 1
+[[ "$(log_names "$W/onecpu.jsonl" tile_done)" == "$(sort <<<"$good")" ]] ||
+    fail "the --cpu 1 run did not do exactly the good tiles:
+$(show onecpu)"
+waited=$(jq -r 'select(.waited_ms.memory > 0) | "\(.tile) \(.event) \(.stage): \(.waited_ms.memory) ms"' \
+    "$W/onecpu.jsonl")
+[[ -z "$waited" ]] || fail "tiles waited for memory that was never short:
+$waited
+$(show onecpu)"
 e2e_pass

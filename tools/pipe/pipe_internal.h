@@ -95,6 +95,7 @@ struct tctx {
     int job_reason;
     char job_detail[TILE_DETAIL_MAX];
     uint64_t slot_held; /* --memory-by-count: slots of the count semaphore held */
+    int admit_cpu_only; /* the pending admission asks for a cpu slot alone */
 
     struct tctx *done_next; /* on the completions list */
 };

@@ -337,13 +337,13 @@ void pipe_fetched(struct tctx *c)
     send_to(c, &c->p->to_decode, c->body_len, TS_TO_DECODE);
 }
 
+static void decode_submit(struct tctx *c);
+
 static void decode_admit(struct tctx *c)
 {
     struct pipe *p = c->p;
     struct tile *t = c->t;
     uint64_t need = t->decoded_bytes + t->warped_bytes + p->z->warp_work;
-    band_sem *mem = p->bytes_budgeted ? band_budget_sem(p->memory) : p->mem_slots;
-    uint64_t amount = p->bytes_budgeted ? need : 1;
     if (p->bytes_budgeted && need > p->z->decode_share) {
         char h1[32], h2[32], h3[32];
         p->to_decode.busy = 0;
@@ -357,17 +357,32 @@ static void decode_admit(struct tctx *c)
         return;
     }
     c->state = TS_WAIT_ADMIT;
-    c->slot_held = amount;
+    c->slot_held = p->bytes_budgeted ? need : 1;
+    decode_submit(c);
+}
+
+/* Queue the tile for cpu and memory together, or, while every cpu slot is taken, for a
+ * cpu slot alone first. A request queued on both holds its place in the memory budget's
+ * FIFO while it waits for the cores, and every body reservation behind it waits too,
+ * though memory is not short: fetching would stop whenever the cores are full. Once a
+ * slot is free it goes straight back and both are asked for at once, so the tile never
+ * holds one while it waits for the other, and it queues on memory only when memory is
+ * what is short. */
+static void decode_submit(struct tctx *c)
+{
+    struct pipe *p = c->p;
+    band_sem *mem = p->bytes_budgeted ? band_budget_sem(p->memory) : p->mem_slots;
+    c->admit_cpu_only = band_sem_available(p->cpu) == 0;
     band_admit_req_init(&c->req, NULL, NULL);
     (void)band_admit_req_add(&c->req, p->cpu, 1);
-    (void)band_admit_req_add(&c->req, mem, amount);
+    if (!c->admit_cpu_only)
+        (void)band_admit_req_add(&c->req, mem, c->slot_held);
     c->op.data = c;
     /* Counted as waiting for whichever of the two is short now. */
-    pipe_wait_begin(c, p->bytes_budgeted && band_budget_available(p->memory) < need
-                           ? BUDGET_MEMORY
-                           : (!p->bytes_budgeted && band_sem_available(p->mem_slots) == 0
-                                  ? BUDGET_MEMORY
-                                  : BUDGET_CPU));
+    if (c->wait_budget < 0)
+        pipe_wait_begin(c, c->admit_cpu_only                        ? BUDGET_CPU
+                           : band_sem_available(mem) < c->slot_held ? BUDGET_MEMORY
+                                                                    : BUDGET_CPU);
     int rc = band_uv_bind(p->bu, &c->op, &c->req.w, on_decode_admit, BAND_FOREVER, p->abandon);
     if (rc != 0) {
         pipe_wait_end(c, 0);
@@ -384,6 +399,14 @@ static void on_decode_admit(band_uv_op *op, int status)
 {
     struct tctx *c = op->data;
     struct pipe *p = c->p;
+    if (status == 0 && c->admit_cpu_only) {
+        /* A slot is free: give it back and ask for both (the wait goes on being counted). */
+        band_admit_grant g = BAND_ADMIT_GRANT_INIT;
+        if (band_admit_req_grant(&c->req, &g) == 0)
+            band_admit_release(&g);
+        decode_submit(c);
+        return;
+    }
     pipe_wait_end(c, status == 0);
     p->to_decode.busy = 0;
     if (status == 0 && band_admit_req_grant(&c->req, &c->grant) != 0)
