@@ -7,8 +7,4 @@ if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
     band_add_test(NAME shm_crash_points
         SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/shm_crash_points.c"
         TIMEOUT 120 LABELS unit)
-    # The same deaths inside a steal from another handle's cache, read by that handle.
-    band_add_test(NAME shm_held_steal
-        SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/unit/shm_held_steal.c"
-        TIMEOUT 60 LABELS unit)
 endif()
