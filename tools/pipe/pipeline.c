@@ -379,10 +379,9 @@ static void decode_submit(struct tctx *c)
         (void)band_admit_req_add(&c->req, mem, c->slot_held);
     c->op.data = c;
     /* Counted as waiting for whichever of the two is short now. */
-    if (c->wait_budget < 0)
-        pipe_wait_begin(c, c->admit_cpu_only                        ? BUDGET_CPU
-                           : band_sem_available(mem) < c->slot_held ? BUDGET_MEMORY
-                                                                    : BUDGET_CPU);
+    pipe_wait_begin(c, c->admit_cpu_only                        ? BUDGET_CPU
+                       : band_sem_available(mem) < c->slot_held ? BUDGET_MEMORY
+                                                                : BUDGET_CPU);
     int rc = band_uv_bind(p->bu, &c->op, &c->req.w, on_decode_admit, BAND_FOREVER, p->abandon);
     if (rc != 0) {
         pipe_wait_end(c, 0);
@@ -400,10 +399,12 @@ static void on_decode_admit(band_uv_op *op, int status)
     struct tctx *c = op->data;
     struct pipe *p = c->p;
     if (status == 0 && c->admit_cpu_only) {
-        /* A slot is free: give it back and ask for both (the wait goes on being counted). */
+        /* A slot is free: give it back and ask for both. The wait for the cpu ends here;
+         * what follows is counted for whichever of the two is short then. */
         band_admit_grant g = BAND_ADMIT_GRANT_INIT;
         if (band_admit_req_grant(&c->req, &g) == 0)
             band_admit_release(&g);
+        pipe_wait_end(c, 0);
         decode_submit(c);
         return;
     }
