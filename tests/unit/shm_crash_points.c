@@ -104,6 +104,19 @@ static void wait_queued(band_shm *s, uint64_t n)
     FAIL("the waiter never queued");
 }
 
+/* Wait for the child that ran a script to death point @k: 1 when the countdown killed
+ * it, 0 when it ran to the end; any other end fails the test. */
+static int wait_script(pid_t child, const char *script, long k)
+{
+    int st;
+    if (waitpid(child, &st, 0) != child)
+        FAIL("waitpid");
+    int killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+    if (!killed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+        FAIL("%sk=%ld: the script failed with %d", script, k, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return killed;
+}
+
 /* One round with a death at point @k: 1 when the child was killed, 0 when it finished. */
 static int round_at(band_shm *s, long k)
 {
@@ -133,12 +146,7 @@ static int round_at(band_shm *s, long k)
     wait_queued(s, 1);
     if (write(go[1], &c, 1) != 1)
         FAIL("write");
-    int st;
-    if (waitpid(child, &st, 0) != child)
-        FAIL("waitpid");
-    int killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
-    if (!killed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-        FAIL("k=%ld: the script failed with %d", k, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    int killed = wait_script(child, "", k);
     unsigned dead = 0;
     if (band_shm_reclaim(s, &dead) != 0)
         FAIL("k=%ld: reclaim", k);
@@ -216,12 +224,7 @@ static int steal_round_at(long k)
         (void)band_shm_close(t);
         _exit(0);
     }
-    int st;
-    if (waitpid(child, &st, 0) != child)
-        FAIL("waitpid");
-    int killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
-    if (!killed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-        FAIL("steal k=%ld: the child failed with %d", k, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    int killed = wait_script(child, "steal ", k);
     /* Nothing has taken the lock since the death: the child's transaction may be open. */
     uint64_t held = band_shm_held(s, 0);
     if (held != 1)
