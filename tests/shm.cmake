@@ -15,6 +15,13 @@ band_add_test(NAME stress_shm_torture
     SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_shm_torture.c"
     TIMEOUT 120 LABELS stress)
 
+# Threads of two processes on one bound: the per-process cache contended by its threads
+# while the other process freezes it and takes its units; 3 s of wall time (4 s under a
+# sanitizer) or 40000 operations per thread.
+band_add_test(NAME stress_shm_threads
+    SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/stress/stress_shm_threads.c"
+    TIMEOUT 60 LABELS stress)
+
 # The two-process reference model (tests/model/shm_model.c, shared with fuzz/fuzz_shm.c's
 # op-sequence mode): fixed seeds, then the op-sequence corpus of fuzz_shm.
 band_add_test(NAME model_shm
@@ -49,7 +56,8 @@ cmake_language(DEFER DIRECTORY "${PROJECT_SOURCE_DIR}" CALL _band_shm_adapter_te
 # The forked children of these tests use handles, and so start the handle's doorbell
 # thread, after fork() in a process with threads - what shm.h allows. TSan refuses that by
 # default (die_after_fork); let it run.
-foreach(_shm_test test_shm test_shm_bad stress_shm_torture model_shm test_shm_corpus)
+foreach(_shm_test test_shm test_shm_bad stress_shm_torture stress_shm_threads model_shm
+        test_shm_corpus)
     get_test_property(${_shm_test} ENVIRONMENT _shm_env)
     list(TRANSFORM _shm_env REPLACE "^TSAN_OPTIONS=(.*)$" "TSAN_OPTIONS=\\1:die_after_fork=0")
     set_tests_properties(${_shm_test} PROPERTIES ENVIRONMENT "${_shm_env}")

@@ -56,7 +56,7 @@ typedef struct band_shm band_shm;
 #define BAND_SHM_MAX_BOUNDS 8
 
 /** @brief The layout version this library reads and writes. */
-#define BAND_SHM_VERSION 1
+#define BAND_SHM_VERSION 2
 
 /** @brief A bound counted in units (permits, connections). */
 #define BAND_SHM_UNITS 0
@@ -268,6 +268,16 @@ BAND_API int band_shm_acquire_async(band_shm *s, unsigned bound, uint64_t n, ban
  * They repay the bound's debt first, then go to the queued requests in order, then
  * become available. Works after close.
  *
+ * The count is per process: a release by one thread of units another thread of the same
+ * process acquired is accepted. MT-safe; lock-free while nobody waits on the bound.
+ * One corner, for a process that returns more than it uses while its other threads
+ * acquire: a release of no more than the process holds (its cache included) is added to
+ * the cache first and checked with the value the add returns, so it is refused, but a
+ * try-acquire in another thread that runs between the add and the refusal can take units
+ * of the surplus; the process then holds that many beyond its count. A release of more
+ * than the process holds is refused before it adds, and a process that releases only
+ * what it acquired never meets the corner.
+ *
  * @param s      The handle.
  * @param bound  The bound's index.
  * @param n      Units to return.
@@ -275,6 +285,26 @@ BAND_API int band_shm_acquire_async(band_shm *s, unsigned bound, uint64_t n, ban
  *         BAND_EINVAL (NULL @p s, a bad index) or BAND_EBADSEG.
  */
 BAND_API int band_shm_release(band_shm *s, unsigned bound, uint64_t n);
+
+/**
+ * @brief Complete a release whose atomic add to the cache was done inline.
+ *
+ * Called only by band_shm_release() (inline or exported), never directly: after it added
+ * @p n << BAND_SHM_CACHE_SHIFT to this process's cache word of @p bound and the value it
+ * found there was frozen (somebody waits, a debt is owed, the bound is closed, or another
+ * process needed the units) or left more cached than this process holds. Under the lock
+ * it hands the units on to the queue, repays the debt, or takes them back out of the cache
+ * when this process holds fewer than they. MT-safe.
+ *
+ * @param s      The handle.
+ * @param bound  The bound's index.
+ * @param n      The units the add put in the cache, 1 to BAND_SHM_CACHE_ADD_MAX.
+ * @return 0, BAND_EOVERFLOW (the units were taken back out: this process holds fewer),
+ *         BAND_EINVAL - nothing done - (NULL @p s, a bad index, @p n outside
+ *         1..BAND_SHM_CACHE_ADD_MAX, a handle opened to inspect, or a forked child that has
+ *         not used the handle yet, which never adds) or BAND_EBADSEG.
+ */
+BAND_API int band_shm_release_finish(band_shm *s, unsigned bound, uint64_t n);
 
 /**
  * @brief Lower bound @p bound's capacity by @p n without revoking anything held.
@@ -551,14 +581,16 @@ BAND_API int band_shm_list_waiters(const band_shm *s, band_shm_waiter_info *out,
  * @brief The version of the inline fast paths' ABI, described here.
  *
  * Inline fast paths: with GCC or Clang, band_shm_try_acquire() and band_shm_release() are
- * macros over the static inline functions below, so that an uncontended acquire and
- * release cost the caller one compare-and-swap each, with no call. They work on the
+ * macros over the static inline functions below, so that an uncontended acquire costs the
+ * caller one compare-and-swap and a release one atomic add, with no call. They work on the
  * handle's cache: units this process returned while nobody waited, counted as held by the
  * handle. Anything else - a NULL handle, a bad index, n == 0 or above the limits, a frozen
  * cache (a waiter, a debt, close, another process that needed the units), too few cached
  * units, a forked child's first use, a failed compare-and-swap - goes to the exported
- * functions of the same names, which give every answer as documented above; so both have
- * identical outcomes, and taking the address of either name yields the exported function.
+ * functions of the same names, which give every answer as documented above; a release
+ * whose add found the word frozen or left the cache above held goes to
+ * band_shm_release_finish(). So both have identical outcomes, and taking the address of
+ * either name yields the exported function.
  * Define BAND_NO_INLINE before including this header to call the exported functions
  * always (the library itself is built so).
  *
@@ -566,16 +598,20 @@ BAND_API int band_shm_list_waiters(const band_shm *s, band_shm_waiter_info *out,
  * band_shm, and through it struct band_shm_fast_view on a private page of the handle that
  * a forked child finds zeroed (MADV_WIPEONFORK), so a child never uses its parent's cache.
  * The cache words hold cached units << BAND_SHM_CACHE_SHIFT | BAND_SHM_CACHE_FROZEN and
- * are accessed only with atomic operations. These layouts and the encoding are frozen for
+ * are accessed only with atomic operations; a frozen word may still be added to, and only
+ * its own process lowers it. These layouts, the encoding, BAND_SHM_CACHE_ADD_MAX and
+ * band_shm_release_finish() are frozen for
  * inline ABI BAND_SHM_INLINE_ABI, under the same symbol-version rule as
  * BAND_SEM_INLINE_ABI (band/sem.h). The rest of struct band_shm is private.
  */
-#define BAND_SHM_INLINE_ABI 1
+#define BAND_SHM_INLINE_ABI 2
 
 /** @brief Cache word flag: frozen; the owner must take the lock. */
 #define BAND_SHM_CACHE_FROZEN UINT64_C(1)
 /** @brief A cache word holds its units above this many flag bits. */
 #define BAND_SHM_CACHE_SHIFT 2
+/** @brief The most units an inline release adds to a cache word in one call. */
+#define BAND_SHM_CACHE_ADD_MAX (UINT64_C(1) << 32)
 
 /** @brief What the fast paths read of this process's record (see the ABI promise). */
 struct band_shm_fast_view {
@@ -614,23 +650,25 @@ static inline int band__shm_try_acquire_inline(band_shm *s, unsigned bound, uint
 static inline int band__shm_release_inline(band_shm *s, unsigned bound, uint64_t n)
 {
     const struct band_shm_prefix *p = (const struct band_shm_prefix *)(const void *)s;
-    if (__builtin_expect(s != NULL && n - 1 < BAND_MAX_UNITS && bound < p->nbounds, 1)) {
+    if (__builtin_expect(s != NULL && n - 1 < BAND_SHM_CACHE_ADD_MAX && bound < p->nbounds, 1)) {
         const struct band_shm_fast_view *f = p->fast;
         uint64_t *cache = __atomic_load_n(&f->cache, __ATOMIC_ACQUIRE);
         if (__builtin_expect(cache != NULL, 1)) {
-            /* The compare-and-swap also validates the held units read before it: whoever
-             * lowers them changes the cache word first. The cache cannot overflow: c + n
-             * is at most held, which is at most BAND_MAX_UNITS. */
-            uint64_t *word = &cache[bound];
-            uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+            /* Add, then check the value the add returns: whether the word was frozen,
+             * and whether the cache now holds more than this process does; either goes
+             * to the lock. A release of more than this process holds at all is refused
+             * before it adds. A load of the word before the add would cost as much as
+             * half the add, on the path of every release. */
             uint64_t held = __atomic_load_n(&f->held[bound], __ATOMIC_ACQUIRE);
-            uint64_t c = w >> BAND_SHM_CACHE_SHIFT;
-            if (__builtin_expect(
-                    (w & BAND_SHM_CACHE_FROZEN) == 0 && held - c >= n &&
-                        __atomic_compare_exchange_n(word, &w, w + (n << BAND_SHM_CACHE_SHIFT), 0,
-                                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED),
-                    1))
-                return 0;
+            if (__builtin_expect(held >= n, 1)) {
+                uint64_t old =
+                    __atomic_fetch_add(&cache[bound], n << BAND_SHM_CACHE_SHIFT, __ATOMIC_RELEASE);
+                if (__builtin_expect((old & BAND_SHM_CACHE_FROZEN) == 0 &&
+                                         (old >> BAND_SHM_CACHE_SHIFT) <= held - n,
+                                     1))
+                    return 0;
+                return band_shm_release_finish(s, bound, n);
+            }
         }
     }
     return (band_shm_release)(s, bound, n);

@@ -94,15 +94,27 @@ struct band__shm_hdr {
 
 /*
  * A record's cache. Units a handle returns while nobody waits stay with it, counted in its
- * held units, in a word only its own process changes without the lock: units above
- * BAND__CACHE_SHIFT, BAND__CACHE_FROZEN below. So an uncontended acquire and release are
- * one compare-and-swap each on a line no other process writes, and a death at any point
- * of them loses nothing: recovery returns held, which includes the cache. Another process
- * that needs the units (a waiter, a try that would fail, a reduction) freezes the word
- * (fetch_or, under the lock), after which it does not change until the lock is released,
- * and moves the cached units to the pool in a logged transaction. A frozen cache sends
- * its owner through the lock, which thaws it only when the bound has no waiter, no debt
- * and is open: releases reach the queue in order while anyone waits.
+ * held units, in a word only its own process lowers: units above BAND__CACHE_SHIFT,
+ * BAND__CACHE_FROZEN below. An uncontended acquire is one compare-and-swap on it and a
+ * release one atomic add, on a line no other process writes, and a death at any point of
+ * them loses nothing: recovery returns held, which includes the cache.
+ *
+ * Another process that needs the units (a waiter, a try that would fail, a reduction)
+ * freezes the word (fetch_or, under the lock) and moves the cached units to the pool in a
+ * logged transaction that raises the record's stolen count instead of writing the word:
+ * the cached units are the word's less stolen. So the word's only writers besides the
+ * freeze are its owner's threads, and a release that adds to a frozen word is never lost:
+ * it finds the flag in the value its add returned and takes the lock, which hands the
+ * units to the queue (band_shm_release_finish). A frozen word refuses its owner's tries,
+ * and the owner's slow paths thaw it only when the bound has no waiter, no debt and is
+ * open: first subtracting stolen from the word, then clearing stolen, then the flag, so an
+ * unfrozen word always has stolen 0.
+ *
+ * A release is checked after its add: when the word then holds more than held, the
+ * process returned more than it holds, and the lock takes those units back out of the
+ * word. Until then the surplus is in the word; a steal takes nothing from a word above
+ * held, and a try that took some of it is charged as debt, as an in-process semaphore's
+ * overflowing release is.
  */
 #define BAND__CACHE_FROZEN UINT64_C(1)
 #define BAND__CACHE_SHIFT  2
@@ -113,8 +125,9 @@ struct band__shm_record {
     uint64_t start;
     uint32_t doorbell; /* futex word: bumped for every async grant to this record */
     uint32_t _pad;
-    uint64_t held[BAND_SHM_MAX_BOUNDS];  /* logged; units held, the cache included */
-    uint64_t cache[BAND_SHM_MAX_BOUNDS]; /* atomic; see above */
+    uint64_t held[BAND_SHM_MAX_BOUNDS];   /* logged; units held, the cache included */
+    uint64_t cache[BAND_SHM_MAX_BOUNDS];  /* atomic; see above */
+    uint64_t stolen[BAND_SHM_MAX_BOUNDS]; /* logged; taken from the cache since its freeze */
 };
 
 struct band__shm_slot {
@@ -225,8 +238,13 @@ void band__shm_close_locked(struct band__shm_op *op);
 void band__shm_fail_too_big_locked(struct band__shm_op *op, uint32_t b);
 /* Every cache of @b to the pool (freezing them); returns what other handles had cached. */
 uint64_t band__shm_steal_locked(band_shm *s, uint32_t b);
+/* Record @r's cache of @b to the pool (freezing it); returns the units moved. */
+uint64_t band__shm_steal_record_locked(band_shm *s, uint32_t r, uint32_t b);
 void band__shm_thaw_self_locked(band_shm *s, uint32_t b); /* when @b is quiet */
+/* Record @r's cached units of @b: the word's less stolen, at most what it holds. */
 uint64_t band__shm_cached(const band_shm *s, uint32_t r, uint32_t b);
+/* The same without the cap: above held while a release that returned too much is undone. */
+uint64_t band__shm_cached_raw(const band_shm *s, uint32_t r, uint32_t b);
 
 /* A request in internal form: units per bound (0: not named) and the bound mask. */
 struct band__shm_want {

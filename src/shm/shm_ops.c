@@ -339,19 +339,26 @@ static int band__shm_release_want(band_shm *s, const struct band__shm_want *want
     if (rc != 0)
         return rc;
     rc = band__shm_self_locked(&op);
-    if (rc == 0) {
-        const struct band__shm_record *rec = &s->rec[s->self];
-        for (uint32_t b = 0; b < s->nbounds; b++)
-            if (want->units[b] > rec->held[b] - band__shm_cached(s, s->self, b))
-                rc = BAND_EOVERFLOW;
+    if (rc != 0) {
+        band__shm_unlock(&op);
+        return rc;
     }
+    struct band__shm_record *rec = &s->rec[s->self];
+    /* Frozen first, so that this process's fast releases cannot add to the cache
+     * between the check and the change of held: they finish under this lock. */
+    for (uint32_t b = 0; b < s->nbounds; b++)
+        if (want->units[b] != 0)
+            __atomic_fetch_or(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+    for (uint32_t b = 0; b < s->nbounds; b++)
+        if (want->units[b] > rec->held[b] - band__shm_cached(s, s->self, b))
+            rc = BAND_EOVERFLOW;
     if (rc == 0 && want->mask != 0) {
         band__shm_give_back_locked(&op, s->self, want->units);
         band__shm_grant_pass_locked(&op);
-        for (uint32_t b = 0; b < s->nbounds; b++)
-            if (want->units[b] != 0)
-                band__shm_thaw_self_locked(s, b);
     }
+    for (uint32_t b = 0; b < s->nbounds; b++)
+        if (want->units[b] != 0)
+            band__shm_thaw_self_locked(s, b);
     band__shm_unlock(&op);
     return rc;
 }
@@ -359,17 +366,16 @@ static int band__shm_release_want(band_shm *s, const struct band__shm_want *want
 int band_shm_release(band_shm *s, unsigned bound, uint64_t n)
 {
     uint64_t *cache = band__shm_fast_cache(s, bound);
-    if (band__likely(cache != NULL && n - 1 < BAND_MAX_UNITS)) {
-        /* The cache word's compare-and-swap also validates the held units read between:
-         * whoever lowers them (a steal) changes the word first. */
-        uint64_t *word = &cache[bound];
-        uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    if (band__likely(cache != NULL && n - 1 < BAND_SHM_CACHE_ADD_MAX)) {
+        /* Add first, check after, as the inline version does. */
         uint64_t held = __atomic_load_n(&s->fast->held[bound], __ATOMIC_ACQUIRE);
-        uint64_t c = w >> BAND__CACHE_SHIFT;
-        if ((w & BAND__CACHE_FROZEN) == 0 && held - c >= n &&
-            __atomic_compare_exchange_n(word, &w, w + (n << BAND__CACHE_SHIFT), 0, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED))
-            return 0;
+        if (held >= n) {
+            uint64_t old =
+                __atomic_fetch_add(&cache[bound], n << BAND__CACHE_SHIFT, __ATOMIC_RELEASE);
+            if ((old & BAND__CACHE_FROZEN) == 0 && (old >> BAND__CACHE_SHIFT) <= held - n)
+                return 0;
+            return band_shm_release_finish(s, bound, n);
+        }
     }
     if (band__shm_bad_bound(s, bound))
         return BAND_EINVAL;
@@ -378,6 +384,45 @@ int band_shm_release(band_shm *s, unsigned bound, uint64_t n)
     struct band__shm_want want;
     (void)band__shm_single(s, bound, n, &want);
     return band__shm_release_want(s, &want);
+}
+
+int band_shm_release_finish(band_shm *s, unsigned bound, uint64_t n)
+{
+    if (band__shm_bad_bound(s, bound) || n - 1 >= BAND_SHM_CACHE_ADD_MAX)
+        return BAND_EINVAL;
+    struct band__shm_op op;
+    int rc = band__shm_lock(&op, s);
+    if (rc != 0)
+        return rc;
+    /* Only a process whose record took the add has it in its word: a forked child's fast
+     * paths are off until its first slow path registers it. */
+    if (s->inspect || __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != band__shm_generation()) {
+        band__shm_unlock(&op);
+        return BAND_EINVAL;
+    }
+    struct band__shm_record *rec = &s->rec[s->self];
+    uint64_t *word = &rec->cache[bound];
+    /* Frozen, the word is lowered by nobody but this call until the thaw below. */
+    __atomic_fetch_or(word, BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+    uint64_t c = band__shm_cached_raw(s, s->self, bound);
+    if (c > rec->held[bound]) {
+        /* This process returned more than it holds: take this release back out. Only a
+         * try racing it can have taken some of it; what is left of it goes. */
+        uint64_t back = band__min_u64(n, c);
+        __atomic_fetch_sub(word, back << BAND__CACHE_SHIFT, __ATOMIC_ACQ_REL);
+        rc = BAND_EOVERFLOW;
+    } else {
+        const struct band__shm_hdr *h = s->h;
+        const struct band__shm_bound *bd = &h->bounds[bound];
+        /* Somebody waits, a debt is owed or the bound is closed: the units go on. */
+        if (bd->waiters != 0 || bd->debt != 0 || h->closed) {
+            band__shm_steal_record_locked(s, s->self, bound);
+            band__shm_grant_pass_locked(&op);
+        }
+    }
+    band__shm_thaw_self_locked(s, bound);
+    band__shm_unlock(&op);
+    return rc;
 }
 
 int band_shm_release_req(band_shm *s, const band_shm_req *r)

@@ -50,6 +50,7 @@ int band__shm_register_locked(struct band__shm_op *op, uint32_t *out)
                 const struct band__shm_bound *bd = &h->bounds[b];
                 int quiet = b < s->nbounds && bd->waiters == 0 && bd->debt == 0 && !h->closed;
                 rec->held[b] = 0;
+                rec->stolen[b] = 0;
                 __atomic_store_n(&rec->cache[b], quiet ? 0 : BAND__CACHE_FROZEN, __ATOMIC_RELEASE);
             }
             if (h->rec_hwm < r + 1)
@@ -214,9 +215,11 @@ void band__shm_reclaim_record_locked(struct band__shm_op *op, uint32_t r)
     struct band__shm_record *rec = &s->rec[r];
     for (uint32_t b = 0; b < s->nbounds; b++) {
         /* Counted are the units it was using; its cache was free for the taking. */
-        uint64_t w = __atomic_or_fetch(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
-        h->bounds[b].reclaimed += rec->held[b] - (w >> BAND__CACHE_SHIFT);
+        __atomic_fetch_or(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+        h->bounds[b].reclaimed += rec->held[b] - band__shm_cached(s, r, b);
+        /* Its process is gone, so nothing adds to the word any more. */
         band__shm_set(s, &rec->cache[b], BAND__CACHE_FROZEN);
+        band__shm_set(s, &rec->stolen[b], 0);
     }
     uint64_t held[BAND_SHM_MAX_BOUNDS];
     memcpy(held, rec->held, sizeof held);
@@ -427,35 +430,53 @@ int band__shm_try_locked(struct band__shm_op *op, const struct band__shm_want *w
     return 0;
 }
 
+uint64_t band__shm_cached_raw(const band_shm *s, uint32_t r, uint32_t b)
+{
+    const struct band__shm_record *rec = &s->rec[r];
+    uint64_t c = band__shm_load(&rec->cache[b]) >> BAND__CACHE_SHIFT;
+    uint64_t stolen = band__shm_load(&rec->stolen[b]);
+    /* Below stolen only in a record whose process died in the middle of a thaw. */
+    return c > stolen ? c - stolen : 0;
+}
+
 uint64_t band__shm_cached(const band_shm *s, uint32_t r, uint32_t b)
 {
-    return __atomic_load_n(&s->rec[r].cache[b], __ATOMIC_ACQUIRE) >> BAND__CACHE_SHIFT;
+    uint64_t c = band__shm_cached_raw(s, r, b);
+    uint64_t held = band__shm_load(&s->rec[r].held[b]);
+    return c < held ? c : held;
+}
+
+uint64_t band__shm_steal_record_locked(band_shm *s, uint32_t r, uint32_t b)
+{
+    struct band__shm_record *rec = &s->rec[r];
+    struct band__shm_bound *bd = &s->h->bounds[b];
+    /* Frozen, the word is lowered by nobody until this lock is released: its owner's
+     * tries refuse it and its slow paths wait here. Its releases may still add to it,
+     * and are counted from then on. Freezing alone is harmless to leave behind, so it
+     * needs no log entry; the move of the units does, and it raises stolen instead of
+     * writing the word, so a rollback cannot undo an add it never saw. */
+    __atomic_fetch_or(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
+    uint64_t c = band__shm_cached_raw(s, r, b);
+    if (c == 0 || c > rec->held[b])
+        return 0; /* above held: a release that returned too much, still being undone */
+    uint64_t repay = band__min_u64(bd->debt, c);
+    band__shm_set(s, &rec->stolen[b], rec->stolen[b] + c);
+    band__shm_set(s, &rec->held[b], rec->held[b] - c);
+    if (repay != 0)
+        band__shm_set(s, &bd->debt, bd->debt - repay);
+    if (c != repay)
+        band__shm_set(s, &bd->available, bd->available + (c - repay));
+    band__shm_commit(s);
+    return c;
 }
 
 uint64_t band__shm_steal_locked(band_shm *s, uint32_t b)
 {
     uint64_t others = 0;
-    struct band__shm_hdr *h = s->h;
-    struct band__shm_bound *bd = &h->bounds[b];
     for (uint32_t r = 0, nrec = band__shm_nrec(s); r < nrec; r++) {
-        struct band__shm_record *rec = &s->rec[r];
-        if (rec->state != BAND__REC_LIVE)
+        if (s->rec[r].state != BAND__REC_LIVE)
             continue;
-        /* Frozen, the word is the lock holder's alone: its owner's fast paths refuse a
-         * frozen word and its slow paths wait for this lock. Freezing alone is harmless
-         * to leave behind, so it needs no log entry; the move of the units does. */
-        uint64_t w = __atomic_or_fetch(&rec->cache[b], BAND__CACHE_FROZEN, __ATOMIC_ACQ_REL);
-        uint64_t c = w >> BAND__CACHE_SHIFT;
-        if (c == 0)
-            continue;
-        uint64_t repay = band__min_u64(bd->debt, c);
-        band__shm_set(s, &rec->cache[b], BAND__CACHE_FROZEN);
-        band__shm_set(s, &rec->held[b], rec->held[b] - c);
-        if (repay != 0)
-            band__shm_set(s, &bd->debt, bd->debt - repay);
-        if (c != repay)
-            band__shm_set(s, &bd->available, bd->available + (c - repay));
-        band__shm_commit(s);
+        uint64_t c = band__shm_steal_record_locked(s, r, b);
         if (r != s->self)
             others += c;
     }
@@ -466,13 +487,22 @@ void band__shm_thaw_self_locked(band_shm *s, uint32_t b)
 {
     struct band__shm_hdr *h = s->h;
     const struct band__shm_bound *bd = &h->bounds[b];
-    uint64_t *word = &s->rec[s->self].cache[b];
+    struct band__shm_record *rec = &s->rec[s->self];
+    uint64_t *word = &rec->cache[b];
     uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
     if ((w & BAND__CACHE_FROZEN) == 0 || bd->waiters != 0 || bd->debt != 0 || h->closed)
         return;
-    /* Committed at once: from this store on the owner's threads change the word again. */
-    band__shm_set(s, word, w & ~BAND__CACHE_FROZEN);
-    band__shm_commit(s);
+    /* The units steals took leave the word first, while it is still frozen: only this
+     * process lowers it, and its tries wait for the flag to clear. A death before the
+     * commit leaves a record that recovery returns by held alone. */
+    uint64_t stolen = rec->stolen[b];
+    if (stolen != 0) {
+        __atomic_fetch_sub(word, stolen << BAND__CACHE_SHIFT, __ATOMIC_ACQ_REL);
+        band__shm_set(s, &rec->stolen[b], 0);
+        band__shm_commit(s);
+    }
+    /* From here on the owner's threads take from the word again. */
+    __atomic_fetch_and(word, ~BAND__CACHE_FROZEN, __ATOMIC_RELEASE);
 }
 
 int band__shm_enqueue_locked(struct band__shm_op *op, const struct band__shm_want *want,

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "band/shm.h"
-#include "shm/shm_internal.h" /* only to die holding the segment's lock */
+#include "shm/shm_internal.h" /* to die holding the segment's lock; to race a release */
 
 /* ---------------------------------------------------------------------------------- */
 /* Helpers                                                                             */
@@ -978,6 +978,92 @@ static void test_fork_own_record(void **state)
     assert_int_equal(band_shm_destroy(s), 0);
 }
 
+static int child_finish_unused(void *arg)
+{
+    /* A forked child's fast paths are off until it uses the handle: it never adds. */
+    return band_shm_release_finish(arg, 0, 1) == BAND_EINVAL ? 0 : 1;
+}
+
+/* band_shm_release_finish(): its refusals, and the release it takes back out. */
+static void test_release_finish(void **state)
+{
+    struct fixture *f = *state;
+    band_shm *s = make(f, one_bound, 1);
+    assert_int_equal(band_shm_release_finish(NULL, 0, 1), BAND_EINVAL);
+    assert_int_equal(band_shm_release_finish(s, 1, 1), BAND_EINVAL);
+    assert_int_equal(band_shm_release_finish(s, 0, 0), BAND_EINVAL);
+    assert_int_equal(band_shm_release_finish(s, 0, BAND_SHM_CACHE_ADD_MAX + 1), BAND_EINVAL);
+    band_shm_opts look = {.inspect = 1};
+    band_shm *t = NULL;
+    assert_int_equal(band_shm_open(&t, f->name, &look), 0);
+    assert_int_equal(band_shm_release_finish(t, 0, 1), BAND_EINVAL);
+    assert_int_equal(band_shm_destroy(t), 0);
+    assert_int_equal(reap(spawn(child_finish_unused, s)), 0);
+    assert_int_equal(band_shm_reclaim(s, NULL), 0);
+
+    /* Two threads of one process release 3 and 1 units of the 3 it holds, both checked
+     * before either adds: the adds leave 4 cached, and the second one is taken back. */
+    assert_int_equal(band_shm_try_acquire(s, 0, 3), 0);
+    uint64_t *word = &s->rec[s->self].cache[0];
+    __atomic_fetch_add(word, UINT64_C(3) << BAND_SHM_CACHE_SHIFT, __ATOMIC_RELEASE);
+    __atomic_fetch_add(word, UINT64_C(1) << BAND_SHM_CACHE_SHIFT, __ATOMIC_RELEASE);
+    assert_int_equal(band_shm_release_finish(s, 0, 1), BAND_EOVERFLOW);
+    assert_u64_equal(band_shm_held(s, 0), 0);
+    assert_u64_equal(__atomic_load_n(word, __ATOMIC_ACQUIRE), UINT64_C(3) << BAND_SHM_CACHE_SHIFT);
+    band_shm_stats st = stats_of(s);
+    assert_u64_equal(st.bounds[0].available, 10);
+    assert_u64_equal(st.bounds[0].in_use, 0);
+    assert_u64_equal(st.bounds[0].debt, 0);
+    assert_int_equal(band_shm_try_acquire(s, 0, 10), 0);
+    assert_int_equal(band_shm_release(s, 0, 10), 0);
+    assert_int_equal(band_shm_destroy(s), 0);
+}
+
+/* A release into a cache another handle took units from: counted once, in the pool. */
+static void test_release_after_steal(void **state)
+{
+    struct fixture *f = *state;
+    band_shm *s = make(f, one_bound, 1);
+    band_shm *t = NULL;
+    assert_int_equal(band_shm_open(&t, f->name, NULL), 0);
+    assert_int_equal(band_shm_try_acquire(s, 0, 4), 0);
+    assert_int_equal(band_shm_release(s, 0, 2), 0); /* 2 in use, 2 idle in its cache */
+    assert_u64_equal(band_shm_held(s, 0), 2);
+    assert_int_equal(band_shm_try_acquire(t, 0, 8), 0); /* the pool's 6 and the idle 2 */
+    assert_u64_equal(s->rec[s->self].stolen[0], 2);
+    assert_u64_equal(band_shm_held(s, 0), 2);
+    assert_int_equal(band_shm_release(s, 0, 3), BAND_EOVERFLOW);
+    assert_int_equal(band_shm_release(s, 0, 1), 0);
+    assert_int_equal(band_shm_release(s, 0, 1), 0);
+    assert_u64_equal(band_shm_held(s, 0), 0);
+    band_shm_stats st = stats_of(s);
+    assert_u64_equal(st.bounds[0].in_use, 8);
+    assert_u64_equal(st.bounds[0].available, 2);
+    assert_int_equal(band_shm_try_acquire(s, 0, 2), 0);
+    assert_int_equal(band_shm_try_acquire(s, 0, 1), BAND_EAGAIN);
+    assert_int_equal(band_shm_release(t, 0, 8), 0);
+    assert_int_equal(band_shm_release(s, 0, 2), 0);
+    /* Both released into their caches; taking all 10 empties t's, so s's stays frozen. */
+    uint64_t *word = &s->rec[s->self].cache[0];
+    assert_int_equal(band_shm_try_acquire(s, 0, 10), 0);
+    assert_u64_equal(s->rec[s->self].stolen[0], 2);
+    assert_u64_equal(__atomic_load_n(word, __ATOMIC_ACQUIRE),
+                     (UINT64_C(2) << BAND_SHM_CACHE_SHIFT) | BAND_SHM_CACHE_FROZEN);
+    /* The release adds to the frozen word and finishes under the lock: the bound is
+     * quiet, so the units stay cached and the thaw takes stolen out of the word first. */
+    assert_int_equal(band_shm_release(s, 0, 10), 0);
+    assert_u64_equal(s->rec[s->self].stolen[0], 0);
+    assert_u64_equal(__atomic_load_n(word, __ATOMIC_ACQUIRE), UINT64_C(10) << BAND_SHM_CACHE_SHIFT);
+    assert_u64_equal(band_shm_held(s, 0), 0);
+    assert_int_equal(band_shm_try_acquire(s, 0, 10), 0); /* from its cache, all of it */
+    assert_int_equal(band_shm_release(s, 0, 10), 0);
+    st = stats_of(s);
+    assert_u64_equal(st.bounds[0].in_use, 0);
+    assert_u64_equal(st.bounds[0].available, 10);
+    assert_int_equal(band_shm_destroy(t), 0);
+    assert_int_equal(band_shm_destroy(s), 0);
+}
+
 static void test_destroy_returns(void **state)
 {
     struct fixture *f = *state;
@@ -1442,6 +1528,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_req_init_fresh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadline_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork_own_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_finish, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_after_steal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_destroy_returns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_async_other_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_async_cancel, setup, teardown),
