@@ -177,23 +177,26 @@ void band__shm_withdraw_locked(struct band__shm_op *op, uint32_t i, int reason)
     band__shm_commit(s);
 }
 
+/* Move @u units from *@held to the bound: the debt first, then the pool. Logged, and
+ * left for the caller to commit. */
+static void band__shm_pool_add(band_shm *s, uint64_t *held, struct band__shm_bound *bd, uint64_t u)
+{
+    uint64_t repay = band__min_u64(bd->debt, u);
+    band__shm_set(s, held, *held - u);
+    if (repay != 0)
+        band__shm_set(s, &bd->debt, bd->debt - repay);
+    if (u != repay)
+        band__shm_set(s, &bd->available, bd->available + (u - repay));
+}
+
 void band__shm_give_back_locked(struct band__shm_op *op, uint32_t r, const uint64_t *units)
 {
     band_shm *s = op->s;
     struct band__shm_hdr *h = s->h;
     struct band__shm_record *rec = &s->rec[r];
-    for (uint32_t b = 0; b < s->nbounds; b++) {
-        uint64_t u = units[b];
-        if (u == 0)
-            continue;
-        struct band__shm_bound *bd = &h->bounds[b];
-        uint64_t repay = band__min_u64(bd->debt, u);
-        band__shm_set(s, &rec->held[b], rec->held[b] - u);
-        if (repay != 0)
-            band__shm_set(s, &bd->debt, bd->debt - repay);
-        if (u != repay)
-            band__shm_set(s, &bd->available, bd->available + (u - repay));
-    }
+    for (uint32_t b = 0; b < s->nbounds; b++)
+        if (units[b] != 0)
+            band__shm_pool_add(s, &rec->held[b], &h->bounds[b], units[b]);
     band__shm_commit(s);
 }
 
@@ -459,13 +462,8 @@ uint64_t band__shm_steal_record_locked(band_shm *s, uint32_t r, uint32_t b)
     uint64_t c = band__shm_cached_raw(s, r, b);
     if (c == 0 || c > rec->held[b])
         return 0; /* above held: a release that returned too much, still being undone */
-    uint64_t repay = band__min_u64(bd->debt, c);
     band__shm_set(s, &rec->stolen[b], rec->stolen[b] + c);
-    band__shm_set(s, &rec->held[b], rec->held[b] - c);
-    if (repay != 0)
-        band__shm_set(s, &bd->debt, bd->debt - repay);
-    if (c != repay)
-        band__shm_set(s, &bd->available, bd->available + (c - repay));
+    band__shm_pool_add(s, &rec->held[b], bd, c);
     band__shm_commit(s);
     return c;
 }
