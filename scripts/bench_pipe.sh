@@ -12,7 +12,7 @@
 #                names band-pipe, asyncio, parallel, gdalwarp); default all four
 #   --ulimit N   also run band-pipe under `ulimit -n N` each round (contender "ulimit-N")
 #                and report whether any EMFILE ("Too many open files") happened
-#   --resampling R   the other contenders' resampling: nearest, bilinear (default: band-pipe's,
+#   --resampling R   every contender's resampling: nearest, bilinear (default: band-pipe's,
 #                so every contender does the same work per tile), cubic, lanczos, average
 #   --compress C     every contender's output codec: zstd (default: band-pipe's), deflate
 #                or lzw, each with band-pipe's creation options (tiled, fastest level,
@@ -197,7 +197,8 @@ echo "bench-pipe: $total URLs, $(awk -v b="$in_bytes" 'BEGIN { printf "%.1f", b 
 set_command() { # cmd=(the command line of contender $1 writing to $2)
     local out=$2
     case $1 in
-    band-pipe) cmd=("$BAND_PIPE" --quiet --compress "$codec" "${pipe_args[@]}" "$urls" "$out") ;;
+    band-pipe) cmd=("$BAND_PIPE" --quiet --compress "$codec" --resampling "$resampling"
+        "${pipe_args[@]}" "$urls" "$out") ;;
     asyncio) cmd=("$py" "$top/bench/pipe/asyncio_pipeline.py" "$urls" "$out"
         --resampling "$resampling" --compress "$codec") ;;
     parallel) cmd=(bash "$top/bench/pipe/parallel_curl_gdalwarp.sh" "$urls" "$out"
@@ -205,7 +206,7 @@ set_command() { # cmd=(the command line of contender $1 writing to $2)
     gdalwarp) cmd=(bash "$top/bench/pipe/gdalwarp_multi.sh" "$data/tiles" "$out" EPSG:3857
         "$gdal_resampling" "$codec") ;;
     ulimit-*) cmd=(bash -c 'ulimit -n "$0" && exec "$@"' "${1#ulimit-}" "$BAND_PIPE" --quiet
-        --compress "$codec" "${pipe_args[@]}" "$urls" "$out") ;;
+        --compress "$codec" --resampling "$resampling" "${pipe_args[@]}" "$urls" "$out") ;;
     esac
 }
 

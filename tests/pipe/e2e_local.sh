@@ -4,7 +4,8 @@
 # file:// URLs, and paths on standard input ('-'). The good tiles' outputs are valid, the
 # broken ones fail corrupt, and a local path that does not exist fails not_found; and
 # --compress deflate and lzw write those codecs; a large tile borrows an idle cpu slot; and
-# with the cpu slot busy, nothing waits for memory that is not short.
+# with the cpu slot busy, nothing waits for memory that is not short; and --resampling
+# nearest gives gdalwarp -r near's pixels.
 # shellcheck source=tests/pipe/e2e_lib.sh
 source "$(dirname "$0")/e2e_lib.sh"
 e2e_init "$@"
@@ -112,4 +113,31 @@ waited=$(jq -r 'select(.waited_ms.memory > 0) | "\(.tile) \(.event) \(.stage): \
 [[ -z "$waited" ]] || fail "tiles waited for memory that was never short:
 $waited
 $(show onecpu)"
+
+# 7. --resampling nearest: the start says so, and the pixels are gdalwarp -r near's on the
+#    grid band-pipe chose; the default (bilinear) run's are not.
+run_pipe near - "$W/out-near" --cpu 2 --resampling nearest <"$W/stdin.txt"
+expect_rc near 0
+grep -q "reprojected to EPSG:3857 (nearest), compressed" "$W/near.out" ||
+    fail "the --resampling nearest run does not say so:
+$(show near)"
+grep -q "reprojected to EPSG:3857 (bilinear), compressed" "$W/stdin.out" ||
+    fail "the default run does not say it resamples bilinear:
+$(show stdin)"
+# shellcheck disable=SC2086
+expect_outputs "$W/out-near" $some
+checksums() { gdalinfo -checksum "$1" | grep -o 'Checksum=[0-9]*' | tr '\n' ' '; }
+for n in $some; do
+    read -r -a te < <(gdalinfo -json "$W/out-near/$n.tif" |
+        jq -r '[.cornerCoordinates.lowerLeft[0], .cornerCoordinates.lowerLeft[1],
+                .cornerCoordinates.upperRight[0], .cornerCoordinates.upperRight[1],
+                .size[0], .size[1]] | map(tostring) | join(" ")')
+    gdalwarp -q -r near -t_srs EPSG:3857 -te "${te[@]:0:4}" -ts "${te[4]}" "${te[5]}" \
+        "$TILES/$n.tif" "$W/ref-$n.tif" || fail "gdalwarp failed on $n"
+    [[ $(checksums "$W/out-near/$n.tif") == $(checksums "$W/ref-$n.tif") ]] ||
+        fail "$n: --resampling nearest differs from gdalwarp -r near"
+    [[ $(checksums "$W/out-stdin/$n.tif") != $(checksums "$W/ref-$n.tif") ]] ||
+        fail "$n: the bilinear output equals gdalwarp -r near's: the check cannot fail"
+done
+
 e2e_pass

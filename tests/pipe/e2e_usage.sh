@@ -33,6 +33,8 @@ bad --cpu 0 list out -- "band-pipe: --cpu: '0' is not a count from 1 to 1024"
 bad --memory 12Q list out -- "band-pipe: --memory: '12Q' is not a size (bytes, or with K, M, G)"
 bad --memory 0 list out -- "band-pipe: --memory: '0' is not a size"
 bad --compress jpeg list out -- "band-pipe: --compress: 'jpeg' is not zstd, deflate or lzw"
+bad --resampling spline list out -- \
+    "band-pipe: --resampling: 'spline' is not nearest, bilinear, cubic, lanczos or average"
 bad --plot x.txt list out -- "band-pipe: --plot: 'x.txt' must end in .svg or .png"
 bad --no-such-option list out -- "band-pipe: unknown option (band-pipe --help lists them)"
 bad --connections many list out -- "band-pipe: --connections: 'many' is neither 'auto' nor a count"
@@ -46,7 +48,7 @@ run_pipe help --help
 expect_rc help 0
 grep -q '^usage: band-pipe \[options\] \[INPUT \[OUTDIR\]\]$' "$W/help.out" || fail "--help prints no usage line"
 for o in --connections --requests --cpu --memory --disk --descriptors --memory-by-count \
-    --out --crs --compress --log --plot --verify --resume --retries --generate --serve; do
+    --out --crs --compress --resampling --log --plot --verify --resume --retries --generate --serve; do
     grep -q -- "$o" "$W/help.out" || fail "--help does not list $o"
 done
 grep -q 'exit status: 0 every tile done or skipped, 1 some tile failed, 2 bad usage' "$W/help.out" ||

@@ -26,6 +26,7 @@
 
 #include <gdal.h>
 #include <gdal_alg.h>
+#include <gdalwarper.h>
 #include <ogr_srs_api.h>
 
 #include "dataset.h"
@@ -143,7 +144,7 @@ static int round_trip(const char *in, const char *out, char *err, size_t errlen)
     int rc = raster_decode(buf, len, &src, &b1, err, errlen);
     free(buf);
     if (rc == 0)
-        rc = raster_warp(src, "EPSG:3857", 1, &dst, &b2, err, errlen);
+        rc = raster_warp(src, "EPSG:3857", RASTER_BILINEAR, 1, &dst, &b2, err, errlen);
     raster_free(src);
     if (rc == 0)
         rc = raster_write(dst, out, RASTER_ZSTD, &fb, err, errlen);
@@ -316,7 +317,7 @@ static void test_round_trip(const struct dataset_entry *e, size_t n)
     memset(buf, 0xEE, len); /* the raster no longer needs the body */
     free(buf);
     CHECK(b1 == ri.decoded_bytes);
-    CHECK(raster_warp(src, "EPSG:3857", 1, &dst, &b2, err, sizeof err) == 0);
+    CHECK(raster_warp(src, "EPSG:3857", RASTER_BILINEAR, 1, &dst, &b2, err, sizeof err) == 0);
     CHECK(b2 == ri.warped_bytes && raster_width(dst) == ri.out_width &&
           raster_height(dst) == ri.out_height && raster_bands(dst) == 3);
     raster_free(src);
@@ -375,7 +376,8 @@ static void test_round_trip(const struct dataset_entry *e, size_t n)
         uint64_t d2 = 0, w3 = 0;
         CHECK(buf2 != NULL && raster_decode(buf2, len2, &src2, &d2, err, sizeof err) == 0);
         free(buf2);
-        CHECK(src2 != NULL && raster_warp(src2, "EPSG:3857", 3, &dst3, &w3, err, sizeof err) == 0);
+        CHECK(src2 != NULL &&
+              raster_warp(src2, "EPSG:3857", RASTER_BILINEAR, 3, &dst3, &w3, err, sizeof err) == 0);
         CHECK(w3 == b2);
         raster_free(src2);
         char out3[4400];
@@ -585,6 +587,92 @@ static void test_codecs(void)
     CHECK(raster_codec_supported((enum raster_codec)3) == 0);
 }
 
+/* Every pixel of @path's bands equals the warp GDAL itself makes of @src onto the same
+ * grid with @alg (GDALReprojectImage: the approximate transformer within 1/8 pixel). */
+static int same_as_gdal(const char *src, const char *path, GDALResampleAlg alg)
+{
+    GDALDatasetH in = GDALOpen(src, GA_ReadOnly), got = GDALOpen(path, GA_ReadOnly);
+    if (in == NULL || got == NULL) {
+        if (in != NULL)
+            GDALClose(in);
+        if (got != NULL)
+            GDALClose(got);
+        return 0;
+    }
+    int w = GDALGetRasterXSize(got), h = GDALGetRasterYSize(got), nb = GDALGetRasterCount(got);
+    GDALDatasetH ref = GDALCreate(GDALGetDriverByName("MEM"), "", w, h, nb, GDT_Byte, NULL);
+    double gt[6];
+    GDALGetGeoTransform(got, gt);
+    GDALSetGeoTransform(ref, gt);
+    GDALSetSpatialRef(ref, GDALGetSpatialRef(got));
+    int same = GDALReprojectImage(in, NULL, ref, NULL, alg, 0, 0.125, NULL, NULL, NULL) == CE_None;
+    size_t px = (size_t)w * (size_t)h;
+    unsigned char *a = malloc(px), *b = malloc(px);
+    for (int k = 1; same && k <= nb; k++) {
+        same = a != NULL && b != NULL &&
+               GDALRasterIO(GDALGetRasterBand(got, k), GF_Read, 0, 0, w, h, a, w, h, GDT_Byte, 0,
+                            0) == CE_None &&
+               GDALRasterIO(GDALGetRasterBand(ref, k), GF_Read, 0, 0, w, h, b, w, h, GDT_Byte, 0,
+                            0) == CE_None &&
+               memcmp(a, b, px) == 0;
+    }
+    free(a);
+    free(b);
+    GDALClose(ref);
+    GDALClose(got);
+    GDALClose(in);
+    return same;
+}
+
+/* --resampling's names, and each method reaching GDAL's warp. */
+static void test_resampling(const struct dataset_entry *e, size_t n)
+{
+    enum raster_resampling r = RASTER_CUBIC;
+    CHECK(raster_resampling_parse("nearest", &r) == 0 && r == RASTER_NEAREST);
+    CHECK(raster_resampling_parse("NEAR", &r) == 0 && r == RASTER_NEAREST);
+    CHECK(raster_resampling_parse("Bilinear", &r) == 0 && r == RASTER_BILINEAR);
+    CHECK(raster_resampling_parse("lanczos", &r) == 0 && r == RASTER_LANCZOS);
+    r = RASTER_AVERAGE;
+    CHECK(raster_resampling_parse("spline", &r) == -1 && r == RASTER_AVERAGE);
+    CHECK(raster_resampling_parse(NULL, &r) == -1 && raster_resampling_parse("", &r) == -1);
+    CHECK(strcmp(raster_resampling_name(RASTER_NEAREST), "nearest") == 0);
+    CHECK(strcmp(raster_resampling_name(RASTER_AVERAGE), "average") == 0);
+    CHECK(raster_resampling_name((enum raster_resampling)5) == NULL);
+
+    static const struct {
+        enum raster_resampling ours;
+        GDALResampleAlg gdal;
+        const char *file;
+    } cases[] = {{RASTER_NEAREST, GRA_NearestNeighbour, "near.tif"},
+                 {RASTER_BILINEAR, GRA_Bilinear, "bilinear.tif"},
+                 {RASTER_CUBIC, GRA_Cubic, "cubic.tif"}};
+    char err[512];
+    const struct dataset_entry *t = find_kind(e, n, DATASET_SMALL, 2);
+    char in[4400];
+    snprintf(in, sizeof in, "%s", tile_path(t));
+    size_t len;
+    void *buf = slurp(in, &len);
+    struct raster *src = NULL;
+    uint64_t b = 0;
+    CHECK(buf != NULL && raster_decode(buf, len, &src, &b, err, sizeof err) == 0);
+    free(buf);
+    mkdir(at("%s", "resampling"), 0755);
+    for (size_t i = 0; src != NULL && i < sizeof cases / sizeof cases[0]; i++) {
+        struct raster *dst = NULL;
+        uint64_t wb = 0, fb = 0;
+        char out[4400];
+        snprintf(out, sizeof out, "%s", at("resampling/%s", cases[i].file));
+        CHECK(raster_warp(src, "EPSG:3857", cases[i].ours, 1, &dst, &wb, err, sizeof err) == 0);
+        CHECK(dst != NULL && raster_write(dst, out, RASTER_ZSTD, &fb, err, sizeof err) == 0);
+        raster_free(dst);
+        CHECK(same_as_gdal(in, out, cases[i].gdal));
+        /* A different method gives different pixels: the check above can fail. */
+        if (i > 0)
+            CHECK(!same_as_gdal(in, out, cases[0].gdal));
+    }
+    raster_free(src);
+}
+
 static void test_threads(const struct dataset_entry *e, size_t n)
 {
     char err[512];
@@ -638,6 +726,7 @@ int main(int argc, char **argv)
     if (failures == 0) {
         test_probe(ents, n);
         test_round_trip(ents, n);
+        test_resampling(ents, n);
         test_threads(ents, n);
     }
     dataset_free_manifest(ents);

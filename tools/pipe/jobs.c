@@ -57,8 +57,8 @@ void jobs_decode(band_job *job)
     pipe_alloc_add(p, dec);
     fetch_free_body(c);
     unsigned borrowed = borrow_cpu(p, c->t->warped_bytes);
-    int wrc = raster_warp(c->decoded, p->o->crs, 1 + borrowed, &c->warped, &warped, c->job_detail,
-                          sizeof(c->job_detail));
+    int wrc = raster_warp(c->decoded, p->o->crs, (enum raster_resampling)p->o->resampling,
+                          1 + borrowed, &c->warped, &warped, c->job_detail, sizeof(c->job_detail));
     if (borrowed > 0) {
         (void)band_sem_release(p->cpu, borrowed);
         atomic_fetch_add_explicit(&p->cpu_borrowed, borrowed, memory_order_relaxed);

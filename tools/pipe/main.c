@@ -348,8 +348,9 @@ static int run(int argc, char **argv)
         goto out;
     }
     if (!o.quiet) {
-        printf("%zu tiles from %s into %s, reprojected to %s, compressed with %s\n", in.n, input,
-               outdir, o.crs, raster_codec_name((enum raster_codec)o.compress));
+        printf("%zu tiles from %s into %s, reprojected to %s (%s), compressed with %s\n", in.n,
+               input, outdir, o.crs, raster_resampling_name((enum raster_resampling)o.resampling),
+               raster_codec_name((enum raster_codec)o.compress));
         sizing_print(stdout, &z, o.memory_by_count);
         fflush(stdout);
     }

@@ -28,6 +28,7 @@ enum {
     O_MEMORY_BY_COUNT,
     O_CRS,
     O_COMPRESS,
+    O_RESAMPLING,
     O_LOG,
     O_PLOT,
     O_VERIFY,
@@ -50,6 +51,7 @@ static const struct option longopts[] = {
     {"out", required_argument, NULL, 'o'},
     {"crs", required_argument, NULL, O_CRS},
     {"compress", required_argument, NULL, O_COMPRESS},
+    {"resampling", required_argument, NULL, O_RESAMPLING},
     {"connections", required_argument, NULL, O_CONNECTIONS},
     {"requests", required_argument, NULL, O_REQUESTS},
     {"cpu", required_argument, NULL, O_CPU},
@@ -106,6 +108,8 @@ void opts_usage(FILE *out)
           "  -o, --out DIR         output directory (or the second argument)\n"
           "  --crs CRS             target CRS (EPSG:3857)\n"
           "  --compress C          zstd (default), deflate (readers without ZSTD) or lzw\n"
+          "  --resampling R        bilinear (default), nearest (keeps values: classes,\n"
+          "                        masks), cubic, lanczos or average\n"
           "  --log FILE            JSON lines: one event per tile per stage\n"
           "  --plot FILE.svg       in flight per stage and reserved bytes over time (SVG and PNG)\n"
           "  --verify              sample /proc/self/fd and RSS; exit 3 if a budget was exceeded\n"
@@ -192,6 +196,7 @@ int opts_parse(int argc, char **argv, struct pipe_opts *o, char *err, size_t err
     memset(o, 0, sizeof(*o));
     o->crs = "EPSG:3857";
     o->compress = RASTER_ZSTD;
+    o->resampling = RASTER_BILINEAR;
     o->connections = o->requests = o->cpu = o->disk = o->descriptors = o->memory = OPT_UNSET;
     o->progress = OPT_UNSET;
     o->retries = 3;
@@ -255,6 +260,14 @@ int opts_parse(int argc, char **argv, struct pipe_opts *o, char *err, size_t err
             if (raster_codec_parse(optarg, &codec) != 0)
                 FAIL("--compress: '%s' is not zstd, deflate or lzw", optarg);
             o->compress = (int)codec;
+            break;
+        }
+        case O_RESAMPLING: {
+            enum raster_resampling how;
+            if (raster_resampling_parse(optarg, &how) != 0)
+                FAIL("--resampling: '%s' is not nearest, bilinear, cubic, lanczos or average",
+                     optarg);
+            o->resampling = (int)how;
             break;
         }
         case O_LOG:

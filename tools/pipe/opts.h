@@ -18,6 +18,7 @@ struct pipe_opts {
     const char *outdir; /* output directory; NULL: the demonstration's own */
     const char *crs;    /* target CRS, "EPSG:3857" */
     int compress;       /* the output's enum raster_codec; RASTER_ZSTD */
+    int resampling;     /* the warp's enum raster_resampling; RASTER_BILINEAR */
 
     int64_t connections; /* OPT_UNSET or >= 1 */
     int connections_auto;

@@ -535,8 +535,8 @@ done:
 
 /* ---- warp -------------------------------------------------------------------------- */
 
-int raster_warp(const struct raster *src, const char *dst_crs, unsigned threads,
-                struct raster **out, uint64_t *bytes, char *err, size_t errlen)
+int raster_warp(const struct raster *src, const char *dst_crs, enum raster_resampling how,
+                unsigned threads, struct raster **out, uint64_t *bytes, char *err, size_t errlen)
 {
     if (src == NULL || out == NULL || bytes == NULL) {
         set_err(err, errlen, "raster_warp: no input or output");
@@ -600,7 +600,9 @@ int raster_warp(const struct raster *src, const char *dst_crs, unsigned threads,
             wo->padfDstNoDataReal[b] = has ? nd : 0.0;
         }
     }
-    wo->eResampleAlg = GRA_Bilinear;
+    static const GDALResampleAlg algs[] = {GRA_NearestNeighbour, GRA_Bilinear, GRA_Cubic,
+                                           GRA_Lanczos, GRA_Average};
+    wo->eResampleAlg = (unsigned)how < sizeof algs / sizeof algs[0] ? algs[how] : GRA_Bilinear;
     wo->dfWarpMemoryLimit = (double)RASTER_WARP_MEMORY;
     /* Exact transforms at the corners and edges of each chunk, linear in between, within
      * an eighth of a pixel: gdalwarp's and rasterio's default. Transforming every pixel
@@ -675,6 +677,31 @@ static int fsync_path(const char *path, int flags)
     close(fd);
     errno = e;
     return rc;
+}
+
+/* ---- resampling ---------------------------------------------------------------------- */
+
+static const char *const resampling_names[] = {"nearest", "bilinear", "cubic", "lanczos",
+                                               "average"};
+#define RESAMPLING_COUNT (sizeof(resampling_names) / sizeof(resampling_names[0]))
+
+const char *raster_resampling_name(enum raster_resampling r)
+{
+    return (unsigned)r < RESAMPLING_COUNT ? resampling_names[r] : NULL;
+}
+
+int raster_resampling_parse(const char *s, enum raster_resampling *out)
+{
+    if (s != NULL && strcasecmp(s, "near") == 0) {
+        *out = RASTER_NEAREST;
+        return 0;
+    }
+    for (unsigned i = 0; s != NULL && i < RESAMPLING_COUNT; i++)
+        if (strcasecmp(s, resampling_names[i]) == 0) {
+            *out = (enum raster_resampling)i;
+            return 0;
+        }
+    return -1;
 }
 
 /* ---- compression --------------------------------------------------------------------- */

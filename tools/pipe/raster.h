@@ -90,6 +90,27 @@ int raster_decode(const void *buf, size_t len, struct raster **out, uint64_t *by
                   size_t errlen);
 
 /*
+ * How a warp samples the source. Bilinear is the default: smooth imagery reprojected with
+ * nearest shows stair steps at every row the projection shifts. Nearest keeps every value
+ * as it was, which classified and categorical rasters need, and costs the least; cubic,
+ * lanczos and average read wider neighbourhoods at more CPU time. The same kernels as
+ * gdalwarp's -r.
+ */
+enum raster_resampling {
+    RASTER_NEAREST,
+    RASTER_BILINEAR,
+    RASTER_CUBIC,
+    RASTER_LANCZOS,
+    RASTER_AVERAGE
+};
+
+/* "nearest", "bilinear", ...; NULL for a value not in the enum. */
+const char *raster_resampling_name(enum raster_resampling r);
+
+/* One of those names (any case; "near" too, gdalwarp's) into *@out: 0, or -1. */
+int raster_resampling_parse(const char *s, enum raster_resampling *out);
+
+/*
  * Reprojects @src into a new struct raster in @dst_crs, at the size GDAL suggests (the one
  * raster_probe() reports), bilinear, on @threads threads (1 or more; 0 is taken as 1;
  * the pixels are the same for any count), in RASTER_WARP_MEMORY; areas
@@ -99,8 +120,8 @@ int raster_decode(const void *buf, size_t len, struct raster **out, uint64_t *by
  * ("unknown CRS ...", "cannot reproject from X to Y: ...", "out of memory (N bytes)").
  * @src is only read.
  */
-int raster_warp(const struct raster *src, const char *dst_crs, unsigned threads,
-                struct raster **out, uint64_t *bytes, char *err, size_t errlen);
+int raster_warp(const struct raster *src, const char *dst_crs, enum raster_resampling how,
+                unsigned threads, struct raster **out, uint64_t *bytes, char *err, size_t errlen);
 
 /*
  * The output's compression. ZSTD (level 1) is the default: on the warped rasters it packs
