@@ -501,8 +501,9 @@ static void test_restart_between_calls(void **state)
     need_server();
     band_time created = band_now();
     band_redis *r_closed = short_timeouts(), *r_open = short_timeouts();
-    band_keyrate *closed = table(r_closed, 100, BAND_SEC, 2, BAND_KEYRATE_FAIL_CLOSED);
-    band_keyrate *open = table(r_open, 100, BAND_SEC, 2, BAND_KEYRATE_FAIL_OPEN);
+    /* One token an hour: an empty bucket stays empty however slowly the calls run. */
+    band_keyrate *closed = table(r_closed, 1, 3600 * BAND_SEC, 2, BAND_KEYRATE_FAIL_CLOSED);
+    band_keyrate *open = table(r_open, 1, 3600 * BAND_SEC, 2, BAND_KEYRATE_FAIL_OPEN);
     assert_int_equal(take(closed, "c", 2, NULL), 0);
     assert_int_equal(take(open, "o", 2, NULL), 0);
     assert_int_equal(take(closed, "c", 1, NULL), BAND_EAGAIN);
