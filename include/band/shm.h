@@ -274,9 +274,10 @@ BAND_API int band_shm_acquire_async(band_shm *s, unsigned bound, uint64_t n, ban
  * acquire: a release of no more than the process holds (its cache included) is added to
  * the cache first and checked with the value the add returns, so it is refused, but a
  * try-acquire in another thread that runs between the add and the refusal can take units
- * of the surplus; the process then holds that many beyond its count. A release of more
- * than the process holds is refused before it adds, and a process that releases only
- * what it acquired never meets the corner.
+ * of the surplus; the process then holds that many beyond its count. When two of its
+ * threads release at once more than it uses in all, either one may be refused. A release
+ * of more than the process holds is refused before it adds, and a process that releases
+ * only what it acquired never meets the corner.
  *
  * @param s      The handle.
  * @param bound  The bound's index.

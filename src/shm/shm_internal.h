@@ -111,10 +111,11 @@ struct band__shm_hdr {
  * unfrozen word always has stolen 0.
  *
  * A release is checked after its add: when the word then holds more than held, the
- * process returned more than it holds, and the lock takes those units back out of the
- * word. Until then the surplus is in the word; a steal takes nothing from a word above
- * held, and a try that took some of it is charged as debt, as an in-process semaphore's
- * overflowing release is.
+ * process returned more than it holds, and the lock takes that release back out of the
+ * word. Until then the surplus is in the word: a steal takes nothing from a word above
+ * held, but a try of the owner's may take some of it, which the process then holds
+ * beyond its count (the corner band_shm_release() documents). Which of two releases that
+ * together exceed what the process uses is refused depends on which takes the lock first.
  */
 #define BAND__CACHE_FROZEN UINT64_C(1)
 #define BAND__CACHE_SHIFT  2

@@ -670,6 +670,11 @@ static void test_resampling(const struct dataset_entry *e, size_t n)
         if (i > 0)
             CHECK(!same_as_gdal(in, out, cases[0].gdal));
     }
+    struct raster *none = (struct raster *)src;
+    uint64_t nb = 7;
+    CHECK(src == NULL || (raster_warp(src, "EPSG:3857", (enum raster_resampling)9, 1, &none, &nb,
+                                      err, sizeof err) == -1 &&
+                          none == NULL && nb == 0 && strstr(err, "not a method") != NULL));
     raster_free(src);
 }
 

@@ -544,6 +544,10 @@ int raster_warp(const struct raster *src, const char *dst_crs, enum raster_resam
     }
     *out = NULL;
     *bytes = 0;
+    if (raster_resampling_name(how) == NULL) {
+        set_err(err, errlen, "raster_warp: resampling %d is not a method", (int)how);
+        return -1;
+    }
     struct errcap cap;
     errcap_push(&cap);
     int rc = -1;
@@ -602,7 +606,7 @@ int raster_warp(const struct raster *src, const char *dst_crs, enum raster_resam
     }
     static const GDALResampleAlg algs[] = {GRA_NearestNeighbour, GRA_Bilinear, GRA_Cubic,
                                            GRA_Lanczos, GRA_Average};
-    wo->eResampleAlg = (unsigned)how < sizeof algs / sizeof algs[0] ? algs[how] : GRA_Bilinear;
+    wo->eResampleAlg = algs[how]; /* checked on entry */
     wo->dfWarpMemoryLimit = (double)RASTER_WARP_MEMORY;
     /* Exact transforms at the corners and edges of each chunk, linear in between, within
      * an eighth of a pixel: gdalwarp's and rasterio's default. Transforming every pixel
