@@ -66,6 +66,22 @@ tidy()
         echo "lint: configuring $dir failed" >&2
         return 1
     }
+    # The build compiles each library source three times (shared, static, and the tests'
+    # library with its BAND_TESTING hooks), and clang-tidy -p analyses every entry of a
+    # file: keep one entry per file, the shipped build's, so each is analysed once.
+    local db="$BUILD_ROOT/lint-db"
+    mkdir -p "$db"
+    python3 - "$dir/compile_commands.json" "$db/compile_commands.json" <<'PY' || return 1
+import json, sys
+entries = json.load(open(sys.argv[1]))
+def testing(e):
+    return "-DBAND_TESTING" in e.get("command", " ".join(e.get("arguments", [])))
+kept = {}
+for e in entries:
+    if e["file"] not in kept or (testing(kept[e["file"]]) and not testing(e)):
+        kept[e["file"]] = e
+json.dump(list(kept.values()), open(sys.argv[2], "w"), indent=1)
+PY
     local files=()
     # tools/ has a .clang-tidy of its own (its comments say what it changes and why).
     mapfile -d '' files < <(find src adapters tools -type f -name '*.c' -not -path '*/tests/*' -print0 | sort -z)
@@ -79,7 +95,7 @@ tidy()
         xargs -0 -P "$JOBS" -I{} sh -c \
             'f="$1"; log="$2/$(echo "$f" | tr / _).log"
              if ! "$3" --quiet -p "$4" "$f" >"$log" 2>&1; then echo "$f" >>"$2/failed"; fi' \
-            _ {} "$out" "$ct" "$dir" || rc=1
+            _ {} "$out" "$ct" "$db" || rc=1
     local f
     for f in "${files[@]}"; do
         local log
