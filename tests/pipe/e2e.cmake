@@ -4,6 +4,7 @@
 # `band-pipe --serve` (a private nginx) and run the program on it, checking its exit
 # status, summary, log (with jq) and outputs (with gdalinfo -json). Each gets the program
 # and its own work directory; they need bash, jq, gdal-bin and nginx (scripts/deps.sh).
+# Labels pipe and pipe-e2e (the clang suite leaves the latter out: see scripts/check.sh).
 # Under TSan, GDAL's own lock-order reports are suppressed (gdal.tsan.supp); data races
 # are not.
 if(TARGET band-pipe)
@@ -16,7 +17,7 @@ if(TARGET band-pipe)
         add_test(NAME pipe_e2e_${_t}
                  COMMAND ${BAND_BASH} ${CMAKE_CURRENT_LIST_DIR}/e2e_${_t}.sh $<TARGET_FILE:band-pipe>
                          ${CMAKE_CURRENT_BINARY_DIR}/e2e/${_t})
-        set_tests_properties(pipe_e2e_${_t} PROPERTIES TIMEOUT 180 LABELS pipe
+        set_tests_properties(pipe_e2e_${_t} PROPERTIES TIMEOUT 180 LABELS "pipe;pipe-e2e"
                              ENVIRONMENT "${_pipe_e2e_env}")
     endforeach()
 endif()
