@@ -15,7 +15,11 @@
 # This file is included before adapters/etcd is added, so the tests are defined at the
 # end of the top directory (cmake_language DEFER), once band_etcd and band-dist exist.
 # They are registered only when libband-etcd is built and etcd, etcdctl and bash are
-# found; RUN_SERIAL, since each runs a cluster.
+# found. Each runs a cluster of three members, so they hold the resource lock
+# band-etcd-cluster (as test_etcd does): never two clusters at once on the machine's cores.
+# They are not RUN_SERIAL: they spend most of their time waiting for leases, elections
+# and the cluster's disk (a fault test keeps 8 to 70% of two cores busy), so one other
+# test may run beside them.
 
 function(band_etcd_define_tests)
     if(NOT TARGET band_etcd OR BAND_BUILD_FUZZ)
@@ -50,7 +54,7 @@ function(band_etcd_define_tests)
     macro(_band_etcd_test name timeout labels)
         add_test(NAME ${name} COMMAND "${BAND_BASH}" "${_dir}/${name}.sh" ${ARGN})
         set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${timeout}
-                             RUN_SERIAL TRUE ENVIRONMENT "${_env}")
+                             RESOURCE_LOCK band-etcd-cluster ENVIRONMENT "${_env}")
     endmacro()
 
     if(TARGET band-dist)
