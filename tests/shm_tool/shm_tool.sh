@@ -13,6 +13,11 @@ export LC_ALL=C
 
 BAND_SHM=$1
 SHM_HOLD=$2
+# The layout version the library writes, from its header, so the expected output follows
+# a change of layout.
+V=$(sed -n 's/^#define BAND_SHM_VERSION \([0-9][0-9]*\)$/\1/p' \
+    "$(dirname "$0")/../../include/band/shm.h")
+[ -n "$V" ] && [ "$V" -lt 255 ] || { echo "FAIL: no BAND_SHM_VERSION in include/band/shm.h" >&2; exit 1; }
 P="band-test-$$"
 SEG="/$P-seg"
 T=$(mktemp -d)
@@ -171,13 +176,13 @@ run 0 create "$P-plain" --bound 'q"uote\back=7'
 # --- list --------------------------------------------------------------------------------
 run 0 list "$P-*"
 has "$T/out" '^NAME +VERSION +SIZE +HANDLES +WAITERS +BOUNDS'
-has "$T/out" "^$SEG +2 +[0-9]+ +0 +0 +connections=4/4 memory=1048576/1048576B\$"
-has "$T/out" "^/$P-plain +2 "
+has "$T/out" "^$SEG +$V +[0-9]+ +0 +0 +connections=4/4 memory=1048576/1048576B\$"
+has "$T/out" "^/$P-plain +$V "
 run 0 list --json "/$P-*"
 cp "$T/out" "$T/list.json"
 valid "$T/list.json"
 J=".segments[] | select(.name == \"$SEG\")"
-jeq "$T/list.json" "$J | .version" 2
+jeq "$T/list.json" "$J | .version" "$V"
 jeq "$T/list.json" "$J | .handles" 0
 jeq "$T/list.json" "$J | .waiting" 0
 jeq "$T/list.json" "$J | .closed" false
@@ -199,7 +204,7 @@ run 0 list "/$P-nothing-*"
 
 # --- show, idle --------------------------------------------------------------------------
 run 0 show "$SEG"
-has "$T/out" "^$SEG: version 2, [0-9]+ bytes, open\$"
+has "$T/out" "^$SEG: version $V, [0-9]+ bytes, open\$"
 has "$T/out" '^  handles 0 \(max 16\), waiting 0 \(max 32\)'
 has "$T/out" '^connections +units +4 +4 +0 +0 +0 +0$'
 has "$T/out" '^memory +bytes +1048576 +1048576 +0 +0 +0 +0$'
@@ -367,7 +372,7 @@ run 0 show "/$P-full" --json
 jeq "$T/out" '.handles' 1
 jeq "$T/out" '.holders[0].pid' "$H4"
 run 0 list "$P-*"
-has "$T/out" "^/$P-full +2 "
+has "$T/out" "^/$P-full +$V "
 kill_helper "$H4"
 run 0 show "/$P-full" --json
 jeq "$T/out" '.holders[0].alive' false
@@ -401,7 +406,7 @@ head -c 64 "/dev/shm/$P-seg" >"/dev/shm/$BADNAME"
 run 0 list "$P-*"
 lacks "$T/out" "^/$P-junk "
 has "$T/out" "^/$P-damaged-.* +- +- +- +- +error: BAND_EBADSEG "
-has "$T/out" "^$SEG +2 "
+has "$T/out" "^$SEG +$V "
 run 0 list --json "/$P-*"
 valid "$T/out"
 jeq "$T/out" "[.segments[] | select(.name == \"/$P-junk\")] | length" 0
@@ -412,9 +417,10 @@ jeq "$T/out" "[.segments[] | select(.name | startswith(\"/$P-damaged-\"))][0].na
 run 0 remove "/$BADNAME"
 
 # A segment of another layout version: the version is the 32-bit word after the 8-byte
-# magic (the one part of the layout every version keeps). Listed with its error.
+# magic (the one part of the layout every version keeps), little-endian: its low byte
+# set to the next version. Listed with its error.
 cp "/dev/shm/$P-seg" "/dev/shm/$P-v9"
-printf '\011' | dd of="/dev/shm/$P-v9" bs=1 seek=8 conv=notrunc status=none
+printf "\\$(printf '%03o' $((V + 1)))" | dd of="/dev/shm/$P-v9" bs=1 seek=8 conv=notrunc status=none
 run 1 show "/$P-v9"
 has "$T/err" '\(BAND_EVERSION\)$'
 run 0 list "$P-*"
