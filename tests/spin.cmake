@@ -18,8 +18,11 @@ if(BAND_SANITIZE STREQUAL "" AND NOT BAND_BUILD_FUZZ AND CMAKE_C_COMPILER_ID STR
             add_test(NAME ${_spin_name}
                 COMMAND "${BAND_BASH}" "${CMAKE_CURRENT_SOURCE_DIR}/spin/run_spin.sh"
                         "${CMAKE_CURRENT_SOURCE_DIR}/spin/etcd_budget.pml" ${_spin_mode})
+            # One search at a time: two of them, each hashing over a 512 MB table, take
+            # twice as long side by side as one after the other. COST starts them first,
+            # so the other tests run beside them rather than after them.
             set_tests_properties(${_spin_name} PROPERTIES
-                LABELS "model;etcd-model" TIMEOUT 300
+                LABELS "model;etcd-model" TIMEOUT 300 COST 30 RESOURCE_LOCK band-spin-search
                 ENVIRONMENT "SPIN=${BAND_SPIN};CC=${CMAKE_C_COMPILER}")
         endforeach()
     else()

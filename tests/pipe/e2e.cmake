@@ -20,4 +20,6 @@ if(TARGET band-pipe)
         set_tests_properties(pipe_e2e_${_t} PROPERTIES TIMEOUT 180 LABELS "pipe;pipe-e2e"
                              ENVIRONMENT "${_pipe_e2e_env}")
     endforeach()
+    # The longest of them (a run on local files, checked against gdalwarp) starts first.
+    set_tests_properties(pipe_e2e_local PROPERTIES COST 30)
 endif()
