@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_etcd - one measurement of acquire+release on an etcd cluster, by one of three
+ * bench_etcd - one measurement of acquire+release on an etcd cluster, by one of five
  * ways, with C concurrent clients (threads), for bench/etcd/run.sh.
  *
- *   bench_etcd -e ENDPOINTS -m band|bare|txn|lock -c CLIENTS -n OPS [-k CAPACITY]
+ *   bench_etcd -e ENDPOINTS -m band|bare|tput|txn|lock -c CLIENTS -n OPS [-k CAPACITY]
  *
  *   band  band_etcd_budget_acquire(1) + band_etcd_budget_release() on a budget of its own
  *         (capacity 1, or -k; uncontended: one pair at a time): every thread has its own band_etcd
- * client (its own lease, connection and thread); bare  the physical limit of the same work through
+ * client (its own lease, connection and thread); bare  the floor of the same work through
  * the same path: a put of a key (a request's value, under a lease) and its delete, two HTTP/JSON
  * requests of the JSON gateway on a kept-alive libcurl handle per thread; txn   the protocol's own
  * requests sent bare: the fast path's transaction as a client that has its budget to itself sends
  * it (nothing in the budget modified since a revision: put the key granted) and the release's
  * delete, on a budget of its own; what the band way costs without the library's client (its view,
- * thread); lock  etcd's mutex recipe as a service: /v3/lock/lock (with a lease) and /v3/lock/unlock
- * through the gateway, a lock name per thread, a handle per thread.
+ * thread); tput  bare's put sent as a transaction with no compare, then the delete: what the
+ * transaction path costs the server beyond a put before any compare; lock  etcd's mutex recipe as a
+ * service: /v3/lock/lock (with a lease) and /v3/lock/unlock through the gateway, a lock name per
+ * thread, a handle per thread.
  *
  * Each thread does OPS acquire+release pairs after a common start; prints one line:
  *   MODE CLIENTS OPS_TOTAL SECONDS OPS_PER_S MEDIAN_US P99_US REQUESTS_PER_PAIR
@@ -40,7 +42,7 @@
 #include <band/band.h>
 #include <band/etcd.h>
 
-enum mode { MODE_BAND, MODE_BARE, MODE_TXN, MODE_LOCK };
+enum mode { MODE_BAND, MODE_BARE, MODE_TPUT, MODE_TXN, MODE_LOCK };
 
 struct cfg {
     const char *endpoint; /* the first of the list: bare and lock talk to one member */
@@ -243,7 +245,7 @@ static void run_http(struct thr *t)
                        "\"lease\":\"%s\"}}],\"failure\":[]}",
                        pb, eb, kb, vb, lease);
         (void)snprintf(del, sizeof(del), "{\"key\":\"%s\"}", kb);
-    } else if (cfg->mode == MODE_BARE) {
+    } else if (cfg->mode == MODE_BARE || cfg->mode == MODE_TPUT) {
         /* The key and value a request of the library has. */
         char vb[128];
         (void)snprintf(key, sizeof(key), "/bench-bare/%ld-%d/q/%s-1", (long)getpid(), t->index,
@@ -252,6 +254,7 @@ static void run_http(struct thr *t)
         b64("{\"u\":1,\"g\":1,\"h\":\"bench\",\"p\":1}", vb);
         (void)snprintf(put, sizeof(put), "{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}", kb,
                        vb, lease);
+        (void)snprintf(txn, sizeof(txn), "{\"success\":[{\"request_put\":%s}]}", put);
         (void)snprintf(del, sizeof(del), "{\"key\":\"%s\"}", kb);
     } else {
         (void)snprintf(key, sizeof(key), "/bench-lock/%ld-%d", (long)getpid(), t->index);
@@ -274,8 +277,9 @@ static void run_http(struct thr *t)
                 r = http_post(&h, "/v3/kv/deleterange", del);
                 t->requests++;
             }
-        } else if (cfg->mode == MODE_BARE) {
-            r = http_post(&h, "/v3/kv/put", put);
+        } else if (cfg->mode == MODE_BARE || cfg->mode == MODE_TPUT) {
+            r = cfg->mode == MODE_BARE ? http_post(&h, "/v3/kv/put", put)
+                                       : http_post(&h, "/v3/kv/txn", txn);
             t->requests++;
             if (r) {
                 json_decref(r);
@@ -299,9 +303,10 @@ static void run_http(struct thr *t)
         t->lat[i] = mono_ns() - t0;
         if (!r) {
             fprintf(stderr, "bench_etcd: %s: a request failed\n",
-                    cfg->mode == MODE_BARE  ? "bare"
-                    : cfg->mode == MODE_TXN ? "txn"
-                                            : "lock");
+                    cfg->mode == MODE_BARE   ? "bare"
+                    : cfg->mode == MODE_TPUT ? "tput"
+                    : cfg->mode == MODE_TXN  ? "txn"
+                                             : "lock");
             t->failed = 1;
         }
         json_decref(r);
@@ -353,13 +358,16 @@ int main(int argc, char **argv)
     }
     if (!cfg.endpoints || !mode || cfg.clients <= 0 || cfg.clients > 1024 || cfg.ops <= 0 ||
         cfg.capacity <= 0) {
-        fprintf(stderr, "usage: bench_etcd -e ENDPOINTS -m band|bare|txn|lock -c CLIENTS -n OPS\n");
+        fprintf(stderr,
+                "usage: bench_etcd -e ENDPOINTS -m band|bare|tput|txn|lock -c CLIENTS -n OPS\n");
         return 2;
     }
     if (strcmp(mode, "band") == 0)
         cfg.mode = MODE_BAND;
     else if (strcmp(mode, "bare") == 0)
         cfg.mode = MODE_BARE;
+    else if (strcmp(mode, "tput") == 0)
+        cfg.mode = MODE_TPUT;
     else if (strcmp(mode, "txn") == 0)
         cfg.mode = MODE_TXN;
     else if (strcmp(mode, "lock") == 0)
