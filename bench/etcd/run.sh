@@ -4,7 +4,7 @@
 # cost of two requests through the same HTTP/JSON path (a put and a delete), beside the
 # same put sent as a transaction without a compare, beside the library's own fast-path
 # transaction and delete sent bare, and beside etcd's lock service.
-# Prints a table of medians over rounds and the ratios to the bare put and to the bare transaction.
+# Prints a table of medians over rounds, with the ratios to the bare put and transaction.
 #
 #   bench/etcd/run.sh [--rounds R] [--clients "1 8 64"] [--pairs N]
 #   make bench (its etcd section), or make bench-etcd
@@ -78,7 +78,7 @@ echo "its own budget, uncontended; bare: put + delete of a key through the JSON 
 echo "tput: the same put as a transaction without a compare + delete; txn: band's own"
 echo "fast-path transaction + delete, sent bare; lock: /v3/lock/lock + /v3/lock/unlock"
 echo "through the gateway)"
-# Every ratio is taken within a round (the ways of one round ran minutes apart at most)
+# Every ratio is taken within a round (its ways at one client count run seconds apart)
 # and the median taken over the rounds, so a change in the machine's load between rounds
 # falls on both sides of each ratio.
 awk -F'\t' '
